@@ -1,0 +1,3 @@
+module github.com/transcriptstore/transcript
+
+go 1.26.0

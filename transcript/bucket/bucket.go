@@ -1,0 +1,99 @@
+// Package bucket defines the small object-storage interface that the transcript store
+// is built on, and the errors every backend maps its own failures to.
+//
+// Backends live in their own packages (membucket, filebucket, s3bucket) and import this
+// one, never the reverse. Every backend passes the conformance suite in
+// transcript/storetest.
+//
+// Consistency: the store assumes strong read-after-write and list-after-write
+// consistency, as MinIO and AWS S3 provide today.
+package bucket
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Sentinel errors. Backends wrap them (fmt.Errorf("...: %w", ErrNotFound)) so callers
+// test with errors.Is.
+var (
+	// ErrNotFound is returned when a key does not exist (Get, Stat). Delete of a
+	// missing key is not an error.
+	ErrNotFound = errors.New("object not found")
+	// ErrExists is returned by Put when the key already exists with other content
+	// (a create-only conflict).
+	ErrExists = errors.New("object already exists")
+	// ErrInvalidKey is returned for a key the backend cannot store (empty, absolute,
+	// with "..", "." or empty path elements, control characters, or too long).
+	ErrInvalidKey = errors.New("invalid object key")
+)
+
+// MetaChecksum is the user-metadata name under which Put records PutOptions.Checksum.
+const MetaChecksum = "Transcript-Checksum"
+
+// ObjectInfo describes one object (or, in a delimited listing, one common prefix).
+type ObjectInfo struct {
+	// Key is the full object key; for a common prefix it ends in "/".
+	Key string
+	// Size is the object's length in bytes (0 for a prefix).
+	Size int64
+	// ModTime is when the object was stored (zero for a prefix).
+	ModTime time.Time
+	// ETag is the backend's entity tag, if it has one.
+	ETag string
+	// Checksum is the value given as PutOptions.Checksum when the object was created
+	// (empty if none, and in listings where the backend does not return metadata).
+	Checksum string
+	// IsPrefix reports that this is a common prefix of a delimited listing.
+	IsPrefix bool
+}
+
+// PutOptions tune a create-only Put.
+type PutOptions struct {
+	// Checksum identifies the content (for example the hex xxhash64 of the bytes).
+	// It is stored with the object. When the key already exists and its stored
+	// checksum equals this non-empty value, Put treats the call as a retry of the
+	// same write and returns nil instead of ErrExists.
+	Checksum string
+	// ContentType is stored with the object where the backend supports it.
+	ContentType string
+}
+
+// ListOptions select what List returns.
+type ListOptions struct {
+	// Prefix limits the listing to keys that start with it.
+	Prefix string
+	// StartAfter skips every key that sorts at or before it (lexical byte order).
+	StartAfter string
+	// Delimited, when true, groups keys that contain "/" after Prefix into one
+	// common-prefix ObjectInfo (IsPrefix true, Key ending in "/"), as S3's
+	// delimiter "/" does.
+	Delimited bool
+}
+
+// Reader is the read-only half of a bucket.
+type Reader interface {
+	// Get opens key for reading. A missing key returns an error wrapping ErrNotFound.
+	// The caller closes the reader.
+	Get(ctx context.Context, key string) (io.ReadCloser, ObjectInfo, error)
+	// Stat returns key's metadata, or an error wrapping ErrNotFound.
+	Stat(ctx context.Context, key string) (ObjectInfo, error)
+	// List calls fn for every key matching opts in ascending lexical byte order.
+	// An error from fn stops the listing and is returned as is.
+	List(ctx context.Context, opts ListOptions, fn func(ObjectInfo) error) error
+}
+
+// Bucket is a flat key/value object store with create-only writes.
+type Bucket interface {
+	Reader
+	// Put creates key with the first size bytes read from r (size -1: read to EOF).
+	// It never overwrites: an existing key gives an error wrapping ErrExists, except
+	// that a retry of the same write (equal non-empty PutOptions.Checksum) returns nil.
+	// Put is atomic: if r fails, or ctx ends, before all bytes are read, no object is
+	// left behind and readers never see a partial object.
+	Put(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) error
+	// Delete removes key. Deleting a missing key is not an error (idempotent).
+	Delete(ctx context.Context, key string) error
+}

@@ -1,0 +1,32 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// Sync is the synchronous Uploader: Upload stores the batch as one segment before it
+// returns, so the caller waits on object storage. It suits tools and tests; agent
+// runtimes use the asynchronous Mirror.
+type Sync struct {
+	// Store receives the segments.
+	Store *transcript.Store
+	// Writer names this process in segment keys.
+	Writer *transcript.Writer
+}
+
+var _ Uploader = (*Sync)(nil)
+
+// Upload writes b.Entries as one segment of b.Ref.
+func (s *Sync) Upload(ctx context.Context, b Batch) error {
+	if s.Store == nil || s.Writer == nil {
+		return errors.New("mirror: Sync needs a store and a writer")
+	}
+	if len(b.Entries) == 0 {
+		return nil
+	}
+	_, err := s.Store.AppendSegment(ctx, b.Ref, b.Entries, s.Writer)
+	return err
+}

@@ -1,0 +1,147 @@
+package segment
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Segment is a decoded, verified segment.
+type Segment struct {
+	// Meta is the segment's metadata.
+	Meta Meta
+	// Entries are the raw entries, in order, without the trailing newline.
+	// They share one backing buffer; each has its capacity clipped to its
+	// length, so appending to one never overwrites another.
+	Entries [][]byte
+}
+
+// Decoder decodes and verifies segments. It is safe for concurrent use;
+// create one and share it. All calls share one *zstd.Decoder through its
+// concurrency-safe DecodeAll.
+type Decoder struct {
+	opts decoderOptions
+	// limit is the effective cap on uncompressed bytes per segment.
+	limit uint64
+	zdec  *zstd.Decoder
+}
+
+// NewDecoder returns a Decoder configured by opts.
+func NewDecoder(opts ...DecoderOption) (*Decoder, error) {
+	o := decoderOptions{
+		maxEntrySize:   DefaultMaxEntrySize,
+		maxSegmentSize: DefaultMaxSegmentSize,
+		maxMemory:      DefaultMaxDecoderMemory,
+	}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	limit := min(uint64(o.maxSegmentSize), o.maxMemory)
+	window := max(limit, zstd.MinWindowSize)
+	zdec, err := zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(0), // one block decoder per GOMAXPROCS for DecodeAll
+		zstd.WithDecoderMaxMemory(limit),
+		zstd.WithDecoderMaxWindow(window),
+		zstd.WithDecodeAllCapLimit(true), // never decode past the declared length
+	)
+	if err != nil {
+		return nil, fmt.Errorf("segment: new zstd decoder: %w", err)
+	}
+	return &Decoder{opts: o, limit: limit, zdec: zdec}, nil
+}
+
+// ReadMeta parses and verifies only the leading metadata frame of data,
+// which may be a prefix of a segment; n is the number of bytes the frame
+// used (the zstd data starts at data[n:]). If data is too short, the error
+// matches ErrTruncated; MetaSize tells how many bytes are needed.
+func (d *Decoder) ReadMeta(data []byte) (meta Meta, n int, err error) {
+	return parseMeta(data)
+}
+
+// Decode decodes and verifies a whole segment: the metadata frame and its
+// checksum, the object length, the declared size against the limits (before
+// decompressing), the zstd data (output capped at the declared size), the
+// length and xxhash64 of the JSONL, the entry count and each entry's size.
+//
+// Errors: corruption and truncation match ErrCorrupt (and ErrTruncated,
+// ErrBadMagic or ErrChecksum where they apply) and are *CorruptionError;
+// ErrUnsupportedVersion for a newer format; ErrTooLarge when the declared
+// size exceeds the limits; ErrEntryTooLarge for an oversized entry.
+func (d *Decoder) Decode(data []byte) (*Segment, error) {
+	m, n, err := parseMeta(data)
+	if err != nil {
+		return nil, err
+	}
+	if m.RawLen > d.limit {
+		return nil, fmt.Errorf("segment declares %d uncompressed bytes, limit %d: %w", m.RawLen, d.limit, ErrTooLarge)
+	}
+	payload := data[n:]
+	switch {
+	case uint64(len(payload)) < m.PayloadLen:
+		return nil, corrupt(len(data), ErrTruncated, "segment is %d bytes, metadata declares %d", len(data), uint64(n)+m.PayloadLen)
+	case uint64(len(payload)) > m.PayloadLen:
+		return nil, corrupt(n+int(m.PayloadLen), nil, "%d unexpected bytes after the zstd data", uint64(len(payload))-m.PayloadLen)
+	}
+
+	raw, err := d.zdec.DecodeAll(payload, make([]byte, 0, m.RawLen))
+	if err != nil {
+		switch {
+		case errors.Is(err, zstd.ErrDecoderSizeExceeded):
+			return nil, corrupt(n, ErrTooLarge, "zstd data decompresses to more than the declared %d bytes", m.RawLen)
+		case errors.Is(err, zstd.ErrWindowSizeExceeded):
+			return nil, fmt.Errorf("segment zstd window exceeds decoder memory limit %d: %w", d.limit, ErrTooLarge)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, corrupt(n, ErrTruncated, "zstd data ends early")
+		}
+		return nil, corrupt(n, err, "decompress")
+	}
+	if uint64(len(raw)) != m.RawLen {
+		return nil, corrupt(n, nil, "zstd data decompresses to %d bytes, metadata declares %d", len(raw), m.RawLen)
+	}
+	if got := xxhash.Sum64(raw); got != m.Checksum {
+		return nil, corrupt(n, ErrChecksum, "entries checksum %016x, metadata declares %016x", got, m.Checksum)
+	}
+	entries, err := d.split(raw, m.EntryCount, n)
+	if err != nil {
+		return nil, err
+	}
+	return &Segment{Meta: m, Entries: entries}, nil
+}
+
+// split cuts verified JSONL into entries. off is the payload offset, used
+// for error reports.
+func (d *Decoder) split(raw []byte, count uint32, off int) ([][]byte, error) {
+	if raw[len(raw)-1] != '\n' {
+		return nil, corrupt(off, nil, "JSONL does not end with a newline")
+	}
+	entries := make([][]byte, 0, count)
+	for pos := 0; pos < len(raw); {
+		j := bytes.IndexByte(raw[pos:], '\n')
+		switch {
+		case j == 0:
+			return nil, corrupt(off, nil, "empty entry %d at uncompressed offset %d", len(entries), pos)
+		case j > d.opts.maxEntrySize:
+			return nil, fmt.Errorf("segment entry %d at uncompressed offset %d is %d bytes, limit %d: %w", len(entries), pos, j, d.opts.maxEntrySize, ErrEntryTooLarge)
+		case len(entries) == int(count):
+			return nil, corrupt(off, nil, "more entries than the declared %d", count)
+		}
+		entries = append(entries, raw[pos:pos+j:pos+j])
+		pos += j + 1
+	}
+	if len(entries) != int(count) {
+		return nil, corrupt(off, nil, "%d entries, metadata declares %d", len(entries), count)
+	}
+	return entries, nil
+}
+
+// Close releases the zstd decoder. The Decoder must not be used afterwards.
+func (d *Decoder) Close() error {
+	d.zdec.Close()
+	return nil
+}

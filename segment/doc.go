@@ -1,0 +1,24 @@
+// Package segment implements the immutable segment format of the transcript
+// store: encoding a batch of raw JSONL entries into one object, and decoding
+// and verifying such an object.
+//
+// A segment is a valid zstd stream. `zstd -dc SEGMENT` prints its entries as
+// JSONL, one raw entry per line, byte for byte as they were given to Encode.
+// The segment's metadata (Meta) travels first, in a zstd skippable frame that
+// standard decoders ignore, so a reader can get it from a prefix of the object
+// (ReadMeta). The binary layout, byte order, checksum scope and versioning
+// rules are documented in FORMAT.md next to this file.
+//
+// The package does no I/O of its own: it works on []byte. It knows nothing
+// about buckets or keys; object naming (ending in Ext, ".jsonl.zst") belongs
+// to the transcript package.
+//
+// Decoding never panics on bad input. Damage is reported with typed errors:
+// every corruption or truncation error satisfies errors.Is(err, ErrCorrupt)
+// and can be inspected with errors.As(err, **CorruptionError); limits
+// (ErrEntryTooLarge, ErrTooLarge) and newer formats (ErrUnsupportedVersion)
+// have their own sentinels.
+//
+// Encoder and Decoder are safe for concurrent use and are meant to be created
+// once and shared: each holds a zstd encoder or decoder and its buffers.
+package segment

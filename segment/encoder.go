@@ -1,0 +1,156 @@
+package segment
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Encoder turns batches of entries into segments. It is safe for concurrent
+// use; create one and share it. All calls share one *zstd.Encoder through
+// its concurrency-safe EncodeAll.
+type Encoder struct {
+	opts encoderOptions
+	zenc *zstd.Encoder
+	raw  sync.Pool // *[]byte scratch for the uncompressed JSONL
+}
+
+// maxPooledRaw is the largest scratch buffer kept for reuse.
+const maxPooledRaw = 4 << 20
+
+// NewEncoder returns an Encoder configured by opts.
+func NewEncoder(opts ...EncoderOption) (*Encoder, error) {
+	o := encoderOptions{
+		level:          zstd.SpeedDefault,
+		maxEntrySize:   DefaultMaxEntrySize,
+		maxSegmentSize: DefaultMaxSegmentSize,
+	}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	zenc, err := zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(o.level),
+		zstd.WithEncoderCRC(true), // `zstd -dc` verifies the data too
+		zstd.WithZeroFrames(true), // always a real zstd frame
+		zstd.WithLowerEncoderMem(false),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("segment: new zstd encoder: %w", err)
+	}
+	return &Encoder{opts: o, zenc: zenc}, nil
+}
+
+// Encode encodes entries, in order, into one segment and returns its bytes
+// and the completed metadata.
+//
+// meta supplies WriterID, Seq, Level, FirstID, LastID, MinTime, MaxTime and
+// Inputs; Encode sets Version, EntryCount, RawLen, Checksum and PayloadLen
+// and ignores what the caller put there. The returned Meta equals what
+// Decode and ReadMeta return for the segment (times in UTC, no monotonic
+// reading; empty Inputs as nil).
+//
+// Each entry is written byte for byte followed by '\n'. Encode rejects an
+// empty batch, an empty entry or one containing '\n' (ErrInvalidEntry), an
+// entry over the max entry size (ErrEntryTooLarge), a batch over the max
+// segment size (ErrTooLarge) and metadata it cannot represent
+// (ErrInvalidMeta). Encode does not retain entries.
+func (e *Encoder) Encode(meta Meta, entries [][]byte) ([]byte, Meta, error) {
+	if len(entries) == 0 {
+		return nil, Meta{}, fmt.Errorf("encode segment: no entries: %w", ErrInvalidEntry)
+	}
+	if uint64(len(entries)) > 1<<32-1 {
+		return nil, Meta{}, fmt.Errorf("encode segment: %d entries: %w", len(entries), ErrTooLarge)
+	}
+	var rawLen int64
+	for i, ent := range entries {
+		switch {
+		case len(ent) == 0:
+			return nil, Meta{}, fmt.Errorf("encode segment: entry %d is empty: %w", i, ErrInvalidEntry)
+		case len(ent) > e.opts.maxEntrySize:
+			return nil, Meta{}, fmt.Errorf("encode segment: entry %d is %d bytes, limit %d: %w", i, len(ent), e.opts.maxEntrySize, ErrEntryTooLarge)
+		}
+		if j := bytes.IndexByte(ent, '\n'); j >= 0 {
+			return nil, Meta{}, fmt.Errorf("encode segment: entry %d contains a newline at byte %d: %w", i, j, ErrInvalidEntry)
+		}
+		rawLen += int64(len(ent)) + 1
+		if rawLen > e.opts.maxSegmentSize {
+			return nil, Meta{}, fmt.Errorf("encode segment: entries exceed %d bytes: %w", e.opts.maxSegmentSize, ErrTooLarge)
+		}
+	}
+
+	m, minNS, maxNS, err := completeMeta(meta)
+	if err != nil {
+		return nil, Meta{}, fmt.Errorf("encode segment: %w", err)
+	}
+	metaPayload, err := metaPayloadSize(&m)
+	if err != nil {
+		return nil, Meta{}, fmt.Errorf("encode segment: %w", err)
+	}
+	frameSize := frameHeaderSize + metaPayload
+
+	// Build the JSONL in pooled scratch space.
+	bufp, _ := e.raw.Get().(*[]byte)
+	if bufp == nil {
+		bufp = new([]byte)
+	}
+	raw := (*bufp)[:0]
+	if int64(cap(raw)) < rawLen {
+		raw = make([]byte, 0, rawLen)
+	}
+	for _, ent := range entries {
+		raw = append(raw, ent...)
+		raw = append(raw, '\n')
+	}
+
+	m.EntryCount = uint32(len(entries))
+	m.RawLen = uint64(len(raw))
+	m.Checksum = xxhash.Sum64(raw)
+
+	// Reserve room for the metadata frame, compress behind it, then fill
+	// the frame in place: one allocation for the whole object.
+	out := make([]byte, frameSize, frameSize+len(raw)/3+64)
+	out = e.zenc.EncodeAll(raw, out)
+	if cap(raw) <= maxPooledRaw {
+		*bufp = raw[:0]
+		e.raw.Put(bufp)
+	}
+	m.PayloadLen = uint64(len(out) - frameSize)
+	putMeta(out[:frameSize], &m, minNS, maxNS)
+	return out, m, nil
+}
+
+// completeMeta normalises the caller's metadata: version set, times in UTC
+// without monotonic reading, empty Inputs as nil, derived fields cleared.
+func completeMeta(meta Meta) (Meta, int64, int64, error) {
+	minNS, err := encodeTime("min time", meta.MinTime)
+	if err != nil {
+		return Meta{}, 0, 0, err
+	}
+	maxNS, err := encodeTime("max time", meta.MaxTime)
+	if err != nil {
+		return Meta{}, 0, 0, err
+	}
+	if minNS != 0 && maxNS != 0 && minNS > maxNS {
+		return Meta{}, 0, 0, fmt.Errorf("min time %v after max time %v: %w", meta.MinTime, meta.MaxTime, ErrInvalidMeta)
+	}
+	m := meta
+	m.Version = FormatVersion
+	m.MinTime, m.MaxTime = decodeTime(minNS), decodeTime(maxNS)
+	m.EntryCount, m.RawLen, m.Checksum, m.PayloadLen = 0, 0, 0, 0
+	if len(m.Inputs) == 0 {
+		m.Inputs = nil
+	} else {
+		m.Inputs = append([]string(nil), m.Inputs...)
+	}
+	return m, minNS, maxNS, nil
+}
+
+// Close releases the zstd encoder. The Encoder must not be used afterwards.
+func (e *Encoder) Close() error {
+	return e.zenc.Close()
+}

@@ -1,0 +1,94 @@
+package segment
+
+import "encoding/binary"
+
+// FormatVersion is the metadata format version this package writes. Decoders
+// accept versions 1 through FormatVersion and report ErrUnsupportedVersion for
+// newer ones.
+const FormatVersion = 1
+
+// DefaultMaxEntrySize is the default limit on the size of one entry (without
+// its newline), for both Encoder and Decoder.
+const DefaultMaxEntrySize = 16 << 20 // 16 MiB
+
+// DefaultMaxSegmentSize is the default limit on the uncompressed size of a
+// segment (its JSONL bytes). Decode rejects larger segments before it
+// decompresses anything; Encode refuses to write them.
+const DefaultMaxSegmentSize = 256 << 20 // 256 MiB
+
+// Ext is the file-name extension of a segment object: the object is JSONL
+// compressed with zstd.
+const Ext = ".jsonl.zst"
+
+// SkippableMagic is the zstd skippable-frame magic number (written little
+// endian) of the metadata frame that starts every segment. The zstd format
+// reserves 0x184D2A50 through 0x184D2A5F for skippable frames.
+const SkippableMagic uint32 = 0x184D2A53
+
+// MetaMagic is the 4-byte magic at the start of the metadata frame's
+// payload, identifying it as transcript segment metadata.
+const MetaMagic = "TSEG"
+
+// MaxMetaSize is the largest metadata frame payload (the skippable frame's
+// length field) that Encode writes and decoders accept.
+const MaxMetaSize = 16 << 20 // 16 MiB
+
+// MaxStringLen is the maximum length of each string in Meta (writer id,
+// entry ids, input keys): strings carry a 2-byte length prefix.
+const MaxStringLen = 1<<16 - 1
+
+// Layout of the metadata frame, version 1 (see FORMAT.md).
+const (
+	frameHeaderSize = 8 // skippable magic + length, both uint32 LE
+
+	// Offsets inside the frame payload (after frameHeaderSize).
+	offMagic      = 0
+	offVersion    = 4
+	offLevel      = 6
+	offReserved   = 7
+	offSeq        = 8
+	offEntryCount = 16
+	offInputCount = 20
+	offMinTime    = 24
+	offMaxTime    = 32
+	offRawLen     = 40
+	offChecksum   = 48
+	offPayloadLen = 56
+	fixedSize     = 64 // the strings start here
+
+	metaChecksumSize = 8
+	// minMetaPayload: fixed fields, three empty strings, checksum.
+	minMetaPayload = fixedSize + 3*2 + metaChecksumSize
+
+	// maxRatio bounds how many bytes zstd data can decompress to per
+	// compressed byte: a block of at most 128 KiB output takes at least
+	// 4 bytes (3-byte header + 1 RLE byte).
+	maxRatio = (128 << 10) / 4
+)
+
+// MetaSize returns the total size in bytes of the metadata frame that starts
+// a segment, given at least the first 8 bytes of the object. A reader holding
+// a prefix of a segment can use it to learn how many bytes ReadMeta needs.
+// Errors match ErrTruncated (fewer than 8 bytes), ErrBadMagic or ErrCorrupt.
+func MetaSize(header []byte) (int, error) {
+	if len(header) < frameHeaderSize {
+		return 0, corrupt(len(header), ErrTruncated, "metadata frame header needs %d bytes, have %d", frameHeaderSize, len(header))
+	}
+	if m := binary.LittleEndian.Uint32(header); m != SkippableMagic {
+		if m == zstdFrameMagic {
+			return 0, corrupt(0, ErrBadMagic, "plain zstd stream without segment metadata frame")
+		}
+		return 0, corrupt(0, ErrBadMagic, "frame magic %#08x, want %#08x", m, SkippableMagic)
+	}
+	n := binary.LittleEndian.Uint32(header[4:])
+	if n > MaxMetaSize {
+		return 0, corrupt(4, nil, "metadata frame length %d exceeds limit %d", n, MaxMetaSize)
+	}
+	if n < minMetaPayload {
+		return 0, corrupt(4, nil, "metadata frame length %d below minimum %d", n, minMetaPayload)
+	}
+	return frameHeaderSize + int(n), nil
+}
+
+// zstdFrameMagic is the magic number of a regular zstd frame.
+const zstdFrameMagic uint32 = 0xFD2FB528

@@ -1,0 +1,231 @@
+package segment
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Meta is a segment's metadata. It travels in the segment's leading zstd
+// skippable frame (see FORMAT.md) and is protected by its own checksum.
+type Meta struct {
+	// Version is the metadata format version; set by Encode to FormatVersion.
+	Version uint16
+	// WriterID identifies the writer (replica) that produced the segment.
+	WriterID string
+	// Seq is the writer's sequence number for this segment.
+	Seq uint64
+	// Level is the compaction level: 0 for a flush, n+1 for a segment
+	// compacted from level-n segments.
+	Level uint8
+	// EntryCount is the number of entries; set by Encode.
+	EntryCount uint32
+	// FirstID is the id of the first entry (filled by the caller).
+	FirstID string
+	// LastID is the id of the last entry (filled by the caller).
+	LastID string
+	// MinTime is the earliest entry timestamp (filled by the caller; the zero
+	// Time means unknown). Stored as int64 Unix nanoseconds, decoded in UTC.
+	MinTime time.Time
+	// MaxTime is the latest entry timestamp, like MinTime.
+	MaxTime time.Time
+	// RawLen is the length of the uncompressed JSONL; set by Encode.
+	RawLen uint64
+	// Checksum is the xxhash64 of the uncompressed JSONL (every entry
+	// followed by '\n'); set by Encode.
+	Checksum uint64
+	// PayloadLen is the length of the zstd data that follows the metadata
+	// frame, so a segment object is exactly ReadMeta's n + PayloadLen bytes
+	// long; set by Encode.
+	PayloadLen uint64
+	// Inputs are the keys of the input segments of a compacted segment.
+	Inputs []string
+}
+
+// metaPayloadSize returns the size of m's frame payload (without the 8-byte
+// skippable-frame header), or an error if m cannot be represented.
+func metaPayloadSize(m *Meta) (int, error) {
+	size := minMetaPayload + len(m.WriterID) + len(m.FirstID) + len(m.LastID)
+	for _, s := range []struct{ name, v string }{{"writer id", m.WriterID}, {"first id", m.FirstID}, {"last id", m.LastID}} {
+		if len(s.v) > MaxStringLen {
+			return 0, fmt.Errorf("%s is %d bytes, limit %d: %w", s.name, len(s.v), MaxStringLen, ErrInvalidMeta)
+		}
+	}
+	if uint64(len(m.Inputs)) > math.MaxUint32 {
+		return 0, fmt.Errorf("%d inputs: %w", len(m.Inputs), ErrInvalidMeta)
+	}
+	for i, in := range m.Inputs {
+		if len(in) > MaxStringLen {
+			return 0, fmt.Errorf("input %d is %d bytes, limit %d: %w", i, len(in), MaxStringLen, ErrInvalidMeta)
+		}
+		size += 2 + len(in)
+		if size > MaxMetaSize {
+			break
+		}
+	}
+	if size > MaxMetaSize {
+		return 0, fmt.Errorf("metadata is over %d bytes: %w", MaxMetaSize, ErrInvalidMeta)
+	}
+	return size, nil
+}
+
+// encodeTime maps t to int64 Unix nanoseconds; the zero Time maps to 0.
+func encodeTime(name string, t time.Time) (int64, error) {
+	if t.IsZero() {
+		return 0, nil
+	}
+	// UnixNano is undefined outside roughly 1678..2262.
+	if t.Year() < 1678 || t.Year() > 2261 {
+		return 0, fmt.Errorf("%s %v outside the int64 nanosecond range: %w", name, t, ErrInvalidMeta)
+	}
+	return t.UnixNano(), nil
+}
+
+func decodeTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// putMeta writes the complete metadata frame (header, payload, checksum) of
+// m into frame, which must be exactly frameHeaderSize+payloadSize bytes.
+func putMeta(frame []byte, m *Meta, minNS, maxNS int64) {
+	le := binary.LittleEndian
+	le.PutUint32(frame[0:], SkippableMagic)
+	le.PutUint32(frame[4:], uint32(len(frame)-frameHeaderSize))
+	p := frame[frameHeaderSize:]
+	copy(p[offMagic:], MetaMagic)
+	le.PutUint16(p[offVersion:], m.Version)
+	p[offLevel] = m.Level
+	p[offReserved] = 0
+	le.PutUint64(p[offSeq:], m.Seq)
+	le.PutUint32(p[offEntryCount:], m.EntryCount)
+	le.PutUint32(p[offInputCount:], uint32(len(m.Inputs)))
+	le.PutUint64(p[offMinTime:], uint64(minNS))
+	le.PutUint64(p[offMaxTime:], uint64(maxNS))
+	le.PutUint64(p[offRawLen:], m.RawLen)
+	le.PutUint64(p[offChecksum:], m.Checksum)
+	le.PutUint64(p[offPayloadLen:], m.PayloadLen)
+	i := fixedSize
+	put := func(s string) {
+		le.PutUint16(p[i:], uint16(len(s)))
+		i += 2 + copy(p[i+2:], s)
+	}
+	put(m.WriterID)
+	put(m.FirstID)
+	put(m.LastID)
+	for _, in := range m.Inputs {
+		put(in)
+	}
+	sumAt := len(frame) - metaChecksumSize
+	le.PutUint64(frame[sumAt:], xxhash.Sum64(frame[:sumAt]))
+}
+
+// parseMeta parses and verifies the metadata frame at the start of data and
+// returns the metadata and the frame's total size.
+//
+// Order of checks (see FORMAT.md): frame magic, frame length, presence of
+// the whole frame, metadata magic, metadata checksum, version, fields.
+func parseMeta(data []byte) (Meta, int, error) {
+	var m Meta
+	n, err := MetaSize(data)
+	if err != nil {
+		return m, 0, err
+	}
+	if len(data) < n {
+		return m, 0, corrupt(len(data), ErrTruncated, "metadata frame needs %d bytes, have %d", n, len(data))
+	}
+	le := binary.LittleEndian
+	frame := data[:n]
+	p := frame[frameHeaderSize:]
+	if string(p[offMagic:offMagic+len(MetaMagic)]) != MetaMagic {
+		return m, 0, corrupt(frameHeaderSize+offMagic, ErrBadMagic, "metadata magic %q, want %q", p[offMagic:offMagic+len(MetaMagic)], MetaMagic)
+	}
+	sumAt := n - metaChecksumSize
+	if got, want := xxhash.Sum64(frame[:sumAt]), le.Uint64(frame[sumAt:]); got != want {
+		return m, 0, corrupt(sumAt, ErrChecksum, "metadata checksum %016x, stored %016x", got, want)
+	}
+	m.Version = le.Uint16(p[offVersion:])
+	if m.Version == 0 {
+		return m, 0, corrupt(frameHeaderSize+offVersion, nil, "metadata version 0")
+	}
+	if m.Version > FormatVersion {
+		return m, 0, fmt.Errorf("segment version %d, this reader supports up to %d: %w", m.Version, FormatVersion, ErrUnsupportedVersion)
+	}
+	if p[offReserved] != 0 {
+		return m, 0, corrupt(frameHeaderSize+offReserved, nil, "reserved byte is %#x, want 0", p[offReserved])
+	}
+	m.Level = p[offLevel]
+	m.Seq = le.Uint64(p[offSeq:])
+	m.EntryCount = le.Uint32(p[offEntryCount:])
+	inputCount := le.Uint32(p[offInputCount:])
+	m.MinTime = decodeTime(int64(le.Uint64(p[offMinTime:])))
+	m.MaxTime = decodeTime(int64(le.Uint64(p[offMaxTime:])))
+	m.RawLen = le.Uint64(p[offRawLen:])
+	m.Checksum = le.Uint64(p[offChecksum:])
+	m.PayloadLen = le.Uint64(p[offPayloadLen:])
+
+	body := p[:len(p)-metaChecksumSize]
+	i := fixedSize
+	str := func(what string) (string, error) {
+		if len(body)-i < 2 {
+			return "", corrupt(frameHeaderSize+i, nil, "%s length overruns metadata", what)
+		}
+		l := int(le.Uint16(body[i:]))
+		i += 2
+		if len(body)-i < l {
+			return "", corrupt(frameHeaderSize+i, nil, "%s of %d bytes overruns metadata", what, l)
+		}
+		s := string(body[i : i+l])
+		i += l
+		return s, nil
+	}
+	if m.WriterID, err = str("writer id"); err != nil {
+		return Meta{}, 0, err
+	}
+	if m.FirstID, err = str("first id"); err != nil {
+		return Meta{}, 0, err
+	}
+	if m.LastID, err = str("last id"); err != nil {
+		return Meta{}, 0, err
+	}
+	// Each input takes at least 2 bytes: bound the count before allocating.
+	if uint64(inputCount) > uint64(len(body)-i)/2 {
+		return Meta{}, 0, corrupt(frameHeaderSize+offInputCount, nil, "input count %d overruns metadata", inputCount)
+	}
+	if inputCount > 0 {
+		m.Inputs = make([]string, inputCount)
+		for k := range m.Inputs {
+			if m.Inputs[k], err = str("input key"); err != nil {
+				return Meta{}, 0, err
+			}
+		}
+	}
+	if i != len(body) {
+		return Meta{}, 0, corrupt(frameHeaderSize+i, nil, "%d unexpected bytes after the last field", len(body)-i)
+	}
+	if err := checkMeta(&m); err != nil {
+		return Meta{}, 0, err
+	}
+	return m, n, nil
+}
+
+// checkMeta checks relations between fields that every valid segment obeys.
+func checkMeta(m *Meta) error {
+	switch {
+	case m.EntryCount == 0:
+		return corrupt(frameHeaderSize+offEntryCount, nil, "entry count is 0")
+	case m.RawLen/2 < uint64(m.EntryCount):
+		// Every entry takes at least one byte plus its newline.
+		return corrupt(frameHeaderSize+offRawLen, nil, "raw length %d too small for %d entries", m.RawLen, m.EntryCount)
+	case m.PayloadLen == 0 || m.PayloadLen > math.MaxInt64/maxRatio:
+		return corrupt(frameHeaderSize+offPayloadLen, nil, "payload length %d out of range", m.PayloadLen)
+	case m.RawLen > m.PayloadLen*maxRatio:
+		return corrupt(frameHeaderSize+offRawLen, nil, "raw length %d impossible for %d compressed bytes", m.RawLen, m.PayloadLen)
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// Legacy is the full-file mirror kept for backward compatibility: after every flush
+// it uploads the tree's whole context file and log file, overwriting the previous
+// copies (last writer wins), to
+//
+//	{Prefix}/{namespace}/agents/{agentId}/sessions/{sessionId}.jsonl      (context file)
+//	{Prefix}/{namespace}/agents/{agentId}/sessions/{sessionId}.log.jsonl  (log file)
+//
+// Its cost grows with the square of the session length (every flush uploads
+// everything so far) and concurrent replicas overwrite each other's entries; it is the
+// baseline the segment Mirror is measured against. Upload is synchronous: it returns
+// once both files are stored. Use a Prefix other than the segment store's, so that the
+// legacy objects never mix with a session's segments.
+//
+// Overwriting uses bucket.Replacer when the bucket implements it (an atomic replace).
+// Otherwise Legacy deletes the old object and creates the new one: between the two a
+// reader finds no object, and a crash in that window leaves none until the next
+// flush.
+type Legacy struct {
+	// Bucket receives the files. Required.
+	Bucket bucket.Bucket
+	// Prefix is prepended (with "/") to every key; "" for none.
+	Prefix string
+}
+
+var _ Uploader = (*Legacy)(nil)
+
+// LegacyKeys returns the keys of the context file and the log file of ref.
+func LegacyKeys(prefix string, ref transcript.TranscriptRef) (contextKey, logKey string) {
+	ref = ref.Norm()
+	base := ref.Namespace + "/agents/" + ref.AgentID + "/sessions/" + ref.SessionID
+	if p := strings.Trim(prefix, "/"); p != "" {
+		base = p + "/" + base
+	}
+	return base + ".jsonl", base + ".log.jsonl"
+}
+
+// Upload stores the files b.ContextPath and b.LogPath (each skipped when empty) under
+// the LegacyKeys of b.Ref, replacing what was there.
+func (l *Legacy) Upload(ctx context.Context, b Batch) error {
+	if l.Bucket == nil {
+		return errors.New("mirror: Legacy needs a bucket")
+	}
+	if err := b.Ref.Validate(); err != nil {
+		return fmt.Errorf("mirror legacy upload: %w", err)
+	}
+	ck, lk := LegacyKeys(l.Prefix, b.Ref)
+	for _, f := range []struct{ path, key string }{{b.ContextPath, ck}, {b.LogPath, lk}} {
+		if f.path == "" {
+			continue
+		}
+		if err := l.replaceFile(ctx, f.key, f.path); err != nil {
+			return fmt.Errorf("mirror legacy upload %s: %w", b.Ref, err)
+		}
+	}
+	return nil
+}
+
+// AwaitQuiescence returns nil: Legacy uploads synchronously.
+func (l *Legacy) AwaitQuiescence(context.Context) error { return nil }
+
+// Close returns nil: Legacy holds no resources.
+func (l *Legacy) Close(context.Context) error { return nil }
+
+// legacyReplaceAttempts bounds the delete-and-create loop against concurrent writers.
+const legacyReplaceAttempts = 5
+
+func (l *Legacy) replaceFile(ctx context.Context, key, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	opts := bucket.PutOptions{ContentType: "application/x-ndjson"}
+	if r, ok := l.Bucket.(bucket.Replacer); ok {
+		err := r.Replace(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+		// A wrapper whose inner bucket cannot replace: fall back.
+	}
+	for range legacyReplaceAttempts {
+		if err := l.Bucket.Delete(ctx, key); err != nil {
+			return err
+		}
+		err := l.Bucket.Put(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
+		if !errors.Is(err, bucket.ErrExists) {
+			return err
+		}
+		// Another writer created the key between our delete and put: last writer wins.
+	}
+	return fmt.Errorf("replace %s: %w: concurrent writers", key, bucket.ErrExists)
+}

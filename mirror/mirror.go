@@ -1,0 +1,337 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Sentinel errors of the Mirror, tested with errors.Is.
+var (
+	// ErrClosed is returned by Upload after Close, and by AwaitQuiescence for
+	// segments the Mirror stopped before uploading them (they stay in the outbox).
+	ErrClosed = errors.New("mirror closed")
+	// ErrBackpressure is wrapped by Upload when MaxPending or MaxPendingBytes is
+	// reached and Config.BlockWhenFull is false. The batch was not accepted; the
+	// caller may hand it over again later.
+	ErrBackpressure = errors.New("mirror outbox full")
+	// ErrQuarantined is wrapped by AwaitQuiescence when the store rejected a segment
+	// for good (another object under its key, an invalid key or reference). The
+	// segment was moved to the outbox quarantine, never deleted.
+	ErrQuarantined = errors.New("segment rejected by the store and quarantined")
+)
+
+// Mirror is the asynchronous, crash-safe Uploader: Upload writes the batch as one
+// segment into a local outbox and returns once that file is durable; a bounded pool of
+// workers uploads outbox segments to the store in the background, retrying transient
+// failures with exponential backoff and jitter until they succeed, and removes a
+// segment from the outbox only after the store confirmed it. Puts are create-only and
+// idempotent, so uploading a segment again after a crash is harmless.
+//
+// Create one Mirror per process and share it between all SessionTrees: the worker
+// pool, the bounds and the outbox are per Mirror, and an outbox belongs to one Mirror
+// at a time. A Mirror is safe for concurrent use.
+type Mirror struct {
+	cfg Config
+	box *outbox
+
+	// ctx is cancelled by Close to stop the workers (aborting in-flight PUTs and
+	// backoff waits); workers is their wait group.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	workers sync.WaitGroup
+	// wake has room for one signal per worker; a push sends without blocking.
+	wake chan struct{}
+
+	mu      sync.Mutex
+	closed  bool
+	queue   []*job            // accepted segments waiting for a worker, FIFO
+	pending map[*job]struct{} // accepted and not yet done (queued, in flight or retrying)
+	bytes   int64             // total size of pending
+	nextSeq uint64
+	// room is closed (and replaced) whenever a pending segment is done, to wake
+	// Uploads blocked on a full outbox.
+	room  chan struct{}
+	stats counters
+}
+
+// job is one segment on its way to the store.
+type job struct {
+	key      string
+	size     int64
+	data     []byte // nil for segments found in the outbox at start: read on upload
+	enqueued time.Time
+	seq      uint64
+	done     chan struct{} // closed when the segment left the outbox (uploaded or quarantined)
+	err      error         // set before done is closed when the segment was quarantined
+}
+
+var _ Uploader = (*Mirror)(nil)
+
+// New opens (creating if needed) and locks the outbox cfg.OutboxDir, enqueues every
+// segment a previous process left there, and starts the upload workers. The caller
+// must Close the Mirror.
+func New(cfg Config) (*Mirror, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	box, err := openOutbox(cfg.OutboxDir)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: %w", err)
+	}
+	files, failed, err := box.scan()
+	if err != nil {
+		box.close()
+		return nil, fmt.Errorf("mirror: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Mirror{
+		cfg: cfg, box: box, ctx: ctx, cancel: cancel,
+		wake:    make(chan struct{}, cfg.Workers),
+		pending: make(map[*job]struct{}, len(files)),
+		room:    make(chan struct{}),
+	}
+	m.stats.quarantined = failed
+	for _, f := range files {
+		m.nextSeq++
+		j := &job{key: f.key, size: f.size, enqueued: f.mtime, seq: m.nextSeq, done: make(chan struct{})}
+		m.pending[j] = struct{}{}
+		m.bytes += j.size
+		m.queue = append(m.queue, j)
+	}
+	if len(files) > 0 {
+		cfg.Logger.Info("mirror: resuming segments left in the outbox", "count", len(files), "bytes", m.bytes, "outbox", cfg.OutboxDir)
+	}
+	for range cfg.Workers {
+		m.workers.Add(1)
+		go m.work()
+	}
+	return m, nil
+}
+
+// Upload encodes b.Entries as one segment of b.Ref, writes it durably to the outbox
+// and enqueues it for upload; it returns once the outbox file is durable, without
+// waiting on the store. A batch without entries is a no-op. Upload does not keep
+// b.Entries after it returns; the caller must not modify them while it runs.
+//
+// When the outbox holds Config.MaxPending segments or Config.MaxPendingBytes bytes,
+// Upload returns an error wrapping ErrBackpressure, or with Config.BlockWhenFull waits
+// until there is room or ctx ends. After Close it returns ErrClosed. On any error the
+// batch was not accepted.
+func (m *Mirror) Upload(ctx context.Context, b Batch) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("mirror upload: %w", err)
+	}
+	if m.isClosed() {
+		return fmt.Errorf("mirror upload: %w", ErrClosed)
+	}
+	if len(b.Entries) == 0 {
+		return nil
+	}
+	if !m.cfg.BlockWhenFull {
+		// Refuse early, before spending time on encoding.
+		if err := m.full(0); err != nil {
+			return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
+		}
+	}
+	obj, err := m.cfg.Store.PrepareSegment(b.Ref, b.Entries, m.cfg.Writer)
+	if err != nil {
+		return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
+	}
+	j, err := m.reserve(ctx, obj.Info.Key, obj.Data)
+	if err != nil {
+		return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
+	}
+	if err := m.box.write(j.key, j.data); err != nil {
+		m.release(j)
+		return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
+	}
+	m.push(j)
+	return nil
+}
+
+func (m *Mirror) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
+// full reports, as an error wrapping ErrBackpressure, whether a segment of size bytes
+// does not fit within the bounds. A segment always fits into an empty outbox.
+func (m *Mirror) full(size int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fullLocked(size)
+}
+
+func (m *Mirror) fullLocked(size int64) error {
+	n := len(m.pending)
+	if n == 0 {
+		return nil
+	}
+	if n >= m.cfg.MaxPending || m.bytes+size > m.cfg.MaxPendingBytes {
+		return fmt.Errorf("%w: %d segments, %d bytes pending (bounds %d segments, %d bytes)",
+			ErrBackpressure, n, m.bytes, m.cfg.MaxPending, m.cfg.MaxPendingBytes)
+	}
+	return nil
+}
+
+// reserve accounts a new segment as pending, waiting for room if so configured.
+func (m *Mirror) reserve(ctx context.Context, key string, data []byte) (*job, error) {
+	size := int64(len(data))
+	m.mu.Lock()
+	for {
+		if m.closed {
+			m.mu.Unlock()
+			return nil, ErrClosed
+		}
+		err := m.fullLocked(size)
+		if err == nil {
+			break
+		}
+		if !m.cfg.BlockWhenFull {
+			m.mu.Unlock()
+			return nil, err
+		}
+		room := m.room
+		m.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
+		m.mu.Lock()
+	}
+	defer m.mu.Unlock()
+	m.nextSeq++
+	j := &job{key: key, size: size, data: data, enqueued: time.Now(), seq: m.nextSeq, done: make(chan struct{})}
+	m.pending[j] = struct{}{}
+	m.bytes += size
+	return j, nil
+}
+
+// release undoes reserve for a segment that never reached the outbox.
+func (m *Mirror) release(j *job) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.finishLocked(j)
+}
+
+// finishLocked removes j from the pending set and wakes its waiters.
+func (m *Mirror) finishLocked(j *job) {
+	if _, ok := m.pending[j]; !ok {
+		return
+	}
+	delete(m.pending, j)
+	m.bytes -= j.size
+	j.data = nil
+	close(j.done)
+	close(m.room)
+	m.room = make(chan struct{})
+}
+
+// push hands j to the workers.
+func (m *Mirror) push(j *job) {
+	m.mu.Lock()
+	m.queue = append(m.queue, j)
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default: // every worker already has a signal pending
+	}
+}
+
+// AwaitQuiescence blocks until every segment accepted before the call (by Upload, or
+// found in the outbox at start) has left the outbox: it returns nil when all were
+// uploaded, and an error wrapping ErrQuarantined when the store rejected some. If ctx
+// ends first, or the Mirror is closed with segments left, it returns an error wrapping
+// ctx.Err() (or ErrClosed) that says how many are still pending and the last upload
+// error.
+func (m *Mirror) AwaitQuiescence(ctx context.Context) error {
+	m.mu.Lock()
+	jobs := make([]*job, 0, len(m.pending))
+	for j := range m.pending {
+		jobs = append(jobs, j)
+	}
+	m.mu.Unlock()
+	return m.await(ctx, jobs)
+}
+
+// await waits for jobs as AwaitQuiescence describes.
+func (m *Mirror) await(ctx context.Context, jobs []*job) error {
+	stopped := m.ctx.Done()
+	var waitErr error
+	for i, j := range jobs {
+		select {
+		case <-j.done:
+			continue
+		case <-ctx.Done():
+			waitErr = ctx.Err()
+		case <-stopped:
+			waitErr = ErrClosed
+		}
+		left := 0
+		for _, k := range jobs[i:] {
+			select {
+			case <-k.done:
+			default:
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		st := m.Status()
+		return fmt.Errorf("mirror: await quiescence: %w: %d of %d segments still pending (last error: %s)",
+			waitErr, left, len(jobs), orNone(st.LastError))
+	}
+	quarantined := 0
+	for _, j := range jobs {
+		if j.err != nil {
+			quarantined++
+		}
+	}
+	if quarantined > 0 {
+		return fmt.Errorf("mirror: await quiescence: %w: %d of %d segments", ErrQuarantined, quarantined, len(jobs))
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// Close stops accepting batches (Upload returns ErrClosed), waits until every pending
+// segment is uploaded or ctx ends, then stops the workers (aborting in-flight uploads)
+// and releases the outbox. Segments not uploaded by then stay in the outbox and are
+// uploaded by the next Mirror on it. Close returns an error wrapping ctx.Err() when
+// segments were left. No goroutine of the Mirror outlives Close. Calling Close again
+// returns nil.
+func (m *Mirror) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	close(m.room) // wake blocked Uploads: they see closed
+	m.room = make(chan struct{})
+	m.mu.Unlock()
+
+	drainErr := m.AwaitQuiescence(ctx)
+	if errors.Is(drainErr, ErrQuarantined) {
+		drainErr = nil // nothing left to do for them; Status reports them
+	}
+	m.cancel()
+	m.workers.Wait()
+	if err := m.box.close(); err != nil {
+		drainErr = errors.Join(drainErr, fmt.Errorf("mirror: close outbox: %w", err))
+	}
+	return drainErr
+}

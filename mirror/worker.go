@@ -1,0 +1,121 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+)
+
+// work is one upload worker: it takes segments from the queue until Close stops it.
+func (m *Mirror) work() {
+	defer m.workers.Done()
+	for m.ctx.Err() == nil {
+		j, data := m.pop()
+		if j == nil {
+			select {
+			case <-m.wake:
+				continue
+			case <-m.ctx.Done():
+				return
+			}
+		}
+		m.upload(j, data)
+	}
+}
+
+// pop takes the oldest queued segment, or returns nil when the queue is empty. It
+// passes a wake-up on when more remain, so idle workers join in.
+func (m *Mirror) pop() (*job, []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.queue) == 0 {
+		return nil, nil
+	}
+	j := m.queue[0]
+	m.queue[0] = nil
+	m.queue = m.queue[1:]
+	if len(m.queue) > 0 {
+		select {
+		case m.wake <- struct{}{}:
+		default:
+		}
+	}
+	return j, j.data
+}
+
+// upload stores one segment, retrying transient failures with backoff until it
+// succeeds, the store rejects it for good, or Close stops the worker (the segment then
+// stays in the outbox and stays pending).
+func (m *Mirror) upload(j *job, data []byte) {
+	log := m.cfg.Logger.With("key", j.key)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			m.countRetry()
+			if !sleep(m.ctx, backoff(attempt-1, m.cfg.MinBackoff, m.cfg.MaxBackoff)) {
+				return
+			}
+		}
+		var err error
+		if data == nil {
+			data, err = m.box.read(j.key)
+			if errors.Is(err, fs.ErrNotExist) {
+				// Someone removed the file: nothing is left to upload or to keep.
+				log.Error("mirror: outbox segment vanished before upload")
+				m.countFailure(fmt.Errorf("outbox segment %s vanished: %w", j.key, err))
+				m.done(j, nil)
+				return
+			}
+		}
+		if err == nil {
+			ctx, cancel := context.WithTimeout(m.ctx, m.cfg.RequestTimeout)
+			err = m.cfg.Store.PutSegment(ctx, j.key, data)
+			cancel()
+		}
+		if err == nil {
+			if rerr := m.box.remove(j.key); rerr != nil {
+				// The segment is stored; a leftover file is uploaded again at the
+				// next start, harmlessly.
+				log.Warn("mirror: remove uploaded segment from outbox", "err", rerr)
+			}
+			m.countUpload(j.size)
+			m.done(j, nil)
+			return
+		}
+		if m.ctx.Err() != nil {
+			return // stopped by Close; the segment stays in the outbox
+		}
+		m.countFailure(err)
+		if permanent(err) {
+			log.Error("mirror: store rejected segment; moving it to quarantine", "err", err)
+			if qerr := m.box.quarantine(j.key); qerr != nil {
+				log.Error("mirror: quarantine failed; the segment stays pending for the next start", "err", qerr)
+			}
+			m.countQuarantined()
+			m.done(j, err)
+			return
+		}
+		log.Warn("mirror: upload failed; will retry", "attempt", attempt+1, "err", err)
+	}
+}
+
+// done marks j as no longer pending; err is non-nil when it was quarantined.
+func (m *Mirror) done(j *job, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j.err = err
+	m.finishLocked(j)
+}
+
+// sleep waits d or until ctx ends; it reports whether the whole wait elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

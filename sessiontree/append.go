@@ -1,0 +1,229 @@
+package sessiontree
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Typed constructors. Each builds a new entry in Pi's field order
+// ({"type","id","parentId","timestamp",...fields}) with a random 8-hex-digit id,
+// the current time (FormatTimestamp) and the active leaf as parent (null when the
+// leaf is null), appends it as pending and makes it the active leaf (a "leaf"
+// entry moves the leaf to its target instead). The bytes are fixed from then on.
+// Raw JSON arguments (message, content, details, data) must be valid JSON; nil
+// optional ones are omitted.
+
+// AppendMessage appends a message entry holding the agent message msg (a JSON
+// object with at least "role").
+func (t *Tree) AppendMessage(msg json.RawMessage) (Entry, error) {
+	if !isObject(msg) {
+		return Entry{}, fmt.Errorf("%w: message must be a JSON object", ErrInvalidEntry)
+	}
+	return t.appendNew(TypeMessage, kv{"message", compactJSON(msg)})
+}
+
+// AppendThinkingLevelChange appends a thinking_level_change entry.
+func (t *Tree) AppendThinkingLevelChange(level string) (Entry, error) {
+	return t.appendNew(TypeThinkingLevelChange, kv{"thinkingLevel", jstr(level)})
+}
+
+// AppendModelChange appends a model_change entry.
+func (t *Tree) AppendModelChange(provider, modelID string) (Entry, error) {
+	return t.appendNew(TypeModelChange, kv{"provider", jstr(provider)}, kv{"modelId", jstr(modelID)})
+}
+
+// AppendActiveToolsChange appends an active_tools_change entry.
+func (t *Tree) AppendActiveToolsChange(names []string) (Entry, error) {
+	if names == nil {
+		names = []string{}
+	}
+	b, err := marshalNoEscape(names)
+	if err != nil {
+		return Entry{}, fmt.Errorf("%w: %w", ErrInvalidEntry, err)
+	}
+	return t.appendNew(TypeActiveToolsChange, kv{"activeToolNames", b})
+}
+
+// Compaction holds the fields of a compaction entry.
+type Compaction struct {
+	Summary          string
+	FirstKeptEntryID string
+	TokensBefore     int
+	Details          json.RawMessage // optional
+	FromHook         bool            // written only when true
+}
+
+// AppendCompaction appends a compaction entry. FirstKeptEntryID must name an
+// existing entry. Flushing it rewrites the context file.
+func (t *Tree) AppendCompaction(c Compaction) (Entry, error) {
+	fs := []kv{{"summary", jstr(c.Summary)}, {"firstKeptEntryId", jstr(c.FirstKeptEntryID)},
+		{"tokensBefore", []byte(strconv.Itoa(c.TokensBefore))}}
+	fs = appendOpt(fs, "details", c.Details)
+	if c.FromHook {
+		fs = append(fs, kv{"fromHook", []byte("true")})
+	}
+	return t.appendNewChecked(TypeCompaction, []string{c.FirstKeptEntryID}, fs...)
+}
+
+// AppendBranchSummary appends a branch_summary entry (fromId names the entry the
+// branch was left from).
+func (t *Tree) AppendBranchSummary(fromID, summary string, details json.RawMessage, fromHook bool) (Entry, error) {
+	fs := []kv{{"fromId", jstr(fromID)}, {"summary", jstr(summary)}}
+	fs = appendOpt(fs, "details", details)
+	if fromHook {
+		fs = append(fs, kv{"fromHook", []byte("true")})
+	}
+	return t.appendNew(TypeBranchSummary, fs...)
+}
+
+// AppendCustom appends a custom entry (extension state, never in the context).
+func (t *Tree) AppendCustom(customType string, data json.RawMessage) (Entry, error) {
+	return t.appendNew(TypeCustom, appendOpt([]kv{{"customType", jstr(customType)}}, "data", data)...)
+}
+
+// AppendCustomMessage appends a custom_message entry; content is a JSON string or
+// an array of content blocks.
+func (t *Tree) AppendCustomMessage(customType string, content json.RawMessage, display bool, details json.RawMessage) (Entry, error) {
+	if !json.Valid(content) {
+		return Entry{}, fmt.Errorf("%w: content is not valid JSON", ErrInvalidEntry)
+	}
+	fs := []kv{{"customType", jstr(customType)}, {"content", compactJSON(content)}, {"display", []byte(strconv.FormatBool(display))}}
+	return t.appendNew(TypeCustomMessage, appendOpt(fs, "details", details)...)
+}
+
+// AppendLabel labels entry targetID; an empty label clears it (the field is
+// omitted, as Pi does).
+func (t *Tree) AppendLabel(targetID, label string) (Entry, error) {
+	fs := []kv{{"targetId", jstr(targetID)}}
+	if label != "" {
+		fs = append(fs, kv{"label", jstr(label)})
+	}
+	return t.appendNewChecked(TypeLabel, []string{targetID}, fs...)
+}
+
+// AppendSessionInfo appends a session_info entry naming the session (an empty
+// name omits the field).
+func (t *Tree) AppendSessionInfo(name string) (Entry, error) {
+	var fs []kv
+	if name != "" {
+		fs = append(fs, kv{"name", jstr(name)})
+	}
+	return t.appendNew(TypeSessionInfo, fs...)
+}
+
+// AppendLeaf records a move of the active leaf to targetID ("" for null: before
+// the first entry) as a leaf entry. The leaf entry itself is never on a path.
+func (t *Tree) AppendLeaf(targetID string) (Entry, error) {
+	if targetID == "" {
+		return t.appendNew(TypeLeaf, kv{"targetId", []byte("null")})
+	}
+	return t.appendNewChecked(TypeLeaf, []string{targetID}, kv{"targetId", jstr(targetID)})
+}
+
+// AppendRaw appends an entry built by the caller, keeping its bytes (a trailing
+// newline is not allowed). It must be a JSON object with a string "type" (not
+// "session"), a non-empty string "id" and a "parentId" that is null or the id of
+// an existing entry (errors wrap ErrInvalidEntry or ErrNotFound). Appending an
+// id that exists with the same bytes is a no-op returning the existing entry; with
+// other bytes it fails with ErrConflict.
+func (t *Tree) AppendRaw(raw []byte) (Entry, error) {
+	raw = bytes.Clone(raw)
+	if bytes.ContainsAny(raw, "\n\r") {
+		raw = compactJSON(raw) // a newline would break the JSONL line
+	}
+	e, err := ParseEntry(raw)
+	if err != nil {
+		return Entry{}, err
+	}
+	p := e.field(fParentID)
+	if p == nil {
+		return Entry{}, fmt.Errorf("%w: entry %q has no \"parentId\" (use null for a root)", ErrInvalidEntry, e.id)
+	}
+	if string(p) != "null" && !e.hasPar {
+		return Entry{}, fmt.Errorf("%w: entry %q: \"parentId\" must be null or a non-empty string", ErrInvalidEntry, e.id)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i, ok := t.byID[e.id]; ok {
+		if bytes.Equal(t.entries[i].raw, e.raw) {
+			return t.entries[i], nil
+		}
+		return Entry{}, fmt.Errorf("append %q: %w", e.id, ErrConflict)
+	}
+	if e.hasPar {
+		if _, ok := t.byID[e.parentID]; !ok {
+			return Entry{}, fmt.Errorf("append %q: parent %q: %w", e.id, e.parentID, ErrNotFound)
+		}
+	}
+	t.appendLocked(e)
+	return e, nil
+}
+
+func (t *Tree) appendNew(typ string, fields ...kv) (Entry, error) {
+	return t.appendNewChecked(typ, nil, fields...)
+}
+
+// appendNewChecked builds and appends an entry; refs must name existing entries.
+func (t *Tree) appendNewChecked(typ string, refs []string, fields ...kv) (Entry, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range refs {
+		if _, ok := t.byID[r]; !ok {
+			return Entry{}, fmt.Errorf("append %s: entry %q: %w", typ, r, ErrNotFound)
+		}
+	}
+	id, err := t.newID()
+	if err != nil {
+		return Entry{}, err
+	}
+	parent := []byte("null")
+	if t.leaf >= 0 {
+		parent = jstr(t.entries[t.leaf].id)
+	}
+	o := object{{"type", jstr(typ)}, {"id", jstr(id)}, {"parentId", parent},
+		{"timestamp", jstr(FormatTimestamp(t.cfg.now()))}}
+	o = append(o, fields...)
+	e, err := ParseEntry(o.marshal())
+	if err != nil {
+		return Entry{}, fmt.Errorf("append %s: %w", typ, err)
+	}
+	t.appendLocked(e)
+	return e, nil
+}
+
+// appendLocked adds a new locally created entry as pending (caller holds mu).
+func (t *Tree) appendLocked(e Entry) {
+	i := t.add(e, 0)
+	t.pendingLocal = append(t.pendingLocal, i)
+	t.pendingRemote = append(t.pendingRemote, i)
+	if e.typ == TypeCompaction {
+		t.rewriteCtx = true
+	}
+	t.advance(i)
+}
+
+func jstr(s string) []byte { return appendJSONString(nil, s) }
+
+func appendOpt(fs []kv, name string, v json.RawMessage) []kv {
+	if v != nil {
+		fs = append(fs, kv{name, compactJSON(v)})
+	}
+	return fs
+}
+
+func isObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+}
+
+// compactJSON removes insignificant whitespace (so an entry stays one line). It
+// returns v unchanged when it is not valid JSON; ParseEntry then rejects it.
+func compactJSON(v []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, v); err != nil {
+		return v
+	}
+	return buf.Bytes()
+}

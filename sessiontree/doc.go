@@ -1,0 +1,33 @@
+// Package sessiontree keeps one agent session as a tree of Pi-compatible entries
+// (Pi session format version 3, see ENTRIES.md), builds the model context from it
+// exactly as Pi does, and persists it in two local files:
+//
+//	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.jsonl      context file
+//	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.log.jsonl  log file
+//
+// Both files start with the session header line. The log is append-only and holds
+// every entry the tree ever persisted; the context file holds what the model still
+// needs and is rewritten atomically after a compaction entry is flushed.
+//
+// # Raw bytes
+//
+// Every entry keeps its raw JSON bytes (the line without "\n"). The store parses only
+// the top-level fields it needs and never re-serialises an entry it did not create;
+// the one exception is the migration of version 1 and 2 files on Import, which is
+// deterministic.
+//
+// # Deferred persistence
+//
+// Append only buffers. Nothing is written — no file, no segment — until the first
+// Flush, which the runtime calls after the first assistant message. Each Flush
+// appends the pending entries to the log and the context file (fsync per file and
+// flush) and then hands exactly the locally created entries that were never handed
+// over before to the configured mirror.Uploader, as one Batch. The first batch of a
+// session starts with the header line so that a bucket alone can restore it.
+// Entries that came from the log or from the remote store are never uploaded.
+//
+// # Concurrency
+//
+// A Tree is safe for concurrent use: mutations are serialised by a mutex, accessors
+// return snapshots.
+package sessiontree

@@ -1,0 +1,382 @@
+package sessiontree
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Entry types of the Pi session format.
+const (
+	TypeSession             = "session"
+	TypeMessage             = "message"
+	TypeThinkingLevelChange = "thinking_level_change"
+	TypeModelChange         = "model_change"
+	TypeActiveToolsChange   = "active_tools_change"
+	TypeCompaction          = "compaction"
+	TypeBranchSummary       = "branch_summary"
+	TypeCustom              = "custom"
+	TypeCustomMessage       = "custom_message"
+	TypeLabel               = "label"
+	TypeSessionInfo         = "session_info"
+	TypeLeaf                = "leaf"
+)
+
+// Sentinel errors, tested with errors.Is.
+var (
+	// ErrInvalidEntry is wrapped by every error about an entry that is not a JSON
+	// object with a string "type" and "id" (or, for AppendRaw, lacks "parentId").
+	ErrInvalidEntry = errors.New("invalid entry")
+	// ErrNotFound is wrapped when an entry id, a session or its files do not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict is wrapped when an entry id already exists with other bytes.
+	ErrConflict = errors.New("entry id conflict")
+	// ErrInvalidHeader is wrapped when a session file does not start with a valid
+	// "session" header line.
+	ErrInvalidHeader = errors.New("invalid session header")
+)
+
+// field indexes the top-level fields an Entry remembers.
+type field uint8
+
+const (
+	fType field = iota
+	fID
+	fParentID
+	fTimestamp
+	fMessage
+	fThinkingLevel
+	fProvider
+	fModelID
+	fSummary
+	fFirstKeptEntryID
+	fTokensBefore
+	fDetails
+	fFromID
+	fCustomType
+	fContent
+	fDisplay
+	fTargetID
+	fLabel
+	fName
+	fVersion
+	nFields
+)
+
+func fieldOf(key string) (field, bool) {
+	switch key {
+	case "type":
+		return fType, true
+	case "id":
+		return fID, true
+	case "parentId":
+		return fParentID, true
+	case "timestamp":
+		return fTimestamp, true
+	case "message":
+		return fMessage, true
+	case "thinkingLevel":
+		return fThinkingLevel, true
+	case "provider":
+		return fProvider, true
+	case "modelId":
+		return fModelID, true
+	case "summary":
+		return fSummary, true
+	case "firstKeptEntryId":
+		return fFirstKeptEntryID, true
+	case "tokensBefore":
+		return fTokensBefore, true
+	case "details":
+		return fDetails, true
+	case "fromId":
+		return fFromID, true
+	case "customType":
+		return fCustomType, true
+	case "content":
+		return fContent, true
+	case "display":
+		return fDisplay, true
+	case "targetId":
+		return fTargetID, true
+	case "label":
+		return fLabel, true
+	case "name":
+		return fName, true
+	case "version":
+		return fVersion, true
+	}
+	return 0, false
+}
+
+// span locates a value inside Entry.raw; n == 0 means absent.
+type span struct{ off, n int32 }
+
+// Entry is one immutable session entry: its raw JSON bytes plus the few top-level
+// fields the tree needs. The zero Entry is not valid. Entries are values; copying
+// one is cheap and shares the (never modified) raw bytes.
+type Entry struct {
+	raw      []byte
+	typ      string
+	id       string
+	parentID string
+	hasPar   bool
+	ts       string
+	spans    *[nFields]span
+}
+
+// ParseEntry parses one entry line (without the trailing newline). It keeps raw as
+// the entry's bytes (it does not copy it; the caller must not modify raw later).
+// The line must be a JSON object with a string "type" other than "session" and a
+// non-empty string "id"; otherwise the error wraps ErrInvalidEntry. A "parentId"
+// that is missing, null or not a string makes the entry a root.
+func ParseEntry(raw []byte) (Entry, error) {
+	e, err := parseObject(raw)
+	if err != nil {
+		return Entry{}, err
+	}
+	if e.typ == TypeSession {
+		return Entry{}, fmt.Errorf("%w: a session header is not a tree entry", ErrInvalidEntry)
+	}
+	if e.id == "" {
+		return Entry{}, fmt.Errorf("%w: missing or empty string \"id\"", ErrInvalidEntry)
+	}
+	return e, nil
+}
+
+// parseObject scans a JSON object and fills the known fields, without the
+// entry-specific checks (it also parses headers and v1 entries).
+func parseObject(raw []byte) (Entry, error) {
+	if !json.Valid(raw) {
+		return Entry{}, fmt.Errorf("%w: not valid JSON", ErrInvalidEntry)
+	}
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return Entry{}, fmt.Errorf("%w: not a JSON object", ErrInvalidEntry)
+	}
+	e := Entry{raw: raw, spans: new([nFields]span)}
+	err := eachField(raw, func(key string, v []byte, off int) {
+		if f, ok := fieldOf(key); ok {
+			e.spans[f] = span{int32(off), int32(len(v))}
+		}
+	})
+	if err != nil {
+		return Entry{}, err
+	}
+	var ok bool
+	if e.typ, ok = jsonString(e.field(fType)); !ok || e.typ == "" {
+		return Entry{}, fmt.Errorf("%w: missing or non-string \"type\"", ErrInvalidEntry)
+	}
+	e.id, _ = jsonString(e.field(fID))
+	e.parentID, e.hasPar = jsonString(e.field(fParentID))
+	if e.parentID == "" {
+		e.hasPar = false
+	}
+	e.ts, _ = jsonString(e.field(fTimestamp))
+	return e, nil
+}
+
+func (e Entry) field(f field) []byte {
+	if e.spans == nil {
+		return nil
+	}
+	s := e.spans[f]
+	if s.n == 0 {
+		return nil
+	}
+	return e.raw[s.off : s.off+s.n : s.off+s.n]
+}
+
+// Raw returns the entry's bytes exactly as stored (one line, without "\n"). The
+// caller must not modify them.
+func (e Entry) Raw() []byte { return e.raw }
+
+// Type returns the entry's "type".
+func (e Entry) Type() string { return e.typ }
+
+// ID returns the entry's "id".
+func (e Entry) ID() string { return e.id }
+
+// ParentID returns the entry's "parentId" and true, or "" and false for a root.
+func (e Entry) ParentID() (string, bool) { return e.parentID, e.hasPar }
+
+// Timestamp returns the entry's ISO-8601 "timestamp" ("" if absent).
+func (e Entry) Timestamp() string { return e.ts }
+
+// Field returns the raw bytes of a top-level field the entry model knows (type,
+// id, parentId, timestamp, message, thinkingLevel, provider, modelId, summary,
+// firstKeptEntryId, tokensBefore, details, fromId, customType, content, display,
+// targetId, label, name) and whether it is present.
+func (e Entry) Field(name string) (json.RawMessage, bool) {
+	f, ok := fieldOf(name)
+	if !ok {
+		return nil, false
+	}
+	v := e.field(f)
+	return v, v != nil
+}
+
+// Message returns the raw "message" object of a message entry (nil otherwise).
+func (e Entry) Message() json.RawMessage {
+	if e.typ != TypeMessage {
+		return nil
+	}
+	return e.field(fMessage)
+}
+
+// Role returns message.role of a message entry ("" otherwise).
+func (e Entry) Role() string {
+	m := e.Message()
+	if m == nil {
+		return ""
+	}
+	r, _ := jsonString(topField(m, "role"))
+	return r
+}
+
+// StringField returns a top-level string field the entry model knows, decoded.
+func (e Entry) StringField(name string) (string, bool) {
+	v, ok := e.Field(name)
+	if !ok {
+		return "", false
+	}
+	return jsonString(v)
+}
+
+// jsonString decodes a JSON string value; ok is false for anything else.
+func jsonString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	simple := true
+	for _, c := range v[1 : len(v)-1] {
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return string(v[1 : len(v)-1]), true
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// topField returns the raw value of one top-level key of a JSON object (the last
+// occurrence, as JavaScript's JSON.parse keeps), or nil.
+func topField(obj []byte, name string) []byte {
+	var out []byte
+	_ = eachField(obj, func(key string, v []byte, _ int) {
+		if key == name {
+			out = v
+		}
+	})
+	return out
+}
+
+// eachField calls fn for each top-level key of the JSON object obj (which must be
+// valid JSON) with the decoded key, the raw value and the value's offset. Later
+// duplicates are reported after earlier ones, so "last wins" as in JavaScript.
+func eachField(obj []byte, fn func(key string, v []byte, off int)) error {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return fmt.Errorf("%w: not a JSON object", ErrInvalidEntry)
+	}
+	i = skipWS(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return nil
+	}
+	for i < len(obj) {
+		ks := i
+		ke, err := skipValue(obj, i)
+		if err != nil {
+			return err
+		}
+		key, ok := jsonString(obj[ks:ke])
+		if !ok {
+			return fmt.Errorf("%w: bad key", ErrInvalidEntry)
+		}
+		i = skipWS(obj, ke)
+		if i >= len(obj) || obj[i] != ':' {
+			return fmt.Errorf("%w: expected ':'", ErrInvalidEntry)
+		}
+		i = skipWS(obj, i+1)
+		vs := i
+		ve, err := skipValue(obj, i)
+		if err != nil {
+			return err
+		}
+		fn(key, obj[vs:ve], vs)
+		i = skipWS(obj, ve)
+		if i >= len(obj) {
+			break
+		}
+		if obj[i] == '}' {
+			return nil
+		}
+		if obj[i] != ',' {
+			return fmt.Errorf("%w: expected ','", ErrInvalidEntry)
+		}
+		i = skipWS(obj, i+1)
+	}
+	return fmt.Errorf("%w: unterminated object", ErrInvalidEntry)
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value starting at b[i] (b is valid JSON).
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, fmt.Errorf("%w: unexpected end", ErrInvalidEntry)
+	}
+	switch b[i] {
+	case '"':
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1, nil
+			}
+		}
+		return 0, fmt.Errorf("%w: unterminated string", ErrInvalidEntry)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e, err := skipValue(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, fmt.Errorf("%w: unterminated value", ErrInvalidEntry)
+	default:
+		j := i
+		for j < len(b) {
+			switch b[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return j, nil
+			}
+			j++
+		}
+		return j, nil
+	}
+}

@@ -1,0 +1,158 @@
+package sessiontree
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Suffixes of the local files.
+const (
+	ContextSuffix = ".jsonl"
+	LogSuffix     = ".log.jsonl"
+)
+
+// SessionDir returns {root}/{namespace}/agents/{agentId}/sessions.
+func SessionDir(root, namespace, agentID string) string {
+	return filepath.Join(root, namespace, "agents", agentID, "sessions")
+}
+
+// writeAppend appends data to path, creating it (and its directory) if needed,
+// and fsyncs. If the file does not end in "\n" (a torn or unterminated last
+// line), the tail is repaired first: an unterminated line that parses gets its
+// newline, anything else after the last "\n" is truncated away, so two entries
+// never fuse. On a write error the file is truncated back to its previous size.
+func writeAppend(path string, data []byte, noSync bool) (err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create session directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close %s: %w", path, cerr)
+		}
+	}()
+	size, err := repairTail(f)
+	if err != nil {
+		return fmt.Errorf("repair %s: %w", path, err)
+	}
+	if _, err := f.WriteAt(data, size); err != nil {
+		_ = f.Truncate(size)
+		return fmt.Errorf("append %s: %w", path, err)
+	}
+	if !noSync {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// repairTail makes f end with "\n" (or be empty) and returns its size.
+func repairTail(f *os.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := st.Size()
+	if size == 0 {
+		return 0, nil
+	}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return 0, err
+	}
+	if last[0] == '\n' {
+		return size, nil
+	}
+	// Find the start of the unterminated line.
+	start := size
+	buf := make([]byte, 64<<10)
+	for start > 0 {
+		n := int64(len(buf))
+		if n > start {
+			n = start
+		}
+		if _, err := f.ReadAt(buf[:n], start-n); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			start = start - n + int64(i) + 1
+			break
+		}
+		start -= n
+	}
+	tail := make([]byte, size-start)
+	if _, err := f.ReadAt(tail, start); err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	if len(tail) <= MaxLineBytes && validObject(tail) {
+		if _, err := f.WriteAt([]byte{'\n'}, size); err != nil {
+			return 0, err
+		}
+		return size + 1, nil
+	}
+	if err := f.Truncate(start); err != nil {
+		return 0, err
+	}
+	return start, nil
+}
+
+// writeAtomic replaces path with data: temp file, fsync, rename, fsync directory.
+func writeAtomic(path string, data []byte, noSync bool) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create session directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create temp file: %w", err)
+	}
+	name := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			_ = tmp.Close()
+			_ = os.Remove(name)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if !noSync {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", name, err)
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", name, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		return fmt.Errorf("rename %s: %w", name, err)
+	}
+	ok = true
+	if !noSync {
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}

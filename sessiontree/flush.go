@@ -1,0 +1,200 @@
+package sessiontree
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/transcriptstore/transcript/mirror"
+)
+
+// Flush persists the pending entries and hands the new local ones to the
+// uploader. Nothing is written before the first Flush. In order:
+//
+//  1. the log file gets the header (first time only) and every entry not yet in
+//     it, then fsync;
+//  2. the context file gets the same (append + fsync), or, when a compaction
+//     entry is among them, is rewritten atomically to hold what the model still
+//     needs (see contextKeep);
+//  3. Config.Uploader receives one Batch: the header line first if it was never
+//     accepted, then every locally created entry not yet accepted, in order.
+//
+// A failed upload returns an error and keeps those entries pending (the next
+// Flush hands them over again) while the local files keep exactly one copy.
+// With nothing pending Flush does nothing.
+func (t *Tree) Flush(ctx context.Context) error {
+	t.ioMu.Lock()
+	defer t.ioMu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	if err := t.flushLocalLocked(); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	if t.cfg.Uploader == nil {
+		for _, i := range t.pendingRemote {
+			t.flags[i] |= remoteDone
+		}
+		t.pendingRemote, t.headerRemote = nil, true
+		t.mu.Unlock()
+		return nil
+	}
+	if len(t.pendingRemote) == 0 && (t.headerRemote || len(t.entries) == 0) {
+		t.mu.Unlock()
+		return nil
+	}
+	b := mirror.Batch{Ref: t.ref, ContextPath: t.ctxPath, LogPath: t.logPath,
+		Entries: make([][]byte, 0, len(t.pendingRemote)+1)}
+	if !t.headerRemote {
+		b.Entries = append(b.Entries, t.header.raw)
+	}
+	n := len(t.pendingRemote)
+	for _, i := range t.pendingRemote {
+		b.Entries = append(b.Entries, t.entries[i].raw)
+	}
+	t.mu.Unlock()
+
+	if err := t.cfg.Uploader.Upload(ctx, b); err != nil {
+		return fmt.Errorf("flush %s: upload %d entries: %w", t.ref, len(b.Entries), err)
+	}
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, i := range t.pendingRemote[:n] {
+		t.flags[i] |= remoteDone
+	}
+	t.pendingRemote = append([]int(nil), t.pendingRemote[n:]...)
+	t.headerRemote = true
+	return nil
+}
+
+func (t *Tree) flushLocalLocked() error {
+	if len(t.pendingLocal) == 0 && len(t.ctxPending) == 0 && !t.rewriteCtx {
+		return nil
+	}
+	if len(t.pendingLocal) > 0 || !t.headerInLog {
+		var buf []byte
+		if !t.headerInLog {
+			buf = append(append(buf, t.header.raw...), '\n')
+		}
+		for _, i := range t.pendingLocal {
+			buf = append(append(buf, t.entries[i].raw...), '\n')
+		}
+		if err := writeAppend(t.logPath, buf, t.cfg.NoSync); err != nil {
+			return fmt.Errorf("flush %s: %w", t.ref, err)
+		}
+		t.headerInLog = true
+		for _, i := range t.pendingLocal {
+			t.flags[i] |= inLog
+			if t.flags[i]&inCtx == 0 {
+				t.ctxPending = append(t.ctxPending, i)
+			}
+		}
+		t.pendingLocal = nil
+	}
+	if t.rewriteCtx {
+		if keep, ok := t.contextKeep(); ok {
+			buf := append(append([]byte(nil), t.header.raw...), '\n')
+			for i, k := range keep {
+				if k {
+					buf = append(append(buf, t.entries[i].raw...), '\n')
+				}
+			}
+			if err := writeAtomic(t.ctxPath, buf, t.cfg.NoSync); err != nil {
+				return fmt.Errorf("flush %s: rewrite context file: %w", t.ref, err)
+			}
+			for i, k := range keep {
+				if k {
+					t.flags[i] |= inCtx
+				} else {
+					t.flags[i] &^= inCtx
+				}
+			}
+			t.headerInCtx, t.ctxPending, t.rewriteCtx = true, nil, false
+			return nil
+		}
+		t.rewriteCtx = false
+	}
+	if len(t.ctxPending) > 0 || !t.headerInCtx {
+		var buf []byte
+		if !t.headerInCtx {
+			buf = append(append(buf, t.header.raw...), '\n')
+		}
+		for _, i := range t.ctxPending {
+			buf = append(append(buf, t.entries[i].raw...), '\n')
+		}
+		if err := writeAppend(t.ctxPath, buf, t.cfg.NoSync); err != nil {
+			return fmt.Errorf("flush %s: %w", t.ref, err)
+		}
+		t.headerInCtx = true
+		for _, i := range t.ctxPending {
+			t.flags[i] |= inCtx
+		}
+		t.ctxPending = nil
+	}
+	return nil
+}
+
+// contextKeep decides what the rewritten context file holds, given the last
+// compaction C on the active path P (ok is false when there is none):
+//
+//   - the entries of P from C.firstKeptEntryId (or from C when that id is not
+//     before C on P) to the leaf — exactly what Pi emits, with their parent links
+//     back to the first kept entry intact;
+//   - every entry that follows C in order (other branches grown since);
+//   - the last thinking_level_change and model_change on P before the kept range,
+//     for inspection (Pi's walk does not reach them in the context file alone;
+//     the log keeps the full path, see SyncFromLog).
+//
+// Only entries already in the log are kept (the log is always written first).
+func (t *Tree) contextKeep() ([]bool, bool) {
+	if t.leaf < 0 {
+		return nil, false
+	}
+	path := pathTo(t.entries, t.byID, t.leaf)
+	c := -1
+	for k, i := range path {
+		if t.entries[i].typ == TypeCompaction {
+			c = k
+		}
+	}
+	if c < 0 {
+		return nil, false
+	}
+	first, _ := jsonString(t.entries[path[c]].field(fFirstKeptEntryID))
+	start := c
+	for k, i := range path[:c] {
+		if t.entries[i].id == first {
+			start = k
+			break
+		}
+	}
+	keep := make([]bool, len(t.entries))
+	for _, i := range path[start:] {
+		keep[i] = true
+	}
+	for i := path[c] + 1; i < len(t.entries); i++ {
+		keep[i] = true
+	}
+	lastThink, lastModel := -1, -1
+	for _, i := range path[:start] {
+		switch t.entries[i].typ {
+		case TypeThinkingLevelChange:
+			lastThink = i
+		case TypeModelChange:
+			lastModel = i
+		}
+	}
+	for _, i := range []int{lastThink, lastModel} {
+		if i >= 0 {
+			keep[i] = true
+		}
+	}
+	for i := range keep {
+		if t.flags[i]&inLog == 0 {
+			keep[i] = false
+		}
+	}
+	return keep, true
+}

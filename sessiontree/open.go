@@ -1,0 +1,113 @@
+package sessiontree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// Load opens an existing session from its context file. A torn last line is
+// dropped and reported (and truncated away before the next append), malformed
+// lines are skipped and reported, duplicate ids collapse. Loaded entries count as
+// persisted and as already uploaded: they are never handed to the uploader. The
+// entries the context file dropped after a compaction are in the log; call
+// SyncFromLog to get the full tree. A missing context file returns an error
+// wrapping ErrNotFound.
+func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, LoadReport, error) {
+	t, err := newTree(cfg, rc, agentID, sessionID)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, LoadReport{}, err
+	}
+	data, err := os.ReadFile(t.ctxPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, ErrNotFound)
+	}
+	if err != nil {
+		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, err)
+	}
+	d, rep, err := decodeSession(data, false)
+	if err != nil {
+		return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
+	}
+	t.header = d.header
+	t.headerInCtx, t.headerRemote = true, true
+	flags := inCtx | remoteDone
+	if st, err := os.Stat(t.logPath); err == nil && st.Size() > 0 {
+		t.headerInLog = true
+		flags |= inLog
+	}
+	for _, e := range d.entries {
+		i := t.add(e, flags)
+		if flags&inLog == 0 {
+			t.pendingLocal = append(t.pendingLocal, i)
+		}
+	}
+	t.recomputeLeaf()
+	return t, rep, nil
+}
+
+// Open loads the session if its context file exists, and otherwise starts a new
+// one with New (h is used only then).
+func Open(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptions) (*Tree, LoadReport, error) {
+	t, rep, err := Load(ctx, cfg, rc, agentID, sessionID)
+	if errors.Is(err, ErrNotFound) {
+		t, err = New(cfg, rc, agentID, sessionID, h)
+		return t, LoadReport{}, err
+	}
+	return t, rep, err
+}
+
+// Import reads a Pi session file of version 1, 2 or 3 from r (migrating older
+// versions deterministically) into a new tree. Its entries are new to the store:
+// the next Flush writes them locally and hands them (after the header) to the
+// uploader. Nothing is written before that Flush.
+func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reader) (*Tree, LoadReport, error) {
+	t, err := newTree(cfg, rc, agentID, sessionID)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	h, es, rep, err := ParseSession(r)
+	if err != nil {
+		return nil, rep, fmt.Errorf("import %s: %w", t.ref, err)
+	}
+	t.header = h
+	for _, e := range es {
+		i := t.add(e, 0)
+		t.pendingLocal = append(t.pendingLocal, i)
+		t.pendingRemote = append(t.pendingRemote, i)
+	}
+	t.recomputeLeaf()
+	return t, rep, nil
+}
+
+// Restore rebuilds a session from Config.Remote alone (for a replica without
+// local files). The remote's header entry becomes the header; the entries count
+// as uploaded and are written locally by the next Flush. It fails with
+// ErrNotFound when the remote has no header for the session, and refuses to run
+// when the local context file exists (use Load and SyncFromRemote then).
+func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, LoadReport, error) {
+	t, err := newTree(cfg, rc, agentID, sessionID)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	if cfg.Remote == nil {
+		return nil, LoadReport{}, fmt.Errorf("restore %s: no Config.Remote", t.ref)
+	}
+	if _, err := os.Stat(t.ctxPath); err == nil {
+		return nil, LoadReport{}, fmt.Errorf("restore %s: local file %s exists", t.ref, t.ctxPath)
+	}
+	rep, err := t.SyncFromRemote(ctx)
+	if err != nil {
+		return nil, rep, err
+	}
+	if t.header.IsZero() {
+		return nil, rep, fmt.Errorf("restore %s: no session header in the store: %w", t.ref, ErrNotFound)
+	}
+	return t, rep, nil
+}

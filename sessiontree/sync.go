@@ -1,0 +1,199 @@
+package sessiontree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// SyncFromLog adds the entries of the log file that the tree lacks (those a
+// compaction dropped from the context file, or any written to the log by a flush
+// that crashed before the context file). Afterwards the tree's order is the
+// log's order followed by entries not yet in the log. The active leaf does not
+// move. Added entries are never uploaded; those that follow the last entry the
+// tree already had (a crash between the two files) are appended to the context
+// file by the next Flush. A missing log file is not an error.
+func (t *Tree) SyncFromLog(ctx context.Context) (LoadReport, error) {
+	t.ioMu.Lock()
+	defer t.ioMu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return LoadReport{}, err
+	}
+	data, err := os.ReadFile(t.logPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return LoadReport{}, nil
+	}
+	if err != nil {
+		return LoadReport{}, fmt.Errorf("sync %s from log: %w", t.ref, err)
+	}
+	d, rep, err := decodeSession(data, false)
+	if err != nil {
+		return rep, fmt.Errorf("sync %s from log: %w", t.ref, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.header.IsZero() {
+		t.header = d.header
+	}
+	t.headerInLog = true
+	lastKnown := -1
+	for k, e := range d.entries {
+		if _, ok := t.byID[e.id]; ok {
+			lastKnown = k
+		}
+	}
+	order := make([]int, 0, len(d.entries)+len(t.entries)) // old index, or -1-k for log entry k
+	inOrder := make([]bool, len(t.entries))
+	for k, e := range d.entries {
+		if i, ok := t.byID[e.id]; ok {
+			if !bytes.Equal(t.entries[i].raw, e.raw) {
+				rep.Conflicts = append(rep.Conflicts, LineError{Err: fmt.Errorf("%w: id %q differs in the log", ErrConflict, e.id)})
+			}
+			if !inOrder[i] {
+				order, inOrder[i] = append(order, i), true
+			}
+			continue
+		}
+		order = append(order, -1-k)
+	}
+	for i := range t.entries {
+		if !inOrder[i] {
+			order = append(order, i)
+		}
+	}
+	oldLeaf := -1
+	if t.leaf >= 0 {
+		oldLeaf = t.leaf
+	}
+	remap := make([]int, len(t.entries))
+	entries := make([]Entry, 0, len(order))
+	flags := make([]uint8, 0, len(order))
+	byID := make(map[string]int, len(order))
+	var ctxNew []int
+	for n, o := range order {
+		var e Entry
+		var f uint8
+		if o >= 0 {
+			e, f = t.entries[o], t.flags[o]
+			remap[o] = n
+			if inOrder[o] {
+				f |= inLog
+			}
+		} else {
+			k := -1 - o
+			e, f = d.entries[k], inLog|remoteDone
+			rep.Added++
+			if k > lastKnown {
+				ctxNew = append(ctxNew, n)
+			}
+		}
+		entries = append(entries, e)
+		flags = append(flags, f)
+		byID[e.id] = n
+	}
+	var pl, pr, cp []int
+	for _, x := range t.pendingLocal {
+		if flags[remap[x]]&inLog == 0 {
+			pl = append(pl, remap[x])
+		} else if flags[remap[x]]&inCtx == 0 {
+			cp = append(cp, remap[x])
+		}
+	}
+	for _, x := range t.ctxPending {
+		cp = append(cp, remap[x])
+	}
+	cp = append(cp, ctxNew...)
+	for _, x := range t.pendingRemote {
+		pr = append(pr, remap[x])
+	}
+	t.entries, t.flags, t.byID = entries, flags, byID
+	t.pendingLocal, t.pendingRemote, t.ctxPending = pl, pr, cp
+	if oldLeaf >= 0 {
+		t.leaf = remap[oldLeaf]
+	} else if len(t.entries) > 0 && rep.Added == len(t.entries) {
+		t.recomputeLeaf()
+	}
+	return rep, nil
+}
+
+// SyncFromRemote union-merges the entries Config.Remote holds for the session:
+// entries the tree lacks are added (in the remote's order, after the tree's own)
+// and written locally by the next Flush, but never uploaded; identical ones
+// collapse (a pending local entry found remotely counts as uploaded); the same id
+// with other bytes is reported as a conflict and the local entry kept. A
+// "session" entry is the header. When entries were added and the tree has no
+// local entries waiting for upload, the active leaf becomes the merged order's
+// active leaf (the last entry, or a leaf entry's target).
+func (t *Tree) SyncFromRemote(ctx context.Context) (LoadReport, error) {
+	t.ioMu.Lock()
+	defer t.ioMu.Unlock()
+	var rep LoadReport
+	if t.cfg.Remote == nil {
+		return rep, fmt.Errorf("sync %s from remote: no Config.Remote", t.ref)
+	}
+	raws, err := t.cfg.Remote.ReadEntries(ctx, t.ref)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return rep, fmt.Errorf("sync %s from remote: %w", t.ref, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var merged []Entry
+	for n, raw := range raws {
+		raw = bytes.Clone(raw)
+		if h, herr := ParseHeader(raw); herr == nil {
+			if t.header.IsZero() {
+				t.header = h
+			}
+			if bytes.Equal(h.raw, t.header.raw) {
+				t.headerRemote = true
+			}
+			continue
+		}
+		e, err := ParseEntry(raw)
+		if err != nil {
+			rep.Malformed = append(rep.Malformed, LineError{Line: n + 1, Err: err})
+			continue
+		}
+		merged = append(merged, e)
+		if i, ok := t.byID[e.id]; ok {
+			if !bytes.Equal(t.entries[i].raw, e.raw) {
+				rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", ErrConflict, e.id)})
+				continue
+			}
+			rep.Duplicates++
+			if t.flags[i]&remoteDone == 0 {
+				t.flags[i] |= remoteDone
+				t.pendingRemote = without(t.pendingRemote, i)
+			}
+			continue
+		}
+		i := t.add(e, remoteDone)
+		t.pendingLocal = append(t.pendingLocal, i)
+		rep.Added++
+	}
+	if rep.Added > 0 && len(t.pendingRemote) == 0 {
+		byID := make(map[string]int, len(merged))
+		for k, e := range merged {
+			byID[e.id] = k
+		}
+		if k, ok := activeLeaf(merged, byID); ok {
+			t.leaf = t.byID[merged[k].id]
+		} else {
+			t.leaf = -1
+		}
+	}
+	return rep, nil
+}
+
+func without(xs []int, x int) []int {
+	out := xs[:0]
+	for _, y := range xs {
+		if y != x {
+			out = append(out, y)
+		}
+	}
+	return out
+}

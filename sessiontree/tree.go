@@ -1,0 +1,344 @@
+package sessiontree
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// Per-entry persistence flags.
+const (
+	inLog      uint8 = 1 << iota // written to the log file
+	inCtx                        // written to the context file
+	remoteDone                   // handed to the uploader, or came from log/remote
+)
+
+// Tree is one session: its header, its entries in order, the active leaf, and the
+// state of its local files and remote mirror. Create one with New, Open, Load,
+// Import or Restore. A Tree is safe for concurrent use.
+type Tree struct {
+	cfg     Config
+	ref     transcript.TranscriptRef
+	ctxPath string
+	logPath string
+
+	ioMu sync.Mutex // serialises Flush, SyncFromLog and SyncFromRemote
+	mu   sync.Mutex // guards everything below
+
+	header  Header
+	entries []Entry
+	byID    map[string]int
+	flags   []uint8
+	leaf    int // index of the active leaf, -1 for none (null)
+
+	pendingLocal  []int // entries not yet in the log
+	pendingRemote []int // locally created entries not yet uploaded
+	ctxPending    []int // entries in the log but not yet in the context file
+	headerInLog   bool
+	headerInCtx   bool
+	headerRemote  bool
+	rewriteCtx    bool // a compaction was appended since the last flush
+}
+
+func newTree(cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, error) {
+	ref, err := rc.Ref(agentID, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	if cfg.Root == "" {
+		return nil, fmt.Errorf("open session %s: empty Config.Root", ref)
+	}
+	dir := SessionDir(cfg.Root, ref.Namespace, ref.AgentID)
+	return &Tree{
+		cfg:     cfg,
+		ref:     ref,
+		ctxPath: filepath.Join(dir, ref.SessionID+ContextSuffix),
+		logPath: filepath.Join(dir, ref.SessionID+LogSuffix),
+		byID:    make(map[string]int),
+		leaf:    -1,
+	}, nil
+}
+
+// New starts a new, empty session in memory. Nothing is written until the first
+// Flush. The header id defaults to sessionID.
+func New(cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptions) (*Tree, error) {
+	t, err := newTree(cfg, rc, agentID, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	id := h.ID
+	if id == "" {
+		id = sessionID
+	}
+	t.header = NewHeader(id, cfg.now(), h.Cwd, h.ParentSession)
+	return t, nil
+}
+
+// Ref returns the session's reference (its namespace comes from the RuntimeContext).
+func (t *Tree) Ref() transcript.TranscriptRef { return t.ref }
+
+// ContextPath returns the path of the context file.
+func (t *Tree) ContextPath() string { return t.ctxPath }
+
+// LogPath returns the path of the log file.
+func (t *Tree) LogPath() string { return t.logPath }
+
+// Header returns the session header.
+func (t *Tree) Header() Header {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.header
+}
+
+// add appends e to the tree (caller holds mu and has checked the id is new).
+func (t *Tree) add(e Entry, flags uint8) int {
+	i := len(t.entries)
+	t.entries = append(t.entries, e)
+	t.flags = append(t.flags, flags)
+	t.byID[e.id] = i
+	return i
+}
+
+// advance moves the active leaf as appending e does.
+func (t *Tree) advance(i int) {
+	e := t.entries[i]
+	if e.typ != TypeLeaf {
+		t.leaf = i
+		return
+	}
+	t.recomputeLeaf() // e is the last entry: its target decides
+}
+
+// recomputeLeaf sets the active leaf from the entry order (after a load or merge).
+func (t *Tree) recomputeLeaf() {
+	if i, ok := activeLeaf(t.entries, t.byID); ok {
+		t.leaf = i
+	} else {
+		t.leaf = -1
+	}
+}
+
+func (t *Tree) newID() (string, error) {
+	src := t.cfg.Rand
+	if src == nil {
+		src = rand.Reader
+	}
+	var b [4]byte
+	for range 100 {
+		if _, err := io.ReadFull(src, b[:]); err != nil {
+			return "", fmt.Errorf("new entry id: %w", err)
+		}
+		id := hex.EncodeToString(b[:])
+		if _, dup := t.byID[id]; !dup {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("new entry id: 100 collisions")
+}
+
+// Len returns the number of entries (the header is not an entry).
+func (t *Tree) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.entries)
+}
+
+// Entries returns all entries in order (a snapshot).
+func (t *Tree) Entries() []Entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Entry(nil), t.entries...)
+}
+
+// Messages returns the message entries in order.
+func (t *Tree) Messages() []Entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Entry
+	for _, e := range t.entries {
+		if e.typ == TypeMessage {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Entry returns the entry with id, or an error wrapping ErrNotFound.
+func (t *Tree) Entry(id string) (Entry, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i, ok := t.byID[id]
+	if !ok {
+		return Entry{}, fmt.Errorf("entry %q: %w", id, ErrNotFound)
+	}
+	return t.entries[i], nil
+}
+
+// Leaf returns the id of the active leaf, or "" and false when the leaf is null
+// (no entries, or a leaf entry with a null target).
+func (t *Tree) Leaf() (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.leaf < 0 {
+		return "", false
+	}
+	return t.entries[t.leaf].id, true
+}
+
+// Branch moves the active leaf to the entry id without writing anything (as Pi's
+// branch does); the next entry appended becomes its child. Use AppendLeaf to
+// record the move.
+func (t *Tree) Branch(id string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i, ok := t.byID[id]
+	if !ok || t.entries[i].typ == TypeLeaf {
+		return fmt.Errorf("branch to %q: %w", id, ErrNotFound)
+	}
+	t.leaf = i
+	return nil
+}
+
+// Labels returns the label of each labelled entry: the last label entry per
+// target wins, and one without a label clears it.
+func (t *Tree) Labels() map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]string)
+	for _, e := range t.entries {
+		if e.typ != TypeLabel {
+			continue
+		}
+		target, ok := jsonString(e.field(fTargetID))
+		if !ok {
+			continue
+		}
+		if l, ok := jsonString(e.field(fLabel)); ok && l != "" {
+			out[target] = l
+		} else {
+			delete(out, target)
+		}
+	}
+	return out
+}
+
+// Label returns the label of entry id, if any.
+func (t *Tree) Label(id string) (string, bool) {
+	l, ok := t.Labels()[id]
+	return l, ok
+}
+
+// SessionName returns the name of the latest session_info entry with a non-empty
+// name ("" if none).
+func (t *Tree) SessionName() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := len(t.entries) - 1; i >= 0; i-- {
+		e := t.entries[i]
+		if e.typ == TypeSessionInfo {
+			if n, ok := jsonString(e.field(fName)); ok && n != "" {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// Children returns the entries whose parentId is id, in order ("leaf" entries
+// excluded). An unknown id returns an error wrapping ErrNotFound.
+func (t *Tree) Children(id string) ([]Entry, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.byID[id]; !ok {
+		return nil, fmt.Errorf("children of %q: %w", id, ErrNotFound)
+	}
+	var out []Entry
+	for _, e := range t.entries {
+		if e.hasPar && e.parentID == id && e.typ != TypeLeaf {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// PathToRoot returns the path from the root to entry id (root first, id last),
+// following parentId, stopping at a missing parent or a cycle.
+func (t *Tree) PathToRoot(id string) ([]Entry, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i, ok := t.byID[id]
+	if !ok {
+		return nil, fmt.Errorf("path to %q: %w", id, ErrNotFound)
+	}
+	idx := pathTo(t.entries, t.byID, i)
+	out := make([]Entry, len(idx))
+	for k, j := range idx {
+		out[k] = t.entries[j]
+	}
+	return out, nil
+}
+
+// BranchPoints returns the entries with more than one child, in order.
+func (t *Tree) BranchPoints() []Entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := make(map[string]int)
+	for _, e := range t.entries {
+		if e.hasPar && e.typ != TypeLeaf {
+			n[e.parentID]++
+		}
+	}
+	var out []Entry
+	for _, e := range t.entries {
+		if n[e.id] > 1 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// BuildContext returns the context at the active leaf.
+func (t *Tree) BuildContext() Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.leaf < 0 {
+		return emptyContext()
+	}
+	return buildContext(t.entries, t.byID, t.leaf)
+}
+
+// BuildContextAt returns the context at entry leafID; an unknown id (or a "leaf"
+// entry's id) means the active leaf, as in Pi. For Pi's null leaf use
+// BuildContextFrom(t.Entries(), &"").
+func (t *Tree) BuildContextAt(leafID string) Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i, ok := t.byID[leafID]; ok && t.entries[i].typ != TypeLeaf {
+		return buildContext(t.entries, t.byID, i)
+	}
+	if t.leaf < 0 {
+		return emptyContext()
+	}
+	return buildContext(t.entries, t.byID, t.leaf)
+}
+
+// Export writes the session as a Pi version 3 file: the header line, then every
+// entry in order, each followed by "\n".
+func (t *Tree) Export(w io.Writer) error {
+	t.mu.Lock()
+	h, es := t.header, append([]Entry(nil), t.entries...)
+	t.mu.Unlock()
+	return WriteSession(w, h, es)
+}
+
+// Pending returns how many entries wait to be written locally and to be uploaded.
+func (t *Tree) Pending() (local, remote int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.pendingLocal) + len(t.ctxPending), len(t.pendingRemote)
+}

@@ -1,0 +1,222 @@
+package filebucket
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// Put creates key from r, create-only (see the package doc for how a retry is told
+// from a conflict).
+func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions) error {
+	if err := b.write(ctx, key, r, size, opts, false); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+// Replace writes key from r whether or not it exists (last writer wins), atomically
+// with a rename.
+func (b *Bucket) Replace(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions) error {
+	if err := b.write(ctx, key, r, size, opts, true); err != nil {
+		return fmt.Errorf("replace %s: %w", key, err)
+	}
+	return nil
+}
+
+func (b *Bucket) write(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions, replace bool) (err error) {
+	if err := check(ctx, key); err != nil {
+		return err
+	}
+	final := b.path(key)
+	dir := filepath.Dir(final)
+	tmp, err := b.createTemp(dir)
+	if err != nil {
+		return err
+	}
+	published := false
+	defer func() {
+		if !published {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			b.prune(dir)
+		}
+	}()
+
+	if err := copyN(ctx, tmp, r, size); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	if replace {
+		if fi, err := os.Lstat(final); err == nil && fi.IsDir() {
+			return fmt.Errorf("%w: %s is a directory of other keys", bucket.ErrInvalidKey, key)
+		}
+		if err := os.Rename(tmp.Name(), final); err != nil {
+			return err
+		}
+		published = true
+		return syncDir(dir)
+	}
+
+	if err := os.Link(tmp.Name(), final); err != nil {
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		same, err := sameContent(tmp.Name(), final)
+		if err != nil {
+			return err
+		}
+		if same && opts.Checksum != "" {
+			return nil // a retry of the same write
+		}
+		return bucket.ErrExists
+	}
+	published = true
+	if err := os.Remove(tmp.Name()); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// createTemp creates the directory (fsyncing the parents of what it creates) and a
+// temp file in it. A concurrent Delete may prune the fresh directory before the
+// temp file exists; then it tries again.
+func (b *Bucket) createTemp(dir string) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		if err := b.mkdirs(dir); err != nil {
+			return nil, err
+		}
+		f, err := os.CreateTemp(dir, tempPrefix+"*")
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || attempt == 10 {
+			return nil, err
+		}
+	}
+}
+
+// mkdirs creates dir and its parents. When it creates any, it fsyncs each parent up
+// to the root so that the new entries survive a crash.
+func (b *Bucket) mkdirs(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
+			rel, _ := filepath.Rel(b.root, dir)
+			return fmt.Errorf("%w: %s is an object, not a directory of keys",
+				bucket.ErrInvalidKey, filepath.ToSlash(rel))
+		}
+		return err
+	}
+	for d := dir; d != b.root; {
+		p := filepath.Dir(d)
+		if err := syncDir(p); err != nil {
+			return err
+		}
+		if p == d {
+			break
+		}
+		d = p
+	}
+	return nil
+}
+
+// copyN copies size bytes (all, if size < 0) from r to w, checking ctx between
+// chunks. A source shorter than size is an error.
+func copyN(ctx context.Context, w io.Writer, r io.Reader, size int64) error {
+	if size >= 0 {
+		r = io.LimitReader(r, size)
+	}
+	buf := make([]byte, 256<<10)
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m, rerr := r.Read(buf)
+		if m > 0 {
+			if _, err := w.Write(buf[:m]); err != nil {
+				return err
+			}
+			n += int64(m)
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return fmt.Errorf("read source: %w", rerr)
+		}
+	}
+	if size >= 0 && n != size {
+		return fmt.Errorf("read source: %d of %d bytes: %w", n, size, io.ErrUnexpectedEOF)
+	}
+	return nil
+}
+
+// sameContent reports whether the files a and b hold the same bytes. A directory at
+// b is an invalid key for the write, not a conflict.
+func sameContent(a, b string) (bool, error) {
+	fb, err := os.Open(b)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	sb, err := fb.Stat()
+	if err != nil {
+		return false, err
+	}
+	if sb.IsDir() {
+		return false, fmt.Errorf("%w: the key is a directory of other keys", bucket.ErrInvalidKey)
+	}
+	fa, err := os.Open(a)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	sa, err := fa.Stat()
+	if err != nil {
+		return false, err
+	}
+	if sa.Size() != sb.Size() {
+		return false, nil
+	}
+	bufA, bufB := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, errA := io.ReadFull(fa, bufA)
+		nb, errB := io.ReadFull(fb, bufB)
+		if na != nb || !bytes.Equal(bufA[:na], bufB[:nb]) {
+			return false, nil
+		}
+		if errA == io.EOF || errA == io.ErrUnexpectedEOF {
+			return errB == io.EOF || errB == io.ErrUnexpectedEOF, nil
+		}
+		if errA != nil {
+			return false, errA
+		}
+		if errB != nil {
+			return false, errB
+		}
+	}
+}

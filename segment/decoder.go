@@ -95,7 +95,8 @@ func (d *Decoder) Decode(data []byte) (*Segment, error) {
 		case errors.Is(err, zstd.ErrDecoderSizeExceeded):
 			return nil, corrupt(n, ErrTooLarge, "zstd data decompresses to more than the declared %d bytes", m.RawLen)
 		case errors.Is(err, zstd.ErrWindowSizeExceeded):
-			return nil, fmt.Errorf("segment zstd window exceeds decoder memory limit %d: %w", d.limit, ErrTooLarge)
+			// Our writers never ask for a window over the declared size.
+			return nil, corrupt(n, ErrTooLarge, "zstd window exceeds decoder memory limit %d", d.limit)
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, corrupt(n, ErrTruncated, "zstd data ends early")
 		}

@@ -1,0 +1,130 @@
+package segment_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/segment"
+)
+
+// updateGolden regenerates testdata/*.jsonl.zst when set to 1.
+const updateGoldenEnv = "SEGMENT_UPDATE_GOLDEN"
+
+type goldenCase struct {
+	name    string
+	meta    segment.Meta
+	entries [][]byte
+}
+
+func goldenCases() []goldenCase {
+	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	small := makeEntries(3, 1)
+	compacted := makeEntries(12, 2)
+	return []goldenCase{
+		{
+			name: "small",
+			meta: segment.Meta{
+				WriterID: "replica-a", Seq: 1, Level: 0,
+				FirstID: "e1", LastID: "e3",
+				MinTime: t0, MaxTime: t0.Add(3 * time.Second),
+			},
+			entries: small,
+		},
+		{
+			name: "compacted",
+			meta: segment.Meta{
+				WriterID: "compactor-0", Seq: 42, Level: 1,
+				FirstID: "c01", LastID: "c12",
+				MinTime: t0, MaxTime: t0.Add(time.Minute + 500*time.Millisecond),
+				Inputs: []string{
+					"prod/tenant-1/agent-1/sess-1/L0/00000001748779200000-replica-a-0000000000000001-3f2a.jsonl.zst",
+					"prod/tenant-1/agent-1/sess-1/L0/00000001748779260000-replica-b-0000000000000001-91cc.jsonl.zst",
+				},
+			},
+			entries: compacted,
+		},
+	}
+}
+
+func goldenPath(name string) string { return filepath.Join("testdata", name+segment.Ext) }
+
+func readGolden(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(goldenPath(name))
+	require.NoError(t, err, "missing golden file; create it with %s=1 go test ./segment/ -run TestGolden", updateGoldenEnv)
+	return data
+}
+
+// TestGolden freezes the format: the golden files must decode to the
+// expected metadata and entries, and the encoder must reproduce them byte
+// for byte.
+func TestGolden(t *testing.T) {
+	enc, dec := newCodec(t)
+	for _, gc := range goldenCases() {
+		t.Run(gc.name, func(t *testing.T) {
+			got, meta, err := enc.Encode(gc.meta, gc.entries)
+			require.NoError(t, err)
+			if os.Getenv(updateGoldenEnv) == "1" {
+				require.NoError(t, os.WriteFile(goldenPath(gc.name), got, 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join("testdata", gc.name+".jsonl"), joinJSONL(gc.entries), 0o644))
+			}
+			want := readGolden(t, gc.name)
+
+			// Old files stay readable: this must hold even after a zstd
+			// library upgrade changes the compressed bytes.
+			seg, err := dec.Decode(want)
+			require.NoError(t, err)
+			require.Equal(t, gc.entries, seg.Entries)
+			require.Equal(t, meta.EntryCount, seg.Meta.EntryCount)
+			require.Equal(t, meta.Checksum, seg.Meta.Checksum)
+			require.Equal(t, gc.meta.Inputs, seg.Meta.Inputs)
+			require.Equal(t, gc.meta.WriterID, seg.Meta.WriterID)
+			require.True(t, gc.meta.MaxTime.Equal(seg.Meta.MaxTime))
+			jsonl, err := os.ReadFile(filepath.Join("testdata", gc.name+".jsonl"))
+			require.NoError(t, err)
+			require.Equal(t, jsonl, joinJSONL(seg.Entries))
+
+			require.True(t, bytes.Equal(want, got),
+				"encoder output differs from %s (%d vs %d bytes).\n"+
+					"If the format change is intended (or a zstd upgrade changed the compressed bytes and the old golden still decodes),\n"+
+					"bump FormatVersion as FORMAT.md says and regenerate with: %s=1 go test ./segment/ -run TestGolden",
+				goldenPath(gc.name), len(got), len(want), updateGoldenEnv)
+		})
+	}
+}
+
+// TestGolden_EveryPrefix decodes every strict prefix of each golden segment:
+// each must fail cleanly with ErrTruncated, never panic, never succeed.
+func TestGolden_EveryPrefix(t *testing.T) {
+	_, dec := newCodec(t)
+	for _, gc := range goldenCases() {
+		t.Run(gc.name, func(t *testing.T) {
+			data := readGolden(t, gc.name)
+			n := metaLen(t, data)
+			for k := range len(data) {
+				prefix := data[:k]
+				seg, err := dec.Decode(prefix)
+				require.Nil(t, seg, "prefix %d", k)
+				require.ErrorIs(t, err, segment.ErrTruncated, "prefix %d", k)
+				var ce *segment.CorruptionError
+				require.ErrorAs(t, err, &ce, "prefix %d", k)
+				require.LessOrEqual(t, ce.Offset, int64(k))
+
+				_, used, err := dec.ReadMeta(prefix)
+				if k < n {
+					require.ErrorIs(t, err, segment.ErrTruncated, "ReadMeta prefix %d", k)
+				} else {
+					require.NoError(t, err, "ReadMeta prefix %d", k)
+					require.Equal(t, n, used)
+				}
+			}
+			_, err := dec.Decode(data)
+			require.NoError(t, err)
+		})
+	}
+}

@@ -1,0 +1,156 @@
+package sessiontree_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// seededRand is a deterministic id source.
+type seededRand struct{ r *rand.ChaCha8 }
+
+func newSeeded(seed uint64) *seededRand {
+	var s [32]byte
+	s[0] = byte(seed)
+	s[1] = byte(seed >> 8)
+	return &seededRand{rand.NewChaCha8(s)}
+}
+
+func (s *seededRand) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+// clock returns a deterministic Now that advances one second per call.
+func clock() func() time.Time {
+	var mu sync.Mutex
+	t := time.Date(2026, 9, 25, 22, 0, 0, 0, time.UTC)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(time.Second)
+		return t
+	}
+}
+
+func testConfig(t testing.TB) sessiontree.Config {
+	return sessiontree.Config{Root: t.TempDir(), Now: clock(), Rand: newSeeded(1)}
+}
+
+// recorder is a fake Uploader that records batches and can be made to fail.
+type recorder struct {
+	mu      sync.Mutex
+	batches []mirror.Batch
+	fail    error
+}
+
+func (r *recorder) Upload(ctx context.Context, b mirror.Batch) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return r.fail
+	}
+	cp := b
+	cp.Entries = make([][]byte, len(b.Entries))
+	for i, e := range b.Entries {
+		cp.Entries[i] = bytes.Clone(e)
+	}
+	r.batches = append(r.batches, cp)
+	return nil
+}
+
+func (r *recorder) all() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out [][]byte
+	for _, b := range r.batches {
+		out = append(out, b.Entries...)
+	}
+	return out
+}
+
+var errUpload = errors.New("upload refused")
+
+// fakeStore is a shared remote: Upload union-merges by id (identical bytes
+// collapse, first writer wins a conflict), ReadEntries returns the store order.
+type fakeStore struct {
+	mu      sync.Mutex
+	order   [][]byte
+	ids     map[string]bool
+	uploads int
+}
+
+func newFakeStore() *fakeStore { return &fakeStore{ids: map[string]bool{}} }
+
+func (s *fakeStore) Upload(ctx context.Context, b mirror.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.uploads++
+	for _, raw := range b.Entries {
+		var v struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		if s.ids[v.ID] {
+			continue
+		}
+		s.ids[v.ID] = true
+		s.order = append(s.order, bytes.Clone(raw))
+	}
+	return nil
+}
+
+func (s *fakeStore) ReadEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([][]byte, len(s.order))
+	for i, e := range s.order {
+		out[i] = bytes.Clone(e)
+	}
+	return out, nil
+}
+
+func readFixture(t testing.TB, name string) []byte {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	return b
+}
+
+func ids(es []sessiontree.Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ID()
+	}
+	return out
+}
+
+func lines(t testing.TB, path string) []string {
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	s := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	out := make([]string, len(s))
+	for i, l := range s {
+		out[i] = string(l)
+	}
+	return out
+}
+
+const (
+	userMsg      = `{"role":"user","content":[{"type":"text","text":"%s"}],"timestamp":1790375350000}`
+	assistantMsg = `{"role":"assistant","content":[{"type":"text","text":"%s"}],"api":"openai-completions","provider":"%s","model":"%s","usage":{"input":1,"output":1},"stopReason":"stop","timestamp":1790375352000}`
+)

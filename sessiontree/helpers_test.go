@@ -88,12 +88,12 @@ var errUpload = errors.New("upload refused")
 // collapse, first writer wins a conflict), ReadEntries returns the store order.
 type fakeStore struct {
 	mu      sync.Mutex
-	order   [][]byte
+	order   map[string][][]byte
 	ids     map[string]bool
 	uploads int
 }
 
-func newFakeStore() *fakeStore { return &fakeStore{ids: map[string]bool{}} }
+func newFakeStore() *fakeStore { return &fakeStore{ids: map[string]bool{}, order: map[string][][]byte{}} }
 
 func (s *fakeStore) Upload(ctx context.Context, b mirror.Batch) error {
 	s.mu.Lock()
@@ -106,11 +106,12 @@ func (s *fakeStore) Upload(ctx context.Context, b mirror.Batch) error {
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return err
 		}
-		if s.ids[v.ID] {
+		k := b.Ref.String() + "\x00" + v.ID
+		if s.ids[k] {
 			continue
 		}
-		s.ids[v.ID] = true
-		s.order = append(s.order, bytes.Clone(raw))
+		s.ids[k] = true
+		s.order[b.Ref.String()] = append(s.order[b.Ref.String()], bytes.Clone(raw))
 	}
 	return nil
 }
@@ -118,8 +119,9 @@ func (s *fakeStore) Upload(ctx context.Context, b mirror.Batch) error {
 func (s *fakeStore) ReadEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([][]byte, len(s.order))
-	for i, e := range s.order {
+	es := s.order[ref.String()]
+	out := make([][]byte, len(es))
+	for i, e := range es {
 		out[i] = bytes.Clone(e)
 	}
 	return out, nil

@@ -1,0 +1,366 @@
+package sessiontree_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+var rc = sessiontree.RuntimeContext{Namespace: "tenant-a", UserID: "u1"}
+
+func msg(format string, args ...any) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(format, args...))
+}
+
+func TestFlush_DeferredThenIncremental(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	up := &recorder{}
+	cfg.Uploader = up
+	tr, err := sessiontree.New(cfg, rc, "agent-1", "sess-1", sessiontree.HeaderOptions{Cwd: "/w"})
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(cfg.Root, "tenant-a", "agents", "agent-1", "sessions", "sess-1.jsonl"), tr.ContextPath())
+	require.Equal(t, filepath.Join(cfg.Root, "tenant-a", "agents", "agent-1", "sessions", "sess-1.log.jsonl"), tr.LogPath())
+
+	u, err := tr.AppendMessage(msg(userMsg, "hi"))
+	require.NoError(t, err)
+	require.Regexp(t, `^[0-9a-f]{8}$`, u.ID())
+	require.Regexp(t, `"timestamp":"2026-09-25T22:00:0\d\.000Z"`, string(u.Raw()))
+	_, err = os.Stat(tr.ContextPath())
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing is written before the first Flush")
+	_, err = os.Stat(filepath.Dir(tr.ContextPath()))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.Empty(t, up.all())
+
+	a, err := tr.AppendMessage(msg(assistantMsg, "hello", "p", "m"))
+	require.NoError(t, err)
+	p, _ := a.ParentID()
+	require.Equal(t, u.ID(), p)
+	require.NoError(t, tr.Flush(ctx))
+	require.Len(t, up.batches, 1)
+	b := up.batches[0]
+	require.Equal(t, transcript.TranscriptRef{Namespace: "tenant-a", AgentID: "agent-1", SessionID: "sess-1"}, b.Ref)
+	require.Len(t, b.Entries, 3)
+	require.Equal(t, string(tr.Header().Raw()), string(b.Entries[0]), "the header leads the first batch")
+	require.Equal(t, string(u.Raw()), string(b.Entries[1]))
+	require.Equal(t, tr.ContextPath(), b.ContextPath)
+
+	require.NoError(t, tr.Flush(ctx), "nothing new: no-op")
+	require.Len(t, up.batches, 1)
+
+	l, err := tr.AppendLabel(u.ID(), "start")
+	require.NoError(t, err)
+	require.NoError(t, tr.Flush(ctx))
+	require.Len(t, up.batches, 2)
+	require.Equal(t, []string{string(l.Raw())}, []string{string(up.batches[1].Entries[0])})
+	require.Len(t, up.batches[1].Entries, 1)
+
+	want := []string{string(tr.Header().Raw()), string(u.Raw()), string(a.Raw()), string(l.Raw())}
+	require.Equal(t, want, lines(t, tr.LogPath()))
+	require.Equal(t, want, lines(t, tr.ContextPath()))
+}
+
+func TestFlush_FailedUploadRetriesWithoutLocalDuplicates(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	up := &recorder{fail: errUpload}
+	cfg.Uploader = up
+	tr, err := sessiontree.New(cfg, rc, "a", "s", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	e1, _ := tr.AppendMessage(msg(userMsg, "1"))
+	require.ErrorIs(t, tr.Flush(ctx), errUpload)
+	e2, _ := tr.AppendMessage(msg(userMsg, "2"))
+	require.ErrorIs(t, tr.Flush(ctx), errUpload)
+	_, remote := tr.Pending()
+	require.Equal(t, 2, remote)
+	up.fail = nil
+	require.NoError(t, tr.Flush(ctx))
+	require.Len(t, up.batches, 1)
+	require.Equal(t, []string{string(tr.Header().Raw()), string(e1.Raw()), string(e2.Raw())},
+		[]string{string(up.batches[0].Entries[0]), string(up.batches[0].Entries[1]), string(up.batches[0].Entries[2])})
+	require.Len(t, lines(t, tr.LogPath()), 3)
+	require.Len(t, lines(t, tr.ContextPath()), 3)
+}
+
+func TestLoad_NoAssistantYetThenAppend(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	up := &recorder{}
+	cfg.Uploader = up
+	tr, err := sessiontree.New(cfg, rc, "a", "s", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	u, _ := tr.AppendMessage(msg(userMsg, "1"))
+	require.NoError(t, tr.Flush(ctx))
+
+	tr2, rep, err := sessiontree.Load(ctx, cfg, rc, "a", "s")
+	require.NoError(t, err)
+	require.True(t, rep.Clean())
+	a, err := tr2.AppendMessage(msg(assistantMsg, "x", "p", "m"))
+	require.NoError(t, err)
+	p, _ := a.ParentID()
+	require.Equal(t, u.ID(), p)
+	require.NoError(t, tr2.Flush(ctx))
+	want := []string{string(tr.Header().Raw()), string(u.Raw()), string(a.Raw())}
+	require.Equal(t, want, lines(t, tr.LogPath()))
+	require.Equal(t, want, lines(t, tr.ContextPath()))
+	require.Len(t, up.batches, 2)
+	require.Equal(t, [][]byte{a.Raw()}, up.batches[1].Entries, "loaded entries and the header are never uploaded again")
+}
+
+func TestRuntimeContext_Namespace(t *testing.T) {
+	cfg := testConfig(t)
+	tr, err := sessiontree.New(cfg, sessiontree.RuntimeContext{}, "a", "s", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "default", tr.Ref().Namespace)
+	require.Contains(t, tr.ContextPath(), filepath.Join(cfg.Root, "default", "agents", "a"))
+	for _, bad := range []sessiontree.RuntimeContext{{Namespace: "../x"}, {Namespace: "a/b"}} {
+		_, err := sessiontree.New(cfg, bad, "a", "s", sessiontree.HeaderOptions{})
+		require.ErrorIs(t, err, transcript.ErrInvalidRef)
+	}
+	_, err = sessiontree.New(cfg, rc, "a", "..", sessiontree.HeaderOptions{})
+	require.ErrorIs(t, err, transcript.ErrInvalidRef)
+	_, _, err = sessiontree.Load(context.Background(), cfg, rc, "a", "missing")
+	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+}
+
+func TestAppendRaw_Validation(t *testing.T) {
+	tr, err := sessiontree.New(testConfig(t), rc, "a", "s", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	for _, bad := range []string{`[]`, `{"id":"x","parentId":null}`, `{"type":"message","parentId":null}`,
+		`{"type":"message","id":"x"}`, `{"type":"session","id":"x","parentId":null}`, `{"type":"m","id":"x","parentId":5}`, `{"type":"m",`} {
+		_, err := tr.AppendRaw([]byte(bad))
+		require.ErrorIs(t, err, sessiontree.ErrInvalidEntry, bad)
+	}
+	_, err = tr.AppendRaw([]byte(`{"type":"m","id":"x","parentId":"nope"}`))
+	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+	raw := `{"type":"weird","id":"x","parentId":null,"Timestamp":1,  "keep": [1, 2]}`
+	en, err := tr.AppendRaw([]byte(raw))
+	require.NoError(t, err)
+	require.Equal(t, raw, string(en.Raw()), "bytes kept exactly")
+	_, err = tr.AppendRaw([]byte(raw))
+	require.NoError(t, err, "same id, same bytes: idempotent")
+	require.Equal(t, 1, tr.Len())
+	_, err = tr.AppendRaw([]byte(`{"type":"weird","id":"x","parentId":null}`))
+	require.ErrorIs(t, err, sessiontree.ErrConflict)
+	_, err = tr.Entry("nope")
+	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+}
+
+// buildBranchedSession makes a session with labels, a branch, a branch summary,
+// a custom message and two compactions (the second keeps the first's kept
+// messages).
+func buildBranchedSession(t *testing.T, cfg sessiontree.Config) (*sessiontree.Tree, map[string]string) {
+	t.Helper()
+	tr, err := sessiontree.New(cfg, rc, "agent", "branched", sessiontree.HeaderOptions{Cwd: "/w"})
+	require.NoError(t, err)
+	id := map[string]string{}
+	must := func(name string, e sessiontree.Entry, err error) {
+		t.Helper()
+		require.NoError(t, err)
+		id[name] = e.ID()
+	}
+	e, err := tr.AppendModelChange("anthropic", "claude")
+	must("model", e, err)
+	e, err = tr.AppendThinkingLevelChange("high")
+	must("think", e, err)
+	for i := 1; i <= 3; i++ {
+		e, err = tr.AppendMessage(msg(userMsg, fmt.Sprintf("q%d", i)))
+		must(fmt.Sprintf("u%d", i), e, err)
+		e, err = tr.AppendMessage(msg(assistantMsg, fmt.Sprintf("a%d", i), "anthropic", "claude"))
+		must(fmt.Sprintf("a%d", i), e, err)
+	}
+	e, err = tr.AppendLabel(id["u2"], "checkpoint")
+	must("label", e, err)
+	e, err = tr.AppendSessionInfo("my session")
+	must("info", e, err)
+	// Branch back to a1 and try something else.
+	require.NoError(t, tr.Branch(id["a1"]))
+	e, err = tr.AppendBranchSummary(id["a3"], "tried q2/q3", nil, false)
+	must("bs", e, err)
+	e, err = tr.AppendCustomMessage("note", json.RawMessage(`"remember <this>"`), true, nil)
+	must("cm", e, err)
+	e, err = tr.AppendMessage(msg(userMsg, "b1"))
+	must("b1", e, err)
+	e, err = tr.AppendMessage(msg(assistantMsg, "b1 answer", "openai", "gpt"))
+	must("b1a", e, err)
+	e, err = tr.AppendCompaction(sessiontree.Compaction{Summary: "first", FirstKeptEntryID: id["cm"], TokensBefore: 100})
+	must("c1", e, err)
+	e, err = tr.AppendMessage(msg(userMsg, "after c1"))
+	must("u4", e, err)
+	e, err = tr.AppendMessage(msg(assistantMsg, "a4", "openai", "gpt"))
+	must("a4", e, err)
+	e, err = tr.AppendCompaction(sessiontree.Compaction{Summary: "second", FirstKeptEntryID: id["cm"], TokensBefore: 200, Details: json.RawMessage(`{"files":[]}`)})
+	must("c2", e, err)
+	e, err = tr.AppendLabel(id["b1"], "")
+	must("unlabel", e, err)
+	e, err = tr.AppendMessage(msg(userMsg, "after c2"))
+	must("u5", e, err)
+	return tr, id
+}
+
+func TestTree_BranchedTwiceCompacted(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	tr, id := buildBranchedSession(t, cfg)
+	c := tr.BuildContext()
+	golden(t, "branched.context.json", append(c.JSON(), '\n'))
+	var roles []string
+	for _, m := range c.Messages {
+		var v struct{ Role, Summary string }
+		require.NoError(t, json.Unmarshal(m, &v))
+		roles = append(roles, v.Role+":"+v.Summary)
+	}
+	// The second compaction keeps the first compaction's kept messages (cm, b1, b1a).
+	require.Equal(t, []string{"compactionSummary:second", "custom:", "user:", "assistant:", "user:", "assistant:", "user:"}, roles)
+	require.Equal(t, "high", c.ThinkingLevel)
+	require.Equal(t, &sessiontree.Model{Provider: "openai", ModelID: "gpt"}, c.Model)
+
+	// Other branch, before its summary: no compaction there.
+	c = tr.BuildContextAt(id["a3"])
+	require.Len(t, c.Messages, 6)
+	require.Equal(t, &sessiontree.Model{Provider: "anthropic", ModelID: "claude"}, c.Model)
+
+	require.Equal(t, map[string]string{id["u2"]: "checkpoint"}, tr.Labels())
+	require.Equal(t, "my session", tr.SessionName())
+	leaf, ok := tr.Leaf()
+	require.True(t, ok)
+	require.Equal(t, id["u5"], leaf)
+	require.Equal(t, []string{id["a1"]}, ids(tr.BranchPoints()))
+	ch, err := tr.Children(id["a1"])
+	require.NoError(t, err)
+	require.Equal(t, []string{id["u2"], id["bs"]}, ids(ch))
+	path, err := tr.PathToRoot(id["b1"])
+	require.NoError(t, err)
+	require.Equal(t, []string{id["model"], id["think"], id["u1"], id["a1"], id["bs"], id["cm"], id["b1"]}, ids(path))
+	require.Len(t, tr.Messages(), 11)
+
+	// Persist: the context file is rewritten after the compaction, the log keeps all.
+	require.NoError(t, tr.Flush(ctx))
+	logLines := lines(t, tr.LogPath())
+	ctxLines := lines(t, tr.ContextPath())
+	require.Len(t, logLines, 1+tr.Len())
+	require.Less(t, len(ctxLines), len(logLines))
+	golden(t, "branched.context-file.jsonl", []byte(fmt.Sprintln(joinLines(ctxLines))))
+
+	// Loading the context file gives the same messages; with the log, the full tree.
+	tr2, rep, err := sessiontree.Load(ctx, cfg, rc, "agent", "branched")
+	require.NoError(t, err)
+	require.True(t, rep.Clean())
+	require.Equal(t, tr.BuildContext().Messages, tr2.BuildContext().Messages)
+	lrep, err := tr2.SyncFromLog(ctx)
+	require.NoError(t, err)
+	require.Equal(t, tr.Len()-len(ctxLines)+1, lrep.Added)
+	require.Equal(t, ids(tr.Entries()), ids(tr2.Entries()))
+	require.Equal(t, string(tr.BuildContext().JSON()), string(tr2.BuildContext().JSON()))
+	var w1, w2 = &strBuf{}, &strBuf{}
+	require.NoError(t, tr.Export(w1))
+	require.NoError(t, tr2.Export(w2))
+	require.Equal(t, w1.s, w2.s)
+
+	// Appending after the reload continues the files without duplicates.
+	u6, err := tr2.AppendMessage(msg(userMsg, "more"))
+	require.NoError(t, err)
+	require.NoError(t, tr2.Flush(ctx))
+	require.Equal(t, append(logLines, string(u6.Raw())), lines(t, tr.LogPath()))
+	require.Equal(t, append(ctxLines, string(u6.Raw())), lines(t, tr.ContextPath()))
+}
+
+type strBuf struct{ s string }
+
+func (b *strBuf) Write(p []byte) (int, error) { b.s += string(p); return len(p), nil }
+
+func joinLines(ls []string) string {
+	out := ""
+	for i, l := range ls {
+		if i > 0 {
+			out += "\n"
+		}
+		out += l
+	}
+	return out
+}
+
+func TestSyncFromRemote_RestoreAndNoReupload(t *testing.T) {
+	ctx := context.Background()
+	store := newFakeStore()
+	cfgA := testConfig(t)
+	cfgA.Uploader, cfgA.Remote = store, store
+	a, err := sessiontree.New(cfgA, rc, "agent", "s", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	_, _ = a.AppendMessage(msg(userMsg, "hi"))
+	_, _ = a.AppendMessage(msg(assistantMsg, "yo", "p", "m"))
+	require.NoError(t, a.Flush(ctx))
+
+	cfgB := testConfig(t)
+	cfgB.Rand = newSeeded(2)
+	upB := &recorder{}
+	cfgB.Uploader, cfgB.Remote = upB, store
+	b, rep, err := sessiontree.Restore(ctx, cfgB, rc, "agent", "s")
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Added)
+	require.Equal(t, string(a.Header().Raw()), string(b.Header().Raw()))
+	require.Equal(t, string(a.BuildContext().JSON()), string(b.BuildContext().JSON()))
+	require.NoError(t, b.Flush(ctx))
+	require.Empty(t, upB.all(), "entries from the remote are never uploaded again")
+	require.Len(t, lines(t, b.LogPath()), 3)
+
+	n, err := b.AppendMessage(msg(userMsg, "from b"))
+	require.NoError(t, err)
+	require.NoError(t, b.Flush(ctx))
+	require.Equal(t, [][]byte{n.Raw()}, upB.all())
+
+	_, _, err = sessiontree.Restore(ctx, cfgB, rc, "agent", "s")
+	require.Error(t, err, "local files exist")
+	_, _, err = sessiontree.Restore(ctx, cfgB, rc, "agent", "other")
+	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+}
+
+func TestTree_ConcurrentAppendFlush(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.NoSync = true
+	up := &recorder{}
+	cfg.Uploader = up
+	tr, err := sessiontree.New(cfg, rc, "a", "s", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				_, err := tr.AppendMessage(msg(userMsg, fmt.Sprintf("g%d-%d", g, i)))
+				if err != nil {
+					panic(err)
+				}
+				if i%7 == 0 {
+					if err := tr.Flush(ctx); err != nil {
+						panic(err)
+					}
+				}
+				_ = tr.BuildContext()
+				_ = tr.Entries()
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, tr.Flush(ctx))
+	require.Len(t, up.all(), 201)
+	require.Len(t, lines(t, tr.LogPath()), 201)
+	seen := map[string]bool{}
+	for _, l := range lines(t, tr.LogPath()) {
+		require.False(t, seen[l])
+		seen[l] = true
+	}
+	require.False(t, errors.Is(err, sessiontree.ErrConflict))
+}

@@ -1,0 +1,126 @@
+package s3bucket
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// Put creates key with a single create-only PUT (see the package doc).
+func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions) error {
+	if err := b.put(ctx, key, r, size, opts, true); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+// Replace writes key whether or not it exists (last writer wins). It is as atomic
+// as Put: readers see the old or the new object.
+func (b *Bucket) Replace(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions) error {
+	if err := b.put(ctx, key, r, size, opts, false); err != nil {
+		return fmt.Errorf("replace %s: %w", key, err)
+	}
+	return nil
+}
+
+func (b *Bucket) put(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions, createOnly bool) error {
+	if err := check(ctx, key); err != nil {
+		return err
+	}
+	body, size, err := b.body(r, size)
+	if err != nil {
+		return err
+	}
+	po := minio.PutObjectOptions{
+		ContentType:      opts.ContentType,
+		DisableMultipart: true,
+	}
+	if opts.Checksum != "" {
+		po.UserMetadata = map[string]string{bucket.MetaChecksum: opts.Checksum}
+	}
+	if createOnly {
+		po.SetMatchETagExcept("*")
+	}
+	rctx, cancel := b.timeout(ctx)
+	defer cancel()
+	_, err = b.client.PutObject(rctx, b.cfg.Bucket, key, body, size, po)
+	if err == nil {
+		return nil
+	}
+	err = classify(ctx, err)
+	if !errors.Is(err, errPrecondition) {
+		return err
+	}
+	// The key exists: a conflict, or our own earlier attempt that the client
+	// retried after a lost response.
+	existing, serr := b.Stat(ctx, key)
+	if serr != nil {
+		return fmt.Errorf("%w (stat after 412: %w)", bucket.ErrExists, serr)
+	}
+	if opts.Checksum != "" && existing.Checksum == opts.Checksum {
+		return nil
+	}
+	return bucket.ErrExists
+}
+
+// body returns a request body of known size. A source that can seek is passed on
+// (minio-go replays it on retries); others are buffered when small enough, so that
+// they can be replayed too and a short source fails before any request. Sources
+// too large to buffer stream once and without retries.
+func (b *Bucket) body(r io.Reader, size int64) (io.Reader, int64, error) {
+	limit := b.cfg.MaxBufferedPut
+	if size < 0 {
+		data, err := io.ReadAll(io.LimitReader(r, limit+1))
+		if err != nil {
+			return nil, 0, fmt.Errorf("read source: %w", err)
+		}
+		if int64(len(data)) > limit {
+			return nil, 0, fmt.Errorf("source of unknown size is over %d bytes: pass its size", limit)
+		}
+		return bytes.NewReader(data), int64(len(data)), nil
+	}
+	if _, ok := r.(io.ReaderAt); ok {
+		if _, ok := r.(io.Seeker); ok {
+			return r, size, nil
+		}
+	}
+	if size <= limit {
+		data := make([]byte, size)
+		if _, err := io.ReadFull(r, data); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, 0, fmt.Errorf("read source: %w", err)
+		}
+		return bytes.NewReader(data), size, nil
+	}
+	return &exactReader{r: r, left: size}, size, nil
+}
+
+// exactReader fails with io.ErrUnexpectedEOF when its source ends before left
+// bytes, so that a short source aborts the request instead of ending it cleanly.
+type exactReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	if e.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > e.left {
+		p = p[:e.left]
+	}
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	if err == io.EOF && e.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}

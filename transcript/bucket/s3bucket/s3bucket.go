@@ -1,0 +1,236 @@
+// Package s3bucket is the bucket.Bucket on S3 and S3-compatible servers (MinIO),
+// built on github.com/minio/minio-go/v7. It is the only package of the store that
+// imports minio-go.
+//
+// # Writes
+//
+// Put is one PUT request with "If-None-Match: *" (create-only), never a multipart
+// upload: minio-go v7.4.1 does not send the precondition with
+// CompleteMultipartUpload, so a multipart upload could overwrite. A single PUT is
+// also atomic: a source that fails or comes up short aborts the request, and the
+// server stores nothing. Objects are therefore limited to one PUT (5 GiB on AWS),
+// and a Put of unknown size (-1) is buffered in memory up to
+// Config.MaxBufferedPut.
+//
+// PutOptions.Checksum travels as user metadata (bucket.MetaChecksum). The client
+// retries 5xx responses, so a retry can meet its own first attempt: when the server
+// answers 412 Precondition Failed, Put reads the stored object's checksum and
+// returns nil if it equals PutOptions.Checksum, bucket.ErrExists otherwise.
+//
+// # Reads and listings
+//
+// A missing key is bucket.ErrNotFound. Get and Stat return the stored checksum;
+// List does not (S3 listings carry no user metadata), so its ObjectInfo.Checksum
+// is empty. S3 returns the keys and the common prefixes of one listing page as two
+// separate sorted lists, so a delimited List gathers its results and sorts them
+// before calling fn; a recursive List streams.
+//
+// Secrets never appear in errors or logs: Config.String redacts them.
+package s3bucket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+var (
+	_ bucket.Bucket   = (*Bucket)(nil)
+	_ bucket.Replacer = (*Bucket)(nil)
+)
+
+// Bucket is one S3 bucket. It is safe for concurrent use.
+type Bucket struct {
+	cfg       Config
+	client    *minio.Client
+	transport *http.Transport
+}
+
+// New connects to the bucket cfg names, creating it if cfg.Create is set, and
+// checks that it exists.
+func New(ctx context.Context, cfg Config) (*Bucket, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	transport, err := minio.DefaultTransport(!cfg.Insecure)
+	if err != nil {
+		return nil, fmt.Errorf("open s3 bucket %s: %w", cfg.Bucket, err)
+	}
+	client, err := minio.New(cfg.Endpoint, &minio.Options{
+		Creds:      credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
+		Secure:     !cfg.Insecure,
+		Region:     cfg.Region,
+		Transport:  transport,
+		MaxRetries: cfg.MaxRetries + 1, // minio-go counts attempts
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open s3 bucket %s: %w", cfg.Bucket, err)
+	}
+	b := &Bucket{cfg: cfg, client: client, transport: transport}
+	if err := b.ensureBucket(ctx); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("open s3 bucket %s: %w", cfg.Bucket, err)
+	}
+	return b, nil
+}
+
+func (b *Bucket) ensureBucket(ctx context.Context) error {
+	ctx, cancel := b.timeout(ctx)
+	defer cancel()
+	ok, err := b.client.BucketExists(ctx, b.cfg.Bucket)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return nil
+	}
+	if !b.cfg.Create {
+		return errors.New("bucket does not exist (set create to make it)")
+	}
+	err = b.client.MakeBucket(ctx, b.cfg.Bucket, minio.MakeBucketOptions{Region: b.cfg.Region})
+	if code := minio.ToErrorResponse(err).Code; code == "BucketAlreadyOwnedByYou" {
+		return nil // created concurrently
+	}
+	return err
+}
+
+// Close releases idle connections. The Bucket must not be used afterwards.
+func (b *Bucket) Close() error {
+	b.transport.CloseIdleConnections()
+	return nil
+}
+
+// Name returns the bucket name.
+func (b *Bucket) Name() string { return b.cfg.Bucket }
+
+// Client returns the underlying minio-go client, for tests and tools.
+func (b *Bucket) Client() *minio.Client { return b.client }
+
+// timeout derives the context of one request.
+func (b *Bucket) timeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, b.cfg.RequestTimeout)
+}
+
+// Get opens key. The request timeout covers reading the body until Close.
+func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
+	if err := check(ctx, key); err != nil {
+		return nil, bucket.ObjectInfo{}, fmt.Errorf("get %s: %w", key, err)
+	}
+	rctx, cancel := b.timeout(ctx)
+	obj, err := b.client.GetObject(rctx, b.cfg.Bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		cancel()
+		return nil, bucket.ObjectInfo{}, fmt.Errorf("get %s: %w", key, classify(ctx, err))
+	}
+	oi, err := obj.Stat() // sends the GET
+	if err != nil {
+		obj.Close()
+		cancel()
+		return nil, bucket.ObjectInfo{}, fmt.Errorf("get %s: %w", key, classify(ctx, err))
+	}
+	return &object{Object: obj, cancel: cancel}, info(oi), nil
+}
+
+// object closes the minio object and ends its request context.
+type object struct {
+	*minio.Object
+	cancel context.CancelFunc
+}
+
+func (o *object) Close() error {
+	err := o.Object.Close()
+	o.cancel()
+	return err
+}
+
+// Stat returns key's metadata with its checksum.
+func (b *Bucket) Stat(ctx context.Context, key string) (bucket.ObjectInfo, error) {
+	if err := check(ctx, key); err != nil {
+		return bucket.ObjectInfo{}, fmt.Errorf("stat %s: %w", key, err)
+	}
+	rctx, cancel := b.timeout(ctx)
+	defer cancel()
+	oi, err := b.client.StatObject(rctx, b.cfg.Bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		return bucket.ObjectInfo{}, fmt.Errorf("stat %s: %w", key, classify(ctx, err))
+	}
+	return info(oi), nil
+}
+
+// Delete removes key; S3 answers success for a missing key.
+func (b *Bucket) Delete(ctx context.Context, key string) error {
+	if err := check(ctx, key); err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	rctx, cancel := b.timeout(ctx)
+	defer cancel()
+	err := b.client.RemoveObject(rctx, b.cfg.Bucket, key, minio.RemoveObjectOptions{})
+	if err != nil {
+		err = classify(ctx, err)
+		if errors.Is(err, bucket.ErrNotFound) {
+			return nil
+		}
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// check reports an ended context or an invalid key.
+func check(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return bucket.ValidateKey(key)
+}
+
+// errPrecondition marks a 412 answer to a create-only PUT.
+var errPrecondition = errors.New("precondition failed")
+
+// classify maps minio-go errors to the bucket sentinels, keeping the original in
+// the chain. ctx is the caller's context: if it ended, its error is reported.
+func classify(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", cerr, err)
+	}
+	resp := minio.ToErrorResponse(err)
+	switch {
+	case resp.Code == "NoSuchKey" || resp.Code == "NoSuchObject":
+		return fmt.Errorf("%w (%w)", bucket.ErrNotFound, err)
+	case resp.Code == "PreconditionFailed" || resp.StatusCode == http.StatusPreconditionFailed:
+		return fmt.Errorf("%w (%w)", errPrecondition, err)
+	}
+	return err
+}
+
+// info converts minio-go's ObjectInfo.
+func info(oi minio.ObjectInfo) bucket.ObjectInfo {
+	return bucket.ObjectInfo{
+		Key:      oi.Key,
+		Size:     oi.Size,
+		ModTime:  oi.LastModified,
+		ETag:     oi.ETag,
+		Checksum: checksum(oi.UserMetadata),
+	}
+}
+
+// checksum finds bucket.MetaChecksum in user metadata, whatever its case.
+func checksum(meta minio.StringMap) string {
+	if v, ok := meta[bucket.MetaChecksum]; ok {
+		return v
+	}
+	for k, v := range meta {
+		if strings.EqualFold(k, bucket.MetaChecksum) || strings.EqualFold(k, "X-Amz-Meta-"+bucket.MetaChecksum) {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,166 @@
+package mirror_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(crashChildEnv) != "" {
+		// The crash-test child is killed, never checked for leaks.
+		os.Exit(m.Run())
+	}
+	goleak.VerifyTestMain(m,
+		// Idle keep-alive connections of HTTP clients (the S3 backend) outlive tests.
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
+}
+
+// newStore returns a store over b, closed at the end of the test.
+func newStore(t testing.TB, b bucket.Bucket, prefix string) *transcript.Store {
+	t.Helper()
+	s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// newMirror opens a Mirror over store with a fresh (or the given) outbox and fast
+// retries; the test closes it (Cleanup closes it too, with a short deadline).
+func newMirror(t testing.TB, store *transcript.Store, outbox string, tune func(*mirror.Config)) *mirror.Mirror {
+	t.Helper()
+	if outbox == "" {
+		outbox = t.TempDir()
+	}
+	w, err := transcript.NewWriter("test-writer")
+	require.NoError(t, err)
+	cfg := mirror.Config{
+		Store: store, Writer: w, OutboxDir: outbox,
+		MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond,
+		RequestTimeout: 5 * time.Second,
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	m, err := mirror.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = m.Close(ctx)
+	})
+	return m
+}
+
+// entry returns one realistic message entry.
+func entry(id, parent string, turn int, text string) []byte {
+	p := "null"
+	if parent != "" {
+		p = fmt.Sprintf("%q", parent)
+	}
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).Add(time.Duration(turn) * time.Second).Format(time.RFC3339Nano)
+	return fmt.Appendf(nil, `{"type":"message","id":%q,"parentId":%s,"timestamp":%q,"message":{"role":"user","content":[{"type":"text","text":%q}]}}`,
+		id, p, ts, text)
+}
+
+// session produces batches of a linear session.
+type session struct {
+	ref  transcript.TranscriptRef
+	last string
+	n    int
+	ids  []string
+}
+
+func newSession(agent, id string) *session {
+	return &session{ref: transcript.TranscriptRef{AgentID: agent, SessionID: id}}
+}
+
+// batch returns the next k entries of the session as a batch.
+func (s *session) batch(k int) mirror.Batch {
+	b := mirror.Batch{Ref: s.ref}
+	for range k {
+		s.n++
+		id := fmt.Sprintf("%s-%05d", s.ref.SessionID, s.n)
+		b.Entries = append(b.Entries, entry(id, s.last, s.n, "hello "+id))
+		s.last = id
+		s.ids = append(s.ids, id)
+	}
+	return b
+}
+
+// requireStored checks that the store holds exactly ids for ref, each once, with no
+// conflicts.
+func requireStored(t testing.TB, store *transcript.Store, ref transcript.TranscriptRef, ids []string) {
+	t.Helper()
+	got := requireOnce(t, store, ref)
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	require.Equal(t, want, got, "every flushed entry once")
+}
+
+// outboxFiles lists the files under dir/sub (relative, slash-separated).
+func outboxFiles(t testing.TB, dir, sub string) []string {
+	t.Helper()
+	var out []string
+	root := filepath.Join(dir, sub)
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == root {
+			return filepath.SkipAll // not created yet
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	})
+	require.NoError(t, err)
+	return out
+}
+
+func ctxTimeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// requireOnce reads ref and checks that no entry id is stored twice (the segments hold
+// as many entries as there are distinct ids) and that there are no conflicts. It
+// returns the stored ids.
+func requireOnce(t testing.TB, store *transcript.Store, ref transcript.TranscriptRef) map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := store.ReadAll(ctx, ref)
+	require.NoError(t, err)
+	require.Empty(t, res.Conflicts)
+	total := 0
+	for _, info := range res.Segments {
+		seg, err := store.ReadSegment(ctx, info.Key)
+		require.NoError(t, err)
+		total += len(seg.Entries)
+	}
+	ids := make(map[string]bool, len(res.Entries))
+	for _, e := range res.Entries {
+		ids[e.ID] = true
+	}
+	require.Equal(t, len(ids), total, "an entry is stored in more than one segment")
+	return ids
+}

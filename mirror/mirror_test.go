@@ -1,0 +1,370 @@
+package mirror_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/mirror/mirrortest"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
+)
+
+func TestNew_Config(t *testing.T) {
+	store := newStore(t, membucket.New(), "")
+	w, _ := transcript.NewWriter("w")
+	for name, cfg := range map[string]mirror.Config{
+		"no store":  {Writer: w, OutboxDir: t.TempDir()},
+		"no writer": {Store: store, OutboxDir: t.TempDir()},
+		"no outbox": {Store: store, Writer: w},
+		"negative":  {Store: store, Writer: w, OutboxDir: t.TempDir(), Workers: -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := mirror.New(cfg)
+			require.Error(t, err)
+		})
+	}
+}
+
+func TestMirror_UploadAndAwait(t *testing.T) {
+	store := newStore(t, membucket.New(), "pfx")
+	dir := t.TempDir()
+	m := newMirror(t, store, dir, nil)
+	sessions := []*session{newSession("a1", "s1"), newSession("a1", "s2"), newSession("a2", "s1")}
+	ctx := ctxTimeout(t, 10*time.Second)
+	for i := range 30 {
+		s := sessions[i%len(sessions)]
+		require.NoError(t, m.Upload(ctx, s.batch(1+i%4)))
+	}
+	require.NoError(t, m.Upload(ctx, mirror.Batch{Ref: sessions[0].ref}), "an empty batch is a no-op")
+	require.NoError(t, m.AwaitQuiescence(ctx))
+	for _, s := range sessions {
+		requireStored(t, store, s.ref, s.ids)
+	}
+	st := m.Status()
+	require.Zero(t, st.Pending)
+	require.Zero(t, st.PendingBytes)
+	require.Zero(t, st.OldestPending)
+	require.Equal(t, uint64(30), st.Uploaded)
+	require.NotZero(t, st.UploadedBytes)
+	require.Zero(t, st.Failures)
+	require.Empty(t, outboxFiles(t, dir, "pending"), "uploaded segments leave the outbox")
+	require.NoError(t, m.Close(ctx))
+	require.ErrorIs(t, m.Upload(ctx, sessions[0].batch(1)), mirror.ErrClosed)
+	require.NoError(t, m.Close(ctx), "Close twice")
+}
+
+func TestMirror_ConcurrentTrees(t *testing.T) {
+	store := newStore(t, membucket.New(), "")
+	m := newMirror(t, store, "", func(c *mirror.Config) { c.Workers = 3 })
+	ctx := ctxTimeout(t, 20*time.Second)
+	var wg sync.WaitGroup
+	sessions := make([]*session, 8)
+	for i := range sessions {
+		s := newSession("agent", fmt.Sprintf("s%d", i))
+		sessions[i] = s
+		wg.Go(func() {
+			for range 20 {
+				if err := m.Upload(ctx, s.batch(2)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, m.Close(ctx), "Close drains")
+	for _, s := range sessions {
+		requireStored(t, store, s.ref, s.ids)
+	}
+}
+
+func TestMirror_UploadDoesNotWaitOnStore(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	fb.Hang(mirrortest.OpPut) // the store answers nothing until healed
+	store := newStore(t, fb, "")
+	m := newMirror(t, store, "", nil)
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	for range 5 {
+		require.NoError(t, m.Upload(ctx, s.batch(3)), "Upload returns once the outbox file is durable")
+	}
+	require.Equal(t, 5, m.Status().Pending)
+	fb.Heal()
+	require.NoError(t, m.AwaitQuiescence(ctx))
+	requireStored(t, store, s.ref, s.ids)
+}
+
+func TestMirror_InvalidBatch(t *testing.T) {
+	m := newMirror(t, newStore(t, membucket.New(), ""), "", nil)
+	ctx := ctxTimeout(t, 5*time.Second)
+	err := m.Upload(ctx, mirror.Batch{Ref: transcript.TranscriptRef{AgentID: "a/b", SessionID: "s"}, Entries: [][]byte{entry("x", "", 0, "")}})
+	require.ErrorIs(t, err, transcript.ErrInvalidRef)
+	err = m.Upload(ctx, mirror.Batch{Ref: transcript.TranscriptRef{AgentID: "a", SessionID: "s"}, Entries: [][]byte{[]byte(`{"no":"id"}`)}})
+	require.ErrorIs(t, err, transcript.ErrInvalidEntry)
+	require.Zero(t, m.Status().Pending)
+}
+
+func TestMirror_OutboxLocked(t *testing.T) {
+	store := newStore(t, membucket.New(), "")
+	dir := t.TempDir()
+	newMirror(t, store, dir, nil)
+	w, _ := transcript.NewWriter("other")
+	_, err := mirror.New(mirror.Config{Store: store, Writer: w, OutboxDir: dir})
+	require.ErrorContains(t, err, "locked")
+}
+
+func TestMirror_ResumeFromOutbox(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	fb.Hang(mirrortest.OpPut)
+	store := newStore(t, fb, "")
+	dir := t.TempDir()
+	m := newMirror(t, store, dir, nil)
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	for range 7 {
+		require.NoError(t, m.Upload(ctx, s.batch(2)))
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	err := m.Close(short)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "7 of 7 segments still pending")
+	require.Len(t, outboxFiles(t, dir, "pending"), 7, "what was not uploaded stays in the outbox")
+	require.ErrorIs(t, m.AwaitQuiescence(ctx), mirror.ErrClosed)
+
+	fb.Heal()
+	m2 := newMirror(t, store, dir, nil)
+	require.Equal(t, 7, m2.Status().Pending)
+	require.NoError(t, m2.AwaitQuiescence(ctx))
+	requireStored(t, store, s.ref, s.ids)
+	require.Empty(t, outboxFiles(t, dir, "pending"))
+	require.NoError(t, m2.Close(ctx))
+}
+
+func TestMirror_Backpressure(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	fb.Hang(mirrortest.OpPut)
+	store := newStore(t, fb, "")
+	m := newMirror(t, store, "", func(c *mirror.Config) { c.MaxPending = 3 })
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	for range 3 {
+		require.NoError(t, m.Upload(ctx, s.batch(1)))
+	}
+	err := m.Upload(ctx, s.batch(1))
+	require.ErrorIs(t, err, mirror.ErrBackpressure)
+	require.Equal(t, 3, m.Status().Pending)
+	fb.Heal()
+	require.NoError(t, m.AwaitQuiescence(ctx))
+	s.ids = s.ids[:len(s.ids)-1] // the refused batch was not accepted
+	requireStored(t, store, s.ref, s.ids)
+}
+
+func TestMirror_BackpressureBytes(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	fb.Hang(mirrortest.OpPut)
+	m := newMirror(t, newStore(t, fb, ""), "", func(c *mirror.Config) { c.MaxPendingBytes = 1 })
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	require.NoError(t, m.Upload(ctx, s.batch(1)), "one segment always fits into an empty outbox")
+	require.ErrorIs(t, m.Upload(ctx, s.batch(1)), mirror.ErrBackpressure)
+	fb.Heal()
+}
+
+func TestMirror_BlockWhenFull(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	fb.Hang(mirrortest.OpPut)
+	store := newStore(t, fb, "")
+	m := newMirror(t, store, "", func(c *mirror.Config) { c.MaxPending = 2; c.BlockWhenFull = true })
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	require.NoError(t, m.Upload(ctx, s.batch(1)))
+	require.NoError(t, m.Upload(ctx, s.batch(1)))
+
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	err := m.Upload(short, s.batch(1))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, mirror.ErrBackpressure)
+	s.ids = s.ids[:len(s.ids)-1]
+
+	done := make(chan error, 1)
+	b := s.batch(1)
+	go func() { done <- m.Upload(ctx, b) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Upload returned %v while the outbox is full", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	fb.Heal()
+	require.NoError(t, <-done, "Upload proceeds once there is room")
+	require.NoError(t, m.AwaitQuiescence(ctx))
+	requireStored(t, store, s.ref, s.ids)
+}
+
+func TestMirror_CloseUnblocksUpload(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	fb.Hang(mirrortest.OpPut)
+	m := newMirror(t, newStore(t, fb, ""), "", func(c *mirror.Config) { c.MaxPending = 1; c.BlockWhenFull = true })
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	require.NoError(t, m.Upload(ctx, s.batch(1)))
+	done := make(chan error, 1)
+	go func() { done <- m.Upload(ctx, s.batch(1)) }()
+	time.Sleep(20 * time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, m.Close(short), context.DeadlineExceeded)
+	require.ErrorIs(t, <-done, mirror.ErrClosed)
+}
+
+func TestMirror_AwaitQuiescenceReportsPending(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	fb.Hang(mirrortest.OpPut)
+	m := newMirror(t, newStore(t, fb, ""), "", func(c *mirror.Config) { c.RequestTimeout = 20 * time.Millisecond })
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	for range 3 {
+		require.NoError(t, m.Upload(ctx, s.batch(1)))
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	err := m.AwaitQuiescence(short)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "3 of 3 segments still pending")
+	require.ErrorContains(t, err, "hung", "the last upload error is reported")
+	st := m.Status()
+	require.Equal(t, 3, st.Pending)
+	require.NotZero(t, st.Failures)
+	require.NotZero(t, st.Retries)
+	require.Contains(t, st.LastError, "deadline exceeded")
+	require.False(t, st.LastErrorTime.IsZero())
+	require.Greater(t, st.OldestPending, 100*time.Millisecond)
+	fb.Heal()
+	require.NoError(t, m.AwaitQuiescence(ctx))
+}
+
+// AwaitQuiescence waits only for what was accepted before the call.
+func TestMirror_AwaitQuiescenceWatermark(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	m := newMirror(t, newStore(t, fb, ""), "", nil)
+	ctx := ctxTimeout(t, 10*time.Second)
+	s1, s2 := newSession("a", "s1"), newSession("a", "s2")
+	require.NoError(t, m.Upload(ctx, s1.batch(1)))
+	require.NoError(t, m.AwaitQuiescence(ctx))
+	fb.Hang(mirrortest.OpPut)
+	require.NoError(t, m.Upload(ctx, s2.batch(1)))
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	require.ErrorContains(t, m.AwaitQuiescence(short), "1 of 1 segments")
+	fb.Heal()
+}
+
+func TestMirror_RetriesTransientFailures(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	fb.FailNext(mirrortest.OpPut, 5, errors.New("503 slow down"))
+	store := newStore(t, fb, "")
+	m := newMirror(t, store, "", func(c *mirror.Config) { c.Workers = 1 })
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	for range 4 {
+		require.NoError(t, m.Upload(ctx, s.batch(2)))
+	}
+	require.NoError(t, m.AwaitQuiescence(ctx))
+	requireStored(t, store, s.ref, s.ids)
+	st := m.Status()
+	require.Equal(t, uint64(5), st.Failures)
+	require.Equal(t, uint64(5), st.Retries)
+	require.Equal(t, uint64(4), st.Uploaded)
+	require.Contains(t, st.LastError, "503 slow down")
+	require.Equal(t, int64(4+5), fb.Counts().Put)
+}
+
+// A lost response makes the retry meet its own first write: the store takes it as
+// success, not as a conflict.
+func TestMirror_LostResponseIsIdempotent(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	fb.LoseNextResponses(mirrortest.OpPut, 3)
+	store := newStore(t, fb, "")
+	m := newMirror(t, store, "", nil)
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	for range 3 {
+		require.NoError(t, m.Upload(ctx, s.batch(2)))
+	}
+	require.NoError(t, m.AwaitQuiescence(ctx))
+	requireStored(t, store, s.ref, s.ids)
+	st := m.Status()
+	require.Zero(t, st.Quarantined)
+	require.Equal(t, uint64(3), st.Uploaded)
+}
+
+func TestMirror_PermanentFailureQuarantines(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	store := newStore(t, fb, "")
+	dir := t.TempDir()
+	m := newMirror(t, store, dir, nil)
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	fb.FailNext(mirrortest.OpPut, 1, bucket.ErrExists)
+	require.NoError(t, m.Upload(ctx, s.batch(2)))
+	err := m.AwaitQuiescence(ctx)
+	require.ErrorIs(t, err, mirror.ErrQuarantined)
+	st := m.Status()
+	require.Equal(t, 1, st.Quarantined)
+	require.Equal(t, uint64(1), st.Failures)
+	require.Zero(t, st.Retries)
+	require.Zero(t, st.Pending)
+	require.Empty(t, outboxFiles(t, dir, "pending"))
+	require.Len(t, outboxFiles(t, dir, "failed"), 1, "never delete data")
+	require.NoError(t, m.Close(ctx))
+
+	m2 := newMirror(t, store, dir, nil)
+	require.Equal(t, 1, m2.Status().Quarantined, "the quarantine is counted, not retried")
+	require.Zero(t, m2.Status().Pending)
+}
+
+// Segments left by a process with another store prefix cannot be stored under this
+// one: they are quarantined, not retried forever.
+func TestMirror_ForeignPrefixQuarantined(t *testing.T) {
+	mb := membucket.New()
+	dir := t.TempDir()
+	fb := mirrortest.Wrap(mb)
+	fb.Hang(mirrortest.OpPut)
+	m := newMirror(t, newStore(t, fb, "one"), dir, nil)
+	ctx := ctxTimeout(t, 10*time.Second)
+	require.NoError(t, m.Upload(ctx, newSession("a", "s").batch(1)))
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	require.Error(t, m.Close(short))
+
+	m2 := newMirror(t, newStore(t, mb, "two"), dir, nil)
+	require.ErrorIs(t, m2.AwaitQuiescence(ctx), mirror.ErrQuarantined)
+	require.Len(t, outboxFiles(t, dir, "failed"), 1)
+}
+
+func TestOpen_Modes(t *testing.T) {
+	store := newStore(t, membucket.New(), "p")
+	w, _ := transcript.NewWriter("w")
+	ctx := ctxTimeout(t, 5*time.Second)
+
+	r, err := mirror.Open(mirror.Config{Store: store, Writer: w, OutboxDir: t.TempDir()})
+	require.NoError(t, err)
+	require.IsType(t, &mirror.Mirror{}, r)
+	require.NoError(t, r.Close(ctx))
+
+	r, err = mirror.Open(mirror.Config{Store: store, Mode: mirror.ModeLegacy})
+	require.NoError(t, err)
+	require.Equal(t, &mirror.Legacy{Bucket: store.Bucket(), Prefix: "p/legacy"}, r)
+
+	_, err = mirror.ParseMode("fast")
+	require.Error(t, err)
+}

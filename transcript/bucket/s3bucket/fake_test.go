@@ -1,0 +1,182 @@
+package s3bucket_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
+)
+
+// fakeS3 is just enough of S3 for one bucket "fakebucket": create-only PUT, HEAD with the
+// checksum metadata, and injected 500 answers.
+type fakeS3 struct {
+	mu      sync.Mutex
+	objects map[string]string // key → stored checksum metadata
+	// failPuts answers the next PUTs with 500; storeFirst stores before failing
+	// (the server did the work but the answer was lost).
+	failPuts   int
+	storeFirst bool
+	puts       int
+	heads      int
+}
+
+func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, _ = io.Copy(io.Discard, r.Body)
+	key := strings.TrimPrefix(r.URL.Path, "/fakebucket/")
+	switch {
+	case r.URL.Path == "/fakebucket" || r.URL.Path == "/fakebucket/":
+		w.WriteHeader(http.StatusOK) // the bucket exists
+	case r.Method == http.MethodPut:
+		f.puts++
+		_, exists := f.objects[key]
+		if exists && r.Header.Get("If-None-Match") == "*" {
+			s3Error(w, http.StatusPreconditionFailed, "PreconditionFailed", key)
+			return
+		}
+		if f.failPuts > 0 {
+			f.failPuts--
+			if f.storeFirst {
+				f.objects[key] = r.Header.Get("X-Amz-Meta-Transcript-Checksum")
+			}
+			s3Error(w, http.StatusInternalServerError, "InternalError", key)
+			return
+		}
+		f.objects[key] = r.Header.Get("X-Amz-Meta-Transcript-Checksum")
+		w.Header().Set("ETag", `"0123456789abcdef0123456789abcdef"`)
+		w.WriteHeader(http.StatusOK)
+	case r.Method == http.MethodHead:
+		f.heads++
+		sum, ok := f.objects[key]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.Header().Set("X-Amz-Meta-Transcript-Checksum", sum)
+		w.Header().Set("ETag", `"0123456789abcdef0123456789abcdef"`)
+		w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+		w.Header().Set("Content-Length", "5")
+		w.WriteHeader(http.StatusOK)
+	default:
+		s3Error(w, http.StatusNotImplemented, "NotImplemented", key)
+	}
+}
+
+func s3Error(w http.ResponseWriter, status int, code, key string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message><Key>%s</Key><BucketName>fakebucket</BucketName></Error>`,
+		code, code, key)
+}
+
+func newFake(t *testing.T, f *fakeS3, retries int) *s3bucket.Bucket {
+	t.Helper()
+	if f.objects == nil {
+		f.objects = map[string]string{}
+	}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	b, err := s3bucket.New(t.Context(), s3bucket.Config{
+		Endpoint:       strings.TrimPrefix(srv.URL, "http://"),
+		Bucket:         "fakebucket",
+		Region:         "us-east-1",
+		AccessKey:      "test-access",
+		SecretKey:      "test-secret",
+		Insecure:       true,
+		MaxRetries:     retries,
+		RequestTimeout: 10 * time.Second,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func TestBucket_PutRetries(t *testing.T) {
+	data := []byte("hello")
+	tests := []struct {
+		name      string
+		fake      *fakeS3
+		retries   int
+		checksum  string
+		wantErr   error
+		wantPuts  int
+		wantHeads int
+	}{
+		{name: "500 then 200", fake: &fakeS3{failPuts: 1}, checksum: "c1", wantPuts: 2},
+		{name: "lost answer, retry meets its own write", fake: &fakeS3{failPuts: 1, storeFirst: true},
+			checksum: "c1", wantPuts: 2, wantHeads: 1},
+		{name: "lost answer without checksum is a conflict", fake: &fakeS3{failPuts: 1, storeFirst: true},
+			wantErr: bucket.ErrExists, wantPuts: 2, wantHeads: 1},
+		{name: "existing object with other checksum", fake: &fakeS3{objects: map[string]string{"k/seg": "other"}},
+			checksum: "c1", wantErr: bucket.ErrExists, wantPuts: 1, wantHeads: 1},
+		{name: "existing object with same checksum", fake: &fakeS3{objects: map[string]string{"k/seg": "c1"}},
+			checksum: "c1", wantPuts: 1, wantHeads: 1},
+		{name: "no retries", fake: &fakeS3{failPuts: 1}, retries: -1, checksum: "c1", wantPuts: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newFake(t, tt.fake, tt.retries)
+			err := b.Put(t.Context(), "k/seg", bytes.NewReader(data), int64(len(data)),
+				bucket.PutOptions{Checksum: tt.checksum})
+			switch {
+			case tt.retries < 0:
+				require.Error(t, err)
+				require.NotErrorIs(t, err, bucket.ErrExists)
+			case tt.wantErr != nil:
+				require.ErrorIs(t, err, tt.wantErr)
+			default:
+				require.NoError(t, err)
+			}
+			tt.fake.mu.Lock()
+			defer tt.fake.mu.Unlock()
+			require.Equal(t, tt.wantPuts, tt.fake.puts, "PUT requests")
+			require.Equal(t, tt.wantHeads, tt.fake.heads, "HEAD requests")
+		})
+	}
+}
+
+func TestBucket_StatMissing(t *testing.T) {
+	b := newFake(t, &fakeS3{}, 0)
+	_, err := b.Stat(t.Context(), "missing")
+	require.ErrorIs(t, err, bucket.ErrNotFound)
+}
+
+func TestConfig_String(t *testing.T) {
+	cfg := s3bucket.Config{Endpoint: "h:9000", Bucket: "b", AccessKey: "AKIAEXAMPLE", SecretKey: "very-secret"}
+	for _, s := range []string{cfg.String(), fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg)} {
+		require.NotContains(t, s, "very-secret")
+		require.NotContains(t, s, "AKIAEXAMPLE")
+		require.Contains(t, s, "h:9000/b")
+	}
+}
+
+func TestNew_Errors(t *testing.T) {
+	_, err := s3bucket.New(t.Context(), s3bucket.Config{Bucket: "b"})
+	require.ErrorContains(t, err, "endpoint")
+	_, err = s3bucket.New(t.Context(), s3bucket.Config{Endpoint: "h:1"})
+	require.ErrorContains(t, err, "bucket")
+
+	// A server that refuses: the error names neither the secret nor the key id.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s3Error(w, http.StatusForbidden, "AccessDenied", "")
+	}))
+	defer srv.Close()
+	_, err = s3bucket.New(t.Context(), s3bucket.Config{
+		Endpoint: strings.TrimPrefix(srv.URL, "http://"), Bucket: "fakebucket", Region: "us-east-1",
+		AccessKey: "AKIAEXAMPLE", SecretKey: "very-secret", Insecure: true, MaxRetries: -1,
+	})
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "very-secret")
+	require.NotContains(t, err.Error(), "AKIAEXAMPLE")
+}

@@ -112,8 +112,13 @@ func runCrashTest(t *testing.T, spec string, open crashBucket) {
 			crashAckEnv+"="+ackPath, crashRoundEnv+"="+strconv.Itoa(round))
 		out := &strings.Builder{}
 		cmd.Stdout, cmd.Stderr = out, out
+		before := fileSize(ackPath)
 		require.NoError(t, cmd.Start())
-		time.Sleep(time.Duration(150+rng.IntN(450)) * time.Millisecond)
+		// Kill at a random moment after the child's first acknowledged flush.
+		for start := time.Now(); fileSize(ackPath) == before && time.Since(start) < 30*time.Second; {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		err := cmd.Wait()
 		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -190,4 +195,12 @@ func countAcks(a map[string]map[string]bool) int {
 
 func TestMirror_CrashRecoveryFile(t *testing.T) {
 	runCrashTest(t, filepath.Join(t.TempDir(), "bucket"), openFileBucket)
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }

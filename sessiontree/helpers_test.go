@@ -82,6 +82,8 @@ func (r *recorder) all() [][]byte {
 	return out
 }
 
+type mirrorBatch = mirror.Batch
+
 var errUpload = errors.New("upload refused")
 
 // fakeStore is a shared remote: Upload union-merges by id (identical bytes

@@ -1,0 +1,130 @@
+package sessiontree_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/sessiontree"
+)
+
+// TestLoad_TornWrites damages a flushed context file and checks exactly what
+// survives, that nothing before the damage is lost, and that appending afterwards
+// works without fusing entries.
+func TestLoad_TornWrites(t *testing.T) {
+	const n = 10
+	tests := []struct {
+		name      string
+		damage    func(b []byte) []byte
+		survivors int
+		torn      bool
+		malformed int
+	}{
+		{"intact", func(b []byte) []byte { return b }, n, false, 0},
+		{"truncate 1 byte (newline only)", func(b []byte) []byte { return b[:len(b)-1] }, n, false, 0},
+		{"truncate 2 bytes", func(b []byte) []byte { return b[:len(b)-2] }, n - 1, true, 0},
+		{"truncate 40 bytes", func(b []byte) []byte { return b[:len(b)-40] }, n - 1, true, 0},
+		{"tear last line in half", func(b []byte) []byte {
+			last := bytes.LastIndexByte(b[:len(b)-1], '\n')
+			return b[:last+1+(len(b)-last)/2]
+		}, n - 1, true, 0},
+		{"zero the middle", func(b []byte) []byte {
+			c := bytes.Clone(b)
+			mid := len(c) / 2
+			for i := mid; i < mid+20; i++ {
+				if c[i] != '\n' {
+					c[i] = 0
+				}
+			}
+			return c
+		}, n - 1, false, 1},
+		{"garbage line appended", func(b []byte) []byte { return append(bytes.Clone(b), "garbage{{\n"...) }, n, false, 1},
+		{"absurd line", func(b []byte) []byte {
+			return append(bytes.Clone(b), append(bytes.Repeat([]byte("x"), sessiontree.MaxLineBytes+1), '\n')...)
+		}, n, false, 1},
+		{"torn garbage tail", func(b []byte) []byte { return append(bytes.Clone(b), `{"type":"message","id":"zz`...) }, n, true, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := testConfig(t)
+			cfg.NoSync = true
+			tr, err := sessiontree.New(cfg, rc, "a", "s", sessiontree.HeaderOptions{})
+			require.NoError(t, err)
+			var want []string
+			for i := range n {
+				e, err := tr.AppendMessage(msg(userMsg, fmt.Sprintf("m%d", i)))
+				require.NoError(t, err)
+				want = append(want, e.ID())
+			}
+			require.NoError(t, tr.Flush(ctx))
+			b, err := os.ReadFile(tr.ContextPath())
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(tr.ContextPath(), tc.damage(b), 0o644))
+
+			tr2, rep, err := sessiontree.Load(ctx, cfg, rc, "a", "s")
+			require.NoError(t, err)
+			require.Equal(t, tc.survivors, tr2.Len())
+			require.Equal(t, tc.torn, rep.TornBytes > 0)
+			require.Len(t, rep.Malformed, tc.malformed)
+			got := ids(tr2.Entries())
+			if tc.malformed == 0 {
+				require.Equal(t, want[:tc.survivors], got, "nothing before the damage is lost")
+			}
+
+			// Append after the damage: the new entry is a line of its own.
+			ne, err := tr2.AppendMessage(msg(userMsg, "after"))
+			require.NoError(t, err)
+			require.NoError(t, tr2.Flush(ctx))
+			tr3, rep3, err := sessiontree.Load(ctx, cfg, rc, "a", "s")
+			require.NoError(t, err)
+			require.Zero(t, rep3.TornBytes)
+			require.False(t, rep3.MissingNewline)
+			require.Equal(t, tc.survivors+1, tr3.Len())
+			last := tr3.Entries()[tr3.Len()-1]
+			require.Equal(t, string(ne.Raw()), string(last.Raw()))
+		})
+	}
+}
+
+func FuzzLoadJSONL(f *testing.F) {
+	f.Add(readFixture(f, "pi-v3-browse-session.jsonl"))
+	f.Add(readFixture(f, "pi-v1-prompt-cache-replay.jsonl"))
+	f.Add([]byte("{\"type\":\"session\",\"version\":3,\"id\":\"x\"}\n{\"type\":\"m\",\"id\":\"a\",\"parentId\":\"a\"}\n{\"type\":\"leaf\",\"id\":\"b\",\"targetId\":\"b\"}"))
+	f.Add([]byte("{\"type\":\"session\",\"id\":\"x\"}\n{\"type\":\"compaction\",\"firstKeptEntryIndex\":0}\n{}\n[]\n\"\\u0069d\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, es, rep, err := sessiontree.ParseSession(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		_ = rep
+		seen := map[string]bool{}
+		for _, e := range es {
+			if seen[e.ID()] {
+				t.Fatalf("duplicate id %q", e.ID())
+			}
+			seen[e.ID()] = true
+			if _, err := sessiontree.ParseEntry(e.Raw()); err != nil {
+				t.Fatalf("kept entry does not re-parse: %v", err)
+			}
+		}
+		c := sessiontree.BuildContextFrom(es, nil)
+		_ = c.JSON()
+		var w bytes.Buffer
+		if err := sessiontree.WriteSession(&w, h, es); err != nil {
+			t.Fatal(err)
+		}
+		// A written session re-reads to the same entries.
+		h2, es2, rep2, err := sessiontree.ParseSession(&w)
+		if err != nil {
+			t.Fatalf("re-read: %v", err)
+		}
+		if !bytes.Equal(h.Raw(), h2.Raw()) || len(es) != len(es2) || !rep2.Clean() {
+			t.Fatalf("re-read differs: %d vs %d entries, %+v", len(es), len(es2), rep2)
+		}
+	})
+}

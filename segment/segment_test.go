@@ -27,7 +27,7 @@ func TestEncoder_EncodeRoundTrip(t *testing.T) {
 			in.Level = 1
 			in.Inputs = []string{"a/L0/1.jsonl.zst", "a/L0/2.jsonl.zst"}
 			in.MinTime = in.MinTime.In(time.FixedZone("X", 3600)) // normalised to UTC
-			in.RawLen, in.Checksum = 99, 99                         // ignored
+			in.RawLen, in.Checksum = 99, 99                       // ignored
 
 			data, meta, err := enc.Encode(in, entries)
 			require.NoError(t, err)

@@ -1,0 +1,94 @@
+package segment_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/transcriptstore/transcript/segment"
+)
+
+var benchSizes = []int{1, 10, 100, 1000}
+
+// BenchmarkEncode measures Encode against a raw zstd EncodeAll of the same
+// JSONL bytes (with the same level), per segment size in entries. SetBytes
+// is the uncompressed JSONL size, so MB/s compare directly.
+func BenchmarkEncode(b *testing.B) {
+	enc, err := segment.NewEncoder()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer enc.Close()
+	zenc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer zenc.Close()
+	meta := sampleMeta()
+	for _, n := range benchSizes {
+		entries := makeEntries(n, uint64(n))
+		raw := joinJSONL(entries)
+		b.Run(fmt.Sprintf("size=%d/segment", n), func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := enc.Encode(meta, entries); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("size=%d/raw-zstd", n), func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = zenc.EncodeAll(raw, nil)
+			}
+		})
+	}
+}
+
+// BenchmarkDecode measures Decode (with all its verification) against a raw
+// zstd DecodeAll of the same compressed bytes.
+func BenchmarkDecode(b *testing.B) {
+	enc, err := segment.NewEncoder()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer enc.Close()
+	dec, err := segment.NewDecoder()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dec.Close()
+	zdec, err := zstd.NewReader(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer zdec.Close()
+	for _, n := range benchSizes {
+		entries := makeEntries(n, uint64(n))
+		data, meta, err := enc.Encode(sampleMeta(), entries)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("size=%d/segment", n), func(b *testing.B) {
+			b.SetBytes(int64(meta.RawLen))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := dec.Decode(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("size=%d/raw-zstd", n), func(b *testing.B) {
+			b.SetBytes(int64(meta.RawLen))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := zdec.DecodeAll(data, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

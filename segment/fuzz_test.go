@@ -1,0 +1,107 @@
+package segment_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/transcriptstore/transcript/segment"
+)
+
+// FuzzDecode feeds arbitrary bytes to Decode and ReadMeta. Neither may panic;
+// every error must be one of the package's typed errors; and whenever Decode
+// succeeds, its entries joined with "\n" (plus the final newline) must equal
+// what a plain zstd decoder makes of the whole object (differential check:
+// `zstd -dc` and Decode agree on every accepted segment).
+func FuzzDecode(f *testing.F) {
+	for _, gc := range goldenCases() {
+		data := readGolden(f, gc.name)
+		f.Add(data)
+		n := metaLen(f, data)
+		f.Add(data[:n])
+		f.Add(data[:len(data)-1])
+		f.Add(append(bytes.Clone(data), 0))
+	}
+	enc, err := segment.NewEncoder()
+	if err != nil {
+		f.Fatal(err)
+	}
+	one, _, err := enc.Encode(segment.Meta{}, [][]byte{[]byte("{}")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	_ = enc.Close()
+	f.Add(one)
+	f.Add([]byte{})
+	f.Add([]byte{0x53, 0x2a, 0x4d, 0x18})
+	f.Add(binary.LittleEndian.AppendUint32([]byte{0x53, 0x2a, 0x4d, 0x18}, 0xffffffff))
+	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0})
+	f.Add([]byte("TSEG{}\n"))
+
+	dec, err := segment.NewDecoder(segment.WithMaxSegmentSize(8 << 20))
+	if err != nil {
+		f.Fatal(err)
+	}
+	plain, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(64<<20))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() {
+		_ = dec.Close()
+		plain.Close()
+	})
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		meta, n, merr := dec.ReadMeta(data)
+		seg, err := dec.Decode(data)
+		if err != nil {
+			if seg != nil {
+				t.Fatalf("Decode returned a segment and an error: %v", err)
+			}
+			requireTyped(t, err)
+			if merr != nil {
+				requireTyped(t, merr)
+			}
+			return
+		}
+		if merr != nil {
+			t.Fatalf("Decode succeeded but ReadMeta failed: %v", merr)
+		}
+		if n <= 0 || n > len(data) || meta.EntryCount != seg.Meta.EntryCount || int(meta.EntryCount) != len(seg.Entries) {
+			t.Fatalf("inconsistent metadata: n=%d meta=%+v seg=%+v", n, meta, seg.Meta)
+		}
+		want, err := plain.DecodeAll(data, nil)
+		if err != nil {
+			t.Fatalf("Decode succeeded but plain zstd failed: %v", err)
+		}
+		got := append(bytes.Join(seg.Entries, []byte("\n")), '\n')
+		if !bytes.Equal(got, want) {
+			t.Fatalf("Decode and plain zstd disagree:\n got %q\nwant %q", got, want)
+		}
+		// Every returned entry is one Encode would accept.
+		for _, e := range seg.Entries {
+			if len(e) == 0 || bytes.IndexByte(e, '\n') >= 0 {
+				t.Fatalf("Decode returned an invalid entry %q", e)
+			}
+		}
+	})
+}
+
+func requireTyped(t *testing.T, err error) {
+	t.Helper()
+	var ce *segment.CorruptionError
+	switch {
+	case errors.As(err, &ce):
+		if !errors.Is(err, segment.ErrCorrupt) {
+			t.Fatalf("CorruptionError that is not ErrCorrupt: %v", err)
+		}
+	case errors.Is(err, segment.ErrUnsupportedVersion),
+		errors.Is(err, segment.ErrTooLarge),
+		errors.Is(err, segment.ErrEntryTooLarge):
+	default:
+		t.Fatalf("untyped error: %v", err)
+	}
+}

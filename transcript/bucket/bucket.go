@@ -66,6 +66,9 @@ type ListOptions struct {
 	// Prefix limits the listing to keys that start with it.
 	Prefix string
 	// StartAfter skips every key that sorts at or before it (lexical byte order).
+	// In a delimited listing it applies to each returned entry, as S3 and MinIO
+	// do: a common prefix is returned only if it sorts after StartAfter, so
+	// passing the last returned entry as StartAfter continues a listing.
 	StartAfter string
 	// Delimited, when true, groups keys that contain "/" after Prefix into one
 	// common-prefix ObjectInfo (IsPrefix true, Key ending in "/"), as S3's

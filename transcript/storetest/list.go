@@ -90,6 +90,12 @@ func (s suite) listDelimited(t *testing.T, b bucket.Bucket) {
 			[]string{"b", "c/"}},
 		{"start after with prefix", bucket.ListOptions{Prefix: "a/", StartAfter: "a/b0", Delimited: true},
 			[]string{"a/ba"}},
+		{"start after a common prefix", bucket.ListOptions{StartAfter: "a/", Delimited: true},
+			[]string{"ab", "b", "c/"}},
+		{"start after a key inside a common prefix", bucket.ListOptions{StartAfter: "a/b/c", Delimited: true},
+			[]string{"ab", "b", "c/"}},
+		{"start after inside a prefix with prefix", bucket.ListOptions{Prefix: "a/", StartAfter: "a/b/c", Delimited: true},
+			[]string{"a/b0", "a/ba"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -124,7 +124,10 @@ func (b *Bucket) walk(ctx context.Context, dirKey, namePrefix, startAfter string
 			}
 			continue
 		}
-		found, err := b.hasKey(ctx, key[:len(key)-1], startAfter)
+		if key <= startAfter {
+			continue // as S3: a prefix is listed only if it sorts after startAfter
+		}
+		found, err := b.hasKey(ctx, key[:len(key)-1], "")
 		if err != nil {
 			return err
 		}
@@ -138,7 +141,7 @@ func (b *Bucket) walk(ctx context.Context, dirKey, namePrefix, startAfter string
 }
 
 // hasKey reports whether the subtree of dirKey holds a listable key after
-// startAfter, so that empty directories (or ones holding only temp files) never
+// startAfter ("": any), so that empty directories (or ones holding only temp files) never
 // show up as common prefixes.
 func (b *Bucket) hasKey(ctx context.Context, dirKey, startAfter string) (bool, error) {
 	err := b.walk(ctx, dirKey, "", startAfter, false, func(bucket.ObjectInfo) error { return errStop })

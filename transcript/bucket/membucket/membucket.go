@@ -154,7 +154,8 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions, fn func(buck
 }
 
 // snapshot returns what List reports for opts: keys after StartAfter with Prefix,
-// grouped into common prefixes when Delimited.
+// grouped into common prefixes when Delimited, keeping only the prefixes that sort
+// after StartAfter.
 func (b *Bucket) snapshot(opts bucket.ListOptions) []bucket.ObjectInfo {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -170,6 +171,9 @@ func (b *Bucket) snapshot(opts bucket.ListOptions) []bucket.ObjectInfo {
 		if opts.Delimited {
 			if i := strings.IndexByte(key[len(opts.Prefix):], '/'); i >= 0 {
 				p := key[:len(opts.Prefix)+i+1]
+				if p <= opts.StartAfter {
+					continue // as S3: a prefix is listed only if it sorts after StartAfter
+				}
 				if len(out) == 0 || out[len(out)-1].Key != p {
 					out = append(out, bucket.ObjectInfo{Key: p, IsPrefix: true})
 				}

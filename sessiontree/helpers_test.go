@@ -95,7 +95,9 @@ type fakeStore struct {
 	uploads int
 }
 
-func newFakeStore() *fakeStore { return &fakeStore{ids: map[string]bool{}, order: map[string][][]byte{}} }
+func newFakeStore() *fakeStore {
+	return &fakeStore{ids: map[string]bool{}, order: map[string][][]byte{}}
+}
 
 func (s *fakeStore) Upload(ctx context.Context, b mirror.Batch) error {
 	s.mu.Lock()

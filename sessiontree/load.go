@@ -69,7 +69,7 @@ type rawLine struct {
 
 // splitLines splits data into non-empty lines and handles an unterminated tail.
 func splitLines(data []byte, rep *LoadReport) ([]rawLine, int64) {
-	var out []rawLine
+	out := make([]rawLine, 0, bytes.Count(data, []byte{'\n'})+1)
 	var off int64
 	line := 0
 	validLen := int64(len(data))

@@ -42,6 +42,9 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 		t.headerInLog = true
 		flags |= inLog
 	}
+	t.entries = make([]Entry, 0, len(d.entries))
+	t.flags = make([]uint8, 0, len(d.entries))
+	t.byID = make(map[string]int, len(d.entries))
 	for _, e := range d.entries {
 		i := t.add(e, flags)
 		if flags&inLog == 0 {

@@ -1,0 +1,138 @@
+package sessiontree_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/transcriptstore/transcript/sessiontree"
+)
+
+var benchMsg = msg(assistantMsg, "a typical answer of a few words, with some more text to look like a real turn", "anthropic", "claude")
+
+func BenchmarkAppend(b *testing.B) {
+	tr, err := sessiontree.New(sessiontree.Config{Root: b.TempDir()}, rc, "a", "s", sessiontree.HeaderOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchMsg)))
+	for b.Loop() {
+		if _, err := tr.AppendMessage(benchMsg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFlush(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			tr, err := sessiontree.New(sessiontree.Config{Root: b.TempDir(), Uploader: &discard{}}, rc, "a", "s", sessiontree.HeaderOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				for range n {
+					if _, err := tr.AppendMessage(benchMsg); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				if err := tr.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPlainJSONLAppend is the baseline: what Pi does per entry (open,
+// write one line, fsync, close).
+func BenchmarkPlainJSONLAppend(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "s.jsonl")
+	line := append([]byte(`{"type":"message","id":"0123abcd","parentId":"0123abce","timestamp":"2026-09-25T22:00:00.000Z","message":`), benchMsg...)
+	line = append(line, "}\n"...)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+type discard struct{}
+
+func (discard) Upload(context.Context, mirrorBatch) error { return nil }
+
+// bigSession writes a 100k-entry session (one long path) and returns its config.
+func bigSession(b *testing.B, n int) (sessiontree.Config, int64) {
+	b.Helper()
+	cfg := sessiontree.Config{Root: b.TempDir(), NoSync: true}
+	tr, err := sessiontree.New(cfg, rc, "a", "big", sessiontree.HeaderOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		m := benchMsg
+		if i%2 == 0 {
+			m = msg(userMsg, fmt.Sprintf("question %d", i))
+		}
+		if _, err := tr.AppendMessage(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tr.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	st, err := os.Stat(tr.ContextPath())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cfg, st.Size()
+}
+
+func BenchmarkLoad100k(b *testing.B) {
+	cfg, size := bigSession(b, 100_000)
+	b.ReportAllocs()
+	b.SetBytes(size)
+	for b.Loop() {
+		tr, _, err := sessiontree.Load(context.Background(), cfg, rc, "a", "big")
+		if err != nil || tr.Len() != 100_000 {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkBuildContext100k(b *testing.B) {
+	cfg, _ := bigSession(b, 100_000)
+	tr, _, err := sessiontree.Load(context.Background(), cfg, rc, "a", "big")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c := tr.BuildContext()
+		if len(c.Messages) != 100_000 {
+			b.Fatal(len(c.Messages))
+		}
+	}
+}
+
+var _ = bytes.Equal

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/mirror/mirrortest"
@@ -59,6 +60,30 @@ func TestMirror_UploadAndAwait(t *testing.T) {
 	require.NoError(t, m.Close(ctx))
 	require.ErrorIs(t, m.Upload(ctx, sessions[0].batch(1)), mirror.ErrClosed)
 	require.NoError(t, m.Close(ctx), "Close twice")
+}
+
+// No goroutine of a Mirror outlives Close, also when Close gives up on hung uploads
+// and on Uploads blocked on a full outbox.
+func TestMirror_CloseLeavesNoGoroutine(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	fb := mirrortest.Wrap(membucket.New())
+	fb.Hang(mirrortest.OpPut)
+	store := newStore(t, fb, "")
+	w, _ := transcript.NewWriter("w")
+	m, err := mirror.New(mirror.Config{Store: store, Writer: w, OutboxDir: t.TempDir(), Workers: 8, MaxPending: 3, BlockWhenFull: true})
+	require.NoError(t, err)
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	for range 3 {
+		require.NoError(t, m.Upload(ctx, s.batch(1)))
+	}
+	blocked := make(chan error, 1)
+	go func() { blocked <- m.Upload(ctx, s.batch(1)) }()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, m.Close(short), context.DeadlineExceeded)
+	require.ErrorIs(t, <-blocked, mirror.ErrClosed)
+	goleak.VerifyNone(t, before)
 }
 
 func TestMirror_ConcurrentTrees(t *testing.T) {

@@ -112,4 +112,3 @@ func TestMirror_Toxiproxy(t *testing.T) {
 		})
 	}
 }
-

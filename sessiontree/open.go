@@ -52,7 +52,35 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 		}
 	}
 	t.recomputeLeaf()
+	if t.activePathTruncated() {
+		// The context file was rewritten after a compaction: it holds what the model
+		// reads, but the thinking level and model of the context come from the whole
+		// path, which only the log still has. Complete the tree from the log so the
+		// context is exactly the one Pi builds from the full file.
+		logRep, err := t.SyncFromLog(ctx)
+		if err != nil {
+			return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
+		}
+		rep.TornBytes += logRep.TornBytes
+		rep.Malformed = append(rep.Malformed, logRep.Malformed...)
+		rep.Conflicts = append(rep.Conflicts, logRep.Conflicts...)
+	}
 	return t, rep, nil
+}
+
+// activePathTruncated reports whether the path to the active leaf stops at a
+// parent that is not in the tree, as it does in a rewritten context file.
+func (t *Tree) activePathTruncated() bool {
+	if t.leaf < 0 {
+		return false
+	}
+	path := pathTo(t.entries, t.byID, t.leaf)
+	root := t.entries[path[0]]
+	if !root.hasPar {
+		return false
+	}
+	_, ok := t.byID[root.parentID]
+	return !ok
 }
 
 // Open loads the session if its context file exists, and otherwise starts a new

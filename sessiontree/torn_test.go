@@ -41,7 +41,7 @@ func TestLoad_TornWrites(t *testing.T) {
 				}
 			}
 			return c
-		}, n - 1, false, 1},
+		}, n, false, 1}, // the damaged entry is reported, and recovered from the intact log
 		{"garbage line appended", func(b []byte) []byte { return append(bytes.Clone(b), "garbage{{\n"...) }, n, false, 1},
 		{"absurd line", func(b []byte) []byte {
 			return append(bytes.Clone(b), append(bytes.Repeat([]byte("x"), sessiontree.MaxLineBytes+1), '\n')...)

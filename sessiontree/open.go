@@ -112,6 +112,9 @@ func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reade
 		i := t.add(e, 0)
 		t.pendingLocal = append(t.pendingLocal, i)
 		t.pendingRemote = append(t.pendingRemote, i)
+		if e.typ == TypeCompaction {
+			t.rewriteCtx = true // the first Flush writes the compacted context file
+		}
 	}
 	t.recomputeLeaf()
 	return t, rep, nil

@@ -92,6 +92,19 @@ func parseRef(s, namespace string) (transcript.TranscriptRef, error) {
 	return ref.Norm(), nil
 }
 
+// parseRefs parses every argument with parseRef.
+func parseRefs(args []string, namespace string) ([]transcript.TranscriptRef, error) {
+	refs := make([]transcript.TranscriptRef, 0, len(args))
+	for _, a := range args {
+		ref, err := parseRef(a, namespace)
+		if err != nil {
+			return nil, err
+		}
+		refs = append(refs, ref)
+	}
+	return refs, nil
+}
+
 // forEachSession calls fn for every session of the store (or of the bound namespace).
 func forEachSession(ctx context.Context, s *transcript.Store, fn func(transcript.TranscriptRef) error) error {
 	nss, err := s.ListNamespaces(ctx)

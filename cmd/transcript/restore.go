@@ -33,13 +33,9 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	var refs []transcript.TranscriptRef
-	for _, a := range fs.Args() {
-		ref, err := parseRef(a, sf.namespace)
-		if err != nil {
-			return err
-		}
-		refs = append(refs, ref)
+	refs, err := parseRefs(fs.Args(), sf.namespace)
+	if err != nil {
+		return err
 	}
 	s, err := sf.openStore(ctx)
 	if err != nil {

@@ -105,7 +105,7 @@ func reportLoad(env *cliEnv, what string, rep sessiontree.LoadReport) {
 	}
 }
 
-// restoreTree rebuilds ref from the store in a scratch directory.
+// restoreTree rebuilds ref from the store into local files under root.
 func restoreTree(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, root string) (*sessiontree.Tree, error) {
 	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
 	tree, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: root, Remote: s}, rc, ref.AgentID, ref.SessionID)
@@ -113,6 +113,30 @@ func restoreTree(ctx context.Context, s *transcript.Store, ref transcript.Transc
 		return nil, fmt.Errorf("session %s: %w", ref, transcript.ErrNotFound)
 	}
 	return tree, err
+}
+
+// fetchTree parses the session argument arg, opens the store and rebuilds the
+// session from it in a scratch directory, which cleanup removes.
+func (f *storeFlags) fetchTree(ctx context.Context, arg string) (tree *sessiontree.Tree, cleanup func(), err error) {
+	ref, err := parseRef(arg, f.namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := f.openStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.Close()
+	scratch, err := os.MkdirTemp("", "transcript-session-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup = func() { os.RemoveAll(scratch) }
+	if tree, err = restoreTree(ctx, s, ref, scratch); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return tree, cleanup, nil
 }
 
 const exportUsage = `
@@ -137,24 +161,11 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("export takes one session")
 	}
-	ref, err := parseRef(fs.Arg(0), sf.namespace)
+	tree, cleanup, err := sf.fetchTree(ctx, fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	s, err := sf.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	scratch, err := os.MkdirTemp("", "transcript-export-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(scratch)
-	tree, err := restoreTree(ctx, s, ref, scratch)
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	if *out == "" {
 		return tree.Export(env.stdout)
 	}
@@ -219,24 +230,11 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 		reportLoad(env, *file, rep)
 		entries = es
 	case *file == "" && fs.NArg() == 1:
-		ref, err := parseRef(fs.Arg(0), sf.namespace)
+		tree, cleanup, err := sf.fetchTree(ctx, fs.Arg(0))
 		if err != nil {
 			return err
 		}
-		s, err := sf.openStore(ctx)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		scratch, err := os.MkdirTemp("", "transcript-context-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(scratch)
-		tree, err := restoreTree(ctx, s, ref, scratch)
-		if err != nil {
-			return err
-		}
+		defer cleanup()
 		entries = tree.Entries()
 	default:
 		return usagef("context takes one session or --file FILE")

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +60,7 @@ func newMirror(t testing.TB, store *transcript.Store, outbox string, tune func(*
 		Store: store, Writer: w, OutboxDir: outbox,
 		MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 		RequestTimeout: 5 * time.Second,
+		Logger:         slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if tune != nil {
 		tune(&cfg)
@@ -70,6 +73,14 @@ func newMirror(t testing.TB, store *transcript.Store, outbox string, tune func(*
 		_ = m.Close(ctx)
 	})
 	return m
+}
+
+// testWriter sends log lines to the test log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // entry returns one realistic message entry.

@@ -21,6 +21,9 @@ var (
 	// for good (another object under its key, an invalid key or reference). The
 	// segment was moved to the outbox quarantine, never deleted.
 	ErrQuarantined = errors.New("segment rejected by the store and quarantined")
+	// ErrLost is wrapped by AwaitQuiescence when a segment's outbox file vanished
+	// (removed by someone else) before it could be uploaded.
+	ErrLost = errors.New("segment vanished from the outbox before upload")
 )
 
 // Mirror is the asynchronous, crash-safe Uploader: Upload writes the batch as one
@@ -42,6 +45,9 @@ type Mirror struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	workers sync.WaitGroup
+	// uploads counts Upload calls between reserve and push, so that Close does not
+	// release the outbox while one is still writing to it.
+	uploads sync.WaitGroup
 	// wake has room for one signal per worker; a push sends without blocking.
 	wake chan struct{}
 
@@ -65,7 +71,7 @@ type job struct {
 	enqueued time.Time
 	seq      uint64
 	done     chan struct{} // closed when the segment left the outbox (uploaded or quarantined)
-	err      error         // set before done is closed when the segment was quarantined
+	err      error         // set before done is closed when the segment failed for good
 }
 
 var _ Uploader = (*Mirror)(nil)
@@ -145,6 +151,7 @@ func (m *Mirror) Upload(ctx context.Context, b Batch) error {
 	if err != nil {
 		return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
 	}
+	defer m.uploads.Done()
 	if err := m.box.write(j.key, j.data); err != nil {
 		m.release(j)
 		return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
@@ -210,6 +217,7 @@ func (m *Mirror) reserve(ctx context.Context, key string, data []byte) (*job, er
 	j := &job{key: key, size: size, data: data, enqueued: time.Now(), seq: m.nextSeq, done: make(chan struct{})}
 	m.pending[j] = struct{}{}
 	m.bytes += size
+	m.uploads.Add(1)
 	return j, nil
 }
 
@@ -246,7 +254,8 @@ func (m *Mirror) push(j *job) {
 
 // AwaitQuiescence blocks until every segment accepted before the call (by Upload, or
 // found in the outbox at start) has left the outbox: it returns nil when all were
-// uploaded, and an error wrapping ErrQuarantined when the store rejected some. If ctx
+// uploaded, and an error wrapping ErrQuarantined when the store rejected some (or
+// ErrLost when an outbox file vanished). If ctx
 // ends first, or the Mirror is closed with segments left, it returns an error wrapping
 // ctx.Err() (or ErrClosed) that says how many are still pending and the last upload
 // error.
@@ -288,14 +297,23 @@ func (m *Mirror) await(ctx context.Context, jobs []*job) error {
 		return fmt.Errorf("mirror: await quiescence: %w: %d of %d segments still pending (last error: %s)",
 			waitErr, left, len(jobs), orNone(st.LastError))
 	}
-	quarantined := 0
+	failed, quarantined := 0, 0
+	var errs []error
 	for _, j := range jobs {
-		if j.err != nil {
+		if j.err == nil {
+			continue
+		}
+		failed++
+		if errors.Is(j.err, ErrQuarantined) {
 			quarantined++
 		}
+		if len(errs) < 3 {
+			errs = append(errs, j.err)
+		}
 	}
-	if quarantined > 0 {
-		return fmt.Errorf("mirror: await quiescence: %w: %d of %d segments", ErrQuarantined, quarantined, len(jobs))
+	if failed > 0 {
+		return fmt.Errorf("mirror: await quiescence: %d of %d segments failed for good (%d quarantined): %w",
+			failed, len(jobs), quarantined, errors.Join(errs...))
 	}
 	return nil
 }
@@ -325,11 +343,12 @@ func (m *Mirror) Close(ctx context.Context) error {
 	m.mu.Unlock()
 
 	drainErr := m.AwaitQuiescence(ctx)
-	if errors.Is(drainErr, ErrQuarantined) {
-		drainErr = nil // nothing left to do for them; Status reports them
+	if drainErr != nil && ctx.Err() == nil {
+		drainErr = nil // only segments that failed for good: nothing left to do; Status reports them
 	}
 	m.cancel()
 	m.workers.Wait()
+	m.uploads.Wait()
 	if err := m.box.close(); err != nil {
 		drainErr = errors.Join(drainErr, fmt.Errorf("mirror: close outbox: %w", err))
 	}

@@ -1,9 +1,13 @@
 package mirror_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -333,28 +337,77 @@ func TestMirror_LostResponseIsIdempotent(t *testing.T) {
 }
 
 func TestMirror_PermanentFailureQuarantines(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
+	mb := membucket.New()
+	fb := mirrortest.Wrap(mb)
+	fb.Hang(mirrortest.OpPut)
 	store := newStore(t, fb, "")
 	dir := t.TempDir()
 	m := newMirror(t, store, dir, nil)
 	s := newSession("a", "s")
 	ctx := ctxTimeout(t, 10*time.Second)
-	fb.FailNext(mirrortest.OpPut, 1, bucket.ErrExists)
 	require.NoError(t, m.Upload(ctx, s.batch(2)))
+	// Another writer stores other bytes under the segment's key first.
+	keys := outboxFiles(t, dir, "pending")
+	require.Len(t, keys, 1)
+	require.NoError(t, mb.Put(ctx, keys[0], strings.NewReader("other"), 5, bucket.PutOptions{Checksum: "other"}))
+	fb.Heal()
+
 	err := m.AwaitQuiescence(ctx)
 	require.ErrorIs(t, err, mirror.ErrQuarantined)
+	require.ErrorIs(t, err, bucket.ErrExists)
 	st := m.Status()
 	require.Equal(t, 1, st.Quarantined)
 	require.Equal(t, uint64(1), st.Failures)
 	require.Zero(t, st.Retries)
 	require.Zero(t, st.Pending)
 	require.Empty(t, outboxFiles(t, dir, "pending"))
-	require.Len(t, outboxFiles(t, dir, "failed"), 1, "never delete data")
+	require.Equal(t, keys, outboxFiles(t, dir, "failed"), "never delete data")
 	require.NoError(t, m.Close(ctx))
 
 	m2 := newMirror(t, store, dir, nil)
 	require.Equal(t, 1, m2.Status().Quarantined, "the quarantine is counted, not retried")
 	require.Zero(t, m2.Status().Pending)
+}
+
+// A conflict is decided by the stored bytes: the same bytes (our own earlier write,
+// here without checksum metadata) are success.
+func TestMirror_ConflictWithSameBytesIsSuccess(t *testing.T) {
+	mb := membucket.New()
+	fb := mirrortest.Wrap(mb)
+	fb.Hang(mirrortest.OpPut)
+	store := newStore(t, fb, "")
+	dir := t.TempDir()
+	m := newMirror(t, store, dir, nil)
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	require.NoError(t, m.Upload(ctx, s.batch(2)))
+	keys := outboxFiles(t, dir, "pending")
+	require.Len(t, keys, 1)
+	data, err := os.ReadFile(filepath.Join(dir, "pending", keys[0]))
+	require.NoError(t, err)
+	require.NoError(t, mb.Put(ctx, keys[0], bytes.NewReader(data), int64(len(data)), bucket.PutOptions{}))
+	fb.Heal()
+	require.NoError(t, m.AwaitQuiescence(ctx))
+	requireStored(t, store, s.ref, s.ids)
+	require.Zero(t, m.Status().Quarantined)
+}
+
+// A backend that reports a conflict it could not check (ErrExists, but nothing
+// readable under the key) does not get the segment quarantined: it is retried.
+func TestMirror_UnverifiedConflictIsRetried(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	fb.FailNext(mirrortest.OpPut, 2, bucket.ErrExists)
+	store := newStore(t, fb, "")
+	m := newMirror(t, store, "", nil)
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	require.NoError(t, m.Upload(ctx, s.batch(2)))
+	require.NoError(t, m.AwaitQuiescence(ctx))
+	requireStored(t, store, s.ref, s.ids)
+	st := m.Status()
+	require.Zero(t, st.Quarantined)
+	require.Equal(t, uint64(2), st.Retries)
+	require.Contains(t, st.LastError, "conflict not verified")
 }
 
 // Segments left by a process with another store prefix cannot be stored under this
@@ -392,4 +445,32 @@ func TestOpen_Modes(t *testing.T) {
 
 	_, err = mirror.ParseMode("fast")
 	require.Error(t, err)
+}
+
+// A segment whose outbox file someone removed is reported, not silently dropped.
+func TestMirror_VanishedOutboxFile(t *testing.T) {
+	fb := mirrortest.Wrap(membucket.New())
+	fb.Hang(mirrortest.OpPut)
+	store := newStore(t, fb, "")
+	dir := t.TempDir()
+	m := newMirror(t, store, dir, nil)
+	s := newSession("a", "s")
+	ctx := ctxTimeout(t, 10*time.Second)
+	require.NoError(t, m.Upload(ctx, s.batch(1)))
+	require.NoError(t, m.Upload(ctx, s.batch(1)))
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	require.Error(t, m.Close(short))
+
+	files := outboxFiles(t, dir, "pending")
+	require.Len(t, files, 2)
+	m2 := newMirror(t, store, dir, func(c *mirror.Config) { c.Workers = 1 })
+	// The one worker hangs on the first segment; the second file vanishes meanwhile.
+	require.Eventually(t, func() bool { return fb.Counts().Put >= 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, os.Remove(filepath.Join(dir, "pending", filepath.FromSlash(files[1]))))
+	fb.Heal()
+	err := m2.AwaitQuiescence(ctx)
+	require.ErrorIs(t, err, mirror.ErrLost)
+	require.ErrorContains(t, err, "1 of 2 segments failed for good (0 quarantined)")
+	require.Equal(t, uint64(1), m2.Status().Uploaded)
 }

@@ -69,7 +69,6 @@ type job struct {
 	size     int64
 	data     []byte // nil for segments found in the outbox at start: read on upload
 	enqueued time.Time
-	seq      uint64
 	done     chan struct{} // closed when the segment left the outbox (uploaded or quarantined)
 	err      error         // set before done is closed when the segment failed for good
 }
@@ -102,8 +101,7 @@ func New(cfg Config) (*Mirror, error) {
 	}
 	m.stats.quarantined = failed
 	for _, f := range files {
-		m.nextSeq++
-		j := &job{key: f.key, size: f.size, enqueued: f.mtime, seq: m.nextSeq, done: make(chan struct{})}
+		j := &job{key: f.key, size: f.size, enqueued: f.mtime, done: make(chan struct{})}
 		m.pending[j] = struct{}{}
 		m.bytes += j.size
 		m.queue = append(m.queue, j)
@@ -213,8 +211,7 @@ func (m *Mirror) reserve(ctx context.Context, key string, data []byte) (*job, er
 		m.mu.Lock()
 	}
 	defer m.mu.Unlock()
-	m.nextSeq++
-	j := &job{key: key, size: size, data: data, enqueued: time.Now(), seq: m.nextSeq, done: make(chan struct{})}
+	j := &job{key: key, size: size, data: data, enqueued: time.Now(), done: make(chan struct{})}
 	m.pending[j] = struct{}{}
 	m.bytes += size
 	m.uploads.Add(1)

@@ -36,7 +36,10 @@ type Legacy struct {
 	Prefix string
 }
 
-var _ Uploader = (*Legacy)(nil)
+var (
+	_ Uploader         = (*Legacy)(nil)
+	_ LocalFilesReader = (*Legacy)(nil)
+)
 
 // LegacyKeys returns the keys of the context file and the log file of ref.
 func LegacyKeys(prefix string, ref transcript.TranscriptRef) (contextKey, logKey string) {
@@ -71,6 +74,10 @@ func (l *Legacy) Upload(ctx context.Context, b Batch) error {
 
 // AwaitQuiescence returns nil: Legacy uploads synchronously.
 func (l *Legacy) AwaitQuiescence(context.Context) error { return nil }
+
+// ReadsLocalFiles reports true: Legacy uploads the tree's files, so a SessionTree
+// writes them before it hands over a batch (see LocalFilesReader).
+func (l *Legacy) ReadsLocalFiles() bool { return true }
 
 // Close returns nil: Legacy holds no resources.
 func (l *Legacy) Close(context.Context) error { return nil }

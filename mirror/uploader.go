@@ -32,3 +32,13 @@ type Batch struct {
 type Uploader interface {
 	Upload(ctx context.Context, b Batch) error
 }
+
+// LocalFilesReader is implemented by uploaders that read the tree's local files
+// (the legacy full-file mirror). Flush writes the local files before it hands such an
+// uploader the batch. Every other uploader gets the batch first: a crash between the
+// two steps then leaves the entries in the outbox or the bucket, from where
+// SyncFromRemote brings them back, never only on the local disk, from where nothing
+// would upload them.
+type LocalFilesReader interface {
+	ReadsLocalFiles() bool
+}

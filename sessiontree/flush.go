@@ -2,36 +2,59 @@ package sessiontree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/transcriptstore/transcript/mirror"
 )
 
 // Flush persists the pending entries and hands the new local ones to the
-// uploader. Nothing is written before the first Flush. In order:
+// uploader. Nothing is written before the first Flush. Flush does two things:
 //
-//  1. the log file gets the header (first time only) and every entry not yet in
-//     it, then fsync;
-//  2. the context file gets the same (append + fsync), or, when a compaction
-//     entry is among them, is rewritten atomically to hold what the model still
-//     needs (see contextKeep);
-//  3. Config.Uploader receives one Batch: the header line first if it was never
-//     accepted, then every locally created entry not yet accepted, in order.
+//   - local: the log file gets the header (first time only) and every entry not
+//     yet in it, then fsync; the context file gets the same (append + fsync), or,
+//     when a compaction entry is among them, is rewritten atomically to hold what
+//     the model still needs (see contextKeep);
+//   - remote: Config.Uploader receives one Batch: the header line first if it was
+//     never accepted, then every locally created entry not yet accepted, in order.
+//
+// The remote hand-over comes first (the async mirror makes it durable in its
+// outbox), so that a crash between the two steps cannot leave entries that exist
+// only in the local files, which are never uploaded again; an uploader that reads
+// the local files (mirror.LocalFilesReader, the legacy mirror) gets them written
+// first instead.
 //
 // A failed upload returns an error and keeps those entries pending (the next
-// Flush hands them over again) while the local files keep exactly one copy.
-// With nothing pending Flush does nothing.
+// Flush hands them over again) while the local files are still written, with
+// exactly one copy of each entry. With nothing pending Flush does nothing.
 func (t *Tree) Flush(ctx context.Context) error {
 	t.ioMu.Lock()
 	defer t.ioMu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	t.mu.Lock()
-	if err := t.flushLocalLocked(); err != nil {
-		t.mu.Unlock()
-		return err
+	if lf, ok := t.cfg.Uploader.(mirror.LocalFilesReader); t.cfg.Uploader == nil || ok && lf.ReadsLocalFiles() {
+		if err := t.flushLocal(); err != nil {
+			return err
+		}
+		return t.flushRemote(ctx)
 	}
+	upErr := t.flushRemote(ctx)
+	if err := t.flushLocal(); err != nil {
+		return errors.Join(upErr, err)
+	}
+	return upErr
+}
+
+func (t *Tree) flushLocal() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.flushLocalLocked()
+}
+
+// flushRemote hands the entries not yet accepted by the uploader to it.
+func (t *Tree) flushRemote(ctx context.Context) error {
+	t.mu.Lock()
 	if t.cfg.Uploader == nil {
 		for _, i := range t.pendingRemote {
 			t.flags[i] |= remoteDone

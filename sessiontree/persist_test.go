@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -388,6 +389,59 @@ func TestLoad_AfterCompactionKeepsContext(t *testing.T) {
 			require.True(t, rep.Clean())
 			require.Equal(t, want, string(tr2.BuildContext().JSON()))
 			require.Equal(t, tr.Len(), tr2.Len())
+		})
+	}
+}
+
+// orderProbe records whether the log file existed when each batch was handed over.
+type orderProbe struct {
+	localFirst bool
+	fail       bool
+	logExisted []bool
+}
+
+func (o *orderProbe) Upload(_ context.Context, b mirror.Batch) error {
+	_, err := os.Stat(b.LogPath)
+	o.logExisted = append(o.logExisted, err == nil)
+	if o.fail {
+		return errors.New("bucket unreachable")
+	}
+	return nil
+}
+
+func (o *orderProbe) ReadsLocalFiles() bool { return o.localFirst }
+
+// TestFlush_HandOverOrder checks that the batch reaches a segment uploader before
+// the local files are written (a crash in between cannot strand entries locally),
+// that the legacy kind of uploader sees the files written first, and that a failed
+// hand-over still writes the local files once.
+func TestFlush_HandOverOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		localFirst bool
+	}{{"segments: remote first", false}, {"legacy: local first", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			probe := &orderProbe{localFirst: tc.localFirst, fail: true}
+			cfg := testConfig(t)
+			cfg.Uploader = probe
+			tr, err := sessiontree.New(cfg, rc, "a", "order", sessiontree.HeaderOptions{})
+			require.NoError(t, err)
+			_, err = tr.AppendMessage(msg(userMsg, "hello"))
+			require.NoError(t, err)
+
+			require.Error(t, tr.Flush(ctx), "the failed hand-over is reported")
+			require.Equal(t, []bool{tc.localFirst}, probe.logExisted)
+			require.Len(t, lines(t, tr.LogPath()), 2, "header and entry written locally all the same")
+			local, remote := tr.Pending()
+			require.Equal(t, 0, local)
+			require.Equal(t, 1, remote)
+
+			probe.fail = false
+			require.NoError(t, tr.Flush(ctx))
+			require.Len(t, lines(t, tr.LogPath()), 2, "no duplicate after the retry")
+			_, remote = tr.Pending()
+			require.Equal(t, 0, remote)
 		})
 	}
 }

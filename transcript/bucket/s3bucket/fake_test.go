@@ -28,6 +28,8 @@ type fakeS3 struct {
 	storeFirst bool
 	puts       int
 	heads      int
+	// failHeads answers the next HEADs with 500.
+	failHeads int
 }
 
 func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -58,6 +60,11 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	case r.Method == http.MethodHead:
 		f.heads++
+		if f.failHeads > 0 {
+			f.failHeads--
+			s3Error(w, http.StatusInternalServerError, "InternalError", key)
+			return
+		}
 		sum, ok := f.objects[key]
 		if !ok {
 			w.WriteHeader(http.StatusNotFound)
@@ -144,6 +151,23 @@ func TestBucket_PutRetries(t *testing.T) {
 			require.Equal(t, tt.wantHeads, tt.fake.heads, "HEAD requests")
 		})
 	}
+}
+
+// TestBucket_PutConflictCheckFails: after a 412, a failing checksum check is a
+// transient error that callers retry, never a create-only conflict.
+func TestBucket_PutConflictCheckFails(t *testing.T) {
+	f := &fakeS3{objects: map[string]string{"k/seg": "c1"}, failHeads: 100}
+	b := newFake(t, f, -1)
+	data := []byte("hello")
+	err := b.Put(t.Context(), "k/seg", bytes.NewReader(data), int64(len(data)), bucket.PutOptions{Checksum: "c1"})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, bucket.ErrExists)
+
+	f.mu.Lock()
+	f.failHeads = 0
+	f.mu.Unlock()
+	require.NoError(t, b.Put(t.Context(), "k/seg", bytes.NewReader(data), int64(len(data)), bucket.PutOptions{Checksum: "c1"}),
+		"once the check works, the retry is recognised as the same write")
 }
 
 func TestBucket_StatMissing(t *testing.T) {

@@ -61,7 +61,9 @@ func (b *Bucket) put(ctx context.Context, key string, r io.Reader, size int64, o
 	// retried after a lost response.
 	existing, serr := b.Stat(ctx, key)
 	if serr != nil {
-		return fmt.Errorf("%w (stat after 412: %w)", bucket.ErrExists, serr)
+		// Whether the stored object is ours is unknown: report the failure of the
+		// check, which callers may retry, never a conflict, which they may not.
+		return fmt.Errorf("key exists, checking its checksum failed: %w", serr)
 	}
 	if opts.Checksum != "" && existing.Checksum == opts.Checksum {
 		return nil

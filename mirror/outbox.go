@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -167,7 +168,7 @@ func (o *outbox) write(key string, data []byte) error {
 		err = os.Rename(tmp, dst)
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(dst))
+		err = fsutil.SyncDir(filepath.Dir(dst))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -189,7 +190,7 @@ func (o *outbox) remove(key string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("outbox remove %s: %w", key, err)
 	}
-	if err := syncDir(filepath.Dir(p)); err != nil {
+	if err := fsutil.SyncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("outbox remove %s: %w", key, err)
 	}
 	return nil
@@ -204,7 +205,7 @@ func (o *outbox) quarantine(key string) error {
 	if err := os.Rename(src, dst); err != nil {
 		return fmt.Errorf("outbox quarantine %s: %w", key, err)
 	}
-	if err := errors.Join(syncDir(filepath.Dir(dst)), syncDir(filepath.Dir(src))); err != nil {
+	if err := errors.Join(fsutil.SyncDir(filepath.Dir(dst)), fsutil.SyncDir(filepath.Dir(src))); err != nil {
 		return fmt.Errorf("outbox quarantine %s: %w", key, err)
 	}
 	return nil
@@ -228,18 +229,5 @@ func mkdirAllSync(dir string) error {
 		}
 		return err
 	}
-	return syncDir(parent)
-}
-
-// syncDir fsyncs a directory so that renames and removals in it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return fsutil.SyncDir(parent)
 }

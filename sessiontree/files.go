@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/transcriptstore/transcript/internal/fsutil"
 )
 
 // Suffixes of the local files.
@@ -106,53 +108,11 @@ func repairTail(f *os.File) (int64, error) {
 
 // writeAtomic replaces path with data: temp file, fsync, rename, fsync directory.
 func writeAtomic(path string, data []byte, noSync bool) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create session directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("create temp file: %w", err)
-	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			_ = tmp.Close()
-			_ = os.Remove(name)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if !noSync {
-		if err := tmp.Sync(); err != nil {
-			return fmt.Errorf("fsync %s: %w", name, err)
-		}
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", name, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		return fmt.Errorf("rename %s: %w", name, err)
-	}
-	ok = true
-	if !noSync {
-		if err := syncDir(dir); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
+	return fsutil.WriteFileAtomic(path, noSync, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }

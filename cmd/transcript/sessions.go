@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
+	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
@@ -169,28 +169,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	if *out == "" {
 		return tree.Export(env.stdout)
 	}
-	return writeFileAtomic(*out, tree.Export)
-}
-
-// writeFileAtomic writes path through a temp file, fsync and rename.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return fsutil.WriteFileAtomic(*out, false, tree.Export)
 }
 
 const contextUsage = `

@@ -45,6 +45,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -138,7 +139,7 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	dir := filepath.Dir(name)
-	if err := syncDir(dir); err != nil && !isNotFound(err) {
+	if err := fsutil.SyncDir(dir); err != nil && !isNotFound(err) {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	b.prune(dir)
@@ -187,19 +188,6 @@ func isNotFound(err error) bool {
 func mapNotFound(err error) error {
 	if isNotFound(err) {
 		return bucket.ErrNotFound
-	}
-	return err
-}
-
-// syncDir fsyncs a directory so that entries created or removed in it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
 	}
 	return err
 }

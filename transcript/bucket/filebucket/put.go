@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -75,7 +76,7 @@ func (b *Bucket) write(ctx context.Context, key string, r io.Reader, size int64,
 			return err
 		}
 		published = true
-		return syncDir(dir)
+		return fsutil.SyncDir(dir)
 	}
 
 	if err := os.Link(tmp.Name(), final); err != nil {
@@ -95,7 +96,7 @@ func (b *Bucket) write(ctx context.Context, key string, r io.Reader, size int64,
 	if err := os.Remove(tmp.Name()); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return fsutil.SyncDir(dir)
 }
 
 // createTemp creates the directory (fsyncing the parents of what it creates) and a
@@ -132,7 +133,7 @@ func (b *Bucket) mkdirs(dir string) error {
 	}
 	for d := dir; d != b.root; {
 		p := filepath.Dir(d)
-		if err := syncDir(p); err != nil {
+		if err := fsutil.SyncDir(p); err != nil {
 			return err
 		}
 		if p == d {

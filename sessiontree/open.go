@@ -83,15 +83,24 @@ func (t *Tree) activePathTruncated() bool {
 	return !ok
 }
 
-// Open loads the session if its context file exists, and otherwise starts a new
-// one with New (h is used only then).
+// Open loads the session if its context file exists; otherwise, with a
+// Config.Remote, it restores the session from the store (another replica may have
+// started it: behind a load balancer any turn can land anywhere); otherwise, or
+// when the store does not have it either, it starts a new one with New (h is used
+// only then).
 func Open(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptions) (*Tree, LoadReport, error) {
 	t, rep, err := Load(ctx, cfg, rc, agentID, sessionID)
-	if errors.Is(err, ErrNotFound) {
-		t, err = New(cfg, rc, agentID, sessionID, h)
-		return t, LoadReport{}, err
+	if !errors.Is(err, ErrNotFound) {
+		return t, rep, err
 	}
-	return t, rep, err
+	if cfg.Remote != nil {
+		t, rep, err = Restore(ctx, cfg, rc, agentID, sessionID)
+		if !errors.Is(err, ErrNotFound) {
+			return t, rep, err
+		}
+	}
+	t, err = New(cfg, rc, agentID, sessionID, h)
+	return t, LoadReport{}, err
 }
 
 // Import reads a Pi session file of version 1, 2 or 3 from r (migrating older

@@ -445,3 +445,37 @@ func TestFlush_HandOverOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestOpen_RestoresFromRemote: a replica without local files that opens a session
+// another replica started continues it from the store instead of starting a second
+// session with a conflicting header.
+func TestOpen_RestoresFromRemote(t *testing.T) {
+	ctx := context.Background()
+	store := newFakeStore()
+	cfgA := testConfig(t)
+	cfgA.Uploader, cfgA.Remote = store, store
+	a, _, err := sessiontree.Open(ctx, cfgA, rc, "agent", "shared", sessiontree.HeaderOptions{Cwd: "/a"})
+	require.NoError(t, err)
+	first, err := a.AppendMessage(msg(userMsg, "from replica A"))
+	require.NoError(t, err)
+	require.NoError(t, a.Flush(ctx))
+
+	cfgB := testConfig(t)
+	cfgB.Uploader, cfgB.Remote = store, store
+	b, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "shared", sessiontree.HeaderOptions{Cwd: "/b"})
+	require.NoError(t, err)
+	require.Equal(t, a.Header().Raw(), b.Header().Raw(), "the header comes from the store")
+	leaf, ok := b.Leaf()
+	require.True(t, ok)
+	require.Equal(t, first.ID(), leaf)
+	second, err := b.AppendMessage(msg(userMsg, "from replica B"))
+	require.NoError(t, err)
+	parent, _ := second.ParentID()
+	require.Equal(t, first.ID(), parent, "B continues A's conversation")
+	require.NoError(t, b.Flush(ctx))
+
+	// A session nobody has is new.
+	c, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "fresh", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	require.Zero(t, c.Len())
+}

@@ -1,0 +1,68 @@
+package archtest_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/transcriptstore/transcript/"
+
+// allowed maps a package prefix (relative to the module) to the project packages it
+// may import (prefixes too). A package imports only those below it:
+// segment ← transcript ← mirror ← sessiontree ← cmd; internal/ helpers are shared.
+var allowed = []struct {
+	pkg  string
+	deps []string
+}{
+	{"segment", nil},
+	{"internal/fsutil", nil},
+	{"transcript", []string{"segment", "transcript", "internal/fsutil"}},
+	{"mirror", []string{"segment", "transcript", "internal/fsutil", "mirror"}},
+	{"sessiontree", []string{"segment", "transcript", "internal/fsutil", "mirror"}},
+	{"cmd/", []string{""}},
+	{"internal/archtest", nil},
+}
+
+func TestLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", module+"...").Output()
+	require.NoError(t, err)
+	dec := json.NewDecoder(bytes.NewReader(out))
+	checked := 0
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		require.NoError(t, dec.Decode(&p))
+		rel := strings.TrimPrefix(p.ImportPath, module)
+		var rule []string
+		found := false
+		for _, a := range allowed {
+			if rel == a.pkg || strings.HasPrefix(rel, strings.TrimSuffix(a.pkg, "/")+"/") {
+				rule, found = a.deps, true
+				break
+			}
+		}
+		require.True(t, found, "package %s has no layering rule", rel)
+		checked++
+		for _, imp := range p.Imports {
+			dep, ours := strings.CutPrefix(imp, module)
+			if !ours {
+				continue
+			}
+			ok := false
+			for _, r := range rule {
+				if r == "" || dep == r || strings.HasPrefix(dep, r+"/") {
+					ok = true
+				}
+			}
+			require.True(t, ok, "%s imports %s, against the layering of DESIGN.md", rel, dep)
+		}
+	}
+	require.Greater(t, checked, 5)
+}

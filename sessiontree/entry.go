@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/transcriptstore/transcript/internal/jsonscan"
 )
 
 // Entry types of the Pi session format.
@@ -150,10 +152,6 @@ func parseObject(raw []byte) (Entry, error) {
 	if !json.Valid(raw) {
 		return Entry{}, fmt.Errorf("%w: not valid JSON", ErrInvalidEntry)
 	}
-	i := skipWS(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return Entry{}, fmt.Errorf("%w: not a JSON object", ErrInvalidEntry)
-	}
 	e := Entry{raw: raw, spans: new([nFields]span)}
 	err := eachField(raw, func(key string, v []byte, off int) {
 		if f, ok := fieldOf(key); ok {
@@ -244,139 +242,17 @@ func (e Entry) StringField(name string) (string, bool) {
 }
 
 // jsonString decodes a JSON string value; ok is false for anything else.
-func jsonString(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' {
-		return "", false
-	}
-	simple := true
-	for _, c := range v[1 : len(v)-1] {
-		if c == '\\' || c < 0x20 || c >= 0x80 {
-			simple = false
-			break
-		}
-	}
-	if simple {
-		return string(v[1 : len(v)-1]), true
-	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
-		return "", false
-	}
-	return s, true
-}
+func jsonString(v []byte) (string, bool) { return jsonscan.String(v) }
 
 // topField returns the raw value of one top-level key of a JSON object (the last
 // occurrence, as JavaScript's JSON.parse keeps), or nil.
-func topField(obj []byte, name string) []byte {
-	var out []byte
-	_ = eachField(obj, func(key string, v []byte, _ int) {
-		if key == name {
-			out = v
-		}
-	})
-	return out
-}
+func topField(obj []byte, name string) []byte { return jsonscan.Field(obj, name) }
 
-// eachField calls fn for each top-level key of the JSON object obj (which must be
-// valid JSON) with the decoded key, the raw value and the value's offset. Later
-// duplicates are reported after earlier ones, so "last wins" as in JavaScript.
+// eachField calls fn for each top-level key of the JSON object obj (see
+// jsonscan.EachField); errors wrap ErrInvalidEntry.
 func eachField(obj []byte, fn func(key string, v []byte, off int)) error {
-	i := skipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return fmt.Errorf("%w: not a JSON object", ErrInvalidEntry)
+	if err := jsonscan.EachField(obj, fn); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidEntry, err)
 	}
-	i = skipWS(obj, i+1)
-	if i < len(obj) && obj[i] == '}' {
-		return nil
-	}
-	for i < len(obj) {
-		ks := i
-		ke, err := skipValue(obj, i)
-		if err != nil {
-			return err
-		}
-		key, ok := jsonString(obj[ks:ke])
-		if !ok {
-			return fmt.Errorf("%w: bad key", ErrInvalidEntry)
-		}
-		i = skipWS(obj, ke)
-		if i >= len(obj) || obj[i] != ':' {
-			return fmt.Errorf("%w: expected ':'", ErrInvalidEntry)
-		}
-		i = skipWS(obj, i+1)
-		vs := i
-		ve, err := skipValue(obj, i)
-		if err != nil {
-			return err
-		}
-		fn(key, obj[vs:ve], vs)
-		i = skipWS(obj, ve)
-		if i >= len(obj) {
-			break
-		}
-		if obj[i] == '}' {
-			return nil
-		}
-		if obj[i] != ',' {
-			return fmt.Errorf("%w: expected ','", ErrInvalidEntry)
-		}
-		i = skipWS(obj, i+1)
-	}
-	return fmt.Errorf("%w: unterminated object", ErrInvalidEntry)
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the end of the JSON value starting at b[i] (b is valid JSON).
-func skipValue(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, fmt.Errorf("%w: unexpected end", ErrInvalidEntry)
-	}
-	switch b[i] {
-	case '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1, nil
-			}
-		}
-		return 0, fmt.Errorf("%w: unterminated string", ErrInvalidEntry)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				e, err := skipValue(b, j)
-				if err != nil {
-					return 0, err
-				}
-				j = e - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1, nil
-				}
-			}
-		}
-		return 0, fmt.Errorf("%w: unterminated value", ErrInvalidEntry)
-	default:
-		j := i
-		for j < len(b) {
-			switch b[j] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return j, nil
-			}
-			j++
-		}
-		return j, nil
-	}
+	return nil
 }

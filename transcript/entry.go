@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/transcriptstore/transcript/internal/jsonscan"
 )
 
 // ErrInvalidEntry is wrapped by errors about an entry the store cannot keep: not a JSON
@@ -30,33 +32,41 @@ type Entry struct {
 	Pos int
 }
 
-// entryHead is the part of an entry the store reads.
-type entryHead struct {
-	ID        *string         `json:"id"`
-	ParentID  json.RawMessage `json:"parentId"`
-	Timestamp string          `json:"timestamp"`
-}
-
-// ParseEntry reads id, parentId and timestamp from raw. raw is not copied.
+// ParseEntry reads id, parentId and timestamp from raw, matching keys exactly as
+// JavaScript does (and as the SessionTree does). raw is not copied.
 func ParseEntry(raw []byte) (Entry, error) {
 	if bytes.IndexByte(raw, '\n') >= 0 {
 		return Entry{}, fmt.Errorf("%w: contains a line break", ErrInvalidEntry)
 	}
-	var h entryHead
-	if err := json.Unmarshal(raw, &h); err != nil {
+	if !json.Valid(raw) {
+		return Entry{}, fmt.Errorf("%w: not valid JSON", ErrInvalidEntry)
+	}
+	var id, parent, ts []byte
+	err := jsonscan.EachField(raw, func(key string, v []byte, _ int) {
+		switch key {
+		case "id":
+			id = v
+		case "parentId":
+			parent = v
+		case "timestamp":
+			ts = v
+		}
+	})
+	if err != nil {
 		return Entry{}, fmt.Errorf("%w: %w", ErrInvalidEntry, err)
 	}
-	if h.ID == nil || *h.ID == "" {
+	e := Entry{Raw: raw}
+	var ok bool
+	if e.ID, ok = jsonscan.String(id); !ok || e.ID == "" {
 		return Entry{}, fmt.Errorf("%w: no string id", ErrInvalidEntry)
 	}
-	e := Entry{ID: *h.ID, Raw: raw}
-	if p := bytes.TrimSpace(h.ParentID); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
-		if err := json.Unmarshal(p, &e.ParentID); err != nil {
+	if parent != nil && string(parent) != "null" {
+		if e.ParentID, ok = jsonscan.String(parent); !ok {
 			return Entry{}, fmt.Errorf("%w: entry %q: parentId is neither a string nor null", ErrInvalidEntry, e.ID)
 		}
 	}
-	if h.Timestamp != "" {
-		if t, err := time.Parse(time.RFC3339Nano, h.Timestamp); err == nil {
+	if s, ok := jsonscan.String(ts); ok && s != "" {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 			e.Time = t.UTC()
 		}
 	}

@@ -21,9 +21,10 @@ var allowed = []struct {
 }{
 	{"segment", nil},
 	{"internal/fsutil", nil},
-	{"transcript", []string{"segment", "transcript", "internal/fsutil"}},
-	{"mirror", []string{"segment", "transcript", "internal/fsutil", "mirror"}},
-	{"sessiontree", []string{"segment", "transcript", "internal/fsutil", "mirror"}},
+	{"internal/jsonscan", nil},
+	{"transcript", []string{"segment", "transcript", "internal/fsutil", "internal/jsonscan"}},
+	{"mirror", []string{"segment", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},
+	{"sessiontree", []string{"segment", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},
 	{"cmd/", []string{""}},
 	{"internal/archtest", nil},
 }

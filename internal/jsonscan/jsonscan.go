@@ -1,0 +1,152 @@
+// Package jsonscan reads the top level of a JSON object without decoding it: the
+// raw bytes of each value, with keys matched exactly (case-sensitively, last
+// duplicate wins) as JavaScript's JSON.parse does, unlike encoding/json. The store
+// and the SessionTree use it so that they agree on what an entry's id is.
+package jsonscan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ErrSyntax is wrapped by the errors of EachField for input it cannot scan.
+var ErrSyntax = errors.New("json syntax")
+
+// String decodes a JSON string value; ok is false for anything else.
+func String(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	simple := true
+	for _, c := range v[1 : len(v)-1] {
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return string(v[1 : len(v)-1]), true
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// Field returns the raw value of one top-level key of a JSON object (the last
+// occurrence, as JavaScript's JSON.parse keeps), or nil.
+func Field(obj []byte, name string) []byte {
+	var out []byte
+	_ = EachField(obj, func(key string, v []byte, _ int) {
+		if key == name {
+			out = v
+		}
+	})
+	return out
+}
+
+// EachField calls fn for each top-level key of the JSON object obj (which must be
+// valid JSON) with the decoded key, the raw value and the value's offset. Later
+// duplicates are reported after earlier ones, so "last wins" as in JavaScript.
+func EachField(obj []byte, fn func(key string, v []byte, off int)) error {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return fmt.Errorf("%w: not a JSON object", ErrSyntax)
+	}
+	i = skipWS(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return nil
+	}
+	for i < len(obj) {
+		ks := i
+		ke, err := skipValue(obj, i)
+		if err != nil {
+			return err
+		}
+		key, ok := String(obj[ks:ke])
+		if !ok {
+			return fmt.Errorf("%w: bad key", ErrSyntax)
+		}
+		i = skipWS(obj, ke)
+		if i >= len(obj) || obj[i] != ':' {
+			return fmt.Errorf("%w: expected ':'", ErrSyntax)
+		}
+		i = skipWS(obj, i+1)
+		vs := i
+		ve, err := skipValue(obj, i)
+		if err != nil {
+			return err
+		}
+		fn(key, obj[vs:ve], vs)
+		i = skipWS(obj, ve)
+		if i >= len(obj) {
+			break
+		}
+		if obj[i] == '}' {
+			return nil
+		}
+		if obj[i] != ',' {
+			return fmt.Errorf("%w: expected ','", ErrSyntax)
+		}
+		i = skipWS(obj, i+1)
+	}
+	return fmt.Errorf("%w: unterminated object", ErrSyntax)
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value starting at b[i] (b is valid JSON).
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, fmt.Errorf("%w: unexpected end", ErrSyntax)
+	}
+	switch b[i] {
+	case '"':
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1, nil
+			}
+		}
+		return 0, fmt.Errorf("%w: unterminated string", ErrSyntax)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e, err := skipValue(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, fmt.Errorf("%w: unterminated value", ErrSyntax)
+	default:
+		j := i
+		for j < len(b) {
+			switch b[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return j, nil
+			}
+			j++
+		}
+		return j, nil
+	}
+}

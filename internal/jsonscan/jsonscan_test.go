@@ -1,0 +1,81 @@
+package jsonscan_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/internal/jsonscan"
+)
+
+func fields(t *testing.T, obj string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, jsonscan.EachField([]byte(obj), func(k string, v []byte, off int) {
+		require.Equal(t, string(v), obj[off:off+len(v)], "offset points at the value")
+		out[k] = string(v)
+	}))
+	return out
+}
+
+func TestEachField(t *testing.T) {
+	tests := []struct {
+		obj  string
+		want map[string]string
+	}{
+		{`{}`, map[string]string{}},
+		{` { "a" : 1 , "b":"x\"}" } `, map[string]string{"a": "1", "b": `"x\"}"`}},
+		{`{"id":"a","ID":"b","Id":null}`, map[string]string{"id": `"a"`, "ID": `"b"`, "Id": "null"}},
+		{`{"id":"first","id":"last"}`, map[string]string{"id": `"last"`}},
+		{`{"m":{"id":"inner","x":[1,{"y":"]"}]},"id":"outer"}`, map[string]string{"m": `{"id":"inner","x":[1,{"y":"]"}]}`, "id": `"outer"`}},
+		{`{"\u0069d":"escaped key","n":-1.5e3,"t":true}`, map[string]string{"id": `"escaped key"`, "n": "-1.5e3", "t": "true"}},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, fields(t, tt.obj), tt.obj)
+	}
+	for _, bad := range []string{``, `[]`, `"s"`, `{"a"`, `{"a":`, `{"a":"x`, `{"a":1 "b":2}`, `{"a" 1}`} {
+		require.ErrorIs(t, jsonscan.EachField([]byte(bad), func(string, []byte, int) {}), jsonscan.ErrSyntax, bad)
+	}
+}
+
+func TestString(t *testing.T) {
+	for in, want := range map[string]string{`"abc"`: "abc", `"a\nb"`: "a\nb", `"\u00e9"`: "é", `"é"`: "é", `""`: ""} {
+		got, ok := jsonscan.String([]byte(in))
+		require.True(t, ok, in)
+		require.Equal(t, want, got)
+	}
+	for _, in := range []string{``, `null`, `1`, `"`, `{"a":1}`} {
+		_, ok := jsonscan.String([]byte(in))
+		require.False(t, ok, in)
+	}
+}
+
+func TestField(t *testing.T) {
+	require.Equal(t, `"b"`, string(jsonscan.Field([]byte(`{"a":"x","a":"b"}`), "a")))
+	require.Nil(t, jsonscan.Field([]byte(`{"a":1}`), "b"))
+}
+
+// FuzzEachField checks the scanner against encoding/json on every valid object:
+// the same keys (last duplicate wins) with the same values.
+func FuzzEachField(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1,"b":[1,2,{"c":"d"}],"a":"\"}"}`, `{"type":"message","id":"1","parentId":null}`,
+		`{"x":{"y":{"z":[[]]}},"e":"\u00e9\ud83d\ude00"}`, ` {"a" : true , "b" : false } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := map[string]string{}
+		err := jsonscan.EachField(b, func(k string, v []byte, _ int) { got[k] = string(v) })
+		var want map[string]json.RawMessage
+		if json.Unmarshal(b, &want) != nil || want == nil {
+			return // not a valid object: the scanner may say anything but must not panic
+		}
+		require.NoError(t, err)
+		require.Len(t, got, len(want))
+		for k, v := range want {
+			require.Contains(t, got, k)
+			require.Equal(t, string(bytes.TrimSpace(v)), got[k], k)
+		}
+	})
+}

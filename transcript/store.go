@@ -262,7 +262,11 @@ func (s *Store) ListSegments(ctx context.Context, ref TranscriptRef) ([]SegmentI
 }
 
 // ListSegmentsAfter lists the segments of ref whose keys sort after startAfter, so a
-// reader can fetch only what is newer than what it has.
+// reader can fetch only what is newer than what it has. A key carries the time its
+// segment was created, not the time it was stored: a segment that waited in a
+// mirror's outbox through an outage, or came from a writer with a slow clock, lands
+// with an older key. An incremental reader therefore starts after a key some margin
+// older than the newest it has (and dedupes), or falls back to ReadAll.
 func (s *Store) ListSegmentsAfter(ctx context.Context, ref TranscriptRef, startAfter string) ([]SegmentInfo, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {

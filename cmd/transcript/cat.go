@@ -26,15 +26,12 @@ func runCat(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("cat takes one session")
 	}
-	ref, err := parseRef(fs.Arg(0), sf.namespace)
-	if err != nil {
-		return err
-	}
-	s, err := sf.openStore(ctx)
+	s, refs, err := sf.openSessions(ctx, fs.Args())
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	ref := refs[0]
 	res, err := s.ReadAll(ctx, ref)
 	if err != nil {
 		return err

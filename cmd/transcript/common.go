@@ -105,6 +105,30 @@ func parseRefs(args []string, namespace string) ([]transcript.TranscriptRef, err
 	return refs, nil
 }
 
+// openSessions parses the session arguments and opens the store; with no arguments
+// the sessions are every session of the store (or of the bound namespace).
+func (f *storeFlags) openSessions(ctx context.Context, args []string) (*transcript.Store, []transcript.TranscriptRef, error) {
+	refs, err := parseRefs(args, f.namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := f.openStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(refs) == 0 {
+		err = forEachSession(ctx, s, func(ref transcript.TranscriptRef) error {
+			refs = append(refs, ref)
+			return nil
+		})
+		if err != nil {
+			s.Close()
+			return nil, nil, err
+		}
+	}
+	return s, refs, nil
+}
+
 // forEachSession calls fn for every session of the store (or of the bound namespace).
 func forEachSession(ctx context.Context, s *transcript.Store, fn func(transcript.TranscriptRef) error) error {
 	nss, err := s.ListNamespaces(ctx)

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/transcriptstore/transcript/sessiontree"
-	"github.com/transcriptstore/transcript/transcript"
 )
 
 const restoreUsage = `
@@ -33,34 +33,22 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	refs, err := parseRefs(fs.Args(), sf.namespace)
-	if err != nil {
-		return err
-	}
-	s, err := sf.openStore(ctx)
+	s, refs, err := sf.openSessions(ctx, fs.Args())
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if len(refs) == 0 {
-		if err := forEachSession(ctx, s, func(ref transcript.TranscriptRef) error {
-			refs = append(refs, ref)
-			return nil
-		}); err != nil {
-			return err
-		}
-	}
 	var restored, skipped, failed int
 	for i, ref := range refs {
 		fmt.Fprintf(env.stderr, "[%d/%d] %s\n", i+1, len(refs), ref)
-		ctxPath := sessiontree.SessionDir(*root, ref.Namespace, ref.AgentID) + "/" + ref.SessionID + sessiontree.ContextSuffix
+		ctxPath := filepath.Join(sessiontree.SessionDir(*root, ref.Namespace, ref.AgentID), ref.SessionID+sessiontree.ContextSuffix)
 		if _, err := os.Stat(ctxPath); err == nil {
 			if !*force {
 				skipped++
 				fmt.Fprintf(env.stderr, "  skipped: %s exists (use --force)\n", ctxPath)
 				continue
 			}
-			logPath := sessiontree.SessionDir(*root, ref.Namespace, ref.AgentID) + "/" + ref.SessionID + sessiontree.LogSuffix
+			logPath := filepath.Join(sessiontree.SessionDir(*root, ref.Namespace, ref.AgentID), ref.SessionID+sessiontree.LogSuffix)
 			if err := errors.Join(os.Remove(ctxPath), ignoreNotExist(os.Remove(logPath))); err != nil {
 				return err
 			}

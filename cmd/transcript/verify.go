@@ -45,11 +45,7 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	refs, err := parseRefs(fs.Args(), sf.namespace)
-	if err != nil {
-		return err
-	}
-	s, err := sf.openStore(ctx)
+	s, refs, err := sf.openSessions(ctx, fs.Args())
 	if err != nil {
 		return err
 	}
@@ -107,17 +103,10 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		return nil
 	}
-	if len(refs) == 0 {
-		err = forEachSession(ctx, s, check)
-	} else {
-		for _, ref := range refs {
-			if err = check(ref); err != nil {
-				break
-			}
+	for _, ref := range refs {
+		if err := check(ref); err != nil {
+			return err
 		}
-	}
-	if err != nil {
-		return err
 	}
 	if sf.json {
 		if err := writeJSON(env.stdout, sum); err != nil {

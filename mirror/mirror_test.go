@@ -407,7 +407,7 @@ func TestMirror_UnverifiedConflictIsRetried(t *testing.T) {
 	st := m.Status()
 	require.Zero(t, st.Quarantined)
 	require.Equal(t, uint64(2), st.Retries)
-	require.Contains(t, st.LastError, "conflict not verified")
+	require.Contains(t, st.LastError, "comparing its bytes failed")
 }
 
 // Segments left by a process with another store prefix cannot be stored under this

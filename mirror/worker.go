@@ -1,15 +1,11 @@
 package mirror
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"time"
-
-	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // work is one upload worker: it takes segments from the queue until Close stops it.
@@ -77,9 +73,6 @@ func (m *Mirror) upload(j *job, data []byte) {
 			ctx, cancel := context.WithTimeout(m.ctx, m.cfg.RequestTimeout)
 			err = m.cfg.Store.PutSegment(ctx, j.key, data)
 			cancel()
-			if errors.Is(err, bucket.ErrExists) {
-				err = m.verifyExisting(j.key, data, err)
-			}
 		}
 		if err == nil {
 			if rerr := m.box.remove(j.key); rerr != nil {
@@ -106,30 +99,6 @@ func (m *Mirror) upload(j *job, data []byte) {
 		}
 		log.Warn("mirror: upload failed; will retry", "attempt", attempt+1, "err", err)
 	}
-}
-
-// verifyExisting decides a create-only conflict (putErr wraps bucket.ErrExists) by
-// reading the stored object: the same bytes mean an earlier attempt of ours got
-// through (nil); other bytes are a true conflict (putErr, permanent). When the object
-// cannot be read, the conflict is undecided and the returned error is transient: it
-// does not wrap bucket.ErrExists, so the segment is retried, never quarantined on
-// the word of a backend that could not check (a Stat after a 412 that timed out).
-func (m *Mirror) verifyExisting(key string, data []byte, putErr error) error {
-	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.RequestTimeout)
-	defer cancel()
-	rc, _, err := m.cfg.Store.Bucket().Get(ctx, key)
-	if err != nil {
-		return fmt.Errorf("put segment %s: conflict not verified (put: %v): %w", key, putErr, err)
-	}
-	stored, err := io.ReadAll(io.LimitReader(rc, int64(len(data))+1))
-	rc.Close()
-	if err != nil {
-		return fmt.Errorf("put segment %s: conflict not verified (put: %v): %w", key, putErr, err)
-	}
-	if bytes.Equal(stored, data) {
-		return nil
-	}
-	return putErr
 }
 
 // done marks j as no longer pending; err is non-nil when it failed for good.

@@ -224,6 +224,12 @@ func ObjectChecksum(data []byte) string {
 // PutSegment stores an encoded segment under key with a create-only write. Storing the
 // same bytes under the same key again succeeds (a retry, or a re-upload after a crash);
 // other bytes under an existing key give an error wrapping bucket.ErrExists.
+//
+// When the bucket reports the key taken and its checksum metadata does not settle
+// the question (an object copied in by a tool that drops user metadata, say),
+// PutSegment compares the stored bytes. If it cannot read them, the error is
+// transient (it does not wrap bucket.ErrExists), so callers retry rather than give
+// up on the word of a check that did not happen.
 func (s *Store) PutSegment(ctx context.Context, key string, data []byte) error {
 	info, err := ParseKey(s.cfg.Prefix, key)
 	if err != nil {
@@ -236,10 +242,32 @@ func (s *Store) PutSegment(ctx context.Context, key string, data []byte) error {
 		Checksum:    ObjectChecksum(data),
 		ContentType: "application/zstd",
 	})
+	if errors.Is(err, bucket.ErrExists) {
+		err = s.sameObject(ctx, key, data, err)
+	}
 	if err != nil {
 		return fmt.Errorf("put segment %s: %w", key, err)
 	}
 	return nil
+}
+
+// sameObject decides a create-only conflict (putErr wraps bucket.ErrExists) by the
+// stored bytes: nil if they equal data, putErr if they differ, and a transient error
+// if they cannot be read.
+func (s *Store) sameObject(ctx context.Context, key string, data []byte, putErr error) error {
+	rc, _, err := s.cfg.Bucket.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("key exists, comparing its bytes failed: %w", err)
+	}
+	defer rc.Close()
+	stored, err := io.ReadAll(io.LimitReader(rc, int64(len(data))+1))
+	if err != nil {
+		return fmt.Errorf("key exists, comparing its bytes failed: %w", err)
+	}
+	if bytes.Equal(stored, data) {
+		return nil
+	}
+	return putErr
 }
 
 // AppendSegment writes entries as one new segment of ref and returns its description.

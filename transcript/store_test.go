@@ -389,3 +389,29 @@ func TestStore_ListSegmentsAfter(t *testing.T) {
 	require.Len(t, after, 2)
 	require.Equal(t, keys[1], after[0].Key)
 }
+
+// unreadable fails every Get, as a bucket that cannot be reached for the check.
+type unreadable struct{ bucket.Bucket }
+
+func (unreadable) Get(context.Context, string) (io.ReadCloser, bucket.ObjectInfo, error) {
+	return nil, bucket.ObjectInfo{}, fmt.Errorf("connection reset")
+}
+
+// TestStore_PutSegment_ConflictByBytes: an object stored without checksum metadata
+// (copied in by a tool that drops it) is recognised by its bytes; when the bytes
+// cannot be read the error is transient, never a conflict.
+func TestStore_PutSegment_ConflictByBytes(t *testing.T) {
+	ctx := context.Background()
+	mem := membucket.New()
+	s := newStore(t, mem, transcript.Config{})
+	obj, err := s.PrepareSegment(ref, [][]byte{entry("a", "")}, newWriter(t, "w"))
+	require.NoError(t, err)
+	require.NoError(t, mem.Put(ctx, obj.Info.Key, bytes.NewReader(obj.Data), int64(len(obj.Data)), bucket.PutOptions{}))
+
+	require.NoError(t, s.PutSegment(ctx, obj.Info.Key, obj.Data), "same bytes: our own earlier write")
+
+	blind := newStore(t, unreadable{mem}, transcript.Config{})
+	err = blind.PutSegment(ctx, obj.Info.Key, obj.Data)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, bucket.ErrExists)
+}

@@ -116,12 +116,8 @@ func TestMirror_ConcurrentTrees(t *testing.T) {
 }
 
 func TestMirror_UploadDoesNotWaitOnStore(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
-	fb.Hang(mirrortest.OpPut) // the store answers nothing until healed
-	store := newStore(t, fb, "")
-	m := newMirror(t, store, "", nil)
-	s := newSession("a", "s")
-	ctx := ctxTimeout(t, 10*time.Second)
+	h := newHungMirror(t, nil) // the store answers nothing until healed
+	fb, store, m, s, ctx := h.fb, h.store, h.m, h.s, h.ctx
 	for range 5 {
 		require.NoError(t, m.Upload(ctx, s.batch(3)), "Upload returns once the outbox file is durable")
 	}
@@ -151,13 +147,8 @@ func TestMirror_OutboxLocked(t *testing.T) {
 }
 
 func TestMirror_ResumeFromOutbox(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
-	fb.Hang(mirrortest.OpPut)
-	store := newStore(t, fb, "")
-	dir := t.TempDir()
-	m := newMirror(t, store, dir, nil)
-	s := newSession("a", "s")
-	ctx := ctxTimeout(t, 10*time.Second)
+	h := newHungMirror(t, nil)
+	fb, store, dir, m, s, ctx := h.fb, h.store, h.dir, h.m, h.s, h.ctx
 	for range 7 {
 		require.NoError(t, m.Upload(ctx, s.batch(2)))
 	}
@@ -179,12 +170,8 @@ func TestMirror_ResumeFromOutbox(t *testing.T) {
 }
 
 func TestMirror_Backpressure(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
-	fb.Hang(mirrortest.OpPut)
-	store := newStore(t, fb, "")
-	m := newMirror(t, store, "", func(c *mirror.Config) { c.MaxPending = 3 })
-	s := newSession("a", "s")
-	ctx := ctxTimeout(t, 10*time.Second)
+	h := newHungMirror(t, func(c *mirror.Config) { c.MaxPending = 3 })
+	fb, store, m, s, ctx := h.fb, h.store, h.m, h.s, h.ctx
 	for range 3 {
 		require.NoError(t, m.Upload(ctx, s.batch(1)))
 	}
@@ -198,23 +185,16 @@ func TestMirror_Backpressure(t *testing.T) {
 }
 
 func TestMirror_BackpressureBytes(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
-	fb.Hang(mirrortest.OpPut)
-	m := newMirror(t, newStore(t, fb, ""), "", func(c *mirror.Config) { c.MaxPendingBytes = 1 })
-	s := newSession("a", "s")
-	ctx := ctxTimeout(t, 10*time.Second)
+	h := newHungMirror(t, func(c *mirror.Config) { c.MaxPendingBytes = 1 })
+	fb, m, s, ctx := h.fb, h.m, h.s, h.ctx
 	require.NoError(t, m.Upload(ctx, s.batch(1)), "one segment always fits into an empty outbox")
 	require.ErrorIs(t, m.Upload(ctx, s.batch(1)), mirror.ErrBackpressure)
 	fb.Heal()
 }
 
 func TestMirror_BlockWhenFull(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
-	fb.Hang(mirrortest.OpPut)
-	store := newStore(t, fb, "")
-	m := newMirror(t, store, "", func(c *mirror.Config) { c.MaxPending = 2; c.BlockWhenFull = true })
-	s := newSession("a", "s")
-	ctx := ctxTimeout(t, 10*time.Second)
+	h := newHungMirror(t, func(c *mirror.Config) { c.MaxPending = 2; c.BlockWhenFull = true })
+	fb, store, m, s, ctx := h.fb, h.store, h.m, h.s, h.ctx
 	require.NoError(t, m.Upload(ctx, s.batch(1)))
 	require.NoError(t, m.Upload(ctx, s.batch(1)))
 
@@ -240,11 +220,8 @@ func TestMirror_BlockWhenFull(t *testing.T) {
 }
 
 func TestMirror_CloseUnblocksUpload(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
-	fb.Hang(mirrortest.OpPut)
-	m := newMirror(t, newStore(t, fb, ""), "", func(c *mirror.Config) { c.MaxPending = 1; c.BlockWhenFull = true })
-	s := newSession("a", "s")
-	ctx := ctxTimeout(t, 10*time.Second)
+	h := newHungMirror(t, func(c *mirror.Config) { c.MaxPending = 1; c.BlockWhenFull = true })
+	m, s, ctx := h.m, h.s, h.ctx
 	require.NoError(t, m.Upload(ctx, s.batch(1)))
 	done := make(chan error, 1)
 	go func() { done <- m.Upload(ctx, s.batch(1)) }()
@@ -256,11 +233,8 @@ func TestMirror_CloseUnblocksUpload(t *testing.T) {
 }
 
 func TestMirror_AwaitQuiescenceReportsPending(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
-	fb.Hang(mirrortest.OpPut)
-	m := newMirror(t, newStore(t, fb, ""), "", func(c *mirror.Config) { c.RequestTimeout = 20 * time.Millisecond })
-	s := newSession("a", "s")
-	ctx := ctxTimeout(t, 10*time.Second)
+	h := newHungMirror(t, func(c *mirror.Config) { c.RequestTimeout = 20 * time.Millisecond })
+	fb, m, s, ctx := h.fb, h.m, h.s, h.ctx
 	for range 3 {
 		require.NoError(t, m.Upload(ctx, s.batch(1)))
 	}
@@ -337,14 +311,8 @@ func TestMirror_LostResponseIsIdempotent(t *testing.T) {
 }
 
 func TestMirror_PermanentFailureQuarantines(t *testing.T) {
-	mb := membucket.New()
-	fb := mirrortest.Wrap(mb)
-	fb.Hang(mirrortest.OpPut)
-	store := newStore(t, fb, "")
-	dir := t.TempDir()
-	m := newMirror(t, store, dir, nil)
-	s := newSession("a", "s")
-	ctx := ctxTimeout(t, 10*time.Second)
+	h := newHungMirror(t, nil)
+	mb, fb, store, dir, m, s, ctx := h.mem, h.fb, h.store, h.dir, h.m, h.s, h.ctx
 	require.NoError(t, m.Upload(ctx, s.batch(2)))
 	// Another writer stores other bytes under the segment's key first.
 	keys := outboxFiles(t, dir, "pending")
@@ -372,14 +340,8 @@ func TestMirror_PermanentFailureQuarantines(t *testing.T) {
 // A conflict is decided by the stored bytes: the same bytes (our own earlier write,
 // here without checksum metadata) are success.
 func TestMirror_ConflictWithSameBytesIsSuccess(t *testing.T) {
-	mb := membucket.New()
-	fb := mirrortest.Wrap(mb)
-	fb.Hang(mirrortest.OpPut)
-	store := newStore(t, fb, "")
-	dir := t.TempDir()
-	m := newMirror(t, store, dir, nil)
-	s := newSession("a", "s")
-	ctx := ctxTimeout(t, 10*time.Second)
+	h := newHungMirror(t, nil)
+	mb, fb, store, dir, m, s, ctx := h.mem, h.fb, h.store, h.dir, h.m, h.s, h.ctx
 	require.NoError(t, m.Upload(ctx, s.batch(2)))
 	keys := outboxFiles(t, dir, "pending")
 	require.Len(t, keys, 1)
@@ -449,13 +411,8 @@ func TestOpen_Modes(t *testing.T) {
 
 // A segment whose outbox file someone removed is reported, not silently dropped.
 func TestMirror_VanishedOutboxFile(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
-	fb.Hang(mirrortest.OpPut)
-	store := newStore(t, fb, "")
-	dir := t.TempDir()
-	m := newMirror(t, store, dir, nil)
-	s := newSession("a", "s")
-	ctx := ctxTimeout(t, 10*time.Second)
+	h := newHungMirror(t, nil)
+	fb, store, dir, m, s, ctx := h.fb, h.store, h.dir, h.m, h.s, h.ctx
 	require.NoError(t, m.Upload(ctx, s.batch(1)))
 	require.NoError(t, m.Upload(ctx, s.batch(1)))
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)

@@ -17,9 +17,7 @@ Examples:
 `
 
 func runCat(ctx context.Context, env *cliEnv, args []string) error {
-	var sf storeFlags
-	fs := newFlagSet(env, "cat", catUsage)
-	sf.register(env, fs)
+	fs, sf := newStoreFlagSet(env, "cat", catUsage)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

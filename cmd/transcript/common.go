@@ -37,6 +37,15 @@ func newFlagSet(env *cliEnv, name, usage string) *flag.FlagSet {
 	return fs
 }
 
+// newStoreFlagSet returns a flag set (see newFlagSet) with the store flags
+// registered on it.
+func newStoreFlagSet(env *cliEnv, name, usage string) (*flag.FlagSet, *storeFlags) {
+	fs := newFlagSet(env, name, usage)
+	var sf storeFlags
+	sf.register(env, fs)
+	return fs, &sf
+}
+
 func (f *storeFlags) register(env *cliEnv, fs *flag.FlagSet) {
 	def := env.getenv("TRANSCRIPT_STORE")
 	if def == "" {

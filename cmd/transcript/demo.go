@@ -30,9 +30,7 @@ Examples:
 `
 
 func runDemo(ctx context.Context, env *cliEnv, args []string) error {
-	var sf storeFlags
-	fs := newFlagSet(env, "demo", demoUsage)
-	sf.register(env, fs)
+	fs, sf := newStoreFlagSet(env, "demo", demoUsage)
 	root := fs.String("root", defaultRoot, "directory of the local session files")
 	outbox := fs.String("outbox", "./transcript-data/outbox", "directory of the mirror's outbox")
 	agent := fs.String("agent", "demo-agent", "agent id")

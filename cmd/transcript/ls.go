@@ -19,9 +19,7 @@ Examples:
 `
 
 func runLs(ctx context.Context, env *cliEnv, args []string) error {
-	var sf storeFlags
-	fs := newFlagSet(env, "ls", lsUsage)
-	sf.register(env, fs)
+	fs, sf := newStoreFlagSet(env, "ls", lsUsage)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -25,9 +25,7 @@ Examples:
 `
 
 func runRestore(ctx context.Context, env *cliEnv, args []string) error {
-	var sf storeFlags
-	fs := newFlagSet(env, "restore", restoreUsage)
-	sf.register(env, fs)
+	fs, sf := newStoreFlagSet(env, "restore", restoreUsage)
 	root := fs.String("root", defaultRoot, "directory of the local session files")
 	force := fs.Bool("force", false, "replace local files that exist already")
 	if err := parse(fs, args); err != nil {

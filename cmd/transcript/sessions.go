@@ -27,9 +27,7 @@ Examples:
 `
 
 func runImport(ctx context.Context, env *cliEnv, args []string) error {
-	var sf storeFlags
-	fs := newFlagSet(env, "import", importUsage)
-	sf.register(env, fs)
+	fs, sf := newStoreFlagSet(env, "import", importUsage)
 	agent := fs.String("agent", "default-agent", "agent id the sessions belong to")
 	session := fs.String("session", "", "session id (one FILE only; default: the file's header id)")
 	root := fs.String("root", "", "keep the local session files under this directory (default: none)")
@@ -49,14 +47,14 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 	defer s.Close()
 	up := &mirror.Sync{Store: s, Writer: transcript.NewRandomWriter()}
 	for _, path := range fs.Args() {
-		if err := importFile(ctx, env, s, up, sf, *agent, *session, *root, path); err != nil {
+		if err := importFile(ctx, env, up, sf.namespace, *agent, *session, *root, path); err != nil {
 			return fmt.Errorf("import %s: %w", path, err)
 		}
 	}
 	return nil
 }
 
-func importFile(ctx context.Context, env *cliEnv, s *transcript.Store, up mirror.Uploader, sf storeFlags, agent, session, root, path string) error {
+func importFile(ctx context.Context, env *cliEnv, up mirror.Uploader, namespace, agent, session, root, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -79,7 +77,7 @@ func importFile(ctx context.Context, env *cliEnv, s *transcript.Store, up mirror
 		}
 		defer os.RemoveAll(dir)
 	}
-	rc := sessiontree.RuntimeContext{Namespace: sf.namespace}
+	rc := sessiontree.RuntimeContext{Namespace: namespace}
 	tree, rep, err := sessiontree.Import(sessiontree.Config{Root: dir, Uploader: up}, rc, agent, session, f)
 	if err != nil {
 		return err
@@ -151,9 +149,7 @@ Examples:
 `
 
 func runExport(ctx context.Context, env *cliEnv, args []string) error {
-	var sf storeFlags
-	fs := newFlagSet(env, "export", exportUsage)
-	sf.register(env, fs)
+	fs, sf := newStoreFlagSet(env, "export", exportUsage)
 	out := fs.String("o", "", "write to this file instead of stdout (atomically)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -186,9 +182,7 @@ Examples:
 `
 
 func runContext(ctx context.Context, env *cliEnv, args []string) error {
-	var sf storeFlags
-	fs := newFlagSet(env, "context", contextUsage)
-	sf.register(env, fs)
+	fs, sf := newStoreFlagSet(env, "context", contextUsage)
 	file := fs.String("file", "", "read this Pi session file instead of the store")
 	leaf := fs.String("leaf", "", "build the context at this entry id (default: the active leaf)")
 	if err := parse(fs, args); err != nil {

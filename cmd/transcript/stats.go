@@ -30,9 +30,7 @@ type storeStats struct {
 }
 
 func runStats(ctx context.Context, env *cliEnv, args []string) error {
-	var sf storeFlags
-	fs := newFlagSet(env, "stats", statsUsage)
-	sf.register(env, fs)
+	fs, sf := newStoreFlagSet(env, "stats", statsUsage)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

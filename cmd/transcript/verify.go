@@ -39,9 +39,7 @@ type verifySummary struct {
 }
 
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {
-	var sf storeFlags
-	fs := newFlagSet(env, "verify", verifyUsage)
-	sf.register(env, fs)
+	fs, sf := newStoreFlagSet(env, "verify", verifyUsage)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -56,7 +56,6 @@ type Mirror struct {
 	queue   []*job            // accepted segments waiting for a worker, FIFO
 	pending map[*job]struct{} // accepted and not yet done (queued, in flight or retrying)
 	bytes   int64             // total size of pending
-	nextSeq uint64
 	// room is closed (and replaced) whenever a pending segment is done, to wake
 	// Uploads blocked on a full outbox.
 	room  chan struct{}

@@ -152,7 +152,7 @@ func migrate(h Header, lines [][]byte) (Header, [][]byte) {
 			continue
 		}
 		if t, _ := jsonString(o.get("type")); t == TypeMessage {
-			if m := o.get("message"); m != nil && len(m) > 0 && m[0] == '{' {
+			if m := o.get("message"); len(m) > 0 && m[0] == '{' {
 				if mo, err := splitObject(m); err == nil {
 					if r, _ := jsonString(mo.get("role")); r == "hookMessage" {
 						objs[i] = o.set("message", mo.set("role", []byte(`"custom"`)).marshal())

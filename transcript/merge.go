@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 
@@ -76,7 +77,7 @@ func (s *Store) ReadAll(ctx context.Context, ref TranscriptRef) (*MergeResult, e
 		if len(infos) == 0 {
 			return nil, fmt.Errorf("read %s: %w", ref, ErrNotFound)
 		}
-		segs, corrupt, err := s.fetchAll(ctx, infos)
+		segs, corrupt, err := s.fetchSession(ctx, infos)
 		if errors.Is(err, ErrNotFound) && attempt < s.cfg.MaxRelists {
 			continue
 		}
@@ -102,9 +103,65 @@ func (s *Store) ReadEntries(ctx context.Context, ref TranscriptRef) ([][]byte, e
 	return res.Raw(), nil
 }
 
+// fetchSession fetches and decodes a session's segments (infos in key order). The
+// compacted segments (level above 0) come first: the inputs they name are superseded
+// and not fetched at all, so a compacted session opens with few GETs even while its
+// inputs wait out their delete delay. A nil element of the result is a segment
+// superseded or (Config.SkipCorrupt) skipped as corrupt.
+func (s *Store) fetchSession(ctx context.Context, infos []SegmentInfo) ([]*segment.Segment, []CorruptSegment, error) {
+	segs := make([]*segment.Segment, len(infos))
+	var upper, lower []int
+	for i, in := range infos {
+		if in.Level > 0 {
+			upper = append(upper, i)
+		} else {
+			lower = append(lower, i)
+		}
+	}
+	pick := func(idx []int) []SegmentInfo {
+		out := make([]SegmentInfo, len(idx))
+		for j, i := range idx {
+			out[j] = infos[i]
+		}
+		return out
+	}
+	var corrupt []CorruptSegment
+	superseded := map[string]bool{}
+	if len(upper) > 0 {
+		got, c, err := s.fetchAll(ctx, pick(upper), s.cfg.SkipCorrupt)
+		if err != nil {
+			return nil, nil, err
+		}
+		corrupt = append(corrupt, c...)
+		for j, i := range upper {
+			segs[i] = got[j]
+			if got[j] != nil {
+				for _, k := range got[j].Meta.Inputs {
+					superseded[k] = true
+				}
+			}
+		}
+		lower = lower[:0]
+		for i, in := range infos {
+			if segs[i] == nil && !superseded[in.Key] && !slices.Contains(upper, i) {
+				lower = append(lower, i)
+			}
+		}
+	}
+	got, c, err := s.fetchAll(ctx, pick(lower), s.cfg.SkipCorrupt)
+	if err != nil {
+		return nil, nil, err
+	}
+	corrupt = append(corrupt, c...)
+	for j, i := range lower {
+		segs[i] = got[j]
+	}
+	return segs, corrupt, nil
+}
+
 // fetchAll fetches and decodes the segments in parallel (bounded). A nil element of
-// the result is a segment skipped as corrupt.
-func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo) ([]*segment.Segment, []CorruptSegment, error) {
+// the result is a segment skipped as corrupt (only when skipCorrupt is set).
+func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt bool) ([]*segment.Segment, []CorruptSegment, error) {
 	segs := make([]*segment.Segment, len(infos))
 	errs := make([]error, len(infos))
 	g, gctx := errgroup.WithContext(ctx)
@@ -116,7 +173,7 @@ func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo) ([]*segment.S
 				err = fmt.Errorf("read segment %s: %w: key names checksum %016x, segment has %016x",
 					info.Key, segment.ErrChecksum, info.Hash, seg.Meta.Checksum)
 			}
-			if err != nil && s.cfg.SkipCorrupt && errors.Is(err, segment.ErrCorrupt) {
+			if err != nil && skipCorrupt && errors.Is(err, segment.ErrCorrupt) {
 				errs[i] = err
 				return nil
 			}

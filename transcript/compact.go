@@ -1,0 +1,502 @@
+package transcript
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// DefaultMinSegments is how many segments a level must hold before Compact merges them.
+const DefaultMinSegments = 4
+
+// DefaultDeleteDelay is how long a superseded segment stays readable after it was
+// marked for deletion.
+const DefaultDeleteDelay = 10 * time.Minute
+
+// DeleteAtOnce, as CompactOptions.DeleteDelay, deletes superseded segments in the run
+// that marks them. A reader that listed them a moment before may then have to list
+// again (see Config.MaxRelists); use it for tests and buckets nobody reads.
+const DeleteAtOnce time.Duration = -1
+
+// ErrCompactInput is wrapped by Compact errors about an input it cannot compact
+// without losing something: a segment that fails verification, or an entry without
+// a usable id. The session is left as it was.
+var ErrCompactInput = errors.New("cannot compact input")
+
+// markDir is the element under a session's prefix that holds deletion marks. Mark keys
+// have more elements than segment keys, so listings of segments skip them.
+const markDir = "gc"
+
+// markExt ends every deletion mark key.
+const markExt = ".mark.json"
+
+// CompactOptions tune Compact. The zero value is usable.
+type CompactOptions struct {
+	// MinSegments is how many unsuperseded segments a level needs before they are
+	// merged into one segment of the next level (default DefaultMinSegments; at
+	// least 2).
+	MinSegments int
+	// DeleteDelay is how long a marked input stays before Compact deletes it, so a
+	// reader that listed it a moment ago can still fetch it. Zero means
+	// DefaultDeleteDelay; DeleteAtOnce (any negative value) deletes in the same run.
+	DeleteDelay time.Duration
+	// DryRun plans without writing or deleting anything.
+	DryRun bool
+	// Writer names the compacted segments (default: NewRandomWriter).
+	Writer *Writer
+}
+
+// Compaction is one merge of a level's segments into one segment of the next level.
+type Compaction struct {
+	// Level is the level of the inputs; the output is Level+1.
+	Level int
+	// Inputs are the merged segments, in key order.
+	Inputs []SegmentInfo
+	// Output is the written segment (zero in a dry run).
+	Output SegmentInfo
+	// Entries is how many entries the output holds.
+	Entries int
+	// BytesIn and BytesOut are the stored sizes of inputs and output.
+	BytesIn, BytesOut int64
+}
+
+// CompactResult reports what Compact did (or, in a dry run, would do) to one session.
+type CompactResult struct {
+	Ref TranscriptRef
+	// Segments is how many segments were listed.
+	Segments int
+	// Compactions lists the merges, lowest level first.
+	Compactions []Compaction
+	// Marked counts deletion marks written (for this run's inputs and for inputs of
+	// an earlier run that stopped before marking them).
+	Marked int
+	// Deleted counts superseded segments deleted because their mark was due.
+	Deleted int
+	// Pending counts marked segments whose delete delay has not passed.
+	Pending int
+	// StaleMarks counts marks removed without deleting anything (their segment was
+	// already gone, or is no longer superseded).
+	StaleMarks int
+}
+
+// SegmentsIn returns how many segments were merged; SegmentsOut how many were written.
+func (r *CompactResult) SegmentsIn() int {
+	n := 0
+	for _, c := range r.Compactions {
+		n += len(c.Inputs)
+	}
+	return n
+}
+
+// SegmentsOut returns how many compacted segments were written (or planned).
+func (r *CompactResult) SegmentsOut() int { return len(r.Compactions) }
+
+// BytesIn returns the stored bytes of every input; BytesOut those of every output.
+func (r *CompactResult) BytesIn() int64 {
+	var n int64
+	for _, c := range r.Compactions {
+		n += c.BytesIn
+	}
+	return n
+}
+
+// BytesOut returns the stored bytes of the written segments.
+func (r *CompactResult) BytesOut() int64 {
+	var n int64
+	for _, c := range r.Compactions {
+		n += c.BytesOut
+	}
+	return n
+}
+
+// deletionMark is the content of a mark object.
+type deletionMark struct {
+	Segment      string    `json:"segment"`
+	SupersededBy string    `json:"supersededBy"`
+	MarkedAt     time.Time `json:"markedAt"`
+}
+
+// markKey returns the key of the deletion mark of segment key in session ref.
+func (s *Store) markKey(ref TranscriptRef, key string) string {
+	sp := sessionPrefix(s.cfg.Prefix, ref)
+	rel := strings.TrimSuffix(strings.TrimPrefix(key, sp), SegmentExt)
+	return sp + markDir + "/" + rel + markExt
+}
+
+// Compact merges the segments of ref level by level: a level with at least
+// MinSegments segments that no other segment supersedes becomes one segment of the
+// next level holding their union (deduplicated, in merge order, conflicting versions
+// of an id kept after the chosen one) and naming them as its inputs. Only after that
+// segment is stored are the inputs marked for deletion; an input is deleted once its
+// mark is DeleteDelay old and the segment that supersedes it still exists.
+//
+// Compact never touches a segment it did not read: a segment written while it runs is
+// neither an input nor marked. It is idempotent and resumable: run again after a crash
+// it marks the inputs of outputs already written instead of merging them again. Two
+// runs on one session at once may both write an output; readers collapse the
+// duplicates. A segment that fails verification stops the session with an error
+// wrapping ErrCompactInput and changes nothing.
+func (s *Store) Compact(ctx context.Context, ref TranscriptRef, opts CompactOptions) (CompactResult, error) {
+	ref, visible, err := s.checkRef(ref)
+	if err != nil {
+		return CompactResult{}, err
+	}
+	if !visible {
+		return CompactResult{}, fmt.Errorf("compact %s: %w", ref, ErrNotFound)
+	}
+	if opts.MinSegments < 2 {
+		opts.MinSegments = DefaultMinSegments
+	}
+	switch {
+	case opts.DeleteDelay == 0:
+		opts.DeleteDelay = DefaultDeleteDelay
+	case opts.DeleteDelay < 0:
+		opts.DeleteDelay = 0
+	}
+	if opts.Writer == nil {
+		opts.Writer = NewRandomWriter()
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := s.compactOnce(ctx, ref, opts)
+		// A listed segment vanished: another job compacted the session meanwhile.
+		if errors.Is(err, ErrNotFound) && attempt < s.cfg.MaxRelists {
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("compact %s: %w", ref, err)
+		}
+		return res, nil
+	}
+}
+
+// compactState is one session's listing with what Compact learned about it.
+type compactState struct {
+	infos []SegmentInfo
+	segs  map[string]*segment.Segment // decoded segments by key
+	// supersededBy maps an input key to the present segment naming it.
+	supersededBy map[string]string
+	present      map[string]SegmentInfo
+}
+
+func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts CompactOptions) (CompactResult, error) {
+	res := CompactResult{Ref: ref}
+	infos, err := s.ListSegments(ctx, ref)
+	if err != nil {
+		return res, err
+	}
+	res.Segments = len(infos)
+	st := &compactState{infos: infos, segs: map[string]*segment.Segment{},
+		supersededBy: map[string]string{}, present: map[string]SegmentInfo{}}
+	for _, in := range infos {
+		st.present[in.Key] = in
+	}
+	// Read every compacted segment: their inputs are superseded.
+	var upper []SegmentInfo
+	for _, in := range infos {
+		if in.Level > 0 {
+			upper = append(upper, in)
+		}
+	}
+	if err := s.readInto(ctx, st, upper); err != nil {
+		return res, err
+	}
+	for _, in := range upper {
+		for _, k := range st.segs[in.Key].Meta.Inputs {
+			if _, ok := st.supersededBy[k]; !ok {
+				st.supersededBy[k] = in.Key
+			}
+		}
+	}
+	marks, err := s.listMarks(ctx, ref)
+	if err != nil {
+		return res, err
+	}
+	// Resume: inputs of an output written by a run that stopped before marking them.
+	for _, in := range infos {
+		out, ok := st.supersededBy[in.Key]
+		if !ok {
+			continue
+		}
+		if _, marked := marks[in.Key]; marked {
+			continue
+		}
+		if err := s.checkContained(ctx, st, in, out); err != nil {
+			return res, err
+		}
+		if !opts.DryRun {
+			m, err := s.putMark(ctx, ref, in.Key, out)
+			if err != nil {
+				return res, err
+			}
+			marks[in.Key] = m
+		}
+		res.Marked++
+	}
+	// Merge every level that has enough live segments, lowest first; an output
+	// counts toward the next level.
+	for level := 0; level < 255; level++ {
+		var live []SegmentInfo
+		maxLevel := 0
+		for _, in := range st.infos {
+			maxLevel = max(maxLevel, in.Level)
+			if _, sup := st.supersededBy[in.Key]; in.Level == level && !sup {
+				live = append(live, in)
+			}
+		}
+		if level > maxLevel {
+			break
+		}
+		if len(live) < opts.MinSegments {
+			continue
+		}
+		c, err := s.compactLevel(ctx, ref, st, live, opts)
+		if err != nil {
+			return res, err
+		}
+		res.Compactions = append(res.Compactions, c)
+		if opts.DryRun {
+			continue
+		}
+		for _, in := range live {
+			m, err := s.putMark(ctx, ref, in.Key, c.Output.Key)
+			if err != nil {
+				return res, err
+			}
+			marks[in.Key] = m
+			res.Marked++
+		}
+	}
+	return res, s.collect(ctx, ref, st, marks, opts, &res)
+}
+
+// readInto fetches and decodes the segments not yet in st.segs. A segment that fails
+// verification gives an error wrapping ErrCompactInput.
+func (s *Store) readInto(ctx context.Context, st *compactState, infos []SegmentInfo) error {
+	var need []SegmentInfo
+	for _, in := range infos {
+		if st.segs[in.Key] == nil {
+			need = append(need, in)
+		}
+	}
+	segs, _, err := s.fetchAll(ctx, need, false)
+	if err != nil {
+		if errors.Is(err, segment.ErrCorrupt) {
+			return fmt.Errorf("%w: %w", ErrCompactInput, err)
+		}
+		return err
+	}
+	for i, in := range need {
+		st.segs[in.Key] = segs[i]
+	}
+	return nil
+}
+
+// checkContained verifies that segment in, superseded by out, holds nothing that out
+// lacks, before in is marked on the word of out's metadata alone.
+func (s *Store) checkContained(ctx context.Context, st *compactState, in SegmentInfo, out string) error {
+	if err := s.readInto(ctx, st, []SegmentInfo{in}); err != nil {
+		return err
+	}
+	have := map[string][]byte{}
+	for _, raw := range st.segs[out].Entries {
+		if e, err := ParseEntry(raw); err == nil {
+			have[e.ID] = raw
+		}
+	}
+	for pos, raw := range st.segs[in.Key].Entries {
+		e, err := ParseEntry(raw)
+		if err != nil {
+			return fmt.Errorf("%w: segment %s entry %d: %w", ErrCompactInput, in.Key, pos, err)
+		}
+		if got, ok := have[e.ID]; !ok || !bytes.Equal(got, raw) {
+			return fmt.Errorf("%w: segment %s names %s as an input but lacks its entry %q",
+				ErrCompactInput, out, in.Key, e.ID)
+		}
+	}
+	return nil
+}
+
+// compactLevel merges live (segments of one level) into one segment of the next.
+func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compactState, live []SegmentInfo, opts CompactOptions) (Compaction, error) {
+	c := Compaction{Level: live[0].Level, Inputs: live}
+	for _, in := range live {
+		c.BytesIn += in.Size
+	}
+	if err := s.readInto(ctx, st, live); err != nil {
+		return c, err
+	}
+	segs := make([]*segment.Segment, len(live))
+	for i, in := range live {
+		segs[i] = st.segs[in.Key]
+	}
+	m := merge(live, segs)
+	if len(m.Invalid) > 0 {
+		return c, fmt.Errorf("%w: %w", ErrCompactInput, errors.Join(m.Invalid...))
+	}
+	entries := m.Raw()
+	// Keep the versions the merge dropped, after the kept ones, so that compaction
+	// loses no bytes that were ever written.
+	bySeg := map[string]*segment.Segment{}
+	for i, in := range live {
+		bySeg[in.Key] = segs[i]
+	}
+	for _, cf := range m.Conflicts {
+		entries = append(entries, bySeg[cf.DroppedSegment].Entries[cf.DroppedPos])
+	}
+	c.Entries = len(entries)
+	inputs := make([]string, len(live))
+	for i, in := range live {
+		inputs[i] = in.Key
+	}
+	obj, err := s.prepare(ref, entries, opts.Writer, c.Level+1, inputs)
+	if err != nil {
+		return c, fmt.Errorf("%w: %w", ErrCompactInput, err)
+	}
+	c.BytesOut = int64(len(obj.Data))
+	if opts.DryRun {
+		return c, nil
+	}
+	if err := s.PutSegment(ctx, obj.Info.Key, obj.Data); err != nil {
+		return c, err
+	}
+	c.Output = obj.Info
+	seg := &segment.Segment{Meta: obj.Meta, Entries: entries}
+	st.segs[obj.Info.Key] = seg
+	st.infos = append(st.infos, obj.Info)
+	st.present[obj.Info.Key] = obj.Info
+	for _, k := range inputs {
+		st.supersededBy[k] = obj.Info.Key
+	}
+	return c, nil
+}
+
+// listMarks reads the deletion marks of ref, by the key of the segment they mark.
+func (s *Store) listMarks(ctx context.Context, ref TranscriptRef) (map[string]deletionMark, error) {
+	prefix := sessionPrefix(s.cfg.Prefix, ref) + markDir + "/"
+	var keys []bucket.ObjectInfo
+	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: prefix}, func(oi bucket.ObjectInfo) error {
+		if strings.HasSuffix(oi.Key, markExt) {
+			keys = append(keys, oi)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list deletion marks: %w", err)
+	}
+	marks := make(map[string]deletionMark, len(keys))
+	for _, oi := range keys {
+		m, err := s.readMark(ctx, oi)
+		if errors.Is(err, ErrNotFound) {
+			continue // another job collected it meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		// A mark must name the segment its key says; anything else is ignored.
+		if m.Segment == "" || s.markKey(ref, m.Segment) != oi.Key {
+			continue
+		}
+		marks[m.Segment] = m
+	}
+	return marks, nil
+}
+
+func (s *Store) readMark(ctx context.Context, oi bucket.ObjectInfo) (deletionMark, error) {
+	rc, _, err := s.cfg.Bucket.Get(ctx, oi.Key)
+	if err != nil {
+		return deletionMark{}, fmt.Errorf("read deletion mark %s: %w", oi.Key, err)
+	}
+	defer rc.Close()
+	var m deletionMark
+	data, err := io.ReadAll(io.LimitReader(rc, 64<<10))
+	if err != nil {
+		return deletionMark{}, fmt.Errorf("read deletion mark %s: %w", oi.Key, err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return deletionMark{}, nil // not ours: ignored, never trusted
+	}
+	if m.MarkedAt.IsZero() {
+		m.MarkedAt = oi.ModTime
+	}
+	return m, nil
+}
+
+// putMark stores the deletion mark of segment key, superseded by out. A mark already
+// there (another job's) is kept as it is.
+func (s *Store) putMark(ctx context.Context, ref TranscriptRef, key, out string) (deletionMark, error) {
+	m := deletionMark{Segment: key, SupersededBy: out, MarkedAt: s.cfg.Now().UTC()}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return m, err
+	}
+	data = append(data, '\n')
+	mk := s.markKey(ref, key)
+	err = s.cfg.Bucket.Put(ctx, mk, bytes.NewReader(data), int64(len(data)),
+		bucket.PutOptions{Checksum: ObjectChecksum(data), ContentType: "application/json"})
+	if errors.Is(err, bucket.ErrExists) {
+		old, rerr := s.readMark(ctx, bucket.ObjectInfo{Key: mk})
+		if rerr == nil && old.Segment == key {
+			return old, nil
+		}
+		return m, fmt.Errorf("mark %s: %w", key, errors.Join(err, rerr))
+	}
+	if err != nil {
+		return m, fmt.Errorf("mark %s: %w", key, err)
+	}
+	return m, nil
+}
+
+// collect deletes marked segments whose delay has passed and that a present segment
+// still supersedes, then their marks; marks of segments that are gone or no longer
+// superseded are removed without deleting anything.
+func (s *Store) collect(ctx context.Context, ref TranscriptRef, st *compactState, marks map[string]deletionMark, opts CompactOptions, res *CompactResult) error {
+	now := s.cfg.Now()
+	keys := make([]string, 0, len(marks))
+	for k := range marks {
+		keys = append(keys, k)
+	}
+	// Oldest marks first, so inputs go before the outputs that replaced them.
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := marks[a].MarkedAt.Compare(marks[b].MarkedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	for _, k := range keys {
+		m := marks[k]
+		_, present := st.present[k]
+		out, superseded := st.supersededBy[k]
+		_, outPresent := st.present[out]
+		switch {
+		case present && superseded && outPresent:
+			if now.Sub(m.MarkedAt) < opts.DeleteDelay {
+				res.Pending++
+				continue
+			}
+			if !opts.DryRun {
+				if err := s.cfg.Bucket.Delete(ctx, k); err != nil {
+					return fmt.Errorf("delete superseded segment %s: %w", k, err)
+				}
+				delete(st.present, k)
+			}
+			res.Deleted++
+		default:
+			res.StaleMarks++
+		}
+		if !opts.DryRun {
+			if err := s.cfg.Bucket.Delete(ctx, s.markKey(ref, k)); err != nil {
+				return fmt.Errorf("delete deletion mark of %s: %w", k, err)
+			}
+		}
+	}
+	return nil
+}

@@ -15,6 +15,12 @@ import (
 const (
 	ContextSuffix = ".jsonl"
 	LogSuffix     = ".log.jsonl"
+	// TornSuffix, appended to the path of a context or log file, names the file
+	// that keeps the torn tails cut from it: before a flush truncates an
+	// unterminated last line that does not parse (a write cut short by a crash), it
+	// appends those bytes and a "\n" to {file}.torn and fsyncs it, so that repair
+	// never destroys data silently.
+	TornSuffix = ".torn"
 )
 
 // SessionDir returns {root}/{namespace}/agents/{agentId}/sessions.
@@ -25,8 +31,9 @@ func SessionDir(root, namespace, agentID string) string {
 // writeAppend appends data to path, creating it (and its directory) if needed,
 // and fsyncs. If the file does not end in "\n" (a torn or unterminated last
 // line), the tail is repaired first: an unterminated line that parses gets its
-// newline, anything else after the last "\n" is truncated away, so two entries
-// never fuse. On a write error the file is truncated back to its previous size.
+// newline, anything else after the last "\n" is saved to path+TornSuffix and
+// truncated away, so two entries never fuse and no byte is dropped unseen. On a
+// write error the file is truncated back to its previous size.
 func writeAppend(path string, data []byte, noSync bool) (err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create session directory: %w", err)
@@ -40,7 +47,7 @@ func writeAppend(path string, data []byte, noSync bool) (err error) {
 			err = fmt.Errorf("close %s: %w", path, cerr)
 		}
 	}()
-	size, err := repairTail(f)
+	size, err := repairTail(f, noSync)
 	if err != nil {
 		return fmt.Errorf("repair %s: %w", path, err)
 	}
@@ -56,8 +63,9 @@ func writeAppend(path string, data []byte, noSync bool) (err error) {
 	return nil
 }
 
-// repairTail makes f end with "\n" (or be empty) and returns its size.
-func repairTail(f *os.File) (int64, error) {
+// repairTail makes f end with "\n" (or be empty) and returns its size. A torn
+// tail it cuts off is first saved with saveTorn.
+func repairTail(f *os.File, noSync bool) (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return 0, err
@@ -100,10 +108,40 @@ func repairTail(f *os.File) (int64, error) {
 		}
 		return size + 1, nil
 	}
+	if err := saveTorn(f.Name()+TornSuffix, tail, noSync); err != nil {
+		return 0, err
+	}
 	if err := f.Truncate(start); err != nil {
 		return 0, err
 	}
 	return start, nil
+}
+
+// saveTorn appends tail and "\n" to path (creating it) and makes it durable:
+// the torn bytes are kept for inspection before the session file loses them.
+func saveTorn(path string, tail []byte, noSync bool) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("save torn tail: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("save torn tail: %w", cerr)
+		}
+	}()
+	if _, err := f.Write(append(tail[:len(tail):len(tail)], '\n')); err != nil {
+		return fmt.Errorf("save torn tail: %w", err)
+	}
+	if noSync {
+		return nil
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("save torn tail: %w", err)
+	}
+	if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("save torn tail: %w", err)
+	}
+	return nil
 }
 
 // writeAtomic replaces path with data: temp file, fsync, rename, fsync directory.

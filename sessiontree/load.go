@@ -30,8 +30,8 @@ func (e LineError) Unwrap() error { return e.Err }
 // LoadReport says what a load, import or sync found besides the entries it kept.
 type LoadReport struct {
 	// TornBytes is the length of an unterminated last line that did not parse (a
-	// write cut short by a crash); it was dropped and is truncated away before the
-	// next append to that file.
+	// write cut short by a crash); it was dropped, and the next append to that file
+	// saves it to the file's path + TornSuffix before truncating it away.
 	TornBytes int
 	// MissingNewline reports that the last line lacked its "\n" but parsed; it was
 	// kept and the newline is added before the next append.

@@ -10,7 +10,8 @@ import (
 )
 
 // Load opens an existing session from its context file. A torn last line is
-// dropped and reported (and truncated away before the next append), malformed
+// dropped and reported (and saved to {file}.torn, then truncated away, before the
+// next append; see TornSuffix), malformed
 // lines are skipped and reported, duplicate ids collapse. Loaded entries count as
 // persisted and as already uploaded: they are never handed to the uploader. The
 // entries the context file dropped after a compaction are in the log; call

@@ -64,7 +64,8 @@ func TestLoad_TornWrites(t *testing.T) {
 			require.NoError(t, tr.Flush(ctx))
 			b, err := os.ReadFile(tr.ContextPath())
 			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(tr.ContextPath(), tc.damage(b), 0o644))
+			damaged := tc.damage(b)
+			require.NoError(t, os.WriteFile(tr.ContextPath(), damaged, 0o644))
 
 			tr2, rep, err := sessiontree.Load(ctx, cfg, rc, "a", "s")
 			require.NoError(t, err)
@@ -80,6 +81,16 @@ func TestLoad_TornWrites(t *testing.T) {
 			ne, err := tr2.AppendMessage(msg(userMsg, "after"))
 			require.NoError(t, err)
 			require.NoError(t, tr2.Flush(ctx))
+			// The torn tail the flush cut off is saved beside the file, not dropped.
+			saved, err := os.ReadFile(tr.ContextPath() + sessiontree.TornSuffix)
+			if tc.torn {
+				require.NoError(t, err)
+				tail := damaged[bytes.LastIndexByte(damaged, '\n')+1:]
+				require.Equal(t, string(tail)+"\n", string(saved))
+				require.Equal(t, rep.TornBytes, len(tail))
+			} else {
+				require.ErrorIs(t, err, os.ErrNotExist)
+			}
 			tr3, rep3, err := sessiontree.Load(ctx, cfg, rc, "a", "s")
 			require.NoError(t, err)
 			require.Zero(t, rep3.TornBytes)

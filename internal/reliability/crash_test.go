@@ -1,0 +1,347 @@
+package reliability_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/mirror/mirrortest"
+	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucketurl"
+)
+
+// Environment of a child process (the test binary started again).
+const (
+	childEnv        = "RELIABILITY_CHILD" // "crash" in the crash-test writer
+	crashStoreEnv   = "RELIABILITY_STORE" // bucket URL (bucketurl)
+	crashRootEnv    = "RELIABILITY_ROOT"  // SessionTree root
+	crashOutboxEnv  = "RELIABILITY_OUTBOX"
+	crashRoundEnv   = "RELIABILITY_ROUND"
+	crashCompactEnv = "RELIABILITY_COMPACT" // "1": run Store.Compact alongside
+	crashSessions   = 3
+	crashAgent      = "crash"
+)
+
+// Lines the child prints. ACK lines are printed only after Flush returned: those
+// entries must never be lost.
+const (
+	lineAck          = "ACK "           // ACK {session} {id}
+	lineFlush        = "FLUSH\n"        // a Flush starts
+	lineCompact      = "COMPACT\n"      // a Store.Compact starts
+	lineCompactDone  = "COMPACT-DONE\n" // it returned
+	lineTorn         = "TORN "          // TORN {session} {bytes}: Load reported a torn tail
+	childMaxLifetime = 30 * time.Second
+)
+
+func crashSessionID(i int) string { return fmt.Sprintf("s%d", i) }
+
+// TestCrashChild is the writer process of TestCrash_KillWriter; it does nothing
+// unless started by it. It opens crashSessions SessionTrees (loading what earlier,
+// killed children left), writes turns to them with the async Mirror until it is
+// killed, and optionally compacts the sessions in the store meanwhile.
+func TestCrashChild(t *testing.T) {
+	if os.Getenv(childEnv) != "crash" {
+		t.Skip("run by TestCrash_KillWriter only")
+	}
+	ctx := context.Background()
+	b, prefix, err := bucketurl.Open(ctx, os.Getenv(crashStoreEnv))
+	require.NoError(t, err)
+	// A random delay per PUT keeps uploads in flight when the kill comes.
+	fb := mirrortest.Wrap(b)
+	fb.SetDelay(mirrortest.OpPut, time.Duration(mrand.IntN(15))*time.Millisecond)
+	store, err := transcript.New(transcript.Config{Bucket: fb, Prefix: prefix})
+	require.NoError(t, err)
+	round := os.Getenv(crashRoundEnv)
+	w, err := transcript.NewWriter("crash-" + round)
+	require.NoError(t, err)
+	m, err := mirror.New(mirror.Config{Store: store, Writer: w, OutboxDir: os.Getenv(crashOutboxEnv),
+		Workers: 2, MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	require.NoError(t, err)
+	cfg := sessiontree.Config{Root: os.Getenv(crashRootEnv), Uploader: m, Remote: store}
+	var out sync.Mutex
+	say := func(s string) {
+		out.Lock()
+		defer out.Unlock()
+		_, err := os.Stdout.WriteString(s) // one write: a line is never split
+		require.NoError(t, err)
+	}
+	trees := make([]*sessiontree.Tree, crashSessions)
+	for i := range trees {
+		tr, rep, err := sessiontree.Open(ctx, cfg, sessiontree.RuntimeContext{}, crashAgent, crashSessionID(i), sessiontree.HeaderOptions{})
+		require.NoError(t, err, "local files of %s must load after a crash", crashSessionID(i))
+		if rep.TornBytes > 0 {
+			say(fmt.Sprintf("%s%s %d\n", lineTorn, crashSessionID(i), rep.TornBytes))
+		}
+		trees[i] = tr
+	}
+	deadline := time.Now().Add(childMaxLifetime) // bounded, should the parent never kill
+	if os.Getenv(crashCompactEnv) == "1" {
+		go func() {
+			for i := 0; time.Now().Before(deadline); i++ {
+				ref := trees[i%crashSessions].Ref()
+				say(lineCompact)
+				_, err := store.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 3, DeleteDelay: transcript.DeleteAtOnce})
+				if err != nil {
+					say(fmt.Sprintf("ERROR compact %s: %v\n", ref, err))
+					os.Exit(3)
+				}
+				say(lineCompactDone)
+				time.Sleep(time.Duration(mrand.IntN(10)) * time.Millisecond)
+			}
+		}()
+	}
+	for i := 0; time.Now().Before(deadline); i++ {
+		s := mrand.IntN(crashSessions)
+		tr := trees[s]
+		var acks strings.Builder
+		for k := range 1 + mrand.IntN(3) {
+			msg, _ := json.Marshal(map[string]any{"role": "user", "content": fmt.Sprintf("round %s turn %d.%d %s", round, i, k, strings.Repeat("x", mrand.IntN(300)))})
+			e, err := tr.AppendMessage(msg)
+			require.NoError(t, err)
+			fmt.Fprintf(&acks, "%s%s %s\n", lineAck, crashSessionID(s), e.ID())
+		}
+		say(lineFlush)
+		require.NoError(t, tr.Flush(ctx))
+		say(acks.String()) // acknowledged only after Flush returned
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// crashStats counts what the kills hit.
+type crashStats struct {
+	rounds, acked, midFlush, midCompaction, tornReported, tornInjected int
+}
+
+// TestCrash_KillWriter is item 1 of issue 9: a writer process is killed with
+// SIGKILL at random moments of append, flush, upload and compaction, many times.
+// After every restart its local files load (a torn tail is reported, and saved to
+// {file}.torn when the next flush repairs it); at the end every entry whose Flush
+// returned is in the local files and, after the mirror drained the outbox, in the
+// bucket, and both are prefix-closed trees.
+func TestCrash_KillWriter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	t.Run("file", func(t *testing.T) {
+		runCrash(t, "file://"+filepath.Join(t.TempDir(), "bucket"), 50)
+	})
+	t.Run("minio", func(t *testing.T) {
+		srv := sharedS3(t)
+		name := srv.newBucket(t, "rel-crash-")
+		runCrash(t, fmt.Sprintf("s3://%s/crash?endpoint=%s&insecure=true", name, srv.endpoint), 20)
+	})
+}
+
+func runCrash(t *testing.T, storeURL string, rounds int) {
+	rng := seeded(t)
+	dir := t.TempDir()
+	root, outbox := filepath.Join(dir, "local"), filepath.Join(dir, "outbox")
+	acked := map[string]map[string]bool{}
+	var injected []tornTail
+	var st crashStats
+	budget := time.Now().Add(90 * time.Second) // the whole loop, whatever the machine
+	for round := 0; round < rounds && time.Now().Before(budget); round++ {
+		out := &syncBuffer{}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), childEnv+"=crash", crashStoreEnv+"="+storeURL, crashRootEnv+"="+root,
+			crashOutboxEnv+"="+outbox, crashRoundEnv+"="+strconv.Itoa(round), crashCompactEnv+"=1")
+		cmd.Stdout, cmd.Stderr = out, out
+		require.NoError(t, cmd.Start())
+		exited := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(exited)
+		}()
+		// Kill at a random moment after the first acknowledged flush.
+		wait := time.Now().Add(30 * time.Second)
+		for !strings.Contains(out.String(), lineAck) && time.Now().Before(wait) {
+			select {
+			case <-exited:
+				t.Fatalf("round %d: the writer exited before it was killed:\n%s", round, out)
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		<-exited
+		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL,
+			"round %d: the writer must die by SIGKILL, not exit:\n%s", round, out)
+		st.rounds++
+		st.record(out.String(), acked)
+		// Every fifth round, tear the tail of a session file as a power loss would
+		// (SIGKILL alone never tears a write to the page cache).
+		if round%5 == 4 {
+			injected = append(injected, injectTorn(t, rng, root, round))
+			st.tornInjected++
+		}
+	}
+	require.GreaterOrEqual(t, st.rounds, min(rounds, 10), "too few rounds in the time budget")
+	require.NotZero(t, st.acked, "the writers acknowledged nothing")
+
+	// Restart once more in this process: load, flush one entry per session (which
+	// repairs the torn tails), drain the outbox.
+	ctx := ctxTimeout(t, 2*time.Minute)
+	b, prefix, err := bucketurl.Open(ctx, storeURL)
+	require.NoError(t, err)
+	store := newStore(t, b, prefix)
+	w, err := transcript.NewWriter("crash-final")
+	require.NoError(t, err)
+	m, err := mirror.New(mirror.Config{Store: store, Writer: w, OutboxDir: outbox,
+		MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	require.NoError(t, err)
+	defer m.Close(ctx)
+	cfg := sessiontree.Config{Root: root, Uploader: m, Remote: store}
+	for i := range crashSessions {
+		sid := crashSessionID(i)
+		tr, _, err := sessiontree.Load(ctx, cfg, sessiontree.RuntimeContext{}, crashAgent, sid)
+		require.NoError(t, err, "local files load")
+		_, err = tr.SyncFromLog(ctx)
+		require.NoError(t, err)
+		for id := range acked[sid] {
+			_, err := tr.Entry(id)
+			require.NoError(t, err, "acknowledged entry %s of %s lost locally", id, sid)
+		}
+		requireTreeClosed(t, tr)
+		_, err = tr.AppendMessage(json.RawMessage(`{"role":"user","content":"after the crashes"}`))
+		require.NoError(t, err)
+		require.NoError(t, tr.Flush(ctx))
+	}
+	for _, tt := range injected {
+		saved, err := os.ReadFile(tt.path + sessiontree.TornSuffix)
+		require.NoError(t, err, "torn tail of %s not saved", tt.path)
+		require.Contains(t, string(saved), string(tt.tail)+"\n", "torn tail of %s not saved", tt.path)
+	}
+	require.NoError(t, m.AwaitQuiescence(ctx))
+	require.NoError(t, m.Close(ctx))
+	stored, compacted := 0, 0
+	for i := range crashSessions {
+		ref := transcript.TranscriptRef{AgentID: crashAgent, SessionID: crashSessionID(i)}
+		res, err := store.ReadAll(ctx, ref)
+		require.NoError(t, err)
+		require.Empty(t, res.Conflicts)
+		require.Empty(t, res.Invalid)
+		require.NoError(t, prefixClosed(res))
+		ids := entryIDs(res)
+		for id := range acked[ref.SessionID] {
+			require.True(t, ids[id], "acknowledged entry %s of %s lost in the bucket", id, ref)
+		}
+		stored += len(ids)
+		for _, seg := range res.Segments {
+			if seg.Level > 0 {
+				compacted++
+			}
+		}
+	}
+	t.Logf("%d kills (%d mid-flush, %d mid-compaction), %d entries acknowledged, %d stored, %d torn tails injected, %d torn tails reported by Load, %d compacted segments read; lost: 0",
+		st.rounds, st.midFlush, st.midCompaction, st.acked, stored, st.tornInjected, st.tornReported, compacted)
+}
+
+// record adds the acknowledged ids of one child's output to acked and counts
+// where the kill hit it.
+func (st *crashStats) record(out string, acked map[string]map[string]bool) {
+	complete := out[:strings.LastIndexByte(out, '\n')+1] // a torn last line is no ack
+	inFlush, inCompact := false, false
+	for line := range strings.Lines(complete) {
+		switch {
+		case line == lineFlush:
+			inFlush = true
+		case line == lineCompact:
+			inCompact = true
+		case line == lineCompactDone:
+			inCompact = false
+		case strings.HasPrefix(line, lineAck):
+			inFlush = false
+			f := strings.Fields(line)
+			if acked[f[1]] == nil {
+				acked[f[1]] = map[string]bool{}
+			}
+			acked[f[1]][f[2]] = true
+			st.acked++
+		case strings.HasPrefix(line, lineTorn):
+			st.tornReported++
+		}
+	}
+	if inFlush {
+		st.midFlush++
+	}
+	if inCompact {
+		st.midCompaction++
+	}
+}
+
+// tornTail is a partial line appended to a session file.
+type tornTail struct {
+	path string
+	tail []byte
+}
+
+// injectTorn appends a partial entry line to the context or log file of a random
+// session.
+func injectTorn(t *testing.T, rng *mrand.Rand, root string, round int) tornTail {
+	t.Helper()
+	sid := crashSessionID(rng.IntN(crashSessions))
+	suffix := sessiontree.ContextSuffix
+	if rng.IntN(2) == 0 {
+		suffix = sessiontree.LogSuffix
+	}
+	path := filepath.Join(sessiontree.SessionDir(root, transcript.DefaultNamespace, crashAgent), sid+suffix)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		// Already torn by an earlier injection that no flush repaired yet: that one
+		// is checked; add nothing.
+		return tornTail{path: path, tail: data[bytes.LastIndexByte(data, '\n')+1:]}
+	}
+	tail := fmt.Appendf(nil, `{"type":"message","id":"torn%d","parentId":null,"message":{"role":"us`, round)
+	tail = tail[:1+rng.IntN(len(tail)-1)]
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write(tail)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	return tornTail{path: path, tail: tail}
+}
+
+// requireTreeClosed checks that every entry of tr has its parent in tr.
+func requireTreeClosed(t *testing.T, tr *sessiontree.Tree) {
+	t.Helper()
+	for _, e := range tr.Entries() {
+		if p, ok := e.ParentID(); ok {
+			_, err := tr.Entry(p)
+			require.NoError(t, err, "entry %s without its parent %s", e.ID(), p)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package reliability_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
+	"github.com/transcriptstore/transcript/transcript/storetest"
+)
+
+// ctxTimeout returns a context that ends after d or with the test.
+func ctxTimeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// seeded returns a random source whose seed is logged and can be fixed with the
+// environment variable RELIABILITY_SEED, so that a failing run can be repeated.
+func seeded(t testing.TB) *mrand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("RELIABILITY_SEED"); s != "" {
+		var err error
+		seed, err = strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+	}
+	t.Logf("seed %d (set RELIABILITY_SEED=%d to repeat)", seed, seed)
+	return mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// randomName returns prefix followed by 12 random hex digits.
+func randomName(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// s3Server is an S3 endpoint with its credentials.
+type s3Server struct {
+	endpoint, access, secret string
+}
+
+// sharedS3 returns the test MinIO of the environment (storetest.S3Endpoint: the
+// test fails under CI=true when it is not set, and is skipped otherwise).
+func sharedS3(t testing.TB) s3Server {
+	e, a, s := storetest.S3Endpoint(t)
+	return s3Server{e, a, s}
+}
+
+// open opens bucket name through endpoint (the server itself when empty).
+func (srv s3Server) open(t testing.TB, name, endpoint string, create bool, timeout time.Duration, retries int) *s3bucket.Bucket {
+	t.Helper()
+	if endpoint == "" {
+		endpoint = srv.endpoint
+	}
+	b, err := s3bucket.New(context.Background(), s3bucket.Config{
+		Endpoint: endpoint, Bucket: name, Region: "us-east-1",
+		AccessKey: srv.access, SecretKey: srv.secret, Insecure: true, Create: create,
+		RequestTimeout: timeout, MaxRetries: retries,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// newBucket creates a fresh bucket on srv and removes it (with its objects) when the
+// test ends; it returns the bucket's name.
+func (srv s3Server) newBucket(t testing.TB, prefix string) string {
+	t.Helper()
+	name := randomName(prefix)
+	b := srv.open(t, name, "", true, 30*time.Second, 0)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var keys []string
+		if err := b.List(ctx, bucket.ListOptions{}, func(oi bucket.ObjectInfo) error {
+			keys = append(keys, oi.Key)
+			return nil
+		}); err != nil {
+			t.Logf("cleanup of bucket %s: %v", name, err)
+			return
+		}
+		for _, k := range keys {
+			_ = b.Delete(ctx, k)
+		}
+		_ = b.Client().RemoveBucket(ctx, name)
+	})
+	return name
+}
+
+// newStore returns a store over b, closed when the test ends.
+func newStore(t testing.TB, b bucket.Bucket, prefix string) *transcript.Store {
+	t.Helper()
+	s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// prefixClosed returns an error naming the first entry of res whose parent is not
+// in res, or whose parent comes after it: a reader must never see an entry
+// without its parent.
+func prefixClosed(res *transcript.MergeResult) error {
+	pos := make(map[string]int, len(res.Entries))
+	for i, e := range res.Entries {
+		pos[e.ID] = i
+	}
+	for i, e := range res.Entries {
+		if e.ParentID == "" {
+			continue
+		}
+		p, ok := pos[e.ParentID]
+		if !ok {
+			return fmt.Errorf("entry %s (segment %s) without its parent %s", e.ID, e.Segment, e.ParentID)
+		}
+		if p > i {
+			return fmt.Errorf("entry %s before its parent %s", e.ID, e.ParentID)
+		}
+	}
+	return nil
+}
+
+// entryIDs returns the ids of res as a set.
+func entryIDs(res *transcript.MergeResult) map[string]bool {
+	ids := make(map[string]bool, len(res.Entries))
+	for _, e := range res.Entries {
+		ids[e.ID] = true
+	}
+	return ids
+}

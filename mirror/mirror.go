@@ -54,6 +54,7 @@ type Mirror struct {
 	mu      sync.Mutex
 	closed  bool
 	queue   []*job            // accepted segments waiting for a worker, FIFO
+	busy    map[string]bool   // sessions with a segment in flight: one at a time each
 	pending map[*job]struct{} // accepted and not yet done (queued, in flight or retrying)
 	bytes   int64             // total size of pending
 	// room is closed (and replaced) whenever a pending segment is done, to wake
@@ -65,6 +66,7 @@ type Mirror struct {
 // job is one segment on its way to the store.
 type job struct {
 	key      string
+	session  string // the key's session prefix (see sessionOf)
 	size     int64
 	data     []byte // nil for segments found in the outbox at start: read on upload
 	enqueued time.Time
@@ -96,11 +98,12 @@ func New(cfg Config) (*Mirror, error) {
 		cfg: cfg, box: box, ctx: ctx, cancel: cancel,
 		wake:    make(chan struct{}, cfg.Workers),
 		pending: make(map[*job]struct{}, len(files)),
+		busy:    make(map[string]bool),
 		room:    make(chan struct{}),
 	}
 	m.stats.quarantined = failed
 	for _, f := range files {
-		j := &job{key: f.key, size: f.size, enqueued: f.mtime, done: make(chan struct{})}
+		j := &job{key: f.key, session: sessionOf(f.key), size: f.size, enqueued: f.mtime, done: make(chan struct{})}
 		m.pending[j] = struct{}{}
 		m.bytes += j.size
 		m.queue = append(m.queue, j)
@@ -210,7 +213,7 @@ func (m *Mirror) reserve(ctx context.Context, key string, data []byte) (*job, er
 		m.mu.Lock()
 	}
 	defer m.mu.Unlock()
-	j := &job{key: key, size: size, data: data, enqueued: time.Now(), done: make(chan struct{})}
+	j := &job{key: key, session: sessionOf(key), size: size, data: data, enqueued: time.Now(), done: make(chan struct{})}
 	m.pending[j] = struct{}{}
 	m.bytes += size
 	m.uploads.Add(1)
@@ -242,10 +245,7 @@ func (m *Mirror) push(j *job) {
 	m.mu.Lock()
 	m.queue = append(m.queue, j)
 	m.mu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
-	default: // every worker already has a signal pending
-	}
+	m.signal()
 }
 
 // AwaitQuiescence blocks until every segment accepted before the call (by Upload, or

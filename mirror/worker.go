@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
+	"slices"
 	"time"
 )
 
@@ -25,24 +27,44 @@ func (m *Mirror) work() {
 	}
 }
 
-// pop takes the oldest queued segment, or returns nil when the queue is empty. It
-// passes a wake-up on when more remain, so idle workers join in.
+// pop takes the oldest queued segment of a session that has none in flight, or
+// returns nil when there is none. It passes a wake-up on when more remain, so idle
+// workers join in.
+//
+// A session's segments are uploaded one at a time, in the order they were
+// accepted (for the outbox of an earlier process: in key order, which is creation
+// order): a later flush's entries name earlier ones as parents, and a reader must
+// never find an entry in the bucket whose parent is not there yet, as it would if
+// a retried segment were overtaken by the next one.
 func (m *Mirror) pop() (*job, []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.queue) == 0 {
-		return nil, nil
-	}
-	j := m.queue[0]
-	m.queue[0] = nil
-	m.queue = m.queue[1:]
-	if len(m.queue) > 0 {
-		select {
-		case m.wake <- struct{}{}:
-		default:
+	for i, j := range m.queue {
+		if m.busy[j.session] {
+			continue
 		}
+		m.busy[j.session] = true
+		m.queue = slices.Delete(m.queue, i, i+1)
+		if len(m.queue) > 0 {
+			m.signal()
+		}
+		return j, j.data
 	}
-	return j, j.data
+	return nil, nil
+}
+
+// signal wakes one idle worker, if none has a wake-up pending already.
+func (m *Mirror) signal() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sessionOf returns the session part of a segment key, "{prefix}/{ns}/{agent}/
+// {session}": the key without its last two elements (level and file name).
+func sessionOf(key string) string {
+	return path.Dir(path.Dir(key))
 }
 
 // upload stores one segment, retrying transient failures with backoff until it
@@ -101,12 +123,17 @@ func (m *Mirror) upload(j *job, data []byte) {
 	}
 }
 
-// done marks j as no longer pending; err is non-nil when it failed for good.
+// done marks j as no longer pending; err is non-nil when it failed for good. The
+// next segment of its session may go now.
 func (m *Mirror) done(j *job, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j.err = err
 	m.finishLocked(j)
+	delete(m.busy, j.session)
+	if len(m.queue) > 0 {
+		m.signal()
+	}
 }
 
 // sleep waits d or until ctx ends; it reports whether the whole wait elapsed.

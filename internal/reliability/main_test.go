@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )
 
@@ -12,6 +13,8 @@ func TestMain(m *testing.M) {
 		// A child process of a crash test is killed, never checked for leaks.
 		os.Exit(m.Run())
 	}
+	// toxiproxy's toxics log every interrupted copy through zerolog's global logger.
+	zerolog.SetGlobalLevel(zerolog.WarnLevel)
 	goleak.VerifyTestMain(m,
 		// Idle keep-alive connections of HTTP clients (the S3 backend) outlive tests.
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),

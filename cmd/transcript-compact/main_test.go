@@ -90,7 +90,7 @@ func stores() map[string]func(t *testing.T) string {
 	}
 }
 
-func openStore(t *testing.T, url string) *transcript.Store {
+func openStore(t testing.TB, url string) *transcript.Store {
 	t.Helper()
 	b, prefix, err := bucketurl.Open(context.Background(), url)
 	require.NoError(t, err)

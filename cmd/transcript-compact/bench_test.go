@@ -108,4 +108,3 @@ func BenchmarkJob_MinIO(b *testing.B) {
 		b.StartTimer()
 	}
 }
-

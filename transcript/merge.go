@@ -57,6 +57,38 @@ func (r *MergeResult) Raw() [][]byte {
 	return out
 }
 
+// Dangling returns the entries whose parentId names no entry of the result. A reader
+// that sees one met a child whose parent's segment it could not see: a writer
+// uploaded out of order, or a segment is missing.
+func (r *MergeResult) Dangling() []Entry {
+	ids := make(map[string]bool, len(r.Entries))
+	for _, e := range r.Entries {
+		ids[e.ID] = true
+	}
+	var out []Entry
+	for _, e := range r.Entries {
+		if e.ParentID != "" && !ids[e.ParentID] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Missing returns the ids of want that the result lacks, in the order given.
+func (r *MergeResult) Missing(want []string) []string {
+	ids := make(map[string]bool, len(r.Entries))
+	for _, e := range r.Entries {
+		ids[e.ID] = true
+	}
+	var out []string
+	for _, id := range want {
+		if !ids[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // ReadAll reads every segment of ref and union-merges their entries (see MergeResult).
 // A session without segments gives an error wrapping ErrNotFound. If a listed segment
 // vanishes before it is fetched (a compaction replaced it), ReadAll lists again, at

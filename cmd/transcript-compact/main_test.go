@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/churn"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
@@ -408,103 +409,27 @@ func TestJob_WhileReplicasWriteAndRead(t *testing.T) {
 			defer cancel()
 			url := newURL(t)
 			s := openStore(t, url)
-			refs, _ := populate(t, s, 1, 1, 1)
-			var mu sync.Mutex
-			acked := map[transcript.TranscriptRef][]string{}
-			errCh := make(chan error, 100)
-			var writers sync.WaitGroup
-			for i := range 4 {
-				writers.Add(1)
-				go func() {
-					defer writers.Done()
-					w, _ := transcript.NewWriter(fmt.Sprintf("replica-%d", i))
-					parents := map[transcript.TranscriptRef]string{}
-					for k := range 25 {
-						ref := refs[(i+k)%len(refs)]
-						id := fmt.Sprintf("w%d-%d", i, k)
-						if _, err := s.AppendSegment(ctx, ref, [][]byte{entry(id, parents[ref])}, w); err != nil {
-							errCh <- err
-							return
-						}
-						parents[ref] = id
-						mu.Lock()
-						acked[ref] = append(acked[ref], id)
-						mu.Unlock()
-						time.Sleep(5 * time.Millisecond)
-					}
-				}()
-			}
-			stop := make(chan struct{})
-			var bg sync.WaitGroup
-			var reads, jobs atomic.Int64
-			for r := range 2 {
-				bg.Add(1)
-				go func() {
-					defer bg.Done()
-					for k := 0; k < 10000; k++ {
-						select {
-						case <-stop:
-							return
-						case <-time.After(2 * time.Millisecond):
-						}
-						ref := refs[(r+k)%len(refs)]
-						mu.Lock()
-						before := append([]string(nil), acked[ref]...)
-						mu.Unlock()
-						res, err := s.ReadAll(ctx, ref)
-						if err != nil {
-							errCh <- fmt.Errorf("read %s: %w", ref, err)
-							return
-						}
-						reads.Add(1)
-						seen := map[string]bool{}
-						for _, e := range res.Entries {
-							if e.ParentID != "" && !seen[e.ParentID] {
-								errCh <- fmt.Errorf("%s: entry %s without its parent", ref, e.ID)
-								return
-							}
-							seen[e.ID] = true
-						}
-						for _, id := range before {
-							if !seen[id] {
-								errCh <- fmt.Errorf("%s: reader missed acknowledged entry %s", ref, id)
-								return
-							}
-						}
-					}
-				}()
-			}
-			bg.Add(1)
-			go func() {
-				defer bg.Done()
-				for k := 0; k < 100; k++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+			refs, initial := populate(t, s, 1, 1, 1)
+			res, err := churn.Run(ctx, churn.Config{
+				Store: s, Refs: refs, Writers: 4, PerWriter: 25, WriterPause: 5 * time.Millisecond, Entry: entry,
+				Job: func(ctx context.Context) error {
 					r := runBinary(t, ctx, "--store", url, "--min-segments", "3", "--delete-delay", "1s", "--json")
 					if r.code != 0 {
-						errCh <- fmt.Errorf("job exit %d: %s", r.code, r.stderr)
-						return
+						return fmt.Errorf("exit %d: %s", r.code, r.stderr)
 					}
-					jobs.Add(1)
-				}
-			}()
-			writers.Wait()
-			close(stop)
-			bg.Wait()
-			close(errCh)
-			for err := range errCh {
-				require.NoError(t, err)
-			}
-			require.Positive(t, reads.Load())
-			require.Positive(t, jobs.Load())
+					return nil
+				},
+			})
+			require.NoError(t, err)
+			require.Positive(t, res.Reads)
+			require.Positive(t, res.Jobs)
 			for _, ref := range refs {
-				res, err := s.ReadAll(ctx, ref)
+				got, err := s.ReadAll(ctx, ref)
 				require.NoError(t, err)
-				require.Len(t, res.Entries, 1+len(acked[ref]), "%s: every entry exactly once", ref)
-				require.Empty(t, res.Conflicts)
+				want := append(initial[ref], res.Acked[ref]...)
+				require.Len(t, got.Entries, len(want), "%s: every entry exactly once", ref)
+				require.Empty(t, got.Missing(want))
+				require.Empty(t, got.Conflicts)
 			}
 		})
 	}

@@ -217,6 +217,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	}
 	for _, in := range upper {
 		for _, k := range st.segs[in.Key].Meta.Inputs {
+			k = s.sessionKey(ref, k)
 			if _, ok := st.supersededBy[k]; !ok {
 				st.supersededBy[k] = in.Key
 			}
@@ -297,6 +298,12 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	return res, s.collect(ctx, st, marks, opts, &res)
 }
 
+// sessionKey returns the full key of a segment of ref named relative to its session
+// (or by a full key, perhaps under another prefix: only its last two elements count).
+func (s *Store) sessionKey(ref TranscriptRef, key string) string {
+	return sessionPrefix(s.cfg.Prefix, ref) + sessionRelKey(key)
+}
+
 // readInto fetches and decodes the segments not yet in st.segs. A segment that fails
 // verification gives an error wrapping ErrCompactInput.
 func (s *Store) readInto(ctx context.Context, st *compactState, infos []SegmentInfo) error {
@@ -374,7 +381,7 @@ func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compact
 	c.Entries = len(entries)
 	inputs := make([]string, len(live))
 	for i, in := range live {
-		inputs[i] = in.Key
+		inputs[i] = sessionRelKey(in.Key)
 	}
 	obj, err := s.prepare(ref, entries, opts.Writer, c.Level+1, inputs)
 	if err != nil {
@@ -392,8 +399,8 @@ func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compact
 	st.segs[obj.Info.Key] = seg
 	st.infos = append(st.infos, obj.Info)
 	st.present[obj.Info.Key] = obj.Info
-	for _, k := range inputs {
-		st.supersededBy[k] = obj.Info.Key
+	for _, in := range live {
+		st.supersededBy[in.Key] = obj.Info.Key
 	}
 	return c, nil
 }
@@ -422,11 +429,16 @@ func (s *Store) listMarks(ctx context.Context, ref TranscriptRef) ([]deletionMar
 		if err != nil {
 			return nil, err
 		}
-		if m.SupersededBy == "" || s.markKey(ref, m.SupersededBy) != oi.Key {
+		if m.SupersededBy == "" {
+			continue
+		}
+		m.SupersededBy = s.sessionKey(ref, m.SupersededBy)
+		if s.markKey(ref, m.SupersededBy) != oi.Key {
 			continue
 		}
 		inputs := m.Inputs[:0]
 		for _, k := range m.Inputs {
+			k = s.sessionKey(ref, k)
 			if info, err := ParseKey(s.cfg.Prefix, k); err == nil && info.Ref == ref && k != m.SupersededBy {
 				inputs = append(inputs, k)
 			}
@@ -462,7 +474,12 @@ func (s *Store) readMark(ctx context.Context, oi bucket.ObjectInfo) (deletionMar
 // already there (another job's) is kept as it is.
 func (s *Store) putMark(ctx context.Context, ref TranscriptRef, out string, inputs []string) (deletionMark, error) {
 	m := deletionMark{SupersededBy: out, Inputs: inputs, MarkedAt: s.cfg.Now().UTC(), key: s.markKey(ref, out)}
-	data, err := json.Marshal(m)
+	// Stored relative to the session, like a segment's inputs (see sessionRelKey).
+	stored := deletionMark{SupersededBy: sessionRelKey(out), MarkedAt: m.MarkedAt}
+	for _, k := range inputs {
+		stored.Inputs = append(stored.Inputs, sessionRelKey(k))
+	}
+	data, err := json.Marshal(stored)
 	if err != nil {
 		return m, err
 	}
@@ -471,8 +488,9 @@ func (s *Store) putMark(ctx context.Context, ref TranscriptRef, out string, inpu
 		bucket.PutOptions{Checksum: ObjectChecksum(data), ContentType: "application/json"})
 	if errors.Is(err, bucket.ErrExists) {
 		old, rerr := s.readMark(ctx, bucket.ObjectInfo{Key: m.key})
-		if rerr == nil && old.SupersededBy == out {
-			return old, nil
+		if rerr == nil && s.sessionKey(ref, old.SupersededBy) == out {
+			m.MarkedAt = old.MarkedAt
+			return m, nil
 		}
 		return m, fmt.Errorf("mark inputs of %s: %w", out, errors.Join(err, rerr))
 	}

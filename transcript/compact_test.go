@@ -423,3 +423,39 @@ func TestCompact_WhileWritingAndReading(t *testing.T) {
 		})
 	}
 }
+
+// TestCompact_CopyUnderAnotherPrefix copies a compacted bucket, whose inputs wait out
+// their delete delay, under another prefix (as rclone into a directory does): the
+// copy still knows which segments are superseded and which are marked.
+func TestCompact_CopyUnderAnotherPrefix(t *testing.T) {
+	ctx := context.Background()
+	src := membucket.New()
+	s := newStore(t, src, transcript.Config{Prefix: "ops/transcripts"})
+	want := appendChain(t, s, ref, newWriter(t, "w"), "e", "", 6)
+	_, err := s.Compact(ctx, ref, transcript.CompactOptions{})
+	require.NoError(t, err)
+
+	dst := mirrortest.Wrap(membucket.New())
+	for _, k := range allKeys(t, src) {
+		rc, oi, err := src.Get(ctx, k)
+		require.NoError(t, err)
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		require.NoError(t, err)
+		nk := "backup/" + strings.TrimPrefix(k, "ops/transcripts/")
+		require.NoError(t, dst.Put(ctx, nk, strings.NewReader(string(data)), oi.Size, bucket.PutOptions{}))
+	}
+	c := newStore(t, dst, transcript.Config{Prefix: "backup"})
+	dst.ResetCounts()
+	got, err := c.ReadAll(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, want, ids(got))
+	require.Len(t, got.Segments, 1)
+	require.Equal(t, int64(1), dst.Counts().Get, "superseded inputs are not fetched in the copy either")
+
+	res, err := c.Compact(ctx, ref, transcript.CompactOptions{})
+	require.NoError(t, err)
+	require.Empty(t, res.Compactions, "the copy's inputs are not compacted again")
+	require.Zero(t, res.Marked, "the copied marks are recognised")
+	require.Equal(t, 6, res.Pending)
+}

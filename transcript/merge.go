@@ -169,13 +169,13 @@ func (s *Store) fetchSession(ctx context.Context, infos []SegmentInfo) ([]*segme
 			segs[i] = got[j]
 			if got[j] != nil {
 				for _, k := range got[j].Meta.Inputs {
-					superseded[k] = true
+					superseded[sessionRelKey(k)] = true
 				}
 			}
 		}
 		lower = lower[:0]
 		for i, in := range infos {
-			if segs[i] == nil && !superseded[in.Key] && !slices.Contains(upper, i) {
+			if segs[i] == nil && !superseded[sessionRelKey(in.Key)] && !slices.Contains(upper, i) {
 				lower = append(lower, i)
 			}
 		}
@@ -232,13 +232,13 @@ func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
 	for _, seg := range segs {
 		if seg != nil {
 			for _, in := range seg.Meta.Inputs {
-				superseded[in] = true
+				superseded[sessionRelKey(in)] = true
 			}
 		}
 	}
 	byID := map[string]int{} // id -> index in res.Entries
 	for i, seg := range segs {
-		if seg == nil || superseded[infos[i].Key] {
+		if seg == nil || superseded[sessionRelKey(infos[i].Key)] {
 			continue
 		}
 		res.Segments = append(res.Segments, infos[i])

@@ -120,7 +120,7 @@ func fixture(t *testing.T, path string) string {
 	return abs
 }
 
-// hashTree hashes every file (path and content) under dir.
+// hashTree hashes every file (path relative to dir, and content) under dir.
 func hashTree(t *testing.T, dir string) string {
 	t.Helper()
 	h := sha256.New()
@@ -128,8 +128,12 @@ func hashTree(t *testing.T, dir string) string {
 		if err != nil || d.IsDir() {
 			return err
 		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
 		b, err := os.ReadFile(p)
-		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", p, len(b), b)
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", rel, len(b), b)
 		return err
 	}))
 	return hex.EncodeToString(h.Sum(nil))
@@ -177,13 +181,17 @@ func fileBackend() backend {
 	}
 }
 
-func s3Backend() backend {
+func s3Backend() backend { return s3BackendAt("ops/transcripts") }
+
+// s3BackendAt makes stores in fresh buckets of the test MinIO under key prefix
+// prefix ("" for none).
+func s3BackendAt(prefix string) backend {
 	return backend{
 		name: "s3",
 		fresh: func(t *testing.T) string {
 			endpoint, _, _ := storetest.S3Endpoint(t)
 			name := fmt.Sprintf("transcript-cli-%d-%d", os.Getpid(), time.Now().UnixNano())
-			return fmt.Sprintf("s3://%s/ops/transcripts?endpoint=%s&insecure=true&create=true", name, endpoint)
+			return fmt.Sprintf("s3://%s/%s?endpoint=%s&insecure=true&create=true", name, prefix, endpoint)
 		},
 		snapshot: hashBucket,
 	}

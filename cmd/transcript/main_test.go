@@ -70,12 +70,12 @@ type cmdOpts struct {
 }
 
 // cli runs the built binary with args and returns its streams and exit code.
-func cli(t *testing.T, args ...string) result {
+func cli(t testing.TB, args ...string) result {
 	t.Helper()
 	return cliWith(t, cmdOpts{}, args...)
 }
 
-func cliWith(t *testing.T, o cmdOpts, args ...string) result {
+func cliWith(t testing.TB, o cmdOpts, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -267,7 +267,7 @@ func testImportExportContext(t *testing.T, b backend) {
 	sel := []string{"--store", store, "--agent", "coder", "--session", "s3file"}
 
 	out := ok(t, append(append([]string{"import"}, sel...), v3)...)
-	require.Contains(t, out, "default/coder/s3file\t13 entries\t13 added as ")
+	require.Contains(t, out, "default/coder/s3file\t13 lines\t13 added as ")
 	ok(t, "import", "--store", store, "--agent", "coder", "--session", "s1file", v1)
 
 	// Importing the same file again changes nothing.
@@ -276,7 +276,7 @@ func testImportExportContext(t *testing.T, b backend) {
 	require.Contains(t, out, "unchanged")
 	var sum importSummary
 	require.NoError(t, json.Unmarshal([]byte(ok(t, append(append([]string{"import", "--json"}, sel...), v3)...)), &sum))
-	require.Equal(t, importSummary{Session: "default/coder/s3file", Entries: 13, Existing: true}, sum)
+	require.Equal(t, importSummary{Session: "default/coder/s3file", Lines: 13, Existing: true}, sum)
 	require.Equal(t, before, b.snapshot(t, store), "a second import changes nothing")
 
 	// Export of an imported v3 file is the file, byte for byte.

@@ -40,7 +40,7 @@ func (c *batchCapture) Upload(_ context.Context, b mirror.Batch) error {
 // importSummary is import's result.
 type importSummary struct {
 	Session  string `json:"session"`
-	Entries  int    `json:"entries"`
+	Lines    int    `json:"lines"` // the header and the entries
 	Added    int    `json:"added"`
 	Segment  string `json:"segment,omitempty"`
 	Existing bool   `json:"existing"`
@@ -97,7 +97,7 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 			return fmt.Errorf("import %s: entry %s differs from the one session %s holds (a different file?)", path, e.ID, ref.Norm())
 		}
 	}
-	sum := importSummary{Session: ref.Norm().String(), Entries: len(lines), Added: len(missing), Existing: len(stored) > 0}
+	sum := importSummary{Session: ref.Norm().String(), Lines: len(lines), Added: len(missing), Existing: len(stored) > 0}
 	if len(missing) > 0 {
 		info, err := s.AppendSegment(ctx, ref, missing, w)
 		if err != nil {
@@ -109,10 +109,10 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 		return writeJSON(env.stdout, sum)
 	}
 	if len(missing) == 0 {
-		_, err = fmt.Fprintf(env.stdout, "%s\t%d entries\tunchanged (already imported)\n", sum.Session, sum.Entries)
+		_, err = fmt.Fprintf(env.stdout, "%s\t%d lines\tunchanged (already imported)\n", sum.Session, sum.Lines)
 		return err
 	}
-	_, err = fmt.Fprintf(env.stdout, "%s\t%d entries\t%d added as %s\n", sum.Session, sum.Entries, sum.Added, sum.Segment)
+	_, err = fmt.Fprintf(env.stdout, "%s\t%d lines\t%d added as %s\n", sum.Session, sum.Lines, sum.Added, sum.Segment)
 	return err
 }
 

@@ -169,6 +169,37 @@ func (f *storeFlags) selectSessions(ctx context.Context, s *transcript.Store) ([
 	return refs, nil
 }
 
+// parseSelection parses args for a command over the selected sessions of a
+// namespace: no positional arguments, --parallel (when not nil) at least 1, then
+// check (when not nil) for the command's own flags. It opens the store and selects
+// the sessions (see selectSessions); the caller closes the store.
+func (f *storeFlags) parseSelection(ctx context.Context, fs *flag.FlagSet, args []string, parallel *int, check func() error) (*transcript.Store, []transcript.TranscriptRef, error) {
+	if err := parse(fs, f, args); err != nil {
+		return nil, nil, err
+	}
+	if err := noArgs(fs); err != nil {
+		return nil, nil, err
+	}
+	if parallel != nil && *parallel < 1 {
+		return nil, nil, usagef("%s: --parallel must be at least 1", fs.Name())
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, nil, err
+		}
+	}
+	s, err := f.openStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	refs, err := f.selectSessions(ctx, s)
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s, refs, nil
+}
+
 // readSession reads and merges the session named by the flags; a session without
 // segments is an error that says "not found".
 func (f *storeFlags) readSession(ctx context.Context, cmd string) (*transcript.MergeResult, transcript.TranscriptRef, error) {

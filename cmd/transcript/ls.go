@@ -52,24 +52,11 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	fs, sf := newStoreFlagSet(env, "ls", lsUsage, true)
 	segments := fs.Bool("segments", false, "list the segments of each session")
 	parallel := fs.Int("parallel", 8, "sessions read at once")
-	if err := parse(fs, sf, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	if *parallel < 1 {
-		return usagef("ls: --parallel must be at least 1")
-	}
-	s, err := sf.openStore(ctx)
+	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, nil)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	refs, err := sf.selectSessions(ctx, s)
-	if err != nil {
-		return err
-	}
 	if *segments {
 		return lsSegments(ctx, env, s, refs, sf.json)
 	}

@@ -69,28 +69,17 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	out := fs.String("out", "", "directory to restore into (required)")
 	parallel := fs.Int("parallel", 8, "sessions restored at once")
 	force := fs.Bool("force", false, "replace local files even when their log holds entries the bucket lacks")
-	if err := parse(fs, sf, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	if *out == "" {
-		return usagef("restore needs --out DIR")
-	}
-	if *parallel < 1 {
-		return usagef("restore: --parallel must be at least 1")
-	}
 	start := time.Now()
-	s, err := sf.openStore(ctx)
+	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, func() error {
+		if *out == "" {
+			return usagef("restore needs --out DIR")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	refs, err := sf.selectSessions(ctx, s)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}

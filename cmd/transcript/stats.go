@@ -45,24 +45,11 @@ type storeStats struct {
 func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	fs, sf := newStoreFlagSet(env, "stats", statsUsage, true)
 	parallel := fs.Int("parallel", 4, "sessions read at once")
-	if err := parse(fs, sf, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	if *parallel < 1 {
-		return usagef("stats: --parallel must be at least 1")
-	}
-	s, err := sf.openStore(ctx)
+	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, nil)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	refs, err := sf.selectSessions(ctx, s)
-	if err != nil {
-		return err
-	}
 	st := storeStats{Namespace: sf.namespace, Sessions: len(refs), PerLevel: map[string]levelStats{}}
 	agents := map[string]bool{}
 	for _, ref := range refs {

@@ -49,24 +49,11 @@ type sessionCheck struct {
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	fs, sf := newStoreFlagSet(env, "verify", verifyUsage, true)
 	parallel := fs.Int("parallel", 4, "sessions checked at once")
-	if err := parse(fs, sf, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	if *parallel < 1 {
-		return usagef("verify: --parallel must be at least 1")
-	}
-	s, err := sf.openStore(ctx)
+	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, nil)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	refs, err := sf.selectSessions(ctx, s)
-	if err != nil {
-		return err
-	}
 	checks := make([]sessionCheck, len(refs))
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
 		var err error

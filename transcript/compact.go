@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -83,8 +85,8 @@ type CompactResult struct {
 	Deleted int
 	// Pending counts marked segments whose delete delay has not passed.
 	Pending int
-	// StaleMarks counts marks removed without deleting anything (their segment was
-	// already gone, or is no longer superseded).
+	// StaleMarks counts marked segments kept because nothing present supersedes them
+	// any more (their mark is removed).
 	StaleMarks int
 }
 
@@ -118,17 +120,21 @@ func (r *CompactResult) BytesOut() int64 {
 	return n
 }
 
-// deletionMark is the content of a mark object.
+// deletionMark is the content of a mark object: the inputs of one compacted segment,
+// marked for deletion at one time. One object per compaction keeps the requests of a
+// compaction independent of how many inputs it had.
 type deletionMark struct {
-	Segment      string    `json:"segment"`
 	SupersededBy string    `json:"supersededBy"`
+	Inputs       []string  `json:"inputs"`
 	MarkedAt     time.Time `json:"markedAt"`
+	key          string
 }
 
-// markKey returns the key of the deletion mark of segment key in session ref.
-func (s *Store) markKey(ref TranscriptRef, key string) string {
+// markKey returns the key of the deletion mark of the inputs of the compacted
+// segment out, in session ref.
+func (s *Store) markKey(ref TranscriptRef, out string) string {
 	sp := sessionPrefix(s.cfg.Prefix, ref)
-	rel := strings.TrimSuffix(strings.TrimPrefix(key, sp), SegmentExt)
+	rel := strings.TrimSuffix(strings.TrimPrefix(out, sp), SegmentExt)
 	return sp + markDir + "/" + rel + markExt
 }
 
@@ -211,6 +217,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	}
 	for _, in := range upper {
 		for _, k := range st.segs[in.Key].Meta.Inputs {
+			k = s.sessionKey(ref, k)
 			if _, ok := st.supersededBy[k]; !ok {
 				st.supersededBy[k] = in.Key
 			}
@@ -220,26 +227,37 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	if err != nil {
 		return res, err
 	}
+	marked := map[string]bool{}
+	for _, m := range marks {
+		for _, k := range m.Inputs {
+			marked[k] = true
+		}
+	}
 	// Resume: inputs of an output written by a run that stopped before marking them.
+	unmarked := map[string][]string{} // output -> its unmarked present inputs
+	var outs []string
 	for _, in := range infos {
 		out, ok := st.supersededBy[in.Key]
-		if !ok {
-			continue
-		}
-		if _, marked := marks[in.Key]; marked {
+		if !ok || marked[in.Key] {
 			continue
 		}
 		if err := s.checkContained(ctx, st, in, out); err != nil {
 			return res, err
 		}
+		if unmarked[out] == nil {
+			outs = append(outs, out)
+		}
+		unmarked[out] = append(unmarked[out], in.Key)
+	}
+	for _, out := range outs {
 		if !opts.DryRun {
-			m, err := s.putMark(ctx, ref, in.Key, out)
+			m, err := s.putMark(ctx, ref, out, unmarked[out])
 			if err != nil {
 				return res, err
 			}
-			marks[in.Key] = m
+			marks = append(marks, m)
 		}
-		res.Marked++
+		res.Marked += len(unmarked[out])
 	}
 	// Merge every level that has enough live segments, lowest first; an output
 	// counts toward the next level.
@@ -266,16 +284,24 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		if opts.DryRun {
 			continue
 		}
-		for _, in := range live {
-			m, err := s.putMark(ctx, ref, in.Key, c.Output.Key)
-			if err != nil {
-				return res, err
-			}
-			marks[in.Key] = m
-			res.Marked++
+		inputs := make([]string, len(live))
+		for i, in := range live {
+			inputs[i] = in.Key
 		}
+		m, err := s.putMark(ctx, ref, c.Output.Key, inputs)
+		if err != nil {
+			return res, err
+		}
+		marks = append(marks, m)
+		res.Marked += len(inputs)
 	}
-	return res, s.collect(ctx, ref, st, marks, opts, &res)
+	return res, s.collect(ctx, st, marks, opts, &res)
+}
+
+// sessionKey returns the full key of a segment of ref named relative to its session
+// (or by a full key, perhaps under another prefix: only its last two elements count).
+func (s *Store) sessionKey(ref TranscriptRef, key string) string {
+	return sessionPrefix(s.cfg.Prefix, ref) + sessionRelKey(key)
 }
 
 // readInto fetches and decodes the segments not yet in st.segs. A segment that fails
@@ -355,7 +381,7 @@ func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compact
 	c.Entries = len(entries)
 	inputs := make([]string, len(live))
 	for i, in := range live {
-		inputs[i] = in.Key
+		inputs[i] = sessionRelKey(in.Key)
 	}
 	obj, err := s.prepare(ref, entries, opts.Writer, c.Level+1, inputs)
 	if err != nil {
@@ -373,17 +399,19 @@ func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compact
 	st.segs[obj.Info.Key] = seg
 	st.infos = append(st.infos, obj.Info)
 	st.present[obj.Info.Key] = obj.Info
-	for _, k := range inputs {
-		st.supersededBy[k] = obj.Info.Key
+	for _, in := range live {
+		st.supersededBy[in.Key] = obj.Info.Key
 	}
 	return c, nil
 }
 
-// listMarks reads the deletion marks of ref, by the key of the segment they mark.
-func (s *Store) listMarks(ctx context.Context, ref TranscriptRef) (map[string]deletionMark, error) {
-	prefix := sessionPrefix(s.cfg.Prefix, ref) + markDir + "/"
+// listMarks reads the deletion marks of ref. A mark that is not valid JSON, or does
+// not name the segment its key stands for, is ignored, never trusted; inputs outside
+// the session are dropped from it.
+func (s *Store) listMarks(ctx context.Context, ref TranscriptRef) ([]deletionMark, error) {
+	sp := sessionPrefix(s.cfg.Prefix, ref)
 	var keys []bucket.ObjectInfo
-	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: prefix}, func(oi bucket.ObjectInfo) error {
+	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sp + markDir + "/"}, func(oi bucket.ObjectInfo) error {
 		if strings.HasSuffix(oi.Key, markExt) {
 			keys = append(keys, oi)
 		}
@@ -392,7 +420,7 @@ func (s *Store) listMarks(ctx context.Context, ref TranscriptRef) (map[string]de
 	if err != nil {
 		return nil, fmt.Errorf("list deletion marks: %w", err)
 	}
-	marks := make(map[string]deletionMark, len(keys))
+	var marks []deletionMark
 	for _, oi := range keys {
 		m, err := s.readMark(ctx, oi)
 		if errors.Is(err, ErrNotFound) {
@@ -401,11 +429,22 @@ func (s *Store) listMarks(ctx context.Context, ref TranscriptRef) (map[string]de
 		if err != nil {
 			return nil, err
 		}
-		// A mark must name the segment its key says; anything else is ignored.
-		if m.Segment == "" || s.markKey(ref, m.Segment) != oi.Key {
+		if m.SupersededBy == "" {
 			continue
 		}
-		marks[m.Segment] = m
+		m.SupersededBy = s.sessionKey(ref, m.SupersededBy)
+		if s.markKey(ref, m.SupersededBy) != oi.Key {
+			continue
+		}
+		inputs := m.Inputs[:0]
+		for _, k := range m.Inputs {
+			k = s.sessionKey(ref, k)
+			if info, err := ParseKey(s.cfg.Prefix, k); err == nil && info.Ref == ref && k != m.SupersededBy {
+				inputs = append(inputs, k)
+			}
+		}
+		m.Inputs = inputs
+		marks = append(marks, m)
 	}
 	return marks, nil
 }
@@ -416,85 +455,106 @@ func (s *Store) readMark(ctx context.Context, oi bucket.ObjectInfo) (deletionMar
 		return deletionMark{}, fmt.Errorf("read deletion mark %s: %w", oi.Key, err)
 	}
 	defer rc.Close()
-	var m deletionMark
-	data, err := io.ReadAll(io.LimitReader(rc, 64<<10))
+	data, err := io.ReadAll(io.LimitReader(rc, 1<<20))
 	if err != nil {
 		return deletionMark{}, fmt.Errorf("read deletion mark %s: %w", oi.Key, err)
 	}
+	var m deletionMark
 	if err := json.Unmarshal(data, &m); err != nil {
 		return deletionMark{}, nil // not ours: ignored, never trusted
 	}
 	if m.MarkedAt.IsZero() {
 		m.MarkedAt = oi.ModTime
 	}
+	m.key = oi.Key
 	return m, nil
 }
 
-// putMark stores the deletion mark of segment key, superseded by out. A mark already
-// there (another job's) is kept as it is.
-func (s *Store) putMark(ctx context.Context, ref TranscriptRef, key, out string) (deletionMark, error) {
-	m := deletionMark{Segment: key, SupersededBy: out, MarkedAt: s.cfg.Now().UTC()}
-	data, err := json.Marshal(m)
+// putMark stores the deletion mark of inputs, superseded by out. A mark for out
+// already there (another job's) is kept as it is.
+func (s *Store) putMark(ctx context.Context, ref TranscriptRef, out string, inputs []string) (deletionMark, error) {
+	m := deletionMark{SupersededBy: out, Inputs: inputs, MarkedAt: s.cfg.Now().UTC(), key: s.markKey(ref, out)}
+	// Stored relative to the session, like a segment's inputs (see sessionRelKey).
+	stored := deletionMark{SupersededBy: sessionRelKey(out), MarkedAt: m.MarkedAt}
+	for _, k := range inputs {
+		stored.Inputs = append(stored.Inputs, sessionRelKey(k))
+	}
+	data, err := json.Marshal(stored)
 	if err != nil {
 		return m, err
 	}
 	data = append(data, '\n')
-	mk := s.markKey(ref, key)
-	err = s.cfg.Bucket.Put(ctx, mk, bytes.NewReader(data), int64(len(data)),
+	err = s.cfg.Bucket.Put(ctx, m.key, bytes.NewReader(data), int64(len(data)),
 		bucket.PutOptions{Checksum: ObjectChecksum(data), ContentType: "application/json"})
 	if errors.Is(err, bucket.ErrExists) {
-		old, rerr := s.readMark(ctx, bucket.ObjectInfo{Key: mk})
-		if rerr == nil && old.Segment == key {
-			return old, nil
+		old, rerr := s.readMark(ctx, bucket.ObjectInfo{Key: m.key})
+		if rerr == nil && s.sessionKey(ref, old.SupersededBy) == out {
+			m.MarkedAt = old.MarkedAt
+			return m, nil
 		}
-		return m, fmt.Errorf("mark %s: %w", key, errors.Join(err, rerr))
+		return m, fmt.Errorf("mark inputs of %s: %w", out, errors.Join(err, rerr))
 	}
 	if err != nil {
-		return m, fmt.Errorf("mark %s: %w", key, err)
+		return m, fmt.Errorf("mark inputs of %s: %w", out, err)
 	}
 	return m, nil
 }
 
-// collect deletes marked segments whose delay has passed and that a present segment
-// still supersedes, then their marks; marks of segments that are gone or no longer
-// superseded are removed without deleting anything.
-func (s *Store) collect(ctx context.Context, ref TranscriptRef, st *compactState, marks map[string]deletionMark, opts CompactOptions, res *CompactResult) error {
+// collect deletes the marked segments whose delay has passed and that a present
+// segment still supersedes, then the marks that have nothing left to wait for. A
+// marked segment that nothing present supersedes any more is kept.
+func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionMark, opts CompactOptions, res *CompactResult) error {
 	now := s.cfg.Now()
-	keys := make([]string, 0, len(marks))
-	for k := range marks {
-		keys = append(keys, k)
-	}
 	// Oldest marks first, so inputs go before the outputs that replaced them.
-	slices.SortFunc(keys, func(a, b string) int {
-		if c := marks[a].MarkedAt.Compare(marks[b].MarkedAt); c != 0 {
+	slices.SortFunc(marks, func(a, b deletionMark) int {
+		if c := a.MarkedAt.Compare(b.MarkedAt); c != 0 {
 			return c
 		}
-		return strings.Compare(a, b)
+		return strings.Compare(a.key, b.key)
 	})
-	for _, k := range keys {
-		m := marks[k]
-		_, present := st.present[k]
-		out, superseded := st.supersededBy[k]
-		_, outPresent := st.present[out]
-		switch {
-		case present && superseded && outPresent:
-			if now.Sub(m.MarkedAt) < opts.DeleteDelay {
+	counted := map[string]bool{}
+	for _, m := range marks {
+		waiting := false
+		var due []string
+		for _, k := range m.Inputs {
+			_, present := st.present[k]
+			out, superseded := st.supersededBy[k]
+			_, outPresent := st.present[out]
+			switch {
+			case !present || counted[k]:
+			case !superseded || !outPresent:
+				res.StaleMarks++
+			case now.Sub(m.MarkedAt) < opts.DeleteDelay:
 				res.Pending++
-				continue
+				waiting = true
+			default:
+				due = append(due, k)
 			}
-			if !opts.DryRun {
-				if err := s.cfg.Bucket.Delete(ctx, k); err != nil {
+			counted[k] = true
+		}
+		res.Deleted += len(due)
+		if opts.DryRun {
+			continue
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(s.cfg.ReadConcurrency)
+		for _, k := range due {
+			g.Go(func() error {
+				if err := s.cfg.Bucket.Delete(gctx, k); err != nil {
 					return fmt.Errorf("delete superseded segment %s: %w", k, err)
 				}
-				delete(st.present, k)
-			}
-			res.Deleted++
-		default:
-			res.StaleMarks++
+				return nil
+			})
 		}
-		if !opts.DryRun {
-			if err := s.cfg.Bucket.Delete(ctx, s.markKey(ref, k)); err != nil {
-				return fmt.Errorf("delete deletion mark of %s: %w", k, err)
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		for _, k := range due {
+			delete(st.present, k)
+		}
+		if !waiting {
+			if err := s.cfg.Bucket.Delete(ctx, m.key); err != nil {
+				return fmt.Errorf("delete deletion mark %s: %w", m.key, err)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/churn"
 	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
@@ -276,13 +277,21 @@ func TestCompact_ResumesAfterCrashBeforeMarks(t *testing.T) {
 	require.Equal(t, want, ids(got))
 }
 
-func TestCompact_CorruptInputLeftInPlace(t *testing.T) {
-	ctx := context.Background()
+// chainSession returns a memory bucket and store holding a chain of n one-entry
+// segments of ref, and their listing.
+func chainSession(t *testing.T, n int) (bucket.Bucket, *transcript.Store, []transcript.SegmentInfo) {
+	t.Helper()
 	b := membucket.New()
 	s := newStore(t, b, transcript.Config{})
-	appendChain(t, s, ref, newWriter(t, "w"), "e", "", 4)
-	infos, err := s.ListSegments(ctx, ref)
+	appendChain(t, s, ref, newWriter(t, "w"), "e", "", n)
+	infos, err := s.ListSegments(context.Background(), ref)
 	require.NoError(t, err)
+	return b, s, infos
+}
+
+func TestCompact_CorruptInputLeftInPlace(t *testing.T) {
+	ctx := context.Background()
+	b, s, infos := chainSession(t, 4)
 	// Replace the third segment's bytes with a damaged copy.
 	victim := infos[2].Key
 	rc, _, err := b.Get(ctx, victim)
@@ -331,11 +340,7 @@ func TestCompact_KeepsConflictingVersions(t *testing.T) {
 
 func TestCompact_LyingOutputIsNotTrusted(t *testing.T) {
 	ctx := context.Background()
-	b := membucket.New()
-	s := newStore(t, b, transcript.Config{})
-	appendChain(t, s, ref, newWriter(t, "w"), "e", "", 2)
-	infos, err := s.ListSegments(ctx, ref)
-	require.NoError(t, err)
+	b, s, infos := chainSession(t, 2)
 	// A level-1 segment that names both inputs but holds only the first's entry.
 	enc, err := segment.NewEncoder()
 	require.NoError(t, err)
@@ -395,112 +400,62 @@ func TestCompact_WhileWritingAndReading(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			s := newStore(t, newBucket(t), transcript.Config{})
-			const writers, perWriter = 3, 15
-			var acked sync.Map // id -> true once AppendSegment returned
-			var writersDone sync.WaitGroup
-			errCh := make(chan error, 64)
-			for i := range writers {
-				writersDone.Add(1)
-				go func() {
-					defer writersDone.Done()
-					w, err := transcript.NewWriter(fmt.Sprintf("replica-%d", i))
-					if err != nil {
-						errCh <- err
-						return
-					}
-					parent := ""
-					for j := range perWriter {
-						id := fmt.Sprintf("w%d-%d", i, j)
-						if _, err := s.AppendSegment(ctx, ref, [][]byte{entry(id, parent)}, w); err != nil {
-							errCh <- fmt.Errorf("append %s: %w", id, err)
-							return
-						}
-						acked.Store(id, true)
-						parent = id
-						time.Sleep(time.Millisecond) // let readers and the job interleave
-					}
-				}()
-			}
-			stop := make(chan struct{})
-			var bg sync.WaitGroup
-			var reads, compactions atomic.Int64
-			for range 2 {
-				bg.Add(1)
-				go func() {
-					defer bg.Done()
-					for k := 0; k < 5000; k++ {
-						select {
-						case <-stop:
-							if k >= 3 {
-								return
-							}
-						case <-time.After(time.Millisecond):
-						}
-						var before []string
-						acked.Range(func(k, _ any) bool { before = append(before, k.(string)); return true })
-						res, err := s.ReadAll(ctx, ref)
-						if errors.Is(err, transcript.ErrNotFound) && len(before) == 0 {
-							continue
-						}
-						if err != nil {
-							errCh <- fmt.Errorf("read: %w", err)
-							return
-						}
-						reads.Add(1)
-						seen := map[string]bool{}
-						for _, e := range res.Entries {
-							if e.ParentID != "" && !seen[e.ParentID] {
-								errCh <- fmt.Errorf("entry %s before or without its parent %s", e.ID, e.ParentID)
-								return
-							}
-							seen[e.ID] = true
-						}
-						for _, id := range before {
-							if !seen[id] {
-								errCh <- fmt.Errorf("reader missed acknowledged entry %s", id)
-								return
-							}
-						}
-					}
-				}()
-			}
-			bg.Add(1)
-			go func() {
-				defer bg.Done()
-				for k := 0; k < 5000; k++ {
-					select {
-					case <-stop:
-						if k >= 3 {
-							return
-						}
-					case <-time.After(5 * time.Millisecond):
-					}
+			res, err := churn.Run(ctx, churn.Config{
+				Store: s, Refs: []transcript.TranscriptRef{ref}, Writers: 3, PerWriter: 15, Entry: entry,
+				Job: func(ctx context.Context) error {
 					_, err := s.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 3, DeleteDelay: 500 * time.Millisecond})
-					if err != nil && !errors.Is(err, transcript.ErrNotFound) {
-						errCh <- fmt.Errorf("compact: %w", err)
-						return
-					}
-					compactions.Add(1)
-				}
-			}()
-			writersDone.Wait()
-			close(stop)
-			bg.Wait()
-			close(errCh)
-			for err := range errCh {
-				require.NoError(t, err)
-			}
-			require.Positive(t, reads.Load())
-			require.Positive(t, compactions.Load())
+					return err
+				},
+			})
+			require.NoError(t, err)
+			require.Positive(t, res.Reads)
+			require.Positive(t, res.Jobs)
 
 			time.Sleep(600 * time.Millisecond)
-			_, err := s.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: 500 * time.Millisecond})
+			_, err = s.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: 500 * time.Millisecond})
 			require.NoError(t, err)
 			got, err := s.ReadAll(ctx, ref)
 			require.NoError(t, err)
-			require.Len(t, got.Entries, writers*perWriter, "every entry, exactly once")
+			require.Len(t, got.Entries, len(res.Acked[ref]), "every entry, exactly once")
+			require.Empty(t, got.Missing(res.Acked[ref]))
 			require.Empty(t, got.Conflicts)
 			require.LessOrEqual(t, len(got.Segments), 3, "a compacted session reads few segments")
 		})
 	}
+}
+
+// TestCompact_CopyUnderAnotherPrefix copies a compacted bucket, whose inputs wait out
+// their delete delay, under another prefix (as rclone into a directory does): the
+// copy still knows which segments are superseded and which are marked.
+func TestCompact_CopyUnderAnotherPrefix(t *testing.T) {
+	ctx := context.Background()
+	src := membucket.New()
+	s := newStore(t, src, transcript.Config{Prefix: "ops/transcripts"})
+	want := appendChain(t, s, ref, newWriter(t, "w"), "e", "", 6)
+	_, err := s.Compact(ctx, ref, transcript.CompactOptions{})
+	require.NoError(t, err)
+
+	dst := mirrortest.Wrap(membucket.New())
+	for _, k := range allKeys(t, src) {
+		rc, oi, err := src.Get(ctx, k)
+		require.NoError(t, err)
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		require.NoError(t, err)
+		nk := "backup/" + strings.TrimPrefix(k, "ops/transcripts/")
+		require.NoError(t, dst.Put(ctx, nk, strings.NewReader(string(data)), oi.Size, bucket.PutOptions{}))
+	}
+	c := newStore(t, dst, transcript.Config{Prefix: "backup"})
+	dst.ResetCounts()
+	got, err := c.ReadAll(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, want, ids(got))
+	require.Len(t, got.Segments, 1)
+	require.Equal(t, int64(1), dst.Counts().Get, "superseded inputs are not fetched in the copy either")
+
+	res, err := c.Compact(ctx, ref, transcript.CompactOptions{})
+	require.NoError(t, err)
+	require.Empty(t, res.Compactions, "the copy's inputs are not compacted again")
+	require.Zero(t, res.Marked, "the copied marks are recognised")
+	require.Equal(t, 6, res.Pending)
 }

@@ -57,6 +57,38 @@ func (r *MergeResult) Raw() [][]byte {
 	return out
 }
 
+// Dangling returns the entries whose parentId names no entry of the result. A reader
+// that sees one met a child whose parent's segment it could not see: a writer
+// uploaded out of order, or a segment is missing.
+func (r *MergeResult) Dangling() []Entry {
+	ids := make(map[string]bool, len(r.Entries))
+	for _, e := range r.Entries {
+		ids[e.ID] = true
+	}
+	var out []Entry
+	for _, e := range r.Entries {
+		if e.ParentID != "" && !ids[e.ParentID] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Missing returns the ids of want that the result lacks, in the order given.
+func (r *MergeResult) Missing(want []string) []string {
+	ids := make(map[string]bool, len(r.Entries))
+	for _, e := range r.Entries {
+		ids[e.ID] = true
+	}
+	var out []string
+	for _, id := range want {
+		if !ids[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // ReadAll reads every segment of ref and union-merges their entries (see MergeResult).
 // A session without segments gives an error wrapping ErrNotFound. If a listed segment
 // vanishes before it is fetched (a compaction replaced it), ReadAll lists again, at
@@ -137,13 +169,13 @@ func (s *Store) fetchSession(ctx context.Context, infos []SegmentInfo) ([]*segme
 			segs[i] = got[j]
 			if got[j] != nil {
 				for _, k := range got[j].Meta.Inputs {
-					superseded[k] = true
+					superseded[sessionRelKey(k)] = true
 				}
 			}
 		}
 		lower = lower[:0]
 		for i, in := range infos {
-			if segs[i] == nil && !superseded[in.Key] && !slices.Contains(upper, i) {
+			if segs[i] == nil && !superseded[sessionRelKey(in.Key)] && !slices.Contains(upper, i) {
 				lower = append(lower, i)
 			}
 		}
@@ -200,13 +232,13 @@ func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
 	for _, seg := range segs {
 		if seg != nil {
 			for _, in := range seg.Meta.Inputs {
-				superseded[in] = true
+				superseded[sessionRelKey(in)] = true
 			}
 		}
 	}
 	byID := map[string]int{} // id -> index in res.Entries
 	for i, seg := range segs {
-		if seg == nil || superseded[infos[i].Key] {
+		if seg == nil || superseded[sessionRelKey(infos[i].Key)] {
 			continue
 		}
 		res.Segments = append(res.Segments, infos[i])

@@ -106,7 +106,9 @@ func newCorruptionFixture(t *testing.T) *corruptionFixture {
 	return f
 }
 
-func (f *corruptionFixture) path(key string) string { return filepath.Join(f.dir, filepath.FromSlash(key)) }
+func (f *corruptionFixture) path(key string) string {
+	return filepath.Join(f.dir, filepath.FromSlash(key))
+}
 
 // damage replaces the stored object key with data, as bit rot or a bad copy would.
 func (f *corruptionFixture) damage(t *testing.T, key string, data []byte) {

@@ -228,17 +228,21 @@ func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt b
 // merge computes the union of decoded segments listed in key order.
 func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
 	res := &MergeResult{}
-	superseded := map[string]bool{}
-	for _, seg := range segs {
-		if seg != nil {
+	// An input is superseded only by a segment of a higher level (by its key): a
+	// level-0 segment naming inputs, or compacted segments naming each other, are
+	// not what Compact writes and must not hide anything.
+	supersededAt := map[string]int{} // session-relative key -> highest level naming it
+	for i, seg := range segs {
+		if seg != nil && infos[i].Level > 0 {
 			for _, in := range seg.Meta.Inputs {
-				superseded[sessionRelKey(in)] = true
+				k := sessionRelKey(in)
+				supersededAt[k] = max(supersededAt[k], infos[i].Level)
 			}
 		}
 	}
 	byID := map[string]int{} // id -> index in res.Entries
 	for i, seg := range segs {
-		if seg == nil || superseded[sessionRelKey(infos[i].Key)] {
+		if seg == nil || supersededAt[sessionRelKey(infos[i].Key)] > infos[i].Level {
 			continue
 		}
 		res.Segments = append(res.Segments, infos[i])

@@ -44,10 +44,8 @@ func entryLines(tag string, from, n int) [][]byte {
 // typedSegmentError reports whether err is one of the typed errors a damaged
 // segment may give.
 func typedSegmentError(err error) bool {
-	var ce *segment.CorruptionError
-	return errors.As(err, &ce) && errors.Is(err, segment.ErrCorrupt) ||
-		errors.Is(err, segment.ErrUnsupportedVersion) || errors.Is(err, segment.ErrTooLarge) ||
-		errors.Is(err, segment.ErrEntryTooLarge)
+	return errors.Is(err, segment.ErrCorrupt) || errors.Is(err, segment.ErrUnsupportedVersion) ||
+		errors.Is(err, segment.ErrTooLarge) || errors.Is(err, segment.ErrEntryTooLarge)
 }
 
 // corruptionFixture is a file bucket with a victim session (three segments), two
@@ -159,7 +157,7 @@ func (f *corruptionFixture) checkDamaged(t *testing.T, ctx context.Context, orig
 // names key among its problems.
 func verifyNames(t *testing.T, dir, key string) {
 	t.Helper()
-	cmd := exec.Command(binary(t, "transcript"), "verify", "--store", "file://"+dir, "--json")
+	cmd := exec.Command(buildCmd(t, "transcript"), "verify", "--store", "file://"+dir, "--json")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -51,8 +51,8 @@ type binaries struct {
 
 var bins = &binaries{built: map[string]string{}}
 
-// binary returns the path of the command built from ../../cmd/{name}.
-func binary(t testing.TB, name string) string {
+// buildCmd returns the path of the command built from ../../cmd/{name}.
+func buildCmd(t testing.TB, name string) string {
 	t.Helper()
 	bins.mu.Lock()
 	defer bins.mu.Unlock()

@@ -154,6 +154,14 @@ func (s *Store) checkRef(ref TranscriptRef) (TranscriptRef, bool, error) {
 	return ref, s.cfg.Namespace == "" || s.cfg.Namespace == ref.Namespace, nil
 }
 
+// errOutside is the error for a write to a session outside the namespace the store
+// is bound to: "not found", as for every other operation on it, so that a tenant
+// learns nothing about another one. Callers wrap ErrInvalidRef too, so that a
+// retrying uploader (the mirror) gives up on it.
+func errOutside(ref TranscriptRef) error {
+	return fmt.Errorf("session %s: %w", ref, ErrNotFound)
+}
+
 // SegmentObject is an encoded segment with its key, ready to be stored. Preparing it
 // does no I/O; storing it (PutSegment) is idempotent.
 type SegmentObject struct {
@@ -174,7 +182,7 @@ func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level in
 		return SegmentObject{}, err
 	}
 	if !visible {
-		return SegmentObject{}, fmt.Errorf("%w: namespace %q: store is bound to %q", ErrInvalidRef, ref.Namespace, s.cfg.Namespace)
+		return SegmentObject{}, fmt.Errorf("%w: %w", errOutside(ref), ErrInvalidRef)
 	}
 	if w == nil {
 		return SegmentObject{}, errors.New("prepare segment: nil writer")
@@ -235,8 +243,10 @@ func (s *Store) PutSegment(ctx context.Context, key string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("put segment: %w", err)
 	}
-	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible {
-		return fmt.Errorf("put segment %s: %w", key, errors.Join(ErrInvalidRef, err))
+	if _, visible, err := s.checkRef(info.Ref); err != nil {
+		return fmt.Errorf("put segment %s: %w", key, err)
+	} else if !visible {
+		return fmt.Errorf("put segment %s: %w: %w", key, errOutside(info.Ref), ErrInvalidRef)
 	}
 	err = s.cfg.Bucket.Put(ctx, key, bytes.NewReader(data), int64(len(data)), bucket.PutOptions{
 		Checksum:    ObjectChecksum(data),

@@ -68,6 +68,10 @@ func (c Config) String() string {
 // GoString redacts like String, so that %#v does not print the secret either.
 func (c Config) GoString() string { return c.String() }
 
+// Format prints String for every verb (fmt.Formatter): without it a verb such as
+// %d or %x would print the fields, the secret key among them.
+func (c Config) Format(f fmt.State, verb rune) { _, _ = fmt.Fprint(f, c.String()) }
+
 // withDefaults returns c with defaults and credentials from the environment filled
 // in, or an error for a config that cannot work.
 func (c Config) withDefaults() (Config, error) {

@@ -75,7 +75,11 @@ func New(ctx context.Context, cfg Config) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open s3 bucket %s: %w", cfg.Bucket, err)
 	}
-	b := &Bucket{cfg: cfg, client: client, transport: transport}
+	// The client holds the credentials; the bucket keeps no copy of the secret, so
+	// that no way of formatting a Bucket (or a value holding one) can print it.
+	kept := cfg
+	kept.SecretKey = ""
+	b := &Bucket{cfg: kept, client: client, transport: transport}
 	if err := b.ensureBucket(ctx); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("open s3 bucket %s: %w", cfg.Bucket, err)
@@ -111,6 +115,9 @@ func (b *Bucket) Close() error {
 
 // Name returns the bucket name.
 func (b *Bucket) Name() string { return b.cfg.Bucket }
+
+// String describes the bucket by its configuration, without secrets.
+func (b *Bucket) String() string { return "s3bucket.Bucket{" + b.cfg.String() + "}" }
 
 // Client returns the underlying minio-go client, for tests and tools.
 func (b *Bucket) Client() *minio.Client { return b.client }

@@ -148,4 +148,3 @@ func TestSecrets(t *testing.T) {
 		}
 	})
 }
-

@@ -30,6 +30,7 @@ func (s suite) conditionalCases() []namedCase {
 		{"OrdinaryObject", s.condOrdinaryObject},
 		{"RaceIfMatch", s.condRaceIfMatch},
 		{"RaceIfNoneMatch", s.condRaceIfNoneMatch},
+		{"ReadWhileWriting", s.condReadWhileWriting},
 	}
 }
 
@@ -243,4 +244,40 @@ func (s suite) condRaceIfMatch(t *testing.T, b bucket.Bucket) {
 
 func (s suite) condRaceIfNoneMatch(t *testing.T, b bucket.Bucket) {
 	race(t, b, "cond/head", bucket.Cond{IfNoneMatch: true})
+}
+
+// condReadWhileWriting: GetWithETag never fails or mixes versions while PutIf
+// replaces the object: every read returns some version's bytes with that version's
+// ETag.
+func (s suite) condReadWhileWriting(t *testing.T, b bucket.Bucket) {
+	const versions = 20
+	etag, err := putIf(t, b, "cond/head", []byte("version-0"), bucket.Cond{IfNoneMatch: true})
+	require.NoError(t, err)
+	written := map[string]string{etag: "version-0"}
+	type read struct{ data, etag string }
+	var reads []read
+	var readErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range versions {
+			data, etag, err := b.(bucket.Conditional).GetWithETag(t.Context(), "cond/head")
+			if err != nil {
+				readErr = err
+				return
+			}
+			reads = append(reads, read{string(data), etag})
+		}
+	})
+	for i := 1; i <= versions; i++ {
+		data := fmt.Sprintf("version-%d", i)
+		etag, err = putIf(t, b, "cond/head", []byte(data), bucket.Cond{IfMatch: etag})
+		require.NoError(t, err)
+		written[etag] = data
+	}
+	wg.Wait()
+	require.NoError(t, readErr)
+	require.Len(t, reads, versions)
+	for _, r := range reads {
+		require.Equal(t, written[r.etag], r.data, "read %q with etag %s", r.data, r.etag)
+	}
 }

@@ -25,14 +25,26 @@ import (
 
 var _ bucket.Conditional = (*Bucket)(nil)
 
-// GetWithETag reads key whole with one GET and returns its bytes and ETag.
+// GetWithETag reads key whole with one GET and returns its bytes and the ETag of
+// that response. (Get cannot serve here: it asks for the object's metadata first
+// and minio-go then fetches the body with If-Match on that ETag, which fails when
+// a conditional write lands in between.)
 func (b *Bucket) GetWithETag(ctx context.Context, key string) ([]byte, string, error) {
-	rc, oi, err := b.Get(ctx, key)
-	if err != nil {
-		return nil, "", err
+	if err := check(ctx, key); err != nil {
+		return nil, "", fmt.Errorf("get %s: %w", key, err)
 	}
-	defer rc.Close()
-	data, err := io.ReadAll(rc)
+	rctx, cancel := b.timeout(ctx)
+	defer cancel()
+	obj, err := b.client.GetObject(rctx, b.cfg.Bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, "", fmt.Errorf("get %s: %w", key, classify(ctx, err))
+	}
+	defer obj.Close()
+	data, err := io.ReadAll(obj) // the first read sends the GET and keeps its metadata
+	if err != nil {
+		return nil, "", fmt.Errorf("get %s: %w", key, classify(ctx, err))
+	}
+	oi, err := obj.Stat() // answered from the GET's response, no request
 	if err != nil {
 		return nil, "", fmt.Errorf("get %s: %w", key, classify(ctx, err))
 	}

@@ -58,4 +58,6 @@
 //
 // Compaction (transcript) merges segments into new keys that a head does not name:
 // a strict session must not be compacted until compaction rewrites its head.
+// Strict sessions must be written only through a Repository (a SessionTree's
+// mirror bypasses the head, so its segments stay uncommitted).
 package repository

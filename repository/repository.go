@@ -256,9 +256,11 @@ func (r *Repository) create(ctx context.Context, opts CreateOptions, parent stri
 		return nil, fmt.Errorf("create session %q: %w", opts.ID, ErrExists)
 	}
 	h := sessiontree.NewHeader(opts.ID, r.now(), opts.Cwd, parent)
-	batch, err := parseBatch(entries)
-	if len(entries) > 0 && err != nil {
-		return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
+	var batch []sessiontree.Entry
+	if len(entries) > 0 {
+		if batch, err = parseBatch(entries); err != nil {
+			return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
+		}
 	}
 	obj, err := r.store.PrepareSegment(s.ref, append([][]byte{h.Raw()}, entries...), r.writer)
 	if err != nil {
@@ -450,7 +452,9 @@ func pathTo(entries []sessiontree.Entry, id string) ([]sessiontree.Entry, error)
 
 // Delete removes every object of session id (segments of all levels, deletion
 // marks, the head). Afterwards every reader gets ErrNotFound. A session that does
-// not exist, or is another owner's, gives ErrNotFound.
+// not exist, or is another owner's, gives ErrNotFound. A default-mode append
+// racing the delete may leave its segment behind (a strict one cannot commit: its
+// head write fails, and it removes its segment).
 func (r *Repository) Delete(ctx context.Context, id string) error {
 	s, err := r.newSession(id)
 	if err != nil {
@@ -475,7 +479,10 @@ func (r *Repository) Delete(ctx context.Context, id string) error {
 // exceed the longest time between a segment's creation and its head write, clock
 // skew included, so that an append in progress keeps its segment. It lists before
 // it reads the head, so a segment committed in between is kept. It returns how
-// many segments it deleted; a default-mode session has none to collect.
+// many segments it deleted; a default-mode session has none to collect. Strict
+// sessions must be written only through a Repository: a segment that a
+// SessionTree's mirror uploads is not committed, is invisible to strict readers,
+// and is collected here.
 func (r *Repository) CollectUncommitted(ctx context.Context, id string, olderThan time.Duration) (int, error) {
 	s, err := r.newSession(id)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -59,15 +58,6 @@ func (b *Bucket) PutIf(ctx context.Context, key string, r io.Reader, size int64,
 	case cond.IfMatch != "" && old.info.ETag != cond.IfMatch:
 		return "", fmt.Errorf("put %s: etag is not %s: %w", key, cond.IfMatch, bucket.ErrPreconditionFailed)
 	}
-	if !exists {
-		i, _ := slices.BinarySearch(b.keys, key)
-		b.keys = slices.Insert(b.keys, i, key)
-	}
-	b.objects[key] = object{data: data, info: bucket.ObjectInfo{
-		Key:     key,
-		Size:    int64(len(data)),
-		ModTime: b.now(),
-		ETag:    etag,
-	}}
+	b.set(key, data, etag, "")
 	return etag, nil
 }

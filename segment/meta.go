@@ -41,7 +41,8 @@ type Meta struct {
 	// frame, so a segment object is exactly ReadMeta's n + PayloadLen bytes
 	// long; set by Encode.
 	PayloadLen uint64
-	// Inputs are the keys of the input segments of a compacted segment.
+	// Inputs name the input segments of a compacted segment. The transcript store
+	// writes them relative to the session ("L0/{name}.jsonl.zst").
 	Inputs []string
 }
 

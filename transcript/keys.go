@@ -137,3 +137,17 @@ func parseHex16(s string) (uint64, error) {
 	}
 	return strconv.ParseUint(s, 16, 64)
 }
+
+// sessionRelKey returns the part of a segment key below its session: its level
+// element and file name ("L0/{name}.jsonl.zst"). Compacted segments name their inputs
+// this way, so a bucket copied under another prefix (or restored into another
+// namespace) still knows which segments a compacted one supersedes. A full key and a
+// relative one give the same result.
+func sessionRelKey(key string) string {
+	i := strings.LastIndexByte(key, '/')
+	if i <= 0 {
+		return key
+	}
+	j := strings.LastIndexByte(key[:i], '/')
+	return key[j+1:]
+}

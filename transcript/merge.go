@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 
@@ -56,6 +57,38 @@ func (r *MergeResult) Raw() [][]byte {
 	return out
 }
 
+// Dangling returns the entries whose parentId names no entry of the result. A reader
+// that sees one met a child whose parent's segment it could not see: a writer
+// uploaded out of order, or a segment is missing.
+func (r *MergeResult) Dangling() []Entry {
+	ids := make(map[string]bool, len(r.Entries))
+	for _, e := range r.Entries {
+		ids[e.ID] = true
+	}
+	var out []Entry
+	for _, e := range r.Entries {
+		if e.ParentID != "" && !ids[e.ParentID] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Missing returns the ids of want that the result lacks, in the order given.
+func (r *MergeResult) Missing(want []string) []string {
+	ids := make(map[string]bool, len(r.Entries))
+	for _, e := range r.Entries {
+		ids[e.ID] = true
+	}
+	var out []string
+	for _, id := range want {
+		if !ids[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // ReadAll reads every segment of ref and union-merges their entries (see MergeResult).
 // A session without segments gives an error wrapping ErrNotFound. If a listed segment
 // vanishes before it is fetched (a compaction replaced it), ReadAll lists again, at
@@ -76,7 +109,7 @@ func (s *Store) ReadAll(ctx context.Context, ref TranscriptRef) (*MergeResult, e
 		if len(infos) == 0 {
 			return nil, fmt.Errorf("read %s: %w", ref, ErrNotFound)
 		}
-		segs, corrupt, err := s.fetchAll(ctx, infos)
+		segs, corrupt, err := s.fetchSession(ctx, infos)
 		if errors.Is(err, ErrNotFound) && attempt < s.cfg.MaxRelists {
 			continue
 		}
@@ -102,9 +135,65 @@ func (s *Store) ReadEntries(ctx context.Context, ref TranscriptRef) ([][]byte, e
 	return res.Raw(), nil
 }
 
+// fetchSession fetches and decodes a session's segments (infos in key order). The
+// compacted segments (level above 0) come first: the inputs they name are superseded
+// and not fetched at all, so a compacted session opens with few GETs even while its
+// inputs wait out their delete delay. A nil element of the result is a segment
+// superseded or (Config.SkipCorrupt) skipped as corrupt.
+func (s *Store) fetchSession(ctx context.Context, infos []SegmentInfo) ([]*segment.Segment, []CorruptSegment, error) {
+	segs := make([]*segment.Segment, len(infos))
+	var upper, lower []int
+	for i, in := range infos {
+		if in.Level > 0 {
+			upper = append(upper, i)
+		} else {
+			lower = append(lower, i)
+		}
+	}
+	pick := func(idx []int) []SegmentInfo {
+		out := make([]SegmentInfo, len(idx))
+		for j, i := range idx {
+			out[j] = infos[i]
+		}
+		return out
+	}
+	var corrupt []CorruptSegment
+	superseded := map[string]bool{}
+	if len(upper) > 0 {
+		got, c, err := s.fetchAll(ctx, pick(upper), s.cfg.SkipCorrupt)
+		if err != nil {
+			return nil, nil, err
+		}
+		corrupt = append(corrupt, c...)
+		for j, i := range upper {
+			segs[i] = got[j]
+			if got[j] != nil {
+				for _, k := range got[j].Meta.Inputs {
+					superseded[sessionRelKey(k)] = true
+				}
+			}
+		}
+		lower = lower[:0]
+		for i, in := range infos {
+			if segs[i] == nil && !superseded[sessionRelKey(in.Key)] && !slices.Contains(upper, i) {
+				lower = append(lower, i)
+			}
+		}
+	}
+	got, c, err := s.fetchAll(ctx, pick(lower), s.cfg.SkipCorrupt)
+	if err != nil {
+		return nil, nil, err
+	}
+	corrupt = append(corrupt, c...)
+	for j, i := range lower {
+		segs[i] = got[j]
+	}
+	return segs, corrupt, nil
+}
+
 // fetchAll fetches and decodes the segments in parallel (bounded). A nil element of
-// the result is a segment skipped as corrupt.
-func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo) ([]*segment.Segment, []CorruptSegment, error) {
+// the result is a segment skipped as corrupt (only when skipCorrupt is set).
+func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt bool) ([]*segment.Segment, []CorruptSegment, error) {
 	segs := make([]*segment.Segment, len(infos))
 	errs := make([]error, len(infos))
 	g, gctx := errgroup.WithContext(ctx)
@@ -116,7 +205,7 @@ func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo) ([]*segment.S
 				err = fmt.Errorf("read segment %s: %w: key names checksum %016x, segment has %016x",
 					info.Key, segment.ErrChecksum, info.Hash, seg.Meta.Checksum)
 			}
-			if err != nil && s.cfg.SkipCorrupt && errors.Is(err, segment.ErrCorrupt) {
+			if err != nil && skipCorrupt && errors.Is(err, segment.ErrCorrupt) {
 				errs[i] = err
 				return nil
 			}
@@ -143,13 +232,13 @@ func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
 	for _, seg := range segs {
 		if seg != nil {
 			for _, in := range seg.Meta.Inputs {
-				superseded[in] = true
+				superseded[sessionRelKey(in)] = true
 			}
 		}
 	}
 	byID := map[string]int{} // id -> index in res.Entries
 	for i, seg := range segs {
-		if seg == nil || superseded[infos[i].Key] {
+		if seg == nil || superseded[sessionRelKey(infos[i].Key)] {
 			continue
 		}
 		res.Segments = append(res.Segments, infos[i])

@@ -37,10 +37,10 @@ func s3BenchBucket(b *testing.B) func(b *testing.B) bucket.Bucket {
 	}
 }
 
-// TestStore_Backends runs the store's write/merge path over every backend: memory, a
-// local directory and MinIO (skipped without MinIO, failed under CI=true).
-func TestStore_Backends(t *testing.T) {
-	backends := map[string]func(t *testing.T) bucket.Bucket{
+// testBackends returns constructors of a fresh empty bucket on every backend: memory,
+// a local directory and MinIO (skipped without MinIO, failed under CI=true).
+func testBackends() map[string]func(t *testing.T) bucket.Bucket {
+	return map[string]func(t *testing.T) bucket.Bucket{
 		"mem": func(*testing.T) bucket.Bucket { return membucket.New() },
 		"file": func(t *testing.T) bucket.Bucket {
 			b, err := filebucket.New(t.TempDir())
@@ -57,6 +57,12 @@ func TestStore_Backends(t *testing.T) {
 			return b
 		},
 	}
+}
+
+// TestStore_Backends runs the store's write/merge path over every backend: memory, a
+// local directory and MinIO (skipped without MinIO, failed under CI=true).
+func TestStore_Backends(t *testing.T) {
+	backends := testBackends()
 	for name, newBucket := range backends {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()

@@ -415,3 +415,32 @@ func TestStore_PutSegment_ConflictByBytes(t *testing.T) {
 	require.Error(t, err)
 	require.NotErrorIs(t, err, bucket.ErrExists)
 }
+
+func TestMergeResult_DanglingAndMissing(t *testing.T) {
+	cases := []struct {
+		name     string
+		entries  [][]byte
+		want     []string
+		dangling []string
+		missing  []string
+	}{
+		{"closed", [][]byte{entry("a", ""), entry("b", "a")}, []string{"a", "b"}, nil, nil},
+		{"orphan", [][]byte{entry("a", ""), entry("c", "b")}, []string{"a", "b"}, []string{"c"}, []string{"b"}},
+		{"nothing wanted", [][]byte{entry("a", "")}, nil, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, membucket.New(), transcript.Config{})
+			_, err := s.AppendSegment(context.Background(), ref, tc.entries, newWriter(t, "w"))
+			require.NoError(t, err)
+			res, err := s.ReadAll(context.Background(), ref)
+			require.NoError(t, err)
+			var dangling []string
+			for _, e := range res.Dangling() {
+				dangling = append(dangling, e.ID)
+			}
+			require.Equal(t, tc.dangling, dangling)
+			require.Equal(t, tc.missing, res.Missing(tc.want))
+		})
+	}
+}

@@ -6,31 +6,26 @@ import (
 )
 
 const catUsage = `
-Usage: transcript cat [flags] [NAMESPACE/]AGENT/SESSION
+Usage: transcript cat [flags]
 
-Prints the session's entries, union-merged from all its segments, as JSONL on stdout
-(parents before children). Conflicts (one id, two contents) are reported on stderr.
+Prints the entries of the session --agent/--session of --ns, union-merged from all
+its segments, as JSONL on stdout (the session header first, parents before
+children). Conflicts (one id, two contents) are reported on stderr.
 
 Examples:
-  transcript cat default/coder/6d4c2f18
-  transcript cat --store file:///var/lib/transcripts acme/coder/s1 | jq .type
+  transcript cat --agent coder --session s1
+  transcript cat --store file:///var/lib/transcripts --ns acme --agent coder --session s1 | jq .type
 `
 
 func runCat(ctx context.Context, env *cliEnv, args []string) error {
-	fs, sf := newStoreFlagSet(env, "cat", catUsage)
-	if err := parse(fs, args); err != nil {
+	fs, sf := newStoreFlagSet(env, "cat", catUsage, false)
+	if err := parse(fs, sf, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usagef("cat takes one session")
-	}
-	s, refs, err := sf.openSessions(ctx, fs.Args())
-	if err != nil {
+	if err := noArgs(fs); err != nil {
 		return err
 	}
-	defer s.Close()
-	ref := refs[0]
-	res, err := s.ReadAll(ctx, ref)
+	res, _, err := sf.readSession(ctx, "cat")
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/transcriptstore/transcript/mirror"
@@ -17,128 +19,301 @@ import (
 const demoUsage = `
 Usage: transcript demo [flags]
 
-Runs a short agent session the way a runtime would: appends entries to a SessionTree,
-flushes after each assistant message (the first flush creates the local files), and
-lets the asynchronous mirror upload each flush as one segment through its outbox.
-Then it plays a second replica that has no local files: it restores the session from
-the store alone and prints the context the model sees, which matches the first.
+The quick start. Plays --replicas agent replicas (goroutines) working on one session
+at the same time, the way replicas behind a load balancer do: each has its own
+SessionTree and workspace, picks up what the others stored (SyncFromRemote), appends
+a user and an assistant message per turn and flushes them as one segment. Replicas
+that answer from the same state diverge: the session tree branches. Then it reads
+the union from the store, compacts the session's segments into one, restores the
+session from the bucket alone into a fresh directory, checks that the restored
+context equals the one built from the union, and prints what happened.
 
 Examples:
   transcript demo
-  transcript demo --store mem://
+  transcript demo --replicas 5 --turns 4 --json
   transcript demo --store 's3://demo?endpoint=127.0.0.1:9000&insecure=true&create=true'
 `
 
+// demoSummary is what demo prints.
+type demoSummary struct {
+	Session           string         `json:"session"`
+	Replicas          int            `json:"replicas"`
+	Turns             int            `json:"turns"`
+	EntriesWritten    int            `json:"entriesWritten"`
+	Entries           int            `json:"entries"`
+	Segments          map[string]int `json:"segments"`
+	SegmentsCompact   map[string]int `json:"segmentsAfterCompaction"`
+	BranchPoints      int            `json:"branchPoints"`
+	Leaves            int            `json:"leaves"`
+	ContextMessages   int            `json:"contextMessages"`
+	ContextBytes      int            `json:"contextBytes"`
+	RestoredEntries   int            `json:"restoredEntries"`
+	ContextMatches    bool           `json:"contextMatches"`
+	ReplicaSeconds    float64        `json:"replicaSeconds"`
+	TotalSeconds      float64        `json:"totalSeconds"`
+	RestoredInto      string         `json:"restoredInto,omitempty"`
+	CompactedBytesIn  int64          `json:"compactedBytesIn"`
+	CompactedBytesOut int64          `json:"compactedBytesOut"`
+}
+
 func runDemo(ctx context.Context, env *cliEnv, args []string) error {
-	fs, sf := newStoreFlagSet(env, "demo", demoUsage)
-	root := fs.String("root", defaultRoot, "directory of the local session files")
-	outbox := fs.String("outbox", "./transcript-data/outbox", "directory of the mirror's outbox")
-	agent := fs.String("agent", "demo-agent", "agent id")
-	if err := parse(fs, args); err != nil {
+	fs, sf := newStoreFlagSet(env, "demo", demoUsage, true)
+	replicas := fs.Int("replicas", 3, "agent replicas working on the session at once")
+	turns := fs.Int("turns", 3, "turns (user message, assistant message, flush) per replica")
+	workdir := fs.String("workdir", "", "keep the replicas' workspaces and the restored files here (default: a temporary directory, removed)")
+	if err := parse(fs, sf, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 {
-		return usagef("demo takes no arguments")
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if *replicas < 1 || *replicas > 64 || *turns < 1 || *turns > 1000 {
+		return usagef("demo: --replicas must be 1..64 and --turns 1..1000")
+	}
+	if sf.agent == "" {
+		sf.agent = "demo-agent"
+	}
+	if sf.session == "" {
+		sf.session = "demo-" + time.Now().UTC().Format("20060102T150405.000")
+	}
+	start := time.Now()
+	dir := *workdir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "transcript-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
 	}
 	s, err := sf.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	m, err := mirror.New(mirror.Config{Store: s, Writer: transcript.NewRandomWriter(), OutboxDir: *outbox})
+	ref, err := sf.ref("demo")
 	if err != nil {
 		return err
 	}
-	defer m.Close(context.Background())
+	ref = ref.Norm()
+	if segs, err := s.ListSegments(ctx, ref); err != nil {
+		return err
+	} else if len(segs) > 0 {
+		return usagef("demo: session %s exists already; choose another --session", ref)
+	}
+	sum := demoSummary{Session: ref.String(), Replicas: *replicas, Turns: *turns}
+	say := func(format string, args ...any) {
+		if !sf.json {
+			fmt.Fprintf(env.stdout, format, args...)
+		}
+	}
+	say("session %s on %s: %d replicas x %d turns\n", ref, sf.url, *replicas, *turns)
 
-	rc := sessiontree.RuntimeContext{Namespace: sf.namespace, UserID: "demo-user"}
-	sessionID := "demo-" + time.Now().UTC().Format("20060102T150405.000")
+	written, err := runReplicas(ctx, s, ref, dir, *replicas, *turns)
+	if err != nil {
+		return err
+	}
+	sum.EntriesWritten = written
+	sum.ReplicaSeconds = time.Since(start).Seconds()
+
+	res, err := s.ReadAll(ctx, ref)
+	if err != nil {
+		return err
+	}
+	sum.Entries = len(res.Entries)
+	sum.Segments = countLevels(res.Segments)
+	union := make([]sessiontree.Entry, 0, len(res.Entries))
+	for _, e := range res.Entries {
+		if pe, err := sessiontree.ParseEntry(e.Raw); err == nil {
+			union = append(union, pe)
+		}
+	}
+	want := sessiontree.BuildContextFrom(union, nil)
+	say("union: %d entries (%d written by the replicas, plus the header) in %d segments %v\n",
+		sum.Entries, sum.EntriesWritten, len(res.Segments), sum.Segments)
+
+	compactor, err := transcript.NewWriter("compactor-" + rand.Text()[:8])
+	if err != nil {
+		return err
+	}
+	// The merged inputs stay readable for the default delete delay (a reader may
+	// have listed them); a later compaction run deletes them.
+	cres, err := s.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, Writer: compactor})
+	if err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	sum.CompactedBytesIn, sum.CompactedBytesOut = cres.BytesIn(), cres.BytesOut()
+	after, err := s.ListSegments(ctx, ref)
+	if err != nil {
+		return err
+	}
+	sum.SegmentsCompact = countLevels(after)
+	say("compacted: %d segments (%d bytes) into %d (%d bytes); the %d inputs are marked for deletion after %s; stored now %v\n",
+		cres.SegmentsIn(), cres.BytesIn(), cres.SegmentsOut(), cres.BytesOut(), cres.Marked, transcript.DefaultDeleteDelay, sum.SegmentsCompact)
+
+	restoreDir := filepath.Join(dir, "restored")
+	restored, err := restoreTree(ctx, s, ref, restoreDir)
+	if err != nil {
+		return err
+	}
+	if err := restored.Flush(ctx); err != nil {
+		return err
+	}
+	got := restored.BuildContext()
+	sum.RestoredEntries = restored.Len() + 1 // and the header
+	sum.ContextMatches = string(got.JSON()) == string(want.JSON()) && sum.RestoredEntries == sum.Entries
+	sum.BranchPoints = len(restored.BranchPoints())
+	sum.Leaves = countLeaves(restored.Entries())
+	sum.ContextMessages, sum.ContextBytes = len(got.Messages), len(got.JSON())
+	if *workdir != "" {
+		sum.RestoredInto = restored.ContextPath()
+	}
+	say("branches: %d branch points, %d leaves (replicas that answered from the same state diverged)\n", sum.BranchPoints, sum.Leaves)
+	say("restored from the bucket alone into a fresh directory: %d entries; context %d messages, %d bytes; matches the union: %v\n",
+		sum.RestoredEntries, sum.ContextMessages, sum.ContextBytes, sum.ContextMatches)
+	if sum.RestoredInto != "" {
+		say("restored files: %s\n                %s\n", restored.ContextPath(), restored.LogPath())
+	}
+	sum.TotalSeconds = time.Since(start).Seconds()
+	say("time: %.2fs (replicas %.2fs)\n", sum.TotalSeconds, sum.ReplicaSeconds)
+	if sf.json {
+		if err := writeJSON(env.stdout, sum); err != nil {
+			return err
+		}
+	} else {
+		say("next: transcript tree --store '%s' --ns %s --agent %s --session %s\n", sf.url, ref.Namespace, ref.AgentID, ref.SessionID)
+	}
+	if !sum.ContextMatches {
+		return fmt.Errorf("demo: the restored session differs from the union (%d of %d entries)", sum.RestoredEntries, sum.Entries)
+	}
+	return nil
+}
+
+// runReplicas plays n replicas of ref, each with its own workspace under dir and its
+// own writer, turns turns each, all at once. It returns how many entries they
+// appended.
+func runReplicas(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, dir string, n, turns int) (int, error) {
+	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace, UserID: "demo-user"}
+	cfg := func(i int) (sessiontree.Config, error) {
+		w, err := transcript.NewWriter(fmt.Sprintf("replica-%d-%s", i, rand.Text()[:8]))
+		if err != nil {
+			return sessiontree.Config{}, err
+		}
+		return sessiontree.Config{
+			Root:     filepath.Join(dir, fmt.Sprintf("replica-%d", i)),
+			Uploader: &mirror.Sync{Store: s, Writer: w},
+			Remote:   s,
+		}, nil
+	}
+	// Replica 1 starts the session (header, model, thinking level) before the others
+	// join, as the first turn of a conversation lands on one replica.
+	first, err := cfg(1)
+	if err != nil {
+		return 0, err
+	}
 	cwd, _ := os.Getwd()
-	tree, err := sessiontree.New(sessiontree.Config{Root: *root, Uploader: m}, rc, *agent, sessionID,
-		sessiontree.HeaderOptions{Cwd: cwd})
+	t1, err := sessiontree.New(first, rc, ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{Cwd: cwd})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	fmt.Fprintf(env.stdout, "session %s\n", tree.Ref())
+	if _, err := t1.AppendModelChange("openai", "gpt-4o"); err != nil {
+		return 0, err
+	}
+	if _, err := t1.AppendThinkingLevelChange("low"); err != nil {
+		return 0, err
+	}
+	if err := t1.Flush(ctx); err != nil {
+		return 0, err
+	}
 
-	msg := func(role, text string) json.RawMessage {
-		m := map[string]any{"role": role, "timestamp": time.Now().UnixMilli()}
-		if role == "assistant" {
-			m["content"] = []map[string]any{{"type": "text", "text": text}}
-			m["api"], m["provider"], m["model"], m["stopReason"] = "openai-completions", "openai", "gpt-4o", "stop"
-			m["usage"] = map[string]int{"input": 100, "output": 20}
-		} else {
-			m["content"] = text
-		}
-		b, _ := json.Marshal(m)
-		return b
-	}
-	turns := []struct{ user, assistant string }{
-		{"Review the parser behaviour.", "The parser trims whitespace before processing."},
-		{"Now compare it with the CLI input handling.", "The CLI passes raw input to the same parser."},
-		{"Summarise the difference.", "Both paths trim; only the CLI also lower-cases flags."},
-	}
-	if _, err := tree.AppendModelChange("openai", "gpt-4o"); err != nil {
-		return err
-	}
-	if _, err := tree.AppendThinkingLevelChange("low"); err != nil {
-		return err
-	}
-	for i, turn := range turns {
-		if _, err := tree.AppendMessage(msg("user", turn.user)); err != nil {
-			return err
-		}
-		if i == 0 {
-			if _, err := os.Stat(tree.LogPath()); err == nil {
-				return fmt.Errorf("demo: a local file exists before the first assistant message")
+	var mu sync.Mutex
+	written := 2
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 1; i <= n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tree := t1
+			if i > 1 {
+				c, err := cfg(i)
+				if err == nil {
+					tree, _, err = sessiontree.Open(ctx, c, rc, ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{})
+				}
+				if err != nil {
+					errs[i-1] = fmt.Errorf("replica %d: %w", i, err)
+					return
+				}
 			}
-			fmt.Fprintf(env.stdout, "before the first answer: no local file, no segment (deferred persistence)\n")
+			k, err := playReplica(ctx, tree, i, turns)
+			mu.Lock()
+			written += k
+			mu.Unlock()
+			if err != nil {
+				errs[i-1] = fmt.Errorf("replica %d: %w", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return written, errors.Join(errs...)
+}
+
+// playReplica runs turns turns on tree: sync, user message, assistant message, flush.
+func playReplica(ctx context.Context, tree *sessiontree.Tree, replica, turns int) (int, error) {
+	written := 0
+	for t := 1; t <= turns; t++ {
+		if _, err := tree.SyncFromRemote(ctx); err != nil {
+			return written, err
 		}
-		if _, err := tree.AppendMessage(msg("assistant", turn.assistant)); err != nil {
-			return err
+		for _, role := range []string{"user", "assistant"} {
+			if _, err := tree.AppendMessage(demoMessage(role, replica, t)); err != nil {
+				return written, err
+			}
+			written++
 		}
 		if err := tree.Flush(ctx); err != nil {
-			return err
+			return written, err
 		}
-		fmt.Fprintf(env.stdout, "turn %d flushed: %d entries\n", i+1, tree.Len())
 	}
-	if err := m.AwaitQuiescence(ctx); err != nil {
-		return err
-	}
-	st := m.Status()
-	fmt.Fprintf(env.stdout, "mirror: %d segments uploaded (%d bytes), %d pending\n", st.Uploaded, st.UploadedBytes, st.Pending)
+	return written, nil
+}
 
-	segs, err := s.ListSegments(ctx, tree.Ref())
-	if err != nil {
-		return err
+// demoMessage is an agent message of the demo conversation.
+func demoMessage(role string, replica, turn int) json.RawMessage {
+	m := map[string]any{"role": role, "timestamp": time.Now().UnixMilli()}
+	if role == "assistant" {
+		m["content"] = []map[string]any{{"type": "text", "text": fmt.Sprintf("Replica %d answers turn %d.", replica, turn)}}
+		m["api"], m["provider"], m["model"], m["stopReason"] = "openai-completions", "openai", "gpt-4o", "stop"
+		m["usage"] = map[string]int{"input": 100, "output": 20}
+	} else {
+		m["content"] = fmt.Sprintf("Turn %d, asked on replica %d: what changed?", turn, replica)
 	}
-	for _, seg := range segs {
-		fmt.Fprintf(env.stdout, "  %s (%d bytes)\n", seg.Key, seg.Size)
-	}
+	b, _ := json.Marshal(m)
+	return b
+}
 
-	// A second replica with no local files restores the session from the store alone.
-	replicaRoot, err := os.MkdirTemp("", "transcript-demo-replica-")
-	if err != nil {
-		return err
+// countLevels counts segments per level ("L0": n, ...).
+func countLevels(segs []transcript.SegmentInfo) map[string]int {
+	out := map[string]int{}
+	for _, s := range segs {
+		out[fmt.Sprintf("L%d", s.Level)]++
 	}
-	defer os.RemoveAll(replicaRoot)
-	replica, err := restoreTree(ctx, s, tree.Ref(), replicaRoot)
-	if err != nil {
-		return err
+	return out
+}
+
+// countLeaves counts the entries nobody names as parent (the tips of the branches).
+func countLeaves(entries []sessiontree.Entry) int {
+	parents := map[string]bool{}
+	for _, e := range entries {
+		if p, ok := e.ParentID(); ok {
+			parents[p] = true
+		}
 	}
-	want, got := tree.BuildContext().JSON(), replica.BuildContext().JSON()
-	if string(want) != string(got) {
-		return fmt.Errorf("demo: the restored replica builds another context:\n%s\n%s", got, want)
+	n := 0
+	for _, e := range entries {
+		if !parents[e.ID()] && e.Type() != sessiontree.TypeLeaf {
+			n++
+		}
 	}
-	fmt.Fprintf(env.stdout, "replica restored %d entries from %d segments; its context matches\n", replica.Len(), len(segs))
-	fmt.Fprintf(env.stdout, "local files: %s\n             %s\n", tree.ContextPath(), tree.LogPath())
-	fmt.Fprintf(env.stdout, "context:\n")
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, got, "", "  "); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.stdout, "%s\n", pretty.Bytes())
-	abs, _ := filepath.Abs(*root)
-	fmt.Fprintf(env.stdout, "try: go run ./cmd/transcript cat %s   (local files under %s)\n", tree.Ref(), abs)
-	return nil
+	return n
 }

@@ -2,78 +2,135 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 const lsUsage = `
-Usage: transcript ls [flags] [NAMESPACE[/AGENT[/SESSION]]]
+Usage: transcript ls [flags]
 
-Lists the namespaces of the store; with NAMESPACE its agents; with NAMESPACE/AGENT
-their sessions; with NAMESPACE/AGENT/SESSION the session's segments (key, size).
+Lists the sessions of --ns (only those of --agent, or the one --session, when given)
+with their entry and segment counts, bytes and last update (the creation time of the
+newest segment). With --segments it lists each session's segments instead. --json
+prints one JSON object per line.
 
 Examples:
   transcript ls
-  transcript ls default/coder
-  transcript ls --json acme/coder/6d4c2f18
+  transcript ls --ns acme --agent coder --json
+  transcript ls --agent coder --session s1 --segments
 `
 
+// sessionInfo is one line of ls.
+type sessionInfo struct {
+	Namespace string    `json:"namespace"`
+	Agent     string    `json:"agent"`
+	Session   string    `json:"session"`
+	Entries   int       `json:"entries"`
+	Segments  int       `json:"segments"`
+	Bytes     int64     `json:"bytes"`
+	Updated   time.Time `json:"updated"`
+}
+
+// segmentLine is one line of ls --segments.
+type segmentLine struct {
+	Session string    `json:"session"`
+	Key     string    `json:"key"`
+	Level   int       `json:"level"`
+	Writer  string    `json:"writer"`
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Bytes   int64     `json:"bytes"`
+}
+
 func runLs(ctx context.Context, env *cliEnv, args []string) error {
-	fs, sf := newStoreFlagSet(env, "ls", lsUsage)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return usagef("ls takes at most one argument")
-	}
-	s, err := sf.openStore(ctx)
+	fs, sf := newStoreFlagSet(env, "ls", lsUsage, true)
+	segments := fs.Bool("segments", false, "list the segments of each session")
+	parallel := fs.Int("parallel", 8, "sessions read at once")
+	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, nil)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-
-	var parts []string
-	if fs.NArg() == 1 {
-		parts = strings.Split(strings.Trim(fs.Arg(0), "/"), "/")
+	if *segments {
+		return lsSegments(ctx, env, s, refs, sf.json)
 	}
-	var names []string
-	switch len(parts) {
-	case 0:
-		names, err = s.ListNamespaces(ctx)
-	case 1:
-		names, err = s.ListAgents(ctx, parts[0])
-	case 2:
-		names, err = s.ListSessions(ctx, parts[0], parts[1])
-	case 3:
-		ref, perr := parseRef(fs.Arg(0), sf.namespace)
-		if perr != nil {
-			return perr
-		}
-		segs, err := s.ListSegments(ctx, ref)
+	infos := make([]sessionInfo, len(refs))
+	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
+		res, err := s.ReadAll(ctx, ref)
 		if err != nil {
 			return err
 		}
-		if sf.json {
-			return writeJSON(env.stdout, segs)
+		info := sessionInfo{Namespace: ref.Namespace, Agent: ref.AgentID, Session: ref.SessionID,
+			Entries: len(res.Entries), Segments: len(res.Segments)}
+		for _, seg := range res.Segments {
+			info.Bytes += seg.Size
+			if seg.Time.After(info.Updated) {
+				info.Updated = seg.Time
+			}
 		}
-		for _, seg := range segs {
-			fmt.Fprintf(env.stdout, "%s\t%d\n", seg.Key, seg.Size)
-		}
+		infos[i] = info
 		return nil
-	default:
-		return usagef("ls: want NAMESPACE[/AGENT[/SESSION]]")
-	}
+	})
 	if err != nil {
 		return err
 	}
 	if sf.json {
-		if names == nil {
-			names = []string{}
+		enc := json.NewEncoder(env.stdout)
+		for _, info := range infos {
+			if err := enc.Encode(info); err != nil {
+				return err
+			}
 		}
-		return writeJSON(env.stdout, names)
+		return nil
 	}
-	for _, n := range names {
-		fmt.Fprintln(env.stdout, n)
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tAGENT\tSESSION\tENTRIES\tSEGMENTS\tBYTES\tUPDATED")
+	for _, i := range infos {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", i.Namespace, i.Agent, i.Session, i.Entries, i.Segments, i.Bytes,
+			i.Updated.Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+func lsSegments(ctx context.Context, env *cliEnv, s *transcript.Store, refs []transcript.TranscriptRef, asJSON bool) error {
+	enc := json.NewEncoder(env.stdout)
+	for _, ref := range refs {
+		segs, err := s.ListSegments(ctx, ref)
+		if err != nil {
+			return err
+		}
+		for _, seg := range segs {
+			if asJSON {
+				err = enc.Encode(segmentLine{Session: ref.String(), Key: seg.Key, Level: seg.Level, Writer: seg.WriterID,
+					Seq: seg.Seq, Time: seg.Time, Bytes: seg.Size})
+			} else {
+				_, err = fmt.Fprintf(env.stdout, "%s\t%d\n", seg.Key, seg.Size)
+			}
+			if err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// forEachSession calls fn for every ref, at most parallel at once; the first error
+// cancels the rest and is returned.
+func forEachSession(ctx context.Context, parallel int, refs []transcript.TranscriptRef,
+	fn func(ctx context.Context, i int, ref transcript.TranscriptRef) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for i, ref := range refs {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(gctx, i, ref) })
+	}
+	return g.Wait()
 }

@@ -1,8 +1,15 @@
 // Command transcript is the operator's tool for a segmented transcript store: it runs
-// a demo session, imports and exports Pi session files, lists, prints, verifies and
-// restores sessions from a bucket.
+// a demo of concurrent replicas, imports and exports Pi session files, appends
+// entries, lists, prints, draws, verifies and restores sessions from a bucket.
 //
-// Exit codes: 0 success, 1 failure or corruption found, 2 usage error.
+// Every subcommand takes the global flags --store URL (env TRANSCRIPT_STORE, default
+// file://./transcripts), --ns NAMESPACE (default "default"), --agent ID and
+// --session ID, and --json where it prints a listing or a summary. Flags follow the
+// subcommand and precede file arguments. Results go to stdout, progress and
+// diagnostics to stderr.
+//
+// Exit codes: 0 success, 1 failure or corruption found (a missing session is a
+// failure that says "not found"), 2 usage error.
 package main
 
 import (
@@ -17,7 +24,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }
@@ -64,26 +71,29 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"demo", "run a short agent session on a store and print its context", runDemo},
-		{"import", "import a Pi session file (v1, v2, v3) into the store", runImport},
-		{"export", "write a session from the store as a Pi v3 session file", runExport},
-		{"ls", "list namespaces, agents, sessions or a session's segments", runLs},
+		{"demo", "play concurrent replicas on one session, then merge, compact and restore it", runDemo},
+		{"import", "import a Pi session file (v1, v2, v3) as a session", runImport},
+		{"export", "write a session as a Pi v3 session file", runExport},
+		{"append", "write entries read from stdin (JSONL) as one new segment", runAppend},
 		{"cat", "print a session's merged entries as JSONL", runCat},
-		{"context", "print the context the model sees for a session", runContext},
-		{"restore", "restore sessions from the store into local session files", runRestore},
-		{"verify", "check every segment of the store (or of some sessions)", runVerify},
-		{"stats", "count namespaces, sessions, segments and bytes", runStats},
+		{"context", "print the context the model sees, as Pi builds it", runContext},
+		{"tree", "draw a session's tree: branches, writers, labels, the active leaf", runTree},
+		{"ls", "list the sessions of a namespace with counts, bytes, last update", runLs},
+		{"restore", "disaster recovery: rebuild local session files from the bucket", runRestore},
+		{"verify", "check every segment and session tree of a namespace", runVerify},
+		{"stats", "segments per level, bytes, compression ratio, sessions", runStats},
 	}
 }
 
-// cliEnv carries the streams every command writes to.
+// cliEnv carries the streams and environment of a run.
 type cliEnv struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	env := &cliEnv{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	env := &cliEnv{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			for _, c := range commands() {
@@ -109,7 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func printUsage(w io.Writer) {
 	fmt.Fprintf(w, `transcript: a segmented transcript store on object storage
 
-Usage: transcript COMMAND [flags] [args]
+Usage: transcript COMMAND [flags] [FILE]
 
 Commands:
 `)
@@ -117,17 +127,25 @@ Commands:
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, `
-Every command takes --store URL (default $TRANSCRIPT_STORE, else %s):
-  mem://                      in memory
-  file:///abs/dir, file://./rel/dir   a local directory laid out like a bucket
-  s3://BUCKET/PREFIX?endpoint=HOST:PORT&insecure=true&region=R&create=true
-                              S3 or MinIO; credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
+Global flags (after the command, before file arguments):
+  --store URL       the store (env TRANSCRIPT_STORE, default %s):
+                      file://./rel/dir, file:///abs/dir   a directory laid out like a bucket
+                      s3://BUCKET/PREFIX?endpoint=HOST:PORT&insecure=true&create=true
+                                        S3 or MinIO; credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
+                      mem://            in memory (gone when the command ends)
+  --ns NAMESPACE    namespace (tenant or user), default "default"
+  --agent ID        agent id
+  --session ID      session id
+  --json            print a listing or summary as JSON
+
+Exit codes: 0 ok, 1 failure or corruption found (a missing session says "not found"), 2 usage.
 
 Examples:
   transcript demo
-  transcript import --agent coder session.jsonl
-  transcript ls acme/coder
-  transcript verify --store 's3://transcripts/prod?endpoint=127.0.0.1:9000&insecure=true'
+  transcript import --agent coder --session s1 session.jsonl
+  transcript tree --agent coder --session s1
+  transcript ls --json
+  transcript restore --store file:///mnt/bucket-copy --out ./restored
 
 Run 'transcript help COMMAND' for a command's flags.
 `, defaultStoreURL)

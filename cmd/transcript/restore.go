@@ -1,81 +1,226 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
 
 	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 const restoreUsage = `
-Usage: transcript restore [flags] [[NAMESPACE/]AGENT/SESSION ...]
+Usage: transcript restore --out DIR [flags]
 
-Rebuilds local session files from the bucket alone: for each given session, or every
-session of the store (or of --namespace), it union-merges the segments and writes
-{root}/{namespace}/agents/{agent}/sessions/{session}.jsonl and .log.jsonl. Sessions
-that already have local files are skipped unless --force. Progress goes to stderr.
+Disaster recovery: rebuilds the local files of every session of --ns (only those of
+--agent, or the one --session, when given) from the bucket alone, in the SessionTree
+layout:
+
+  DIR/{namespace}/agents/{agent}/sessions/{session}.jsonl      context file
+  DIR/{namespace}/agents/{agent}/sessions/{session}.log.jsonl  log file
+
+Sessions are restored --parallel at once, with a progress bar when stderr is a
+terminal. It is resumable: a session whose files exist and are identical to what the
+bucket holds is skipped; files that differ are replaced, unless their log holds
+entries the bucket lacks (then the session fails; --force replaces them anyway).
+Prints the failures and a summary (--json: a JSON object) on stdout.
 
 Examples:
-  transcript restore --root /var/lib/agents
-  transcript restore --store 's3://transcripts?endpoint=127.0.0.1:9000&insecure=true' --namespace acme
-  transcript restore --root ./restored default/coder/6d4c2f18
+  transcript restore --out ./restored
+  transcript restore --store file:///mnt/bucket-copy --ns acme --out /var/lib/agents --parallel 16 --json
 `
 
+// restoreSummary is restore's result.
+type restoreSummary struct {
+	Out      string           `json:"out"`
+	Sessions int              `json:"sessions"`
+	Restored int              `json:"restored"`
+	Skipped  int              `json:"skipped"`
+	Failed   int              `json:"failed"`
+	Entries  int              `json:"entries"`
+	Bytes    int64            `json:"bytes"`
+	Seconds  float64          `json:"seconds"`
+	Failures []restoreFailure `json:"failures"`
+}
+
+// restoreFailure names a session restore could not restore.
+type restoreFailure struct {
+	Session string `json:"session"`
+	Error   string `json:"error"`
+}
+
+// restoreOutcome is what happened to one session.
+type restoreOutcome int
+
+const (
+	outcomeRestored restoreOutcome = iota
+	outcomeSkipped
+)
+
 func runRestore(ctx context.Context, env *cliEnv, args []string) error {
-	fs, sf := newStoreFlagSet(env, "restore", restoreUsage)
-	root := fs.String("root", defaultRoot, "directory of the local session files")
-	force := fs.Bool("force", false, "replace local files that exist already")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	s, refs, err := sf.openSessions(ctx, fs.Args())
+	fs, sf := newStoreFlagSet(env, "restore", restoreUsage, true)
+	out := fs.String("out", "", "directory to restore into (required)")
+	parallel := fs.Int("parallel", 8, "sessions restored at once")
+	force := fs.Bool("force", false, "replace local files even when their log holds entries the bucket lacks")
+	start := time.Now()
+	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, func() error {
+		if *out == "" {
+			return usagef("restore needs --out DIR")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	var restored, skipped, failed int
-	for i, ref := range refs {
-		fmt.Fprintf(env.stderr, "[%d/%d] %s\n", i+1, len(refs), ref)
-		ctxPath := filepath.Join(sessiontree.SessionDir(*root, ref.Namespace, ref.AgentID), ref.SessionID+sessiontree.ContextSuffix)
-		if _, err := os.Stat(ctxPath); err == nil {
-			if !*force {
-				skipped++
-				fmt.Fprintf(env.stderr, "  skipped: %s exists (use --force)\n", ctxPath)
-				continue
-			}
-			logPath := filepath.Join(sessiontree.SessionDir(*root, ref.Namespace, ref.AgentID), ref.SessionID+sessiontree.LogSuffix)
-			if err := errors.Join(os.Remove(ctxPath), ignoreNotExist(os.Remove(logPath))); err != nil {
-				return err
-			}
-		}
-		tree, err := restoreTree(ctx, s, ref, *root)
-		if err == nil {
-			err = tree.Flush(ctx)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			failed++
-			fmt.Fprintf(env.stdout, "%s: %v\n", ref, err)
-			continue
-		}
-		restored++
-		fmt.Fprintf(env.stdout, "%s\t%d entries\t%s\n", ref, tree.Len(), tree.ContextPath())
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
 	}
-	fmt.Fprintf(env.stderr, "restored %d, skipped %d, failed %d\n", restored, skipped, failed)
-	if failed > 0 {
+
+	var bar *progressbar.ProgressBar
+	if !sf.json && isTerminal(env.stderr) {
+		bar = progressbar.NewOptions(len(refs),
+			progressbar.OptionSetWriter(env.stderr),
+			progressbar.OptionSetDescription("restoring"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetItsString("sessions"),
+			progressbar.OptionShowIts(),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
+	var mu sync.Mutex
+	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, _ int, ref transcript.TranscriptRef) error {
+		outcome, entries, n, err := restoreSession(ctx, s, ref, *out, *force)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil:
+			sum.Failed++
+			sum.Failures = append(sum.Failures, restoreFailure{Session: ref.String(), Error: err.Error()})
+		case outcome == outcomeSkipped:
+			sum.Skipped++
+		default:
+			sum.Restored++
+			sum.Bytes += n
+		}
+		sum.Entries += entries
+		if bar != nil {
+			_ = bar.Add(1)
+		}
+		return nil
+	})
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	sum.Seconds = time.Since(start).Seconds()
+	if sf.json {
+		if err := writeJSON(env.stdout, sum); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range sum.Failures {
+			fmt.Fprintf(env.stdout, "failed %s: %s\n", f.Session, f.Error)
+		}
+		fmt.Fprintf(env.stdout, "restored %d, skipped %d (identical), failed %d of %d sessions (%d entries) into %s in %.2fs\n",
+			sum.Restored, sum.Skipped, sum.Failed, sum.Sessions, sum.Entries, sum.Out, sum.Seconds)
+	}
+	if sum.Failed > 0 {
 		return errProblems
 	}
 	return nil
 }
 
-func ignoreNotExist(err error) error {
+// restoreSession rebuilds ref's two files in a scratch directory beside their
+// destination under out, then skips them if the destination holds identical files,
+// or moves them into place (log first, context last). It returns the entry count
+// and the bytes written.
+func restoreSession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, out string, force bool) (restoreOutcome, int, int64, error) {
+	scratch, err := os.MkdirTemp(out, ".restore-")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer os.RemoveAll(scratch)
+	tree, err := restoreTree(ctx, s, ref, scratch)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := tree.Flush(ctx); err != nil {
+		return 0, 0, 0, err
+	}
+	dir := sessiontree.SessionDir(out, ref.Namespace, ref.AgentID)
+	files := []struct{ from, to string }{
+		{tree.LogPath(), filepath.Join(dir, ref.SessionID+sessiontree.LogSuffix)},
+		{tree.ContextPath(), filepath.Join(dir, ref.SessionID+sessiontree.ContextSuffix)},
+	}
+	identical := true
+	var size int64
+	for _, f := range files {
+		want, err := os.ReadFile(f.from)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		size += int64(len(want))
+		have, err := os.ReadFile(f.to)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, 0, 0, err
+		}
+		identical = identical && err == nil && bytes.Equal(have, want)
+	}
+	if identical {
+		return outcomeSkipped, tree.Len(), 0, nil
+	}
+	if !force {
+		if err := checkNoLocalOnly(files[0].to, tree); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, 0, 0, err
+	}
+	for _, f := range files {
+		if err := os.Rename(f.from, f.to); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	return outcomeRestored, tree.Len(), size, nil
+}
+
+// errLocalOnly is wrapped when a local log holds entries the bucket lacks.
+var errLocalOnly = errors.New("local log holds entries the bucket lacks")
+
+// checkNoLocalOnly fails when the log file at path exists and holds an entry tree
+// does not have (restore would lose it).
+func checkNoLocalOnly(path string, tree *sessiontree.Tree) error {
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, entries, _, err := sessiontree.ParseSession(f)
+	if err != nil {
+		return nil // not a session file we could lose anything from
+	}
+	for _, e := range entries {
+		if _, err := tree.Entry(e.ID()); err != nil {
+			return fmt.Errorf("%s: entry %s: %w (use --force to replace it)", path, e.ID(), errLocalOnly)
+		}
+	}
+	return nil
 }

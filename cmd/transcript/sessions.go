@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,80 +16,145 @@ import (
 )
 
 const importUsage = `
-Usage: transcript import [flags] FILE...
+Usage: transcript import [flags] FILE.jsonl
 
-Imports Pi session files (version 1, 2 or 3; older ones are migrated
-deterministically) into the store: each file becomes a session of --agent, named by
---session or by the file's header id, written as one segment. With --root the local
-session files are kept there too.
+Imports a Pi session file (version 1, 2 or 3; older versions are migrated
+deterministically) as the session --agent/--session of --ns: the header and
+every entry the store does not hold yet become one new segment. Importing the same
+file again changes nothing.
 
 Examples:
-  transcript import --agent coder ~/.pi/sessions/2026-09-25.jsonl
-  transcript import --store 's3://transcripts?endpoint=127.0.0.1:9000&insecure=true' --agent coder *.jsonl
+  transcript import --agent coder --session s1 ~/.pi/sessions/2026-09-25.jsonl
+  transcript import --store 's3://b/p?endpoint=127.0.0.1:9000&insecure=true' --agent a --session s FILE.jsonl
 `
 
+// batchCapture is an uploader that keeps the batches a flush hands over.
+type batchCapture struct{ entries [][]byte }
+
+// Upload implements mirror.Uploader.
+func (c *batchCapture) Upload(_ context.Context, b mirror.Batch) error {
+	c.entries = append(c.entries, b.Entries...)
+	return nil
+}
+
+// importSummary is import's result.
+type importSummary struct {
+	Session  string `json:"session"`
+	Lines    int    `json:"lines"` // the header and the entries
+	Added    int    `json:"added"`
+	Segment  string `json:"segment,omitempty"`
+	Existing bool   `json:"existing"`
+}
+
 func runImport(ctx context.Context, env *cliEnv, args []string) error {
-	fs, sf := newStoreFlagSet(env, "import", importUsage)
-	agent := fs.String("agent", "default-agent", "agent id the sessions belong to")
-	session := fs.String("session", "", "session id (one FILE only; default: the file's header id)")
-	root := fs.String("root", "", "keep the local session files under this directory (default: none)")
-	if err := parse(fs, args); err != nil {
+	fs, sf := newStoreFlagSet(env, "import", importUsage, true)
+	writer := fs.String("writer", "", "writer id in the segment key (default: host name and random hex)")
+	if err := parse(fs, sf, args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return usagef("import needs at least one FILE")
+	if fs.NArg() != 1 {
+		return usagef("import takes one FILE.jsonl after its flags")
 	}
-	if *session != "" && fs.NArg() > 1 {
-		return usagef("--session takes one FILE only")
+	ref, err := sf.ref("import")
+	if err != nil {
+		return err
+	}
+	w, err := newWriter(*writer)
+	if err != nil {
+		return err
+	}
+	path := fs.Arg(0)
+	lines, err := importLines(ctx, env, ref, path)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", path, err)
 	}
 	s, err := sf.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	up := &mirror.Sync{Store: s, Writer: transcript.NewRandomWriter()}
-	for _, path := range fs.Args() {
-		if err := importFile(ctx, env, up, sf.namespace, *agent, *session, *root, path); err != nil {
-			return fmt.Errorf("import %s: %w", path, err)
-		}
-	}
-	return nil
-}
-
-func importFile(ctx context.Context, env *cliEnv, up mirror.Uploader, namespace, agent, session, root, path string) error {
-	f, err := os.Open(path)
+	stored, err := s.ReadEntries(ctx, ref)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if session == "" {
-		h, _, _, err := sessiontree.ParseSession(f)
+	have := make(map[string][]byte, len(stored))
+	for _, raw := range stored {
+		if e, err := transcript.ParseEntry(raw); err == nil {
+			have[e.ID] = raw
+		}
+	}
+	var missing [][]byte
+	for _, raw := range lines {
+		e, err := transcript.ParseEntry(raw)
+		if err != nil {
+			return fmt.Errorf("import %s: %w", path, err)
+		}
+		prev, ok := have[e.ID]
+		switch {
+		case !ok:
+			missing = append(missing, raw)
+		case !bytes.Equal(prev, raw):
+			return fmt.Errorf("import %s: entry %s differs from the one session %s holds (a different file?)", path, e.ID, ref.Norm())
+		}
+	}
+	sum := importSummary{Session: ref.Norm().String(), Lines: len(lines), Added: len(missing), Existing: len(stored) > 0}
+	if len(missing) > 0 {
+		info, err := s.AppendSegment(ctx, ref, missing, w)
 		if err != nil {
 			return err
 		}
-		session = h.ID()
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
+		sum.Segment = info.Key
 	}
-	dir := root
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "transcript-import-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
+	if sf.json {
+		return writeJSON(env.stdout, sum)
 	}
-	rc := sessiontree.RuntimeContext{Namespace: namespace}
-	tree, rep, err := sessiontree.Import(sessiontree.Config{Root: dir, Uploader: up}, rc, agent, session, f)
-	if err != nil {
+	if len(missing) == 0 {
+		_, err = fmt.Fprintf(env.stdout, "%s\t%d lines\tunchanged (already imported)\n", sum.Session, sum.Lines)
 		return err
+	}
+	_, err = fmt.Fprintf(env.stdout, "%s\t%d lines\t%d added as %s\n", sum.Session, sum.Lines, sum.Added, sum.Segment)
+	return err
+}
+
+// importLines parses (and migrates) the Pi session file at path and returns the
+// lines a first flush of it would upload: the header, then every entry.
+func importLines(ctx context.Context, env *cliEnv, ref transcript.TranscriptRef, path string) ([][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	scratch, err := os.MkdirTemp("", "transcript-import-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	capture := &batchCapture{}
+	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
+	tree, rep, err := sessiontree.Import(sessiontree.Config{Root: scratch, Uploader: capture, NoSync: true}, rc, ref.AgentID, ref.SessionID, f)
+	if err != nil {
+		return nil, err
 	}
 	reportLoad(env, path, rep)
-	if err := tree.Flush(ctx); err != nil {
-		return err
+	if len(rep.Malformed) > 0 || rep.TornBytes > 0 {
+		return nil, fmt.Errorf("%d malformed lines: %w", len(rep.Malformed)+min(rep.TornBytes, 1), sessiontree.ErrInvalidEntry)
 	}
-	fmt.Fprintf(env.stdout, "%s\t%d entries\n", tree.Ref(), tree.Len())
-	return nil
+	if err := tree.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return capture.entries, nil
+}
+
+// newWriter returns the writer named id, or a random one for "".
+func newWriter(id string) (*transcript.Writer, error) {
+	if id == "" {
+		return transcript.NewRandomWriter(), nil
+	}
+	w, err := transcript.NewWriter(id)
+	if err != nil {
+		return nil, usagef("--writer %q: %v", id, err)
+	}
+	return w, nil
 }
 
 // reportLoad prints what a load or import skipped, on stderr.
@@ -96,27 +163,106 @@ func reportLoad(env *cliEnv, what string, rep sessiontree.LoadReport) {
 		fmt.Fprintf(env.stderr, "%s: dropped a torn last line (%d bytes)\n", what, rep.TornBytes)
 	}
 	for _, m := range rep.Malformed {
-		fmt.Fprintf(env.stderr, "%s: skipped malformed line: %v\n", what, m)
+		fmt.Fprintf(env.stderr, "%s: malformed line: %v\n", what, m)
 	}
 	for _, c := range rep.Conflicts {
 		fmt.Fprintf(env.stderr, "%s: kept the first of two different entries with one id: %v\n", what, c)
 	}
 }
 
-// restoreTree rebuilds ref from the store into local files under root.
+const appendUsage = `
+Usage: transcript append [flags] < ENTRIES.jsonl
+
+Reads entries (one JSON object per line, each with a string "type" and "id") on
+stdin and writes them to the session --agent/--session of --ns as one new segment,
+as one replica's flush would. Several appends running at once on one session all
+land: segments are never overwritten. A malformed line rejects the whole input.
+
+Examples:
+  printf '%s\n' '{"type":"custom","id":"e1","parentId":null,"customType":"note"}' |
+    transcript append --agent coder --session s1 --writer replica-7
+`
+
+func runAppend(ctx context.Context, env *cliEnv, args []string) error {
+	fs, sf := newStoreFlagSet(env, "append", appendUsage, true)
+	writer := fs.String("writer", "", "writer id in the segment key (default: host name and random hex)")
+	if err := parse(fs, sf, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	ref, err := sf.ref("append")
+	if err != nil {
+		return err
+	}
+	w, err := newWriter(*writer)
+	if err != nil {
+		return err
+	}
+	entries, err := readEntryLines(env.stdin)
+	if err != nil {
+		return fmt.Errorf("append: stdin: %w", err)
+	}
+	if len(entries) == 0 {
+		return fmt.Errorf("append: stdin holds no entries: %w", transcript.ErrEmptySegment)
+	}
+	s, err := sf.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	info, err := s.AppendSegment(ctx, ref, entries, w)
+	if err != nil {
+		return err
+	}
+	if sf.json {
+		return writeJSON(env.stdout, map[string]any{"session": ref.Norm().String(), "entries": len(entries), "segment": info.Key})
+	}
+	_, err = fmt.Fprintf(env.stdout, "%s\t%d entries\t%s\n", ref.Norm(), len(entries), info.Key)
+	return err
+}
+
+// readEntryLines reads JSONL entries from r; blank lines are skipped, any other line
+// must be a session header or a Pi entry.
+func readEntryLines(r io.Reader) ([][]byte, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), sessiontree.MaxLineBytes)
+	var out [][]byte
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		raw := bytes.Clone(line)
+		if _, err := sessiontree.ParseHeader(raw); err != nil {
+			if _, err := sessiontree.ParseEntry(raw); err != nil {
+				return nil, fmt.Errorf("line %d: %w", n, err)
+			}
+		}
+		if _, err := transcript.ParseEntry(raw); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		out = append(out, raw)
+	}
+	return out, sc.Err()
+}
+
+// restoreTree rebuilds ref from the store into local files under root (written by
+// the tree's first Flush).
 func restoreTree(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, root string) (*sessiontree.Tree, error) {
 	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
 	tree, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: root, Remote: s}, rc, ref.AgentID, ref.SessionID)
 	if errors.Is(err, sessiontree.ErrNotFound) || errors.Is(err, transcript.ErrNotFound) {
-		return nil, fmt.Errorf("session %s: %w", ref, transcript.ErrNotFound)
+		return nil, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
 	return tree, err
 }
 
-// fetchTree parses the session argument arg, opens the store and rebuilds the
-// session from it in a scratch directory, which cleanup removes.
-func (f *storeFlags) fetchTree(ctx context.Context, arg string) (tree *sessiontree.Tree, cleanup func(), err error) {
-	ref, err := parseRef(arg, f.namespace)
+// fetchTree opens the store and rebuilds the session named by the flags from it in
+// a scratch directory, which cleanup removes.
+func (f *storeFlags) fetchTree(ctx context.Context, cmd string) (tree *sessiontree.Tree, cleanup func(), err error) {
+	ref, err := f.ref(cmd)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -138,26 +284,27 @@ func (f *storeFlags) fetchTree(ctx context.Context, arg string) (tree *sessiontr
 }
 
 const exportUsage = `
-Usage: transcript export [flags] [NAMESPACE/]AGENT/SESSION
+Usage: transcript export [flags]
 
-Writes the session, union-merged from the store, as a Pi v3 session file (header line,
-then entries) to stdout or to -o FILE, which Pi opens as is.
+Writes the session --agent/--session of --ns, union-merged from the store, as a Pi v3
+session file (header line first, then the entries) to stdout or to --out FILE
+(written atomically), which Pi opens as is.
 
 Examples:
-  transcript export default/coder/6d4c2f18 > session.jsonl
-  transcript export -o session.jsonl acme/coder/s1
+  transcript export --agent coder --session s1 > session.jsonl
+  transcript export --ns acme --agent coder --session s1 --out session.jsonl
 `
 
 func runExport(ctx context.Context, env *cliEnv, args []string) error {
-	fs, sf := newStoreFlagSet(env, "export", exportUsage)
-	out := fs.String("o", "", "write to this file instead of stdout (atomically)")
-	if err := parse(fs, args); err != nil {
+	fs, sf := newStoreFlagSet(env, "export", exportUsage, false)
+	out := fs.String("out", "", "write to this file instead of stdout (atomically)")
+	if err := parse(fs, sf, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usagef("export takes one session")
+	if err := noArgs(fs); err != nil {
+		return err
 	}
-	tree, cleanup, err := sf.fetchTree(ctx, fs.Arg(0))
+	tree, cleanup, err := sf.fetchTree(ctx, "export")
 	if err != nil {
 		return err
 	}
@@ -169,28 +316,31 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 const contextUsage = `
-Usage: transcript context [flags] ([NAMESPACE/]AGENT/SESSION | --file FILE)
+Usage: transcript context [flags]
 
 Prints, as JSON {"messages":[...],"thinkingLevel":"...","model":{...}|null}, the
-context the model sees at the session's active leaf (or at --leaf ID), built exactly as
-Pi builds it. The session comes from the store, or from a local Pi session file
-(any version) with --file.
+context the model sees at the session's active leaf (or at --leaf ID), built exactly
+as Pi builds it. The session is --agent/--session of --ns in the store, or a local Pi
+session file (any version) with --file.
 
 Examples:
-  transcript context default/coder/6d4c2f18
+  transcript context --agent coder --session s1
   transcript context --file session.jsonl --leaf 7a81b3c4
 `
 
 func runContext(ctx context.Context, env *cliEnv, args []string) error {
-	fs, sf := newStoreFlagSet(env, "context", contextUsage)
+	fs, sf := newStoreFlagSet(env, "context", contextUsage, false)
 	file := fs.String("file", "", "read this Pi session file instead of the store")
 	leaf := fs.String("leaf", "", "build the context at this entry id (default: the active leaf)")
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, sf, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
 		return err
 	}
 	var entries []sessiontree.Entry
 	switch {
-	case *file != "" && fs.NArg() == 0:
+	case *file != "" && sf.session == "":
 		f, err := os.Open(*file)
 		if err != nil {
 			return err
@@ -202,15 +352,15 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		reportLoad(env, *file, rep)
 		entries = es
-	case *file == "" && fs.NArg() == 1:
-		tree, cleanup, err := sf.fetchTree(ctx, fs.Arg(0))
+	case *file == "":
+		tree, cleanup, err := sf.fetchTree(ctx, "context")
 		if err != nil {
 			return err
 		}
 		defer cleanup()
 		entries = tree.Entries()
 	default:
-		return usagef("context takes one session or --file FILE")
+		return usagef("context takes --agent/--session or --file, not both")
 	}
 	var at *string
 	if *leaf != "" {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -11,70 +13,97 @@ import (
 const statsUsage = `
 Usage: transcript stats [flags]
 
-Counts the namespaces, agents, sessions and segments of the store (or of the bound
-namespace) and their bytes, with segments per level. Reads only listings.
+Counts the sessions and segments of --ns (only those of --agent, or the one
+--session, when given): segments and bytes per level, the uncompressed size of
+their entries and the compression ratio (uncompressed / stored). Reads every
+segment's metadata; changes nothing.
 
 Examples:
   transcript stats
   transcript stats --json --store 's3://transcripts?endpoint=127.0.0.1:9000&insecure=true'
 `
 
+// levelStats counts the segments of one level.
+type levelStats struct {
+	Segments int   `json:"segments"`
+	Bytes    int64 `json:"bytes"`
+	RawBytes int64 `json:"rawBytes"`
+}
+
 // storeStats is stats' result.
 type storeStats struct {
-	Namespaces int            `json:"namespaces"`
-	Agents     int            `json:"agents"`
-	Sessions   int            `json:"sessions"`
-	Segments   int            `json:"segments"`
-	Bytes      int64          `json:"bytes"`
-	PerLevel   map[string]int `json:"segmentsPerLevel"`
+	Namespace        string                `json:"namespace"`
+	Agents           int                   `json:"agents"`
+	Sessions         int                   `json:"sessions"`
+	Segments         int                   `json:"segments"`
+	Bytes            int64                 `json:"bytes"`
+	RawBytes         int64                 `json:"rawBytes"`
+	CompressionRatio float64               `json:"compressionRatio"`
+	PerLevel         map[string]levelStats `json:"levels"`
 }
 
 func runStats(ctx context.Context, env *cliEnv, args []string) error {
-	fs, sf := newStoreFlagSet(env, "stats", statsUsage)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("stats takes no arguments")
-	}
-	s, err := sf.openStore(ctx)
+	fs, sf := newStoreFlagSet(env, "stats", statsUsage, true)
+	parallel := fs.Int("parallel", 4, "sessions read at once")
+	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, nil)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	st := storeStats{PerLevel: map[string]int{}}
-	namespaces, agents := map[string]bool{}, map[string]bool{}
-	err = forEachSession(ctx, s, func(ref transcript.TranscriptRef) error {
-		namespaces[ref.Namespace] = true
-		agents[ref.Namespace+"/"+ref.AgentID] = true
-		st.Sessions++
+	st := storeStats{Namespace: sf.namespace, Sessions: len(refs), PerLevel: map[string]levelStats{}}
+	agents := map[string]bool{}
+	for _, ref := range refs {
+		agents[ref.AgentID] = true
+	}
+	st.Agents = len(agents)
+	var mu sync.Mutex
+	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, _ int, ref transcript.TranscriptRef) error {
 		segs, err := s.ListSegments(ctx, ref)
 		if err != nil {
 			return err
 		}
-		for _, seg := range segs {
-			st.Segments++
-			st.Bytes += seg.Size
-			st.PerLevel[fmt.Sprintf("L%d", seg.Level)]++
+		for _, info := range segs {
+			seg, err := s.ReadSegment(ctx, info.Key)
+			if errors.Is(err, transcript.ErrNotFound) {
+				continue // removed since the listing (compaction)
+			}
+			if err != nil {
+				return fmt.Errorf("%w (run transcript verify)", err)
+			}
+			mu.Lock()
+			l := st.PerLevel[fmt.Sprintf("L%d", info.Level)]
+			l.Segments++
+			l.Bytes += info.Size
+			l.RawBytes += int64(seg.Meta.RawLen)
+			st.PerLevel[fmt.Sprintf("L%d", info.Level)] = l
+			mu.Unlock()
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	st.Namespaces, st.Agents = len(namespaces), len(agents)
+	for _, l := range st.PerLevel {
+		st.Segments += l.Segments
+		st.Bytes += l.Bytes
+		st.RawBytes += l.RawBytes
+	}
+	if st.Bytes > 0 {
+		st.CompressionRatio = float64(st.RawBytes) / float64(st.Bytes)
+	}
 	if sf.json {
 		return writeJSON(env.stdout, st)
 	}
-	fmt.Fprintf(env.stdout, "namespaces %d\nagents     %d\nsessions   %d\nsegments   %d\nbytes      %d\n",
-		st.Namespaces, st.Agents, st.Sessions, st.Segments, st.Bytes)
+	fmt.Fprintf(env.stdout, "namespace  %s\nagents     %d\nsessions   %d\nsegments   %d\nbytes      %d\nraw bytes  %d\ncompression %.2fx\n",
+		st.Namespace, st.Agents, st.Sessions, st.Segments, st.Bytes, st.RawBytes, st.CompressionRatio)
 	levels := make([]string, 0, len(st.PerLevel))
 	for l := range st.PerLevel {
 		levels = append(levels, l)
 	}
 	sort.Strings(levels)
-	for _, l := range levels {
-		fmt.Fprintf(env.stdout, "  %s       %d\n", l, st.PerLevel[l])
+	for _, name := range levels {
+		l := st.PerLevel[name]
+		fmt.Fprintf(env.stdout, "  %-4s %6d segments %12d bytes\n", name, l.Segments, l.Bytes)
 	}
 	return nil
 }

@@ -4,22 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/transcriptstore/transcript/transcript"
 )
 
 const verifyUsage = `
-Usage: transcript verify [flags] [[NAMESPACE/]AGENT/SESSION ...]
+Usage: transcript verify [flags]
 
-Reads and verifies every segment of the given sessions, or of the whole store: the
-zstd stream, the metadata, the checksum, the key's checksum, and that every entry has
-an id. Prints one line per problem and a closing count; exits 1 if it found any.
-Read-only: it changes nothing.
+Reads every segment of --ns (only those of --agent, or of the one --session, when
+given) and checks it: the zstd stream and metadata decode, the checksum matches the
+data and the key, every entry is a JSON object with an id. Then it checks each
+session's tree: entries whose parent is missing (dangling), parent cycles, and ids
+that carry different contents in different segments (conflicts). Prints one line per
+problem and a closing count; exits 1 if it found any. Read-only: it changes nothing.
 
 Examples:
   transcript verify
-  transcript verify --namespace acme
-  transcript verify default/coder/6d4c2f18
+  transcript verify --ns acme --json
+  transcript verify --agent coder --session s1
 `
 
 // verifyProblem is one problem found by verify.
@@ -31,91 +34,159 @@ type verifyProblem struct {
 
 // verifySummary is verify's result.
 type verifySummary struct {
-	Sessions  int             `json:"sessions"`
-	Segments  int             `json:"segments"`
-	Entries   int             `json:"entries"`
-	Conflicts int             `json:"conflicts"`
-	Problems  []verifyProblem `json:"problems"`
+	Sessions int             `json:"sessions"`
+	Segments int             `json:"segments"`
+	Entries  int             `json:"entries"`
+	Problems []verifyProblem `json:"problems"`
+}
+
+// sessionCheck is what verify found in one session.
+type sessionCheck struct {
+	segments, entries int
+	problems          []verifyProblem
 }
 
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {
-	fs, sf := newStoreFlagSet(env, "verify", verifyUsage)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	s, refs, err := sf.openSessions(ctx, fs.Args())
+	fs, sf := newStoreFlagSet(env, "verify", verifyUsage, true)
+	parallel := fs.Int("parallel", 4, "sessions checked at once")
+	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, nil)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-
-	sum := verifySummary{Problems: []verifyProblem{}}
-	report := func(p verifyProblem) {
-		sum.Problems = append(sum.Problems, p)
-		if !sf.json {
-			fmt.Fprintf(env.stdout, "%s %s: %s\n", p.Session, p.Key, p.Problem)
-		}
+	checks := make([]sessionCheck, len(refs))
+	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
+		var err error
+		checks[i], err = checkSession(ctx, s, ref)
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	check := func(ref transcript.TranscriptRef) error {
-		sum.Sessions++
-		segs, err := s.ListSegments(ctx, ref)
-		if err != nil {
-			return err
-		}
-		if len(segs) == 0 {
-			report(verifyProblem{Session: ref.String(), Problem: "no segments"})
-		}
-		seen := map[string][]byte{}
-		for _, info := range segs {
-			sum.Segments++
-			seg, err := s.ReadSegment(ctx, info.Key)
-			if errors.Is(err, transcript.ErrNotFound) {
-				continue // deleted since the listing (compaction): not a problem
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				report(verifyProblem{Session: ref.String(), Key: info.Key, Problem: err.Error()})
-				continue
-			}
-			if seg.Meta.Checksum != info.Hash {
-				report(verifyProblem{Session: ref.String(), Key: info.Key,
-					Problem: fmt.Sprintf("key names checksum %016x, segment has %016x", info.Hash, seg.Meta.Checksum)})
-			}
-			for pos, raw := range seg.Entries {
-				e, err := transcript.ParseEntry(raw)
-				if err != nil {
-					report(verifyProblem{Session: ref.String(), Key: info.Key, Problem: fmt.Sprintf("entry %d: %v", pos, err)})
-					continue
-				}
-				if prev, ok := seen[e.ID]; ok {
-					if string(prev) != string(raw) {
-						sum.Conflicts++
-					}
-					continue
-				}
-				seen[e.ID] = raw
-				sum.Entries++
-			}
-		}
-		return nil
-	}
-	for _, ref := range refs {
-		if err := check(ref); err != nil {
-			return err
-		}
+	sum := verifySummary{Sessions: len(refs), Problems: []verifyProblem{}}
+	for _, c := range checks {
+		sum.Segments += c.segments
+		sum.Entries += c.entries
+		sum.Problems = append(sum.Problems, c.problems...)
 	}
 	if sf.json {
 		if err := writeJSON(env.stdout, sum); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(env.stdout, "%d problems in %d segments of %d sessions (%d entries, %d conflicting ids)\n",
-			len(sum.Problems), sum.Segments, sum.Sessions, sum.Entries, sum.Conflicts)
+		for _, p := range sum.Problems {
+			if p.Key != "" {
+				fmt.Fprintf(env.stdout, "%s: %s: %s\n", p.Session, p.Key, p.Problem)
+			} else {
+				fmt.Fprintf(env.stdout, "%s: %s\n", p.Session, p.Problem)
+			}
+		}
+		fmt.Fprintf(env.stdout, "%d problems in %d segments of %d sessions (%d entries)\n",
+			len(sum.Problems), sum.Segments, sum.Sessions, sum.Entries)
 	}
 	if len(sum.Problems) > 0 {
 		return errProblems
 	}
 	return nil
+}
+
+// checkSession reads and checks every segment of ref, then the tree their entries
+// form. Only a failure to list (or a cancelled ctx) is an error; everything else is
+// a problem.
+func checkSession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) (sessionCheck, error) {
+	var c sessionCheck
+	report := func(key, format string, args ...any) {
+		c.problems = append(c.problems, verifyProblem{Session: ref.String(), Key: key, Problem: fmt.Sprintf(format, args...)})
+	}
+	segs, err := s.ListSegments(ctx, ref)
+	if err != nil {
+		return c, err
+	}
+	if len(segs) == 0 {
+		report("", "no segments")
+	}
+	type first struct {
+		raw      []byte
+		key      string
+		parentID string
+	}
+	seen := map[string]first{}
+	var order []string
+	for _, info := range segs {
+		c.segments++
+		seg, err := s.ReadSegment(ctx, info.Key)
+		if errors.Is(err, transcript.ErrNotFound) {
+			continue // deleted since the listing (compaction): not a problem
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return c, ctx.Err()
+			}
+			report(info.Key, "%v", err)
+			continue
+		}
+		if seg.Meta.Checksum != info.Hash {
+			report(info.Key, "key names checksum %016x, segment has %016x", info.Hash, seg.Meta.Checksum)
+		}
+		for pos, raw := range seg.Entries {
+			e, err := transcript.ParseEntry(raw)
+			if err != nil {
+				report(info.Key, "entry %d: %v", pos, err)
+				continue
+			}
+			prev, ok := seen[e.ID]
+			if !ok {
+				seen[e.ID] = first{raw: raw, key: info.Key, parentID: e.ParentID}
+				order = append(order, e.ID)
+				continue
+			}
+			if string(prev.raw) != string(raw) {
+				report(info.Key, "id conflict: entry %s (position %d) differs from the one in %s", e.ID, pos, prev.key)
+			}
+		}
+	}
+	c.entries = len(order)
+	// Tree integrity: every parent exists, and no parent chain loops.
+	const (
+		unvisited = iota
+		onPath
+		done
+	)
+	state := make(map[string]int, len(order))
+	var cycles [][]string
+	for _, id := range order {
+		var path []string
+		cur := id
+		for cur != "" && state[cur] == unvisited {
+			if _, ok := seen[cur]; !ok {
+				break
+			}
+			state[cur] = onPath
+			path = append(path, cur)
+			cur = seen[cur].parentID
+		}
+		if cur != "" && state[cur] == onPath {
+			for i, p := range path {
+				if p == cur {
+					cycles = append(cycles, path[i:])
+					break
+				}
+			}
+		}
+		for _, p := range path {
+			state[p] = done
+		}
+	}
+	for _, id := range order {
+		if p := seen[id].parentID; p != "" {
+			if _, ok := seen[p]; !ok {
+				report(seen[id].key, "dangling parent: entry %s has parentId %s, which no segment holds", id, p)
+			}
+		}
+	}
+	for _, cyc := range cycles {
+		sort.Strings(cyc)
+		report("", "cycle: entries %v form a parent loop", cyc)
+	}
+	return c, nil
 }

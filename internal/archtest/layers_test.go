@@ -23,6 +23,7 @@ var allowed = []struct {
 	{"segment", nil},
 	{"internal/fsutil", nil},
 	{"internal/jsonscan", nil},
+	{"internal/churn", []string{"transcript"}},
 	{"transcript", []string{"segment", "transcript", "internal/fsutil", "internal/jsonscan"}},
 	{"mirror", []string{"segment", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},
 	{"sessiontree", []string{"segment", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// job is one run of the compaction job over the sessions it selects.
+type job struct {
+	store *transcript.Store
+	// Selection.
+	namespace, agent, session string
+	shard, shards             int // this worker is shard of shards (0 of 1: everything)
+	olderThan                 time.Duration
+	// Work.
+	parallel int
+	opts     transcript.CompactOptions
+	now      func() time.Time
+	// Reporting: plan lines (dry run) and problems go to out and errOut.
+	out, errOut io.Writer
+	progress    progress
+	mu          sync.Mutex // guards the summary while sessions run
+}
+
+// progress is told how many sessions there are and when each is done.
+type progress interface {
+	Total(n int)
+	Done()
+	Finish()
+}
+
+type noProgress struct{}
+
+func (noProgress) Total(int) {}
+func (noProgress) Done()     {}
+func (noProgress) Finish()   {}
+
+// summary is the job's result, printed as JSON with --json.
+type summary struct {
+	Shard             string   `json:"shard"`
+	DryRun            bool     `json:"dryRun"`
+	SessionsListed    int      `json:"sessionsListed"`
+	SessionsScanned   int      `json:"sessionsScanned"`
+	SessionsSkipped   int      `json:"sessionsSkippedRecent"`
+	SessionsCompacted int      `json:"sessionsCompacted"`
+	SessionsFailed    int      `json:"sessionsFailed"`
+	SegmentsIn        int      `json:"segmentsIn"`
+	SegmentsOut       int      `json:"segmentsOut"`
+	BytesIn           int64    `json:"bytesIn"`
+	BytesOut          int64    `json:"bytesOut"`
+	Marks             int      `json:"marks"`
+	Deletions         int      `json:"deletions"`
+	PendingDeletions  int      `json:"pendingDeletions"`
+	Errors            []string `json:"errors"`
+	DurationSeconds   float64  `json:"durationSeconds"`
+	SessionsPerSecond float64  `json:"sessionsPerSecond"`
+	InputMBPerSecond  float64  `json:"inputMBPerSecond"`
+}
+
+// inShard reports whether ref belongs to shard i of n, by a stable hash of the ref, so
+// n workers split a bucket with no coordination and every session has one owner.
+func inShard(ref transcript.TranscriptRef, i, n int) bool {
+	if n <= 1 {
+		return true
+	}
+	return xxhash.Sum64String(ref.String())%uint64(n) == uint64(i)
+}
+
+// sessions lists the refs the job selects (before the age filter), in lexical order.
+func (j *job) sessions(ctx context.Context) ([]transcript.TranscriptRef, error) {
+	namespaces := []string{j.namespace}
+	if j.namespace == "" {
+		var err error
+		if namespaces, err = j.store.ListNamespaces(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var refs []transcript.TranscriptRef
+	for _, ns := range namespaces {
+		agents := []string{j.agent}
+		if j.agent == "" {
+			var err error
+			if agents, err = j.store.ListAgents(ctx, ns); err != nil {
+				return nil, err
+			}
+		}
+		for _, agent := range agents {
+			ids := []string{j.session}
+			if j.session == "" {
+				var err error
+				if ids, err = j.store.ListSessions(ctx, ns, agent); err != nil {
+					return nil, err
+				}
+			}
+			for _, id := range ids {
+				ref := transcript.TranscriptRef{Namespace: ns, AgentID: agent, SessionID: id}
+				if inShard(ref, j.shard, j.shards) {
+					refs = append(refs, ref)
+				}
+			}
+		}
+	}
+	return refs, nil
+}
+
+// run compacts every selected session, j.parallel at a time. A session that fails is
+// reported in the summary and does not stop the others; run returns an error only
+// when the job could not start (listing failed) or ctx ended.
+func (j *job) run(ctx context.Context) (*summary, error) {
+	start := time.Now()
+	sum := &summary{Shard: fmt.Sprintf("%d/%d", j.shard, j.shards), DryRun: j.opts.DryRun, Errors: []string{}}
+	refs, err := j.sessions(ctx)
+	if err != nil {
+		return sum, fmt.Errorf("list sessions: %w", err)
+	}
+	sum.SessionsListed = len(refs)
+	j.progress.Total(len(refs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, j.parallel))
+	for _, ref := range refs {
+		g.Go(func() error {
+			defer j.progress.Done()
+			if gctx.Err() != nil {
+				return gctx.Err()
+			}
+			j.one(gctx, ref, sum)
+			return nil
+		})
+	}
+	err = g.Wait()
+	j.progress.Finish()
+	sum.DurationSeconds = time.Since(start).Seconds()
+	if sum.DurationSeconds > 0 {
+		sum.SessionsPerSecond = float64(sum.SessionsScanned) / sum.DurationSeconds
+		sum.InputMBPerSecond = float64(sum.BytesIn) / 1e6 / sum.DurationSeconds
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return sum, err
+}
+
+// one compacts one session and adds its result to sum.
+func (j *job) one(ctx context.Context, ref transcript.TranscriptRef, sum *summary) {
+	if j.olderThan > 0 {
+		recent, err := j.recentlyWritten(ctx, ref)
+		if err != nil {
+			j.fail(sum, ref, err)
+			return
+		}
+		if recent {
+			j.mu.Lock()
+			sum.SessionsSkipped++
+			j.mu.Unlock()
+			return
+		}
+	}
+	res, err := j.store.Compact(ctx, ref, j.opts)
+	if errors.Is(err, transcript.ErrNotFound) {
+		err = nil // deleted while the job ran: nothing to do
+	}
+	if err != nil {
+		j.fail(sum, ref, err)
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	sum.SessionsScanned++
+	if len(res.Compactions) > 0 {
+		sum.SessionsCompacted++
+	}
+	sum.SegmentsIn += res.SegmentsIn()
+	sum.SegmentsOut += res.SegmentsOut()
+	sum.BytesIn += res.BytesIn()
+	sum.BytesOut += res.BytesOut()
+	sum.Marks += res.Marked
+	sum.Deletions += res.Deleted
+	sum.PendingDeletions += res.Pending
+	if j.opts.DryRun {
+		for _, c := range res.Compactions {
+			fmt.Fprintf(j.out, "plan %s: %d L%d segments (%d bytes) -> 1 L%d segment of %d entries (%d bytes)\n",
+				ref, len(c.Inputs), c.Level, c.BytesIn, c.Level+1, c.Entries, c.BytesOut)
+		}
+		if res.Marked > 0 || res.Deleted > 0 {
+			fmt.Fprintf(j.out, "plan %s: mark %d superseded segments, delete %d whose delay has passed\n",
+				ref, res.Marked, res.Deleted)
+		}
+	}
+}
+
+// recentlyWritten reports whether ref has a segment newer than j.olderThan.
+func (j *job) recentlyWritten(ctx context.Context, ref transcript.TranscriptRef) (bool, error) {
+	infos, err := j.store.ListSegments(ctx, ref)
+	if err != nil {
+		return false, err
+	}
+	cutoff := j.now().Add(-j.olderThan)
+	for _, in := range infos {
+		if in.Time.After(cutoff) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// fail records that ref failed with err and reports it on stderr.
+func (j *job) fail(sum *summary, ref transcript.TranscriptRef, err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	sum.SessionsScanned++
+	sum.SessionsFailed++
+	sum.Errors = append(sum.Errors, err.Error())
+	fmt.Fprintf(j.errOut, "session %s: %v\n", ref, err)
+}

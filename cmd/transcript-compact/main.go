@@ -1,0 +1,199 @@
+// Command transcript-compact is the offline compaction and garbage-collection job of a
+// segmented transcript store.
+//
+// For every selected session with at least --min-segments segments at a level it
+// writes one segment of the next level holding their union and naming them, then marks
+// them for deletion; marked segments are deleted once --delete-delay has passed. It
+// never touches a segment written while it runs, and it is idempotent: killed at any
+// point and run again, it finishes the work. N workers split a bucket with no
+// coordination by --shard I/N (a stable hash of the session), for example as the
+// indexes of a Kubernetes indexed Job (deploy/k8s).
+//
+// Exit codes: 0 success, 1 some session failed (the others were still processed),
+// 2 usage error.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucketurl"
+)
+
+// defaultStoreURL matches the transcript command's embedded default store.
+const defaultStoreURL = "file://./transcripts"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// usageError marks a bad command line (exit code 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// errFailed reports that some sessions failed; they were already printed.
+var errFailed = errors.New("some sessions failed")
+
+func exitCode(err error, stderr io.Writer) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "Error: %s\nRun 'transcript-compact -h' for usage.\n", ue.msg)
+		return 2
+	case errors.Is(err, errFailed):
+		return 1
+	default:
+		fmt.Fprintf(stderr, "Error: %s\n", err)
+		return 1
+	}
+}
+
+const usage = `Usage: transcript-compact [flags]
+
+Compacts the sessions of a transcript store: merges a level's small segments into one
+segment of the next level, marks the merged ones for deletion and deletes them after
+--delete-delay. Safe while replicas write and read; idempotent; resumable.
+
+Examples:
+  transcript-compact --store 's3://transcripts/prod?endpoint=minio:9000' --ns acme
+  transcript-compact --shard 2/8 --parallel 16 --json     # worker 2 of 8
+  transcript-compact --dry-run --session s1 --agent coder --ns acme
+`
+
+// parseShard parses "I/N" with 0 <= I < N.
+func parseShard(s string) (int, int, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("--shard %q: want I/N with 0 <= I < N", s)
+	}
+	return i, n, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("transcript-compact", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage, "\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	storeURL := getenv("TRANSCRIPT_STORE")
+	if storeURL == "" {
+		storeURL = defaultStoreURL
+	}
+	var (
+		j           = &job{now: time.Now, out: stdout, errOut: stderr}
+		shard       string
+		jsonOut     bool
+		minSegments int
+		delay       time.Duration
+		writerID    string
+	)
+	fs.StringVar(&storeURL, "store", storeURL, "store URL (env TRANSCRIPT_STORE)")
+	fs.StringVar(&j.namespace, "ns", "", "only this namespace (default: every namespace)")
+	fs.StringVar(&j.agent, "agent", "", "only this agent")
+	fs.StringVar(&j.session, "session", "", "only this session (needs --agent)")
+	fs.IntVar(&minSegments, "min-segments", transcript.DefaultMinSegments, "compact a level once it holds this many segments (at least 2)")
+	fs.DurationVar(&delay, "delete-delay", transcript.DefaultDeleteDelay, "keep superseded segments this long after marking them (0: delete at once)")
+	fs.StringVar(&shard, "shard", "0/1", "process shard I of N (stable hash of the session)")
+	fs.IntVar(&j.parallel, "parallel", 4, "sessions compacted at once")
+	fs.DurationVar(&j.olderThan, "older-than", 0, "skip sessions with a segment newer than this (0: none skipped)")
+	fs.BoolVar(&j.opts.DryRun, "dry-run", false, "print the plan and change nothing")
+	fs.BoolVar(&jsonOut, "json", false, "print the summary as JSON on stdout")
+	fs.StringVar(&writerID, "writer", "", "writer id of the compacted segments (default: host name and random hex)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
+	}
+	var err error
+	if j.shard, j.shards, err = parseShard(shard); err != nil {
+		return &usageError{err.Error()}
+	}
+	switch {
+	case minSegments < 2:
+		return &usageError{fmt.Sprintf("--min-segments %d: want at least 2", minSegments)}
+	case delay < 0:
+		return &usageError{fmt.Sprintf("--delete-delay %s: want 0 or more", delay)}
+	case j.parallel < 1:
+		return &usageError{fmt.Sprintf("--parallel %d: want at least 1", j.parallel)}
+	case j.olderThan < 0:
+		return &usageError{fmt.Sprintf("--older-than %s: want 0 or more", j.olderThan)}
+	case j.session != "" && j.agent == "":
+		return &usageError{"--session needs --agent"}
+	}
+	for name, v := range map[string]string{"ns": j.namespace, "agent": j.agent, "session": j.session} {
+		if v != "" {
+			if err := transcript.ValidatePart(name, v); err != nil {
+				return &usageError{fmt.Sprintf("--%s: %v", name, err)}
+			}
+		}
+	}
+	j.opts.MinSegments = minSegments
+	j.opts.DeleteDelay = delay
+	if delay == 0 {
+		j.opts.DeleteDelay = transcript.DeleteAtOnce
+	}
+	if writerID != "" {
+		if j.opts.Writer, err = transcript.NewWriter(writerID); err != nil {
+			return &usageError{fmt.Sprintf("--writer: %v", err)}
+		}
+	}
+
+	b, prefix, err := bucketurl.Open(ctx, storeURL)
+	if err != nil {
+		return err
+	}
+	if j.store, err = transcript.New(transcript.Config{Bucket: b, Prefix: prefix}); err != nil {
+		return err
+	}
+	defer j.store.Close()
+	j.progress = newProgress(stderr)
+
+	sum, err := j.run(ctx)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(sum); err != nil {
+			return err
+		}
+	} else {
+		verb := "compacted"
+		if sum.DryRun {
+			verb = "would compact"
+		}
+		fmt.Fprintf(stdout, "shard %s: %d sessions scanned, %s %d (%d segments, %d bytes -> %d segments, %d bytes); %d marked, %d deleted, %d waiting for their delay; %d skipped as recent, %d failed; %.1fs\n",
+			sum.Shard, sum.SessionsScanned, verb, sum.SessionsCompacted, sum.SegmentsIn, sum.BytesIn,
+			sum.SegmentsOut, sum.BytesOut, sum.Marks, sum.Deletions, sum.PendingDeletions,
+			sum.SessionsSkipped, sum.SessionsFailed, sum.DurationSeconds)
+	}
+	if sum.SessionsFailed > 0 {
+		return errFailed
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/transcript/storetest"
+)
+
+// rcloneCopy copies src to dst with rclone, the independent S3 tool, configured
+// through the environment only (remote "minio:" is the test MinIO).
+func rcloneCopy(t *testing.T, src, dst string) {
+	t.Helper()
+	endpoint, access, secret := storetest.S3Endpoint(t)
+	bin, err := exec.LookPath("rclone")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("rclone not installed (bash .ci/run installs it)")
+		}
+		t.Skip("rclone not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "copy", src, dst)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_CA_BUNDLE=") { // MinIO is plain HTTP here
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env,
+		"RCLONE_CONFIG=/dev/null",
+		"RCLONE_CONFIG_MINIO_TYPE=s3",
+		"RCLONE_CONFIG_MINIO_PROVIDER=Minio",
+		"RCLONE_CONFIG_MINIO_ENDPOINT=http://"+endpoint,
+		"RCLONE_CONFIG_MINIO_ACCESS_KEY_ID="+access,
+		"RCLONE_CONFIG_MINIO_SECRET_ACCESS_KEY="+secret,
+		"RCLONE_CONFIG_MINIO_REGION=us-east-1",
+	)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "rclone copy %s %s: %s", src, dst, out)
+}
+
+// readOutputs runs every read subcommand on store and returns their stdout by
+// command line (the store URL left out), with the key prefix removed.
+func readOutputs(t *testing.T, store, prefix string, sessions [][2]string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	run := func(args ...string) {
+		key := strings.Join(args, " ")
+		args = append(args[:1:1], append([]string{"--store", store}, args[1:]...)...)
+		out[key] = strings.ReplaceAll(ok(t, args...), prefix, "")
+	}
+	run("ls")
+	run("ls", "--json")
+	run("ls", "--segments", "--json")
+	run("verify")
+	run("verify", "--json")
+	run("stats", "--json")
+	for _, s := range sessions {
+		for _, cmd := range []string{"cat", "export", "context", "tree"} {
+			run(cmd, "--agent", s[0], "--session", s[1])
+		}
+	}
+	restored := t.TempDir()
+	r := cli(t, "restore", "--store", store, "--out", restored)
+	require.Equal(t, 0, r.code, r.stdout, r.stderr)
+	out["restore"] = hashTree(t, restored)
+	return out
+}
+
+// TestCLI_RcloneRoundTrip checks that a bucket copied to a directory by rclone works
+// as --store file://DIR with every read subcommand, giving the same output as the
+// bucket, and that a directory store copied into a bucket works through S3.
+func TestCLI_RcloneRoundTrip(t *testing.T) {
+	tests := []struct {
+		name   string
+		prefix string // key prefix of the S3 store
+		// skip lists outputs not compared.
+		skip []string
+	}{
+		{"bucket root", "", nil},
+		// KNOWN BUG (transcript package, reported to the lead): a compacted segment
+		// names its inputs by full key, store prefix included, so a store read under
+		// another prefix (an S3 prefix copied to a directory, or back) no longer sees
+		// them as superseded. Entries, contexts and restores are unaffected (the union
+		// dedupes), but ls counts the superseded segments as live.
+		{"under a prefix", "ops/transcripts", []string{"ls", "ls --json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { testRcloneRoundTrip(t, tt.prefix, tt.skip) })
+	}
+}
+
+func testRcloneRoundTrip(t *testing.T, prefix string, skip []string) {
+	v3 := fixture(t, fixtureV3)
+	s3 := s3BackendAt(prefix)
+	keyPrefix := ""
+	if prefix != "" {
+		keyPrefix = prefix + "/"
+	}
+	populate := func(store string) [][2]string {
+		ok(t, "import", "--store", store, "--agent", "coder", "--session", "imported", v3)
+		r := cli(t, "demo", "--store", store, "--session", "raced", "--replicas", "3", "--turns", "2")
+		require.Equal(t, 0, r.code, r.stderr)
+		return [][2]string{{"coder", "imported"}, {"demo-agent", "raced"}}
+	}
+	bucketOf := func(url string) string {
+		return strings.SplitN(strings.SplitN(strings.TrimPrefix(url, "s3://"), "?", 2)[0], "/", 2)[0]
+	}
+	compare := func(want, got map[string]string) {
+		t.Helper()
+		for _, k := range skip {
+			delete(want, k)
+			delete(got, k)
+		}
+		require.Equal(t, want, got)
+	}
+
+	t.Run("bucket to directory", func(t *testing.T) {
+		store := s3.fresh(t)
+		sessions := populate(store)
+		want := readOutputs(t, store, keyPrefix, sessions)
+		dir := t.TempDir()
+		rcloneCopy(t, "minio:"+bucketOf(store), dir)
+		got := readOutputs(t, "file://"+filepath.Join(dir, prefix), "", sessions)
+		compare(want, got)
+	})
+
+	t.Run("directory to bucket", func(t *testing.T) {
+		dir := t.TempDir()
+		sessions := populate("file://" + dir)
+		want := readOutputs(t, "file://"+dir, "", sessions)
+		store := s3.fresh(t) // rclone creates the bucket
+		rcloneCopy(t, dir, fmt.Sprintf("minio:%s/%s", bucketOf(store), prefix))
+		got := readOutputs(t, store, keyPrefix, sessions)
+		compare(want, got)
+	})
+}

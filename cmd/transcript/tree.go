@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+const treeUsage = `
+Usage: transcript tree [flags]
+
+Draws the tree of the session --agent/--session of --ns, union-merged from the
+store, like 'git log --graph' from the root down: one line per entry with its short
+id, type, a short content, the writer (replica) that stored it (found in the level-0
+segments still stored; once compaction has deleted them, the compactor with the
+level), and its label.
+Branch points (where replicas diverged) open a new column and say which writers
+continued; compactions are marked; the active leaf is drawn as @ instead of *.
+
+Examples:
+  transcript tree --agent coder --session s1
+  transcript tree --store 's3://transcripts?endpoint=127.0.0.1:9000&insecure=true' --agent coder --session s1
+`
+
+// treeNode is one entry as tree draws it.
+type treeNode struct {
+	entry    sessiontree.Entry
+	writer   string
+	children []int
+}
+
+func runTree(ctx context.Context, env *cliEnv, args []string) error {
+	fs, sf := newStoreFlagSet(env, "tree", treeUsage, false)
+	width := fs.Int("width", 72, "longest content shown per entry, in characters")
+	if err := parse(fs, sf, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	ref, err := sf.ref("tree")
+	if err != nil {
+		return err
+	}
+	s, err := sf.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := s.ReadAll(ctx, ref)
+	if errors.Is(err, transcript.ErrNotFound) {
+		return errSessionNotFound(ref)
+	}
+	if err != nil {
+		return err
+	}
+	origin, err := entryWriters(ctx, s, ref, res)
+	if err != nil {
+		return err
+	}
+	var nodes []treeNode
+	for _, e := range res.Entries {
+		writer, ok := origin[e.ID]
+		if !ok {
+			writer = "?"
+			if info, err := transcript.ParseKey(s.Prefix(), e.Segment); err == nil {
+				writer = fmt.Sprintf("%s L%d", info.WriterID, info.Level) // a compactor, not a replica
+			}
+		}
+		if h, err := sessiontree.ParseHeader(e.Raw); err == nil {
+			fmt.Fprintf(env.stdout, "session %s (version %d, %s, cwd %q) [%s]\n", h.ID(), h.Version(), h.Timestamp(), h.Cwd(), writer)
+			continue
+		}
+		pe, err := sessiontree.ParseEntry(e.Raw)
+		if err != nil {
+			fmt.Fprintf(env.stderr, "skipped entry %s: %v\n", e.ID, err)
+			continue
+		}
+		nodes = append(nodes, treeNode{entry: pe, writer: writer})
+	}
+	drawTree(env.stdout, nodes, *width)
+	for _, c := range res.Conflicts {
+		fmt.Fprintf(env.stdout, "conflict: entry %s has other contents in %s (not shown)\n", c.ID, c.DroppedSegment)
+	}
+	return nil
+}
+
+// entryWriters maps each entry id to the writer of the first level-0 segment that
+// holds it. Entries the merge took from a compacted segment are looked up in the
+// level-0 inputs that are still stored (compaction deletes them only after a delay);
+// entries whose inputs are gone are missing from the map.
+func entryWriters(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, res *transcript.MergeResult) (map[string]string, error) {
+	out := map[string]string{}
+	compacted := false
+	for _, e := range res.Entries {
+		info, err := transcript.ParseKey(s.Prefix(), e.Segment)
+		if err == nil && info.Level == 0 {
+			out[e.ID] = info.WriterID
+		} else {
+			compacted = true
+		}
+	}
+	if !compacted {
+		return out, nil
+	}
+	segs, err := s.ListSegments(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	for _, info := range segs {
+		if info.Level != 0 {
+			continue
+		}
+		seg, err := s.ReadSegment(ctx, info.Key)
+		if err != nil {
+			continue // deleted since the listing, or corrupt (verify reports that)
+		}
+		for _, raw := range seg.Entries {
+			if e, err := transcript.ParseEntry(raw); err == nil {
+				if _, ok := out[e.ID]; !ok {
+					out[e.ID] = info.WriterID
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// drawTree prints nodes (in merge order) as a graph, depth first, each branch in
+// its own column.
+func drawTree(w io.Writer, nodes []treeNode, width int) {
+	index := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		index[n.entry.ID()] = i
+	}
+	labels := map[string]string{}
+	var roots []int
+	for i, n := range nodes {
+		if n.entry.Type() == sessiontree.TypeLabel {
+			target, _ := n.entry.StringField("targetId")
+			if l, ok := n.entry.StringField("label"); ok && l != "" {
+				labels[target] = l
+			} else {
+				delete(labels, target)
+			}
+		}
+		if p, ok := n.entry.ParentID(); ok {
+			if pi, found := index[p]; found && pi != i {
+				nodes[pi].children = append(nodes[pi].children, i)
+				continue
+			}
+		}
+		roots = append(roots, i)
+	}
+	active := -1
+	if len(nodes) > 0 {
+		last := nodes[len(nodes)-1].entry
+		active = len(nodes) - 1
+		if last.Type() == sessiontree.TypeLeaf {
+			target, _ := last.StringField("targetId")
+			active = -1
+			if i, ok := index[target]; ok {
+				active = i
+			}
+		}
+	}
+
+	type item struct{ node, col int }
+	var lanes []bool
+	alloc := func() int {
+		for c, open := range lanes {
+			if !open {
+				lanes[c] = true
+				return c
+			}
+		}
+		lanes = append(lanes, true)
+		return len(lanes) - 1
+	}
+	graph := func(col int, mark string) string {
+		var b strings.Builder
+		for c, open := range lanes {
+			switch {
+			case c == col:
+				b.WriteString(mark)
+			case open:
+				b.WriteString("|")
+			default:
+				b.WriteString(" ")
+			}
+			b.WriteString(" ")
+		}
+		return b.String()
+	}
+	visited := make([]bool, len(nodes))
+	var stack []item
+	for i := len(roots) - 1; i >= 0; i-- {
+		stack = append(stack, item{roots[i], -1})
+	}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if it.col < 0 {
+			it.col = alloc()
+		}
+		n := nodes[it.node]
+		visited[it.node] = true
+		mark := "*"
+		if it.node == active {
+			mark = "@"
+		}
+		var notes []string
+		if l, ok := labels[n.entry.ID()]; ok {
+			notes = append(notes, "label: "+l)
+		}
+		if it.node == active {
+			notes = append(notes, "ACTIVE LEAF")
+		}
+		if len(n.children) > 1 {
+			var ws []string
+			for _, c := range n.children {
+				ws = append(ws, nodes[c].writer)
+			}
+			notes = append(notes, fmt.Sprintf("branch point: %d branches, by %s", len(n.children), strings.Join(ws, ", ")))
+		}
+		line := fmt.Sprintf("%s%s %s [%s]", graph(it.col, mark), shortID(n.entry.ID()), describe(n.entry, width), n.writer)
+		if len(notes) > 0 {
+			line += "  (" + strings.Join(notes, "; ") + ")"
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+		if len(n.children) == 0 {
+			lanes[it.col] = false
+			continue
+		}
+		cols := []int{it.col}
+		for range n.children[1:] {
+			cols = append(cols, alloc())
+		}
+		if len(cols) > 1 {
+			conn := []byte(graph(it.col, "|"))
+			for _, c := range cols[1:] {
+				if c > it.col {
+					conn[2*c] = '\\'
+				} else {
+					conn[2*c] = '/'
+				}
+			}
+			fmt.Fprintln(w, strings.TrimRight(string(conn), " "))
+		}
+		for k := len(n.children) - 1; k >= 0; k-- {
+			stack = append(stack, item{n.children[k], cols[k]})
+		}
+	}
+	for i, v := range visited {
+		if !v {
+			fmt.Fprintf(w, "! %s %s [%s]  (in a parent cycle: unreachable from any root)\n",
+				shortID(nodes[i].entry.ID()), describe(nodes[i].entry, width), nodes[i].writer)
+		}
+	}
+}
+
+// shortID returns the first 8 characters of an id.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// describe returns an entry's type and a one-line summary of its content.
+func describe(e sessiontree.Entry, width int) string {
+	str := func(name string) string { v, _ := e.StringField(name); return v }
+	var what string
+	switch e.Type() {
+	case sessiontree.TypeMessage:
+		what = e.Role() + ": " + messageText(e.Message())
+	case sessiontree.TypeModelChange:
+		what = str("provider") + "/" + str("modelId")
+	case sessiontree.TypeThinkingLevelChange:
+		what = str("thinkingLevel")
+	case sessiontree.TypeCompaction:
+		tokens, _ := e.Field("tokensBefore")
+		what = fmt.Sprintf("COMPACTION (tokensBefore %s, keeps from %s): %s", tokens, shortID(str("firstKeptEntryId")), str("summary"))
+	case sessiontree.TypeBranchSummary:
+		what = str("summary")
+	case sessiontree.TypeCustom:
+		what = str("customType")
+	case sessiontree.TypeCustomMessage:
+		content, _ := e.Field("content")
+		what = str("customType") + ": " + contentText(content)
+	case sessiontree.TypeLabel:
+		what = shortID(str("targetId")) + " = " + strconvQuote(str("label"))
+	case sessiontree.TypeSessionInfo:
+		what = str("name")
+	case sessiontree.TypeLeaf:
+		what = "-> " + shortID(str("targetId"))
+	}
+	return e.Type() + " " + truncate(what, width)
+}
+
+// messageText is the text of an agent message: its content, or the tool it calls or
+// answers.
+func messageText(raw json.RawMessage) string {
+	var m struct {
+		Content  json.RawMessage `json:"content"`
+		ToolName string          `json:"toolName"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	text := contentText(m.Content)
+	if m.ToolName != "" {
+		text = m.ToolName + ": " + text
+	}
+	return text
+}
+
+// contentText flattens message content (a string or content blocks) to one line.
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Thinking string `json:"thinking"`
+		Name     string `json:"name"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return ""
+	}
+	var parts []string
+	for _, b := range blocks {
+		switch {
+		case b.Text != "":
+			parts = append(parts, b.Text)
+		case b.Type == "toolCall":
+			parts = append(parts, "toolCall "+b.Name)
+		case b.Type != "" && b.Type != "thinking":
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// truncate makes s one line of at most n characters.
+func truncate(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max(n-1, 0)]) + "…"
+}
+
+// strconvQuote quotes a label, or says that it was cleared.
+func strconvQuote(s string) string {
+	if s == "" {
+		return "(cleared)"
+	}
+	return fmt.Sprintf("%q", s)
+}

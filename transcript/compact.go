@@ -1,0 +1,562 @@
+package transcript
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// DefaultMinSegments is how many segments a level must hold before Compact merges them.
+const DefaultMinSegments = 4
+
+// DefaultDeleteDelay is how long a superseded segment stays readable after it was
+// marked for deletion.
+const DefaultDeleteDelay = 10 * time.Minute
+
+// DeleteAtOnce, as CompactOptions.DeleteDelay, deletes superseded segments in the run
+// that marks them. A reader that listed them a moment before may then have to list
+// again (see Config.MaxRelists); use it for tests and buckets nobody reads.
+const DeleteAtOnce time.Duration = -1
+
+// ErrCompactInput is wrapped by Compact errors about an input it cannot compact
+// without losing something: a segment that fails verification, or an entry without
+// a usable id. The session is left as it was.
+var ErrCompactInput = errors.New("cannot compact input")
+
+// markDir is the element under a session's prefix that holds deletion marks. Mark keys
+// have more elements than segment keys, so listings of segments skip them.
+const markDir = "gc"
+
+// markExt ends every deletion mark key.
+const markExt = ".mark.json"
+
+// CompactOptions tune Compact. The zero value is usable.
+type CompactOptions struct {
+	// MinSegments is how many unsuperseded segments a level needs before they are
+	// merged into one segment of the next level (default DefaultMinSegments; at
+	// least 2).
+	MinSegments int
+	// DeleteDelay is how long a marked input stays before Compact deletes it, so a
+	// reader that listed it a moment ago can still fetch it. Zero means
+	// DefaultDeleteDelay; DeleteAtOnce (any negative value) deletes in the same run.
+	DeleteDelay time.Duration
+	// DryRun plans without writing or deleting anything.
+	DryRun bool
+	// Writer names the compacted segments (default: NewRandomWriter).
+	Writer *Writer
+}
+
+// Compaction is one merge of a level's segments into one segment of the next level.
+type Compaction struct {
+	// Level is the level of the inputs; the output is Level+1.
+	Level int
+	// Inputs are the merged segments, in key order.
+	Inputs []SegmentInfo
+	// Output is the written segment (zero in a dry run).
+	Output SegmentInfo
+	// Entries is how many entries the output holds.
+	Entries int
+	// BytesIn and BytesOut are the stored sizes of inputs and output.
+	BytesIn, BytesOut int64
+}
+
+// CompactResult reports what Compact did (or, in a dry run, would do) to one session.
+type CompactResult struct {
+	Ref TranscriptRef
+	// Segments is how many segments were listed.
+	Segments int
+	// Compactions lists the merges, lowest level first.
+	Compactions []Compaction
+	// Marked counts deletion marks written (for this run's inputs and for inputs of
+	// an earlier run that stopped before marking them).
+	Marked int
+	// Deleted counts superseded segments deleted because their mark was due.
+	Deleted int
+	// Pending counts marked segments whose delete delay has not passed.
+	Pending int
+	// StaleMarks counts marked segments kept because nothing present supersedes them
+	// any more (their mark is removed).
+	StaleMarks int
+}
+
+// SegmentsIn returns how many segments were merged; SegmentsOut how many were written.
+func (r *CompactResult) SegmentsIn() int {
+	n := 0
+	for _, c := range r.Compactions {
+		n += len(c.Inputs)
+	}
+	return n
+}
+
+// SegmentsOut returns how many compacted segments were written (or planned).
+func (r *CompactResult) SegmentsOut() int { return len(r.Compactions) }
+
+// BytesIn returns the stored bytes of every input; BytesOut those of every output.
+func (r *CompactResult) BytesIn() int64 {
+	var n int64
+	for _, c := range r.Compactions {
+		n += c.BytesIn
+	}
+	return n
+}
+
+// BytesOut returns the stored bytes of the written segments.
+func (r *CompactResult) BytesOut() int64 {
+	var n int64
+	for _, c := range r.Compactions {
+		n += c.BytesOut
+	}
+	return n
+}
+
+// deletionMark is the content of a mark object: the inputs of one compacted segment,
+// marked for deletion at one time. One object per compaction keeps the requests of a
+// compaction independent of how many inputs it had.
+type deletionMark struct {
+	SupersededBy string    `json:"supersededBy"`
+	Inputs       []string  `json:"inputs"`
+	MarkedAt     time.Time `json:"markedAt"`
+	key          string
+}
+
+// markKey returns the key of the deletion mark of the inputs of the compacted
+// segment out, in session ref.
+func (s *Store) markKey(ref TranscriptRef, out string) string {
+	sp := sessionPrefix(s.cfg.Prefix, ref)
+	rel := strings.TrimSuffix(strings.TrimPrefix(out, sp), SegmentExt)
+	return sp + markDir + "/" + rel + markExt
+}
+
+// Compact merges the segments of ref level by level: a level with at least
+// MinSegments segments that no other segment supersedes becomes one segment of the
+// next level holding their union (deduplicated, in merge order, conflicting versions
+// of an id kept after the chosen one) and naming them as its inputs. Only after that
+// segment is stored are the inputs marked for deletion; an input is deleted once its
+// mark is DeleteDelay old and the segment that supersedes it still exists.
+//
+// Compact never touches a segment it did not read: a segment written while it runs is
+// neither an input nor marked. It is idempotent and resumable: run again after a crash
+// it marks the inputs of outputs already written instead of merging them again. Two
+// runs on one session at once may both write an output; readers collapse the
+// duplicates. A segment that fails verification stops the session with an error
+// wrapping ErrCompactInput and changes nothing.
+func (s *Store) Compact(ctx context.Context, ref TranscriptRef, opts CompactOptions) (CompactResult, error) {
+	ref, visible, err := s.checkRef(ref)
+	if err != nil {
+		return CompactResult{}, err
+	}
+	if !visible {
+		return CompactResult{}, fmt.Errorf("compact %s: %w", ref, ErrNotFound)
+	}
+	if opts.MinSegments < 2 {
+		opts.MinSegments = DefaultMinSegments
+	}
+	switch {
+	case opts.DeleteDelay == 0:
+		opts.DeleteDelay = DefaultDeleteDelay
+	case opts.DeleteDelay < 0:
+		opts.DeleteDelay = 0
+	}
+	if opts.Writer == nil {
+		opts.Writer = NewRandomWriter()
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := s.compactOnce(ctx, ref, opts)
+		// A listed segment vanished: another job compacted the session meanwhile.
+		if errors.Is(err, ErrNotFound) && attempt < s.cfg.MaxRelists {
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("compact %s: %w", ref, err)
+		}
+		return res, nil
+	}
+}
+
+// compactState is one session's listing with what Compact learned about it.
+type compactState struct {
+	infos []SegmentInfo
+	segs  map[string]*segment.Segment // decoded segments by key
+	// supersededBy maps an input key to the present segment naming it.
+	supersededBy map[string]string
+	present      map[string]SegmentInfo
+}
+
+func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts CompactOptions) (CompactResult, error) {
+	res := CompactResult{Ref: ref}
+	infos, err := s.ListSegments(ctx, ref)
+	if err != nil {
+		return res, err
+	}
+	res.Segments = len(infos)
+	st := &compactState{infos: infos, segs: map[string]*segment.Segment{},
+		supersededBy: map[string]string{}, present: map[string]SegmentInfo{}}
+	for _, in := range infos {
+		st.present[in.Key] = in
+	}
+	// Read every compacted segment: their inputs are superseded.
+	var upper []SegmentInfo
+	for _, in := range infos {
+		if in.Level > 0 {
+			upper = append(upper, in)
+		}
+	}
+	if err := s.readInto(ctx, st, upper); err != nil {
+		return res, err
+	}
+	for _, in := range upper {
+		for _, k := range st.segs[in.Key].Meta.Inputs {
+			k = s.sessionKey(ref, k)
+			if _, ok := st.supersededBy[k]; !ok {
+				st.supersededBy[k] = in.Key
+			}
+		}
+	}
+	marks, err := s.listMarks(ctx, ref)
+	if err != nil {
+		return res, err
+	}
+	marked := map[string]bool{}
+	for _, m := range marks {
+		for _, k := range m.Inputs {
+			marked[k] = true
+		}
+	}
+	// Resume: inputs of an output written by a run that stopped before marking them.
+	unmarked := map[string][]string{} // output -> its unmarked present inputs
+	var outs []string
+	for _, in := range infos {
+		out, ok := st.supersededBy[in.Key]
+		if !ok || marked[in.Key] {
+			continue
+		}
+		if err := s.checkContained(ctx, st, in, out); err != nil {
+			return res, err
+		}
+		if unmarked[out] == nil {
+			outs = append(outs, out)
+		}
+		unmarked[out] = append(unmarked[out], in.Key)
+	}
+	for _, out := range outs {
+		if !opts.DryRun {
+			m, err := s.putMark(ctx, ref, out, unmarked[out])
+			if err != nil {
+				return res, err
+			}
+			marks = append(marks, m)
+		}
+		res.Marked += len(unmarked[out])
+	}
+	// Merge every level that has enough live segments, lowest first; an output
+	// counts toward the next level.
+	for level := 0; level < 255; level++ {
+		var live []SegmentInfo
+		maxLevel := 0
+		for _, in := range st.infos {
+			maxLevel = max(maxLevel, in.Level)
+			if _, sup := st.supersededBy[in.Key]; in.Level == level && !sup {
+				live = append(live, in)
+			}
+		}
+		if level > maxLevel {
+			break
+		}
+		if len(live) < opts.MinSegments {
+			continue
+		}
+		c, err := s.compactLevel(ctx, ref, st, live, opts)
+		if err != nil {
+			return res, err
+		}
+		res.Compactions = append(res.Compactions, c)
+		if opts.DryRun {
+			continue
+		}
+		inputs := make([]string, len(live))
+		for i, in := range live {
+			inputs[i] = in.Key
+		}
+		m, err := s.putMark(ctx, ref, c.Output.Key, inputs)
+		if err != nil {
+			return res, err
+		}
+		marks = append(marks, m)
+		res.Marked += len(inputs)
+	}
+	return res, s.collect(ctx, st, marks, opts, &res)
+}
+
+// sessionKey returns the full key of a segment of ref named relative to its session
+// (or by a full key, perhaps under another prefix: only its last two elements count).
+func (s *Store) sessionKey(ref TranscriptRef, key string) string {
+	return sessionPrefix(s.cfg.Prefix, ref) + sessionRelKey(key)
+}
+
+// readInto fetches and decodes the segments not yet in st.segs. A segment that fails
+// verification gives an error wrapping ErrCompactInput.
+func (s *Store) readInto(ctx context.Context, st *compactState, infos []SegmentInfo) error {
+	var need []SegmentInfo
+	for _, in := range infos {
+		if st.segs[in.Key] == nil {
+			need = append(need, in)
+		}
+	}
+	segs, _, err := s.fetchAll(ctx, need, false)
+	if err != nil {
+		if errors.Is(err, segment.ErrCorrupt) {
+			return fmt.Errorf("%w: %w", ErrCompactInput, err)
+		}
+		return err
+	}
+	for i, in := range need {
+		st.segs[in.Key] = segs[i]
+	}
+	return nil
+}
+
+// checkContained verifies that segment in, superseded by out, holds nothing that out
+// lacks, before in is marked on the word of out's metadata alone.
+func (s *Store) checkContained(ctx context.Context, st *compactState, in SegmentInfo, out string) error {
+	if err := s.readInto(ctx, st, []SegmentInfo{in}); err != nil {
+		return err
+	}
+	have := map[string][]byte{}
+	for _, raw := range st.segs[out].Entries {
+		if e, err := ParseEntry(raw); err == nil {
+			have[e.ID] = raw
+		}
+	}
+	for pos, raw := range st.segs[in.Key].Entries {
+		e, err := ParseEntry(raw)
+		if err != nil {
+			return fmt.Errorf("%w: segment %s entry %d: %w", ErrCompactInput, in.Key, pos, err)
+		}
+		if got, ok := have[e.ID]; !ok || !bytes.Equal(got, raw) {
+			return fmt.Errorf("%w: segment %s names %s as an input but lacks its entry %q",
+				ErrCompactInput, out, in.Key, e.ID)
+		}
+	}
+	return nil
+}
+
+// compactLevel merges live (segments of one level) into one segment of the next.
+func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compactState, live []SegmentInfo, opts CompactOptions) (Compaction, error) {
+	c := Compaction{Level: live[0].Level, Inputs: live}
+	for _, in := range live {
+		c.BytesIn += in.Size
+	}
+	if err := s.readInto(ctx, st, live); err != nil {
+		return c, err
+	}
+	segs := make([]*segment.Segment, len(live))
+	for i, in := range live {
+		segs[i] = st.segs[in.Key]
+	}
+	m := merge(live, segs)
+	if len(m.Invalid) > 0 {
+		return c, fmt.Errorf("%w: %w", ErrCompactInput, errors.Join(m.Invalid...))
+	}
+	entries := m.Raw()
+	// Keep the versions the merge dropped, after the kept ones, so that compaction
+	// loses no bytes that were ever written.
+	bySeg := map[string]*segment.Segment{}
+	for i, in := range live {
+		bySeg[in.Key] = segs[i]
+	}
+	for _, cf := range m.Conflicts {
+		entries = append(entries, bySeg[cf.DroppedSegment].Entries[cf.DroppedPos])
+	}
+	c.Entries = len(entries)
+	inputs := make([]string, len(live))
+	for i, in := range live {
+		inputs[i] = sessionRelKey(in.Key)
+	}
+	obj, err := s.prepare(ref, entries, opts.Writer, c.Level+1, inputs)
+	if err != nil {
+		return c, fmt.Errorf("%w: %w", ErrCompactInput, err)
+	}
+	c.BytesOut = int64(len(obj.Data))
+	if opts.DryRun {
+		return c, nil
+	}
+	if err := s.PutSegment(ctx, obj.Info.Key, obj.Data); err != nil {
+		return c, err
+	}
+	c.Output = obj.Info
+	seg := &segment.Segment{Meta: obj.Meta, Entries: entries}
+	st.segs[obj.Info.Key] = seg
+	st.infos = append(st.infos, obj.Info)
+	st.present[obj.Info.Key] = obj.Info
+	for _, in := range live {
+		st.supersededBy[in.Key] = obj.Info.Key
+	}
+	return c, nil
+}
+
+// listMarks reads the deletion marks of ref. A mark that is not valid JSON, or does
+// not name the segment its key stands for, is ignored, never trusted; inputs outside
+// the session are dropped from it.
+func (s *Store) listMarks(ctx context.Context, ref TranscriptRef) ([]deletionMark, error) {
+	sp := sessionPrefix(s.cfg.Prefix, ref)
+	var keys []bucket.ObjectInfo
+	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sp + markDir + "/"}, func(oi bucket.ObjectInfo) error {
+		if strings.HasSuffix(oi.Key, markExt) {
+			keys = append(keys, oi)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list deletion marks: %w", err)
+	}
+	var marks []deletionMark
+	for _, oi := range keys {
+		m, err := s.readMark(ctx, oi)
+		if errors.Is(err, ErrNotFound) {
+			continue // another job collected it meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m.SupersededBy == "" {
+			continue
+		}
+		m.SupersededBy = s.sessionKey(ref, m.SupersededBy)
+		if s.markKey(ref, m.SupersededBy) != oi.Key {
+			continue
+		}
+		inputs := m.Inputs[:0]
+		for _, k := range m.Inputs {
+			k = s.sessionKey(ref, k)
+			if info, err := ParseKey(s.cfg.Prefix, k); err == nil && info.Ref == ref && k != m.SupersededBy {
+				inputs = append(inputs, k)
+			}
+		}
+		m.Inputs = inputs
+		marks = append(marks, m)
+	}
+	return marks, nil
+}
+
+func (s *Store) readMark(ctx context.Context, oi bucket.ObjectInfo) (deletionMark, error) {
+	rc, _, err := s.cfg.Bucket.Get(ctx, oi.Key)
+	if err != nil {
+		return deletionMark{}, fmt.Errorf("read deletion mark %s: %w", oi.Key, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+	if err != nil {
+		return deletionMark{}, fmt.Errorf("read deletion mark %s: %w", oi.Key, err)
+	}
+	var m deletionMark
+	if err := json.Unmarshal(data, &m); err != nil {
+		return deletionMark{}, nil // not ours: ignored, never trusted
+	}
+	if m.MarkedAt.IsZero() {
+		m.MarkedAt = oi.ModTime
+	}
+	m.key = oi.Key
+	return m, nil
+}
+
+// putMark stores the deletion mark of inputs, superseded by out. A mark for out
+// already there (another job's) is kept as it is.
+func (s *Store) putMark(ctx context.Context, ref TranscriptRef, out string, inputs []string) (deletionMark, error) {
+	m := deletionMark{SupersededBy: out, Inputs: inputs, MarkedAt: s.cfg.Now().UTC(), key: s.markKey(ref, out)}
+	// Stored relative to the session, like a segment's inputs (see sessionRelKey).
+	stored := deletionMark{SupersededBy: sessionRelKey(out), MarkedAt: m.MarkedAt}
+	for _, k := range inputs {
+		stored.Inputs = append(stored.Inputs, sessionRelKey(k))
+	}
+	data, err := json.Marshal(stored)
+	if err != nil {
+		return m, err
+	}
+	data = append(data, '\n')
+	err = s.cfg.Bucket.Put(ctx, m.key, bytes.NewReader(data), int64(len(data)),
+		bucket.PutOptions{Checksum: ObjectChecksum(data), ContentType: "application/json"})
+	if errors.Is(err, bucket.ErrExists) {
+		old, rerr := s.readMark(ctx, bucket.ObjectInfo{Key: m.key})
+		if rerr == nil && s.sessionKey(ref, old.SupersededBy) == out {
+			m.MarkedAt = old.MarkedAt
+			return m, nil
+		}
+		return m, fmt.Errorf("mark inputs of %s: %w", out, errors.Join(err, rerr))
+	}
+	if err != nil {
+		return m, fmt.Errorf("mark inputs of %s: %w", out, err)
+	}
+	return m, nil
+}
+
+// collect deletes the marked segments whose delay has passed and that a present
+// segment still supersedes, then the marks that have nothing left to wait for. A
+// marked segment that nothing present supersedes any more is kept.
+func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionMark, opts CompactOptions, res *CompactResult) error {
+	now := s.cfg.Now()
+	// Oldest marks first, so inputs go before the outputs that replaced them.
+	slices.SortFunc(marks, func(a, b deletionMark) int {
+		if c := a.MarkedAt.Compare(b.MarkedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	counted := map[string]bool{}
+	for _, m := range marks {
+		waiting := false
+		var due []string
+		for _, k := range m.Inputs {
+			_, present := st.present[k]
+			out, superseded := st.supersededBy[k]
+			_, outPresent := st.present[out]
+			switch {
+			case !present || counted[k]:
+			case !superseded || !outPresent:
+				res.StaleMarks++
+			case now.Sub(m.MarkedAt) < opts.DeleteDelay:
+				res.Pending++
+				waiting = true
+			default:
+				due = append(due, k)
+			}
+			counted[k] = true
+		}
+		res.Deleted += len(due)
+		if opts.DryRun {
+			continue
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(s.cfg.ReadConcurrency)
+		for _, k := range due {
+			g.Go(func() error {
+				if err := s.cfg.Bucket.Delete(gctx, k); err != nil {
+					return fmt.Errorf("delete superseded segment %s: %w", k, err)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		for _, k := range due {
+			delete(st.present, k)
+		}
+		if !waiting {
+			if err := s.cfg.Bucket.Delete(ctx, m.key); err != nil {
+				return fmt.Errorf("delete deletion mark %s: %w", m.key, err)
+			}
+		}
+	}
+	return nil
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
@@ -665,3 +666,24 @@ func TestRepository_NotConditional(t *testing.T) {
 
 // plainBucket hides the Conditional methods of the bucket it wraps.
 type plainBucket struct{ bucket.Bucket }
+
+// TestRepository_StrictCompacted: compaction does not know about heads yet (see the
+// package doc). A strict session whose committed segments a compaction replaced
+// is detected, not read silently as complete: appends are refused.
+func TestRepository_StrictCompacted(t *testing.T) {
+	e := newEnv(t, membucket.New())
+	ctx := t.Context()
+	s, err := e.repo(alice).Create(ctx, repository.CreateOptions{ID: "s", Strict: true})
+	require.NoError(t, err)
+	require.NoError(t, s.Append(ctx, msg("a", "", "1")))
+	require.NoError(t, s.Append(ctx, msg("b", "a", "2")))
+	res, err := e.store.Compact(ctx, s.Ref(), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Compactions)
+	require.NotZero(t, res.Deleted)
+
+	opened, err := e.repo(alice).Open(ctx, "s")
+	require.NoError(t, err)
+	require.ErrorIs(t, opened.Err(), repository.ErrHeadMismatch)
+	require.ErrorIs(t, opened.Append(ctx, msg("c", "b", "3")), repository.ErrHeadMismatch)
+}

@@ -95,6 +95,11 @@ func (s *Session) load(ctx context.Context) error {
 		return err
 	}
 	res, err := st.ReadAll(ctx, s.ref)
+	if errors.Is(err, transcript.ErrNotFound) && strict && s.asOf.IsZero() {
+		// The head exists but commits nothing readable: the session is damaged
+		// (checkHead says so), not gone.
+		res, err = &transcript.MergeResult{}, nil
+	}
 	if errors.Is(err, transcript.ErrNotFound) {
 		return notFound(s.id)
 	}

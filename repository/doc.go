@@ -56,8 +56,9 @@
 //
 // # Limits
 //
-// Compaction (transcript) merges segments into new keys that a head does not name:
-// a strict session must not be compacted until compaction rewrites its head.
+// Compaction (transcript.Store.Compact, cmd/transcript-compact) skips strict
+// sessions: merging would put their entries under keys the head does not name.
+// Their segments stay as written; CollectUncommitted removes losers of head races.
 // Strict sessions must be written only through a Repository (a SessionTree's
 // mirror bypasses the head, so its segments stay uncommitted).
 package repository

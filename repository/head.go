@@ -16,7 +16,8 @@ import (
 // HeadName is the object name of a strict session's head, under the session's key
 // prefix: {prefix}/{namespace}/{agentId}/{sessionId}/HEAD.json. It is not a segment
 // key, so segment listings skip it; deleting the session removes it.
-const HeadName = "HEAD.json"
+// Compact (package transcript) skips sessions that have one.
+const HeadName = transcript.HeadName
 
 // headFormat is the format version of the head object.
 const headFormat = 1

@@ -667,9 +667,8 @@ func TestRepository_NotConditional(t *testing.T) {
 // plainBucket hides the Conditional methods of the bucket it wraps.
 type plainBucket struct{ bucket.Bucket }
 
-// TestRepository_StrictCompacted: compaction does not know about heads yet (see the
-// package doc). A strict session whose committed segments a compaction replaced
-// is detected, not read silently as complete: appends are refused.
+// TestRepository_StrictCompacted: the compaction job leaves strict sessions alone
+// (their head names the committed segments); a default session beside it is compacted.
 func TestRepository_StrictCompacted(t *testing.T) {
 	e := newEnv(t, membucket.New())
 	ctx := t.Context()
@@ -679,11 +678,21 @@ func TestRepository_StrictCompacted(t *testing.T) {
 	require.NoError(t, s.Append(ctx, msg("b", "a", "2")))
 	res, err := e.store.Compact(ctx, s.Ref(), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
 	require.NoError(t, err)
-	require.NotEmpty(t, res.Compactions)
-	require.NotZero(t, res.Deleted)
+	require.True(t, res.SkippedStrict)
+	require.Empty(t, res.Compactions)
+	require.Zero(t, res.Deleted)
 
 	opened, err := e.repo(alice).Open(ctx, "s")
 	require.NoError(t, err)
-	require.ErrorIs(t, opened.Err(), repository.ErrHeadMismatch)
-	require.ErrorIs(t, opened.Append(ctx, msg("c", "b", "3")), repository.ErrHeadMismatch)
+	require.NoError(t, opened.Err())
+	require.NoError(t, opened.Append(ctx, msg("c", "b", "3")))
+
+	d, err := e.repo(alice).Create(ctx, repository.CreateOptions{ID: "d"})
+	require.NoError(t, err)
+	require.NoError(t, d.Append(ctx, msg("a", "", "1")))
+	require.NoError(t, d.Append(ctx, msg("b", "a", "2")))
+	res, err = e.store.Compact(ctx, d.Ref(), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+	require.NoError(t, err)
+	require.False(t, res.SkippedStrict)
+	require.NotEmpty(t, res.Compactions)
 }

@@ -147,8 +147,8 @@ func runReplicas(ctx context.Context, e *env) (ItemResult, error) {
 	note := fmt.Sprintf("%d replicas × %d sessions × %d flushes = %d segments, %.1f MB; concurrency %d", sz.Replicas, sz.ReplicaSessions,
 		sz.ReplicaTurns, len(objs), float64(size)/mb, conc)
 	res.Rows = append(res.Rows,
-		row(5, "aggregate flush throughput, 8 replicas", "flushes/s", n/wall.Seconds(), "minio-go PutObject of the same objects", n/rawWall.Seconds(), true, note),
-		row(5, "aggregate upload throughput, 8 replicas", "MB/s", float64(size)/mb/wall.Seconds(), "minio-go PutObject", float64(size)/mb/rawWall.Seconds(), true,
+		row(5, fmt.Sprintf("aggregate flush throughput, %d replicas", sz.Replicas), "flushes/s", n/wall.Seconds(), "minio-go PutObject of the same objects", n/rawWall.Seconds(), true, note),
+		row(5, fmt.Sprintf("aggregate upload throughput, %d replicas", sz.Replicas), "MB/s", float64(size)/mb/wall.Seconds(), "minio-go PutObject", float64(size)/mb/rawWall.Seconds(), true,
 			"store: Upload (encode + outbox write with fsync) until every Mirror is quiescent"))
 	return res, nil
 }
@@ -259,6 +259,10 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	}
 	e.logf("restore: %d sessions in %v", sz.Sessions, d)
 
+	// The store restores Parallel sessions at a time, each fetching up to
+	// DefaultReadConcurrency segments at once: the baselines get as many requests in
+	// flight.
+	inflight := sz.Parallel * transcript.DefaultReadConcurrency
 	client, name := e.s3().Client(), e.s3().Name()
 	prefix := store.Prefix() + "/"
 	rawDir := filepath.Join(e.tmp, "raw")
@@ -272,7 +276,7 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 			keys = append(keys, o.Key)
 		}
 		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(sz.Parallel)
+		g.SetLimit(inflight)
 		for _, k := range keys {
 			g.Go(func() error {
 				obj, err := client.GetObject(gctx, name, k, minio.GetObjectOptions{})
@@ -304,27 +308,29 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	}
 	e.logf("minio-go copy: %d objects in %v", objects.Load(), rawD)
 	n := float64(sz.Sessions)
-	note = fmt.Sprintf("%d sessions × %d segments (%d objects, %.1f MB), parallelism %d; restore writes the two SessionTree files per session (no fsync, as the baselines)",
-		sz.Sessions, sz.SessionSegments, objects.Load(), float64(bytesIn.Load())/mb, sz.Parallel)
-	res.Rows = append(res.Rows, row(6, "restore sessions from the bucket", "sessions/s", n/d.Seconds(), "minio-go list + GetObject into files", n/rawD.Seconds(), true, note))
+	note = fmt.Sprintf("%d sessions × %d segments (%d objects, %.1f MB); store: %d sessions at a time × %d segment GETs each; "+
+		"baselines: %d requests in flight; restore writes the two SessionTree files per session (no fsync, like the baselines)",
+		sz.Sessions, sz.SessionSegments, objects.Load(), float64(bytesIn.Load())/mb, sz.Parallel, transcript.DefaultReadConcurrency, inflight)
+	res.Rows = append(res.Rows, row(6, "restore sessions from the bucket", "sessions/s", n/d.Seconds(),
+		fmt.Sprintf("minio-go list + %d parallel GetObject into files", inflight), n/rawD.Seconds(), true, note))
 
 	if bin, err := exec.LookPath("rclone"); err != nil {
 		res.Rows = append(res.Rows, Row{Item: 6, Name: "restore vs rclone copy", Skipped: "rclone not on PATH"})
 	} else {
-		rcD, err := rcloneCopy(ctx, e, bin, name, prefix, filepath.Join(e.tmp, "rclone"))
+		rcD, err := rcloneCopy(ctx, e, bin, name, prefix, filepath.Join(e.tmp, "rclone"), inflight)
 		if err != nil {
 			return res, err
 		}
 		e.logf("rclone copy: %v", rcD)
 		res.Rows = append(res.Rows, row(6, "restore sessions from the bucket", "sessions/s", n/d.Seconds(),
-			fmt.Sprintf("rclone copy --transfers %d", sz.Parallel), n/rcD.Seconds(), true, ""))
+			fmt.Sprintf("rclone copy --transfers %d", inflight), n/rcD.Seconds(), true, ""))
 	}
 	return res, nil
 }
 
 // rcloneCopy copies bucket/prefix into dir with rclone, configured through the
 // environment only (remote "bench"), and returns how long it took.
-func rcloneCopy(ctx context.Context, e *env, bin, bucketName, prefix, dir string) (time.Duration, error) {
+func rcloneCopy(ctx context.Context, e *env, bin, bucketName, prefix, dir string, transfers int) (time.Duration, error) {
 	loc, err := bucketurl.Parse(e.cfg.Store)
 	if err != nil {
 		return 0, err
@@ -337,7 +343,7 @@ func rcloneCopy(ctx context.Context, e *env, bin, bucketName, prefix, dir string
 	if region == "" {
 		region = "us-east-1"
 	}
-	p := fmt.Sprint(e.cfg.Sizes.Parallel)
+	p := fmt.Sprint(transfers)
 	cmd := exec.CommandContext(ctx, bin, "copy", "bench:"+bucketName+"/"+prefix, dir, "--transfers", p, "--checkers", p)
 	var cenv []string
 	for _, kv := range os.Environ() {
@@ -412,18 +418,26 @@ func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 		}); err != nil {
 			return err
 		}
-		var buf bytes.Buffer
-		for _, k := range keys {
-			rc, _, err := e.bucket.Get(ctx, k)
-			if err != nil {
+		// Compact fetches a session's segments DefaultReadConcurrency at a time; so
+		// does the floor.
+		parts := make([][]byte, len(keys))
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(transcript.DefaultReadConcurrency)
+		for i, k := range keys {
+			g.Go(func() error {
+				rc, _, err := e.bucket.Get(gctx, k)
+				if err != nil {
+					return err
+				}
+				defer rc.Close()
+				parts[i], err = io.ReadAll(rc)
 				return err
-			}
-			_, err = io.Copy(&buf, rc)
-			rc.Close()
-			if err != nil {
-				return err
-			}
+			})
 		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		buf := bytes.NewBuffer(bytes.Join(parts, nil))
 		floorBytes.Add(int64(buf.Len()))
 		return e.bucket.Put(ctx, e.key("raw", "compact", sid), bytes.NewReader(buf.Bytes()), int64(buf.Len()), bucket.PutOptions{})
 	})
@@ -454,7 +468,7 @@ func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 	e.logf("compaction: %d sessions in %v, %s", len(sids), d, breakdown(c))
 	n := float64(len(sids))
 	res.Rows = append(res.Rows,
-		row(7, "compaction throughput", "sessions/s", n/d.Seconds(), "floor: LIST + GETs + 1 PUT per session", n/floorD.Seconds(), true,
+		row(7, "compaction throughput", "sessions/s", n/d.Seconds(), "floor: LIST + parallel GETs + 1 PUT per session", n/floorD.Seconds(), true,
 			fmt.Sprintf("%d sessions × %d segments, parallelism %d; DeleteAtOnce; requests per session: %s", len(sids), sz.SessionSegments, sz.Parallel,
 				breakdown(scaled(c, 1/n)))),
 		row(7, "compaction throughput (stored bytes in)", "MB/s", float64(in.Load())/mb/d.Seconds(), "floor (same bytes)", float64(floorBytes.Load())/mb/floorD.Seconds(), true,

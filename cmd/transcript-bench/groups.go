@@ -46,19 +46,19 @@ type Sizes struct {
 // newSizes returns the full sizes of the issue, or the quick ones, scaled (for tests).
 func newSizes(quick bool, scale float64) Sizes {
 	s := Sizes{CodecSeconds: 1, CodecTurns: []int{1, 300}, FlushTurns: 500, MirrorTurns: 1000,
-		OpenTurns: 1000, OpenSegments: []int{1, 10, 100, 1000}, OpenReps: 7,
-		Replicas: 8, ReplicaSessions: 100, ReplicaTurns: 10,
-		Sessions: 2000, SessionSegments: 20, Parallel: 8}
+		OpenTurns: 1000, OpenSegments: []int{1, 10, 100, 1000}, OpenReps: 5,
+		Replicas: 8, ReplicaSessions: 100, ReplicaTurns: 5,
+		Sessions: 500, SessionSegments: 20, Parallel: 8}
 	if quick {
-		s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenReps = 0.25, 100, 250, 3
-		s.ReplicaTurns, s.Sessions = 2, 200
+		s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenReps = 0.25, 100, 100, 334, 3
+		s.ReplicaSessions, s.ReplicaTurns, s.Sessions = 25, 2, 50
 	}
 	if scale < 1 {
 		sc := func(n, least int) int { return max(least, int(math.Round(float64(n)*scale))) }
 		s.CodecSeconds = max(0.02, s.CodecSeconds*scale)
 		s.CodecTurns[1] = sc(s.CodecTurns[1], 2)
-		s.FlushTurns, s.MirrorTurns, s.OpenTurns = sc(s.FlushTurns, 3), sc(s.MirrorTurns, 4), sc(s.OpenTurns, 10)
-		s.ReplicaSessions, s.Sessions, s.SessionSegments = sc(s.ReplicaSessions, 2), sc(s.Sessions, 3), sc(s.SessionSegments, 5)
+		s.FlushTurns, s.MirrorTurns, s.OpenTurns = sc(s.FlushTurns, 3), sc(s.MirrorTurns, 4), sc(s.OpenTurns, 4)
+		s.Replicas, s.ReplicaSessions, s.Sessions, s.SessionSegments = sc(s.Replicas, 2), sc(s.ReplicaSessions, 2), sc(s.Sessions, 3), sc(s.SessionSegments, 5)
 		s.OpenSegments = []int{1, 10}
 		s.OpenReps = 1
 	}

@@ -50,6 +50,7 @@ func TestRun_Quick(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			err := run(t.Context(), []string{"--store", store, "--quick", "--scale", "0.02", "--json", jsonPath, "--markdown", mdPath}, &stdout, &stderr)
 			require.NoError(t, err, "stderr:\n%s", stderr.String())
+			t.Log(stderr.String())
 
 			var rep Report
 			data, err := os.ReadFile(jsonPath)

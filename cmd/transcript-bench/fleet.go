@@ -156,6 +156,24 @@ func runReplicas(ctx context.Context, e *env) (ItemResult, error) {
 // fleetAgent holds the sessions restored and compacted by items 6 and 7.
 const fleetAgent = "fleet"
 
+// openFleet returns the store of the fleet sessions over b, writing them first if
+// needed (see ensureFleet) and noting the setup in res. The caller closes the store.
+func openFleet(ctx context.Context, e *env, b bucket.Bucket, res *ItemResult) (*transcript.Store, error) {
+	store, err := e.newStore(b, "fleet")
+	if err != nil {
+		return nil, err
+	}
+	note, err := ensureFleet(ctx, e, store)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if note != "" {
+		res.Notes = append(res.Notes, note)
+	}
+	return store, nil
+}
+
 // ensureFleet writes Sessions sessions of SessionSegments one-turn segments under the
 // store, unless an earlier child of this run did (its marker exists), and returns a
 // note on what the setup cost.
@@ -215,18 +233,11 @@ func ensureFleet(ctx context.Context, e *env, store *transcript.Store) (string, 
 func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
 	sz := e.cfg.Sizes
-	store, err := e.newStore(e.bucket, "fleet")
+	store, err := openFleet(ctx, e, e.bucket, &res)
 	if err != nil {
 		return res, err
 	}
 	defer store.Close()
-	note, err := ensureFleet(ctx, e, store)
-	if err != nil {
-		return res, err
-	}
-	if note != "" {
-		res.Notes = append(res.Notes, note)
-	}
 	root := filepath.Join(e.tmp, "restored")
 	var entries atomic.Int64
 	d, err := timeIt(func() error {
@@ -308,7 +319,7 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	}
 	e.logf("minio-go copy: %d objects in %v", objects.Load(), rawD)
 	n := float64(sz.Sessions)
-	note = fmt.Sprintf("%d sessions × %d segments (%d objects, %.1f MB); store: %d sessions at a time × %d segment GETs each; "+
+	note := fmt.Sprintf("%d sessions × %d segments (%d objects, %.1f MB); store: %d sessions at a time × %d segment GETs each; "+
 		"baselines: %d requests in flight; restore writes the two SessionTree files per session (no fsync, like the baselines)",
 		sz.Sessions, sz.SessionSegments, objects.Load(), float64(bytesIn.Load())/mb, sz.Parallel, transcript.DefaultReadConcurrency, inflight)
 	res.Rows = append(res.Rows, row(6, "restore sessions from the bucket", "sessions/s", n/d.Seconds(),
@@ -379,18 +390,11 @@ func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
 	sz := e.cfg.Sizes
 	counted := mirrortest.Wrap(e.bucket)
-	store, err := e.newStore(counted, "fleet")
+	store, err := openFleet(ctx, e, counted, &res)
 	if err != nil {
 		return res, err
 	}
 	defer store.Close()
-	note, err := ensureFleet(ctx, e, store)
-	if err != nil {
-		return res, err
-	}
-	if note != "" {
-		res.Notes = append(res.Notes, note)
-	}
 	sids, err := store.ListSessions(ctx, "", fleetAgent)
 	if err != nil {
 		return res, err

@@ -14,18 +14,20 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // TestMain lets the test binary serve as the runner's child process: run
-// re-executes os.Executable, which under `go test` is this binary.
+// re-executes os.Executable, which under `go test` is this binary. The parent
+// process must not leak goroutines (its children exit).
 func TestMain(m *testing.M) {
 	if g := os.Getenv(envChild); g != "" {
 		os.Exit(childMain(g))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // TestRun_Quick runs the whole runner with tiny sizes against an in-memory store and

@@ -85,6 +85,9 @@ type CompactResult struct {
 	Deleted int
 	// Pending counts marked segments whose delete delay has not passed.
 	Pending int
+	// SkippedStrict reports a strict session (one with a HeadName object), which
+	// Compact leaves as it is.
+	SkippedStrict bool
 	// StaleMarks counts marked segments kept because nothing present supersedes them
 	// any more (their mark is removed).
 	StaleMarks int
@@ -195,11 +198,17 @@ type compactState struct {
 
 func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts CompactOptions) (CompactResult, error) {
 	res := CompactResult{Ref: ref}
-	infos, err := s.ListSegments(ctx, ref)
+	infos, markKeys, strict, err := s.sessionObjects(ctx, ref)
 	if err != nil {
 		return res, err
 	}
 	res.Segments = len(infos)
+	if strict {
+		// Merging would replace segments the head names; the repository would then
+		// refuse the session as damaged.
+		res.SkippedStrict = true
+		return res, nil
+	}
 	st := &compactState{infos: infos, segs: map[string]*segment.Segment{},
 		supersededBy: map[string]string{}, present: map[string]SegmentInfo{}}
 	for _, in := range infos {
@@ -223,7 +232,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 			}
 		}
 	}
-	marks, err := s.listMarks(ctx, ref)
+	marks, err := s.readMarks(ctx, ref, markKeys)
 	if err != nil {
 		return res, err
 	}
@@ -405,21 +414,45 @@ func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compact
 	return c, nil
 }
 
-// listMarks reads the deletion marks of ref. A mark that is not valid JSON, or does
-// not name the segment its key stands for, is ignored, never trusted; inputs outside
-// the session are dropped from it.
-func (s *Store) listMarks(ctx context.Context, ref TranscriptRef) ([]deletionMark, error) {
+// HeadName is the object name of a strict session's head (see package repository),
+// under the session's key prefix. Compact leaves a session that has one alone: the
+// head names the committed segments, and only the repository may move it.
+const HeadName = "HEAD.json"
+
+// sessionObjects lists everything under ref's prefix in one listing: the segments
+// (in key order), the keys of the deletion marks, and whether a strict head exists.
+func (s *Store) sessionObjects(ctx context.Context, ref TranscriptRef) ([]SegmentInfo, []bucket.ObjectInfo, bool, error) {
 	sp := sessionPrefix(s.cfg.Prefix, ref)
-	var keys []bucket.ObjectInfo
-	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sp + markDir + "/"}, func(oi bucket.ObjectInfo) error {
-		if strings.HasSuffix(oi.Key, markExt) {
-			keys = append(keys, oi)
+	var (
+		infos  []SegmentInfo
+		marks  []bucket.ObjectInfo
+		strict bool
+	)
+	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sp}, func(oi bucket.ObjectInfo) error {
+		rel := strings.TrimPrefix(oi.Key, sp)
+		switch {
+		case rel == HeadName:
+			strict = true
+		case strings.HasPrefix(rel, markDir+"/") && strings.HasSuffix(rel, markExt):
+			marks = append(marks, oi)
+		default:
+			if info, err := ParseKey(s.cfg.Prefix, oi.Key); err == nil {
+				info.Size = oi.Size
+				infos = append(infos, info)
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list deletion marks: %w", err)
+		return nil, nil, false, fmt.Errorf("list %s: %w", ref, err)
 	}
+	return infos, marks, strict, nil
+}
+
+// readMarks reads the deletion marks at keys. A mark that is not valid JSON, or does
+// not name the segment its key stands for, is ignored, never trusted; inputs outside
+// the session are dropped from it.
+func (s *Store) readMarks(ctx context.Context, ref TranscriptRef, keys []bucket.ObjectInfo) ([]deletionMark, error) {
 	var marks []deletionMark
 	for _, oi := range keys {
 		m, err := s.readMark(ctx, oi)

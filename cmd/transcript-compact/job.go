@@ -51,6 +51,7 @@ type summary struct {
 	SessionsListed    int      `json:"sessionsListed"`
 	SessionsScanned   int      `json:"sessionsScanned"`
 	SessionsSkipped   int      `json:"sessionsSkippedRecent"`
+	SessionsStrict    int      `json:"sessionsSkippedStrict"`
 	SessionsCompacted int      `json:"sessionsCompacted"`
 	SessionsFailed    int      `json:"sessionsFailed"`
 	SegmentsIn        int      `json:"segmentsIn"`
@@ -175,6 +176,9 @@ func (j *job) one(ctx context.Context, ref transcript.TranscriptRef, sum *summar
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	sum.SessionsScanned++
+	if res.SkippedStrict {
+		sum.SessionsStrict++
+	}
 	if len(res.Compactions) > 0 {
 		sum.SessionsCompacted++
 	}

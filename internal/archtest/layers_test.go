@@ -14,7 +14,8 @@ const module = "github.com/transcriptstore/transcript/"
 
 // allowed maps a package prefix (relative to the module) to the project packages it
 // may import (prefixes too). A package imports only those below it:
-// segment ← transcript ← mirror ← sessiontree ← cmd; internal/ helpers are shared.
+// segment ← transcript ← mirror ← sessiontree ← repository ← cmd; internal/ helpers
+// are shared.
 var allowed = []struct {
 	pkg  string
 	deps []string
@@ -26,6 +27,7 @@ var allowed = []struct {
 	{"transcript", []string{"segment", "transcript", "internal/fsutil", "internal/jsonscan"}},
 	{"mirror", []string{"segment", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},
 	{"sessiontree", []string{"segment", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},
+	{"repository", []string{"segment", "transcript", "internal/fsutil", "internal/jsonscan", "mirror", "sessiontree", "repository"}},
 	{"cmd/", []string{""}},
 	{"internal/archtest", nil},
 	// The reliability suite tests everything from outside, like a command.

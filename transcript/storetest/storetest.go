@@ -72,6 +72,7 @@ func RunWithOptions(t *testing.T, opts Options, newBucket func(t *testing.T) buc
 			c.fn(t, newBucket(t))
 		})
 	}
+	s.runConditional(t)
 }
 
 type suite struct {

@@ -102,6 +102,12 @@ func (b *Bucket) store(ctx context.Context, op, key string, r io.Reader, size in
 		}
 		return fmt.Errorf("%s %s: %w", op, key, bucket.ErrExists)
 	}
+	b.set(key, data, fmt.Sprintf("mem-%x-%d", b.now().UnixNano(), len(data)), opts.Checksum)
+	return nil
+}
+
+// set stores data under key, creating or replacing it. The caller holds b.mu.
+func (b *Bucket) set(key string, data []byte, etag, checksum string) {
 	if _, ok := b.objects[key]; !ok {
 		i, _ := slices.BinarySearch(b.keys, key)
 		b.keys = slices.Insert(b.keys, i, key)
@@ -110,10 +116,9 @@ func (b *Bucket) store(ctx context.Context, op, key string, r io.Reader, size in
 		Key:      key,
 		Size:     int64(len(data)),
 		ModTime:  b.now(),
-		ETag:     fmt.Sprintf("mem-%x-%d", b.now().UnixNano(), len(data)),
-		Checksum: opts.Checksum,
+		ETag:     etag,
+		Checksum: checksum,
 	}}
-	return nil
 }
 
 // Delete removes key; a missing key is not an error.

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// median runs fn once to warm up, then reps times, and returns the median duration.
+func median(reps int, fn func() error) (time.Duration, error) {
+	if err := fn(); err != nil {
+		return 0, err
+	}
+	ds := make([]time.Duration, reps)
+	for i := range ds {
+		d, err := timeIt(fn)
+		if err != nil {
+			return 0, err
+		}
+		ds[i] = d
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], nil
+}
+
+// getAll is the baseline read: one GET of key, read to the end.
+func getAll(ctx context.Context, b bucket.Reader, key string) error {
+	rc, _, err := b.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	_, err = io.Copy(io.Discard, rc)
+	return err
+}
+
+// putSegments stores objs with PutSegment, parallel at a time.
+func putSegments(ctx context.Context, s *transcript.Store, objs []transcript.SegmentObject, parallel int) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for _, o := range objs {
+		g.Go(func() error { return s.PutSegment(gctx, o.Info.Key, o.Data) })
+	}
+	return g.Wait()
+}
+
+// runOpen is item 4: ReadAll (list, parallel fetch, verify, union-merge) of one
+// session of OpenTurns turns stored as 1, 10, 100 and 1,000 segments, against one GET
+// of the same bytes stored as a single object; then the same after compacting the
+// session into one segment, against one GET of that segment.
+func runOpen(ctx context.Context, e *env) (ItemResult, error) {
+	var res ItemResult
+	sz := e.cfg.Sizes
+	store, err := e.newStore(e.bucket, "open")
+	if err != nil {
+		return res, err
+	}
+	defer store.Close()
+	w, err := transcript.NewWriter("bench")
+	if err != nil {
+		return res, err
+	}
+	entries := flatten(session("open", 4, sz.OpenTurns))
+	before := Series{Chart: "open", Name: "open (ReadAll)"}
+	after := Series{Chart: "open", Name: "open after compaction"}
+	get := Series{Chart: "open", Name: "one GET of the same bytes"}
+	for _, n := range sz.OpenSegments {
+		if n > len(entries) {
+			continue
+		}
+		ref := transcript.TranscriptRef{AgentID: "open", SessionID: fmt.Sprintf("n%d", n)}
+		var objs []transcript.SegmentObject
+		var whole bytes.Buffer
+		for _, part := range chunk(entries, n) {
+			o, err := store.PrepareSegment(ref, part, w)
+			if err != nil {
+				return res, err
+			}
+			objs = append(objs, o)
+			whole.Write(o.Data)
+		}
+		if err := putSegments(ctx, store, objs, 16); err != nil {
+			return res, err
+		}
+		rawKey := e.key("raw", "open", ref.SessionID)
+		if err := e.bucket.Put(ctx, rawKey, bytes.NewReader(whole.Bytes()), int64(whole.Len()), bucket.PutOptions{}); err != nil {
+			return res, err
+		}
+		open := func() error {
+			r, err := store.ReadAll(ctx, ref)
+			if err == nil && len(r.Entries) != len(entries) {
+				err = fmt.Errorf("%s: read %d entries, want %d", ref, len(r.Entries), len(entries))
+			}
+			return err
+		}
+		tOpen, err := median(sz.OpenReps, open)
+		if err != nil {
+			return res, err
+		}
+		tGet, err := median(sz.OpenReps, func() error { return getAll(ctx, e.bucket, rawKey) })
+		if err != nil {
+			return res, err
+		}
+		e.logf("%d segments: open %v, GET %v", n, tOpen, tGet)
+		note := fmt.Sprintf("%d turns, %.2f MB stored; median of %d", sz.OpenTurns, float64(whole.Len())/mb, sz.OpenReps)
+		res.Rows = append(res.Rows, row(4, fmt.Sprintf("open, %d segment(s)", n), "ms", ms(tOpen), "one GET of the same bytes", ms(tGet), false, note))
+		before.X, before.Y = append(before.X, float64(n)), append(before.Y, ms(tOpen))
+		get.X, get.Y = append(get.X, float64(n)), append(get.Y, ms(tGet))
+		if n < transcript.DefaultMinSegments {
+			continue
+		}
+		cr, err := store.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
+		if err != nil {
+			return res, err
+		}
+		if cr.SegmentsOut() == 0 {
+			return res, fmt.Errorf("%s: compaction wrote nothing", ref)
+		}
+		outKey := cr.Compactions[len(cr.Compactions)-1].Output.Key
+		tOpen2, err := median(sz.OpenReps, open)
+		if err != nil {
+			return res, err
+		}
+		tGet2, err := median(sz.OpenReps, func() error { return getAll(ctx, e.bucket, outKey) })
+		if err != nil {
+			return res, err
+		}
+		e.logf("%d segments compacted: open %v, GET %v", n, tOpen2, tGet2)
+		res.Rows = append(res.Rows, row(4, fmt.Sprintf("open after compacting %d segments", n), "ms", ms(tOpen2), "one GET of the compacted segment", ms(tGet2), false,
+			fmt.Sprintf("%d → %d segment(s), %.2f MB", cr.SegmentsIn(), cr.SegmentsOut(), float64(cr.BytesOut())/mb)))
+		after.X, after.Y = append(after.X, float64(n)), append(after.Y, ms(tOpen2))
+	}
+	res.Series = append(res.Series, before, after, get)
+	return res, nil
+}
+
+func ms(d time.Duration) float64 { return d.Seconds() * 1000 }

@@ -1,0 +1,63 @@
+package bucket
+
+import (
+	"context"
+	"errors"
+	"io"
+)
+
+// ErrPreconditionFailed is returned (wrapped) by Conditional.PutIf when its condition
+// does not hold: the object's ETag is not Cond.IfMatch (or the object is missing), or
+// the object exists although Cond.IfNoneMatch was set. Nothing was written.
+var ErrPreconditionFailed = errors.New("precondition failed")
+
+// Cond is the condition of a Conditional.PutIf. Exactly one field must be set.
+type Cond struct {
+	// IfMatch writes only if the object exists and its ETag equals IfMatch (S3's
+	// "If-Match"), so that a read-modify-write based on an ETag fails instead of
+	// overwriting a newer version.
+	IfMatch string
+	// IfNoneMatch writes only if the object does not exist (S3's "If-None-Match: *").
+	IfNoneMatch bool
+}
+
+// Validate returns an error unless exactly one field of c is set.
+func (c Cond) Validate() error {
+	if (c.IfMatch != "") == c.IfNoneMatch {
+		return errors.New("conditional put: set exactly one of IfMatch and IfNoneMatch")
+	}
+	return nil
+}
+
+// Conditional is implemented by backends that can replace an object only while it is
+// the version the caller read: a compare-and-swap on the object's ETag. The segment
+// store does not need it (segments are create-only); a small mutable object such as
+// a session's head pointer does.
+//
+// The contract, checked by the conformance suite in transcript/storetest:
+//   - GetWithETag returns the whole object and the ETag of exactly those bytes; a
+//     missing key gives an error wrapping ErrNotFound. It is meant for small objects.
+//   - PutIf writes the object atomically (readers see the old or the new bytes,
+//     never a mix) if and only if cond holds at the moment of the write, and returns
+//     the new ETag. When it does not hold, nothing is written and the error wraps
+//     ErrPreconditionFailed. Of N concurrent PutIf calls with the same IfMatch,
+//     exactly one succeeds.
+//   - ETags are opaque strings that change whenever the bytes change; equal bytes
+//     may give equal ETags (S3 uses the MD5 of a single-PUT object), so callers that
+//     must never see an ABA write put a version counter in the object.
+//   - When key already holds exactly the bytes being written, PutIf may return
+//     success although cond does not hold: a client that retries a request whose
+//     response was lost cannot tell its own first attempt from another writer's
+//     identical object (s3bucket). Callers that need to know who won write
+//     something unique in each version.
+//   - PutIf is as atomic as Put when r fails or ctx ends: nothing is left behind.
+//   - Objects written by PutIf are ordinary objects for Get, Stat, List and Delete.
+//     A Delete is not conditional: a Delete racing a PutIf may be undone by it on
+//     backends without server-side conditions (see each backend's doc).
+type Conditional interface {
+	// GetWithETag reads key whole and returns its bytes and their ETag.
+	GetWithETag(ctx context.Context, key string) ([]byte, string, error)
+	// PutIf writes key from the first size bytes of r (size -1: to EOF) if cond
+	// holds, and returns the ETag of the written object.
+	PutIf(ctx context.Context, key string, r io.Reader, size int64, cond Cond) (string, error)
+}

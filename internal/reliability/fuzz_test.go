@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
@@ -163,6 +164,28 @@ func FuzzStoreRead(f *testing.F) {
 		}
 		if !entryIDs(res)["ok2"] {
 			t.Fatalf("a stored object hid the neighbouring segment's entry")
+		}
+	})
+}
+
+// FuzzOwnerNamespace: an owner's namespace is a valid key element, and two owners
+// share one only if they are the same owner.
+func FuzzOwnerNamespace(f *testing.F) {
+	for i, o := range trickyOwners {
+		p := trickyOwners[(i+1)%len(trickyOwners)]
+		f.Add(o.Tenant, o.User, p.Tenant, p.User)
+	}
+	f.Fuzz(func(t *testing.T, t1, u1, t2, u2 string) {
+		a, b := repository.Owner{Tenant: t1, User: u1}, repository.Owner{Tenant: t2, User: u2}
+		na, errA := a.Namespace()
+		nb, errB := b.Namespace()
+		if errA == nil {
+			if err := transcript.ValidatePart("namespace", na); err != nil {
+				t.Fatalf("owner %+v: invalid namespace %q: %v", a, na, err)
+			}
+		}
+		if errA == nil && errB == nil && na == nb && a != b {
+			t.Fatalf("owners %+v and %+v share namespace %q", a, b, na)
 		}
 	})
 }

@@ -141,11 +141,12 @@ func (b *syncBuffer) String() string {
 
 // crashStats counts what the kills hit.
 type crashStats struct {
-	rounds, acked, midFlush, midCompaction, tornReported, tornInjected int
+	rounds, acked, midFlush, midCompaction, midJob, tornReported, tornInjected int
 }
 
 // TestCrash_KillWriter is item 1 of issue 9: a writer process is killed with
-// SIGKILL at random moments of append, flush, upload and compaction, many times.
+// SIGKILL at random moments of append, flush, upload and compaction, many times,
+// and with it the compaction job (cmd/transcript-compact) that runs alongside.
 // After every restart its local files load (a torn tail is reported, and saved to
 // {file}.torn when the next flush repairs it); at the end every entry whose Flush
 // returned is in the local files and, after the mirror drained the outbox, in the
@@ -172,7 +173,9 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 	var injected []tornTail
 	var st crashStats
 	budget := time.Now().Add(90 * time.Second) // the whole loop, whatever the machine
+	jobBin := buildCmd(t, "transcript-compact")
 	for round := 0; round < rounds && time.Now().Before(budget); round++ {
+		job := startJobLoop(jobBin, storeURL)
 		out := &syncBuffer{}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), childEnv+"=crash", crashStoreEnv+"="+storeURL, crashRootEnv+"="+root,
@@ -195,6 +198,11 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 		}
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		midJob, jobErr := job.kill()
+		require.NoError(t, jobErr, "round %d: the compaction job failed", round)
+		if midJob {
+			st.midJob++
+		}
 		<-exited
 		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL,
@@ -265,8 +273,8 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 			}
 		}
 	}
-	t.Logf("%d kills (%d mid-flush, %d mid-compaction), %d entries acknowledged, %d stored, %d torn tails injected, %d torn tails reported by Load, %d compacted segments read; lost: 0",
-		st.rounds, st.midFlush, st.midCompaction, st.acked, stored, st.tornInjected, st.tornReported, compacted)
+	t.Logf("%d kills (%d mid-flush, %d mid-compaction in the writer, %d of a running transcript-compact job), %d entries acknowledged, %d stored, %d torn tails injected, %d torn tails reported by Load, %d compacted segments read; lost: 0",
+		st.rounds, st.midFlush, st.midCompaction, st.midJob, st.acked, stored, st.tornInjected, st.tornReported, compacted)
 }
 
 // record adds the acknowledged ids of one child's output to acked and counts
@@ -344,4 +352,65 @@ func requireTreeClosed(t *testing.T, tr *sessiontree.Tree) {
 			require.NoError(t, err, "entry %s without its parent %s", e.ID(), p)
 		}
 	}
+}
+
+// jobLoop runs the compaction job binary again and again until killed.
+type jobLoop struct {
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	stopped bool
+	err     error
+	done    chan struct{}
+}
+
+// startJobLoop runs `transcript-compact` on the store in a loop, deleting superseded
+// segments at once, as often as it can.
+func startJobLoop(bin, storeURL string) *jobLoop {
+	j := &jobLoop{done: make(chan struct{})}
+	go func() {
+		defer close(j.done)
+		for {
+			cmd := exec.Command(bin, "--store", storeURL, "--min-segments", "3", "--delete-delay", "0", "--json")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			j.mu.Lock()
+			if j.stopped {
+				j.mu.Unlock()
+				return
+			}
+			if err := cmd.Start(); err != nil {
+				j.err = err
+				j.mu.Unlock()
+				return
+			}
+			j.cmd = cmd
+			j.mu.Unlock()
+			err := cmd.Wait()
+			j.mu.Lock()
+			j.cmd = nil
+			killed := j.stopped
+			if err != nil && !killed && j.err == nil {
+				j.err = fmt.Errorf("transcript-compact: %w:\n%s", err, out.String())
+			}
+			j.mu.Unlock()
+			if killed {
+				return
+			}
+		}
+	}()
+	return j
+}
+
+// kill stops the loop, SIGKILLing a running job; it reports whether one was
+// running and the first failure of a run that was not killed.
+func (j *jobLoop) kill() (bool, error) {
+	j.mu.Lock()
+	j.stopped = true
+	running := j.cmd != nil
+	if running {
+		_ = j.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	j.mu.Unlock()
+	<-j.done
+	return running, j.err
 }

@@ -1,14 +1,11 @@
 package reliability_test
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,37 +62,13 @@ func TestDriveLoss(t *testing.T) {
 	}
 	// A reader runs throughout; a failed read is counted, a read must never be
 	// inconsistent.
-	stop := make(chan struct{})
-	var reads, readErrs atomic.Int64
-	var bad atomic.Value
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			res, err := store.ReadAll(rctx, trees[i%sessions].Ref())
-			cancel()
-			if errors.Is(err, transcript.ErrNotFound) {
-				continue // nothing uploaded yet
-			}
-			if err != nil {
-				if readErrs.Add(1) <= 3 {
-					t.Logf("read failed: %v", err)
-				}
-				continue
-			}
-			reads.Add(1)
-			if err := readConsistent(res, nil); err != nil {
-				bad.CompareAndSwap(nil, err)
-			}
-		}
-	}()
+	bg := newLoops()
+	var reads readStats
+	refs := make([]transcript.TranscriptRef, sessions)
+	for i, tr := range trees {
+		refs[i] = tr.Ref()
+	}
+	bg.every(20*time.Millisecond, checkedReader(t, ctx, store, refs, 5*time.Second, &reads))
 
 	write(2 * time.Second)
 	require.NoError(t, m.AwaitQuiescence(ctx))
@@ -109,11 +82,7 @@ func TestDriveLoss(t *testing.T) {
 	}
 	write(3 * time.Second)
 	require.NoError(t, m.AwaitQuiescence(ctx))
-	close(stop)
-	wg.Wait()
-	if err, _ := bad.Load().(error); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, bg.halt())
 
 	total := 0
 	for ref, ids := range acked {
@@ -127,5 +96,5 @@ func TestDriveLoss(t *testing.T) {
 		total += len(ids)
 	}
 	t.Logf("%d entries in %d sessions flushed around the loss of 1 of 4 drives, %d uploads, %d reads during the run (%d failed); lost: 0",
-		total, len(acked), m.Status().Uploaded, reads.Load(), readErrs.Load())
+		total, len(acked), m.Status().Uploaded, reads.ok.Load(), reads.failed.Load())
 }

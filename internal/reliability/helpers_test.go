@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,4 +141,91 @@ func entryIDs(res *transcript.MergeResult) map[string]bool {
 		ids[e.ID] = true
 	}
 	return ids
+}
+
+// loops runs background loops for a test until halt: writers, readers, a
+// compaction job. A loop body that returns an error stops its loop and fails halt.
+type loops struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+	bad  atomic.Value // the first error
+}
+
+func newLoops() *loops { return &loops{stop: make(chan struct{})} }
+
+// every calls fn(0), fn(1), ... every d until halt or until fn returns an error.
+func (l *loops) every(d time.Duration, fn func(i int) error) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-l.stop:
+				return
+			case <-time.After(d):
+			}
+			if err := fn(i); err != nil {
+				l.bad.CompareAndSwap(nil, err)
+				return
+			}
+		}
+	}()
+}
+
+// halt stops every loop, waits for them, and returns the first error of a body.
+func (l *loops) halt() error {
+	close(l.stop)
+	l.wg.Wait()
+	err, _ := l.bad.Load().(error)
+	return err
+}
+
+// readStats counts the reads of checkedReader.
+type readStats struct{ ok, failed atomic.Int64 }
+
+// checkedReader returns a loop body that reads refs in turn and checks every read
+// that succeeds with readConsistent against this reader's earlier reads of the
+// same session. A failed read (a fault) is counted and logged (the first three);
+// a session with nothing uploaded yet is skipped.
+func checkedReader(t testing.TB, ctx context.Context, store *transcript.Store, refs []transcript.TranscriptRef, timeout time.Duration, st *readStats) func(int) error {
+	seen := map[transcript.TranscriptRef]map[string]bool{}
+	return func(i int) error {
+		ref := refs[i%len(refs)]
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		res, err := store.ReadAll(rctx, ref)
+		cancel()
+		if errors.Is(err, transcript.ErrNotFound) && len(seen[ref]) == 0 {
+			return nil // nothing uploaded yet
+		}
+		if err != nil {
+			if st.failed.Add(1) <= 3 {
+				t.Logf("read of %s failed: %v", ref, err)
+			}
+			return nil
+		}
+		st.ok.Add(1)
+		if err := readConsistent(res, seen[ref]); err != nil {
+			return fmt.Errorf("read of %s: %w", ref, err)
+		}
+		seen[ref] = entryIDs(res)
+		return nil
+	}
+}
+
+// readConsistent checks one read: a prefix-closed tree without conflicts or
+// corrupt segments that holds every id of before (an earlier read).
+func readConsistent(res *transcript.MergeResult, before map[string]bool) error {
+	if err := prefixClosed(res); err != nil {
+		return err
+	}
+	if len(res.Conflicts) > 0 || len(res.Corrupt) > 0 || len(res.Invalid) > 0 {
+		return fmt.Errorf("%d conflicts, %d corrupt segments, %d invalid entries", len(res.Conflicts), len(res.Corrupt), len(res.Invalid))
+	}
+	ids := entryIDs(res)
+	for id := range before {
+		if !ids[id] {
+			return fmt.Errorf("entry %s seen by an earlier read is gone", id)
+		}
+	}
+	return nil
 }

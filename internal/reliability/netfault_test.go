@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,119 +125,66 @@ func TestNetFaults(t *testing.T) {
 		}
 	}
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var flushes, compactions, compactErrs, reads, readErrs atomic.Int64
-	var bad atomic.Value // first consistency violation
+	bg := newLoops()
+	var flushes, compactions, compactErrs atomic.Int64
+	var reads readStats
 	for wi, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				case <-time.After(40 * time.Millisecond):
+		bg.every(40*time.Millisecond, func(i int) error {
+			tr := w.trees[i%len(w.trees)]
+			var ids []string
+			for k := range 1 + i%2 {
+				e, err := tr.AppendMessage(json.RawMessage(fmt.Sprintf(`{"role":"user","content":"w%d turn %d.%d"}`, wi, i, k)))
+				if err != nil {
+					return fmt.Errorf("append: %w", err)
 				}
-				tr := w.trees[i%len(w.trees)]
-				var ids []string
-				for k := range 1 + i%2 {
-					e, err := tr.AppendMessage(json.RawMessage(fmt.Sprintf(`{"role":"user","content":"w%d turn %d.%d"}`, wi, i, k)))
-					if err != nil {
-						bad.CompareAndSwap(nil, fmt.Errorf("append: %w", err))
-						return
-					}
-					ids = append(ids, e.ID())
-				}
-				if err := tr.Flush(ctx); err != nil {
-					bad.CompareAndSwap(nil, fmt.Errorf("flush (must not wait on the network): %w", err))
-					return
-				}
-				w.mu.Lock()
-				w.acked[tr.Ref()] = append(w.acked[tr.Ref()], ids...)
-				w.mu.Unlock()
-				flushes.Add(1)
+				ids = append(ids, e.ID())
 			}
-		}()
+			if err := tr.Flush(ctx); err != nil {
+				return fmt.Errorf("flush (must not wait on the network): %w", err)
+			}
+			w.mu.Lock()
+			w.acked[tr.Ref()] = append(w.acked[tr.Ref()], ids...)
+			w.mu.Unlock()
+			flushes.Add(1)
+			return nil
+		})
 	}
 	// The compaction job.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
+	bg.every(10*time.Millisecond, func(i int) error {
+		cctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+		_, err := store.Compact(cctx, refs[i%len(refs)], transcript.CompactOptions{MinSegments: 4, DeleteDelay: transcript.DeleteAtOnce})
+		cancel()
+		switch {
+		case errors.Is(err, transcript.ErrCompactInput):
+			return fmt.Errorf("compaction found a bad input: %w", err)
+		case err != nil:
+			if compactErrs.Add(1) <= 3 {
+				t.Logf("compaction failed: %v", err)
 			}
-			cctx, cancel := context.WithTimeout(ctx, 4*time.Second)
-			_, err := store.Compact(cctx, refs[i%len(refs)], transcript.CompactOptions{MinSegments: 4, DeleteDelay: transcript.DeleteAtOnce})
-			cancel()
-			switch {
-			case errors.Is(err, transcript.ErrCompactInput):
-				bad.CompareAndSwap(nil, fmt.Errorf("compaction found a bad input: %w", err))
-			case err != nil:
-				if compactErrs.Add(1) <= 3 {
-					t.Logf("compaction failed: %v", err)
-				}
-			default:
-				compactions.Add(1)
-			}
+		default:
+			compactions.Add(1)
 		}
-	}()
+		return nil
+	})
 	// Two readers, each checking its reads against its own earlier ones.
-	for r := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			seen := map[transcript.TranscriptRef]map[string]bool{}
-			for i := r; ; i++ {
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-				ref := refs[i%len(refs)]
-				rctx, cancel := context.WithTimeout(ctx, 4*time.Second)
-				res, err := store.ReadAll(rctx, ref)
-				cancel()
-				if errors.Is(err, transcript.ErrNotFound) && len(seen[ref]) == 0 {
-					continue // nothing uploaded yet
-				}
-				if err != nil {
-					if readErrs.Add(1) <= 3 {
-						t.Logf("read of %s failed: %v", ref, err)
-					}
-					continue
-				}
-				reads.Add(1)
-				if err := readConsistent(res, seen[ref]); err != nil {
-					bad.CompareAndSwap(nil, fmt.Errorf("read of %s: %w", ref, err))
-				}
-				seen[ref] = entryIDs(res)
-			}
-		}()
-	}
+	bg.every(20*time.Millisecond, checkedReader(t, ctx, store, refs, 4*time.Second, &reads))
+	bg.every(20*time.Millisecond, checkedReader(t, ctx, store, append(slices.Clone(refs[1:]), refs[0]), 4*time.Second, &reads))
 
 	faults := faultSchedule(t, p, srv, 3*time.Second)
 	phase := 1500 * time.Millisecond
 	time.Sleep(phase) // a healthy start
 	for _, f := range faults {
 		before := flushes.Load()
-		rb, cb, fStart := reads.Load()+readErrs.Load(), compactions.Load()+compactErrs.Load(), time.Now()
+		rb, cb, fStart := reads.ok.Load()+reads.failed.Load(), compactions.Load()+compactErrs.Load(), time.Now()
 		f.start()
 		time.Sleep(phase)
 		f.end()
 		t.Logf("fault %s (%v): %d flushes, %d reads, %d compactions during it", f.name, time.Since(fStart).Round(time.Millisecond),
-			flushes.Load()-before, reads.Load()+readErrs.Load()-rb, compactions.Load()+compactErrs.Load()-cb)
+			flushes.Load()-before, reads.ok.Load()+reads.failed.Load()-rb, compactions.Load()+compactErrs.Load()-cb)
 		time.Sleep(phase) // healthy again
 	}
-	close(stop)
-	wg.Wait()
+	require.NoError(t, bg.halt())
 	drainStart := time.Now()
-	if err, _ := bad.Load().(error); err != nil {
-		t.Fatal(err)
-	}
 
 	var uploaded, failures uint64
 	for _, w := range ws {
@@ -267,23 +215,5 @@ func TestNetFaults(t *testing.T) {
 	}
 	require.NotZero(t, failures, "the faults were felt")
 	t.Logf("%d flushes (%d entries, lost 0), %d segments uploaded after %d failed attempts; %d compaction runs (%d failed by faults), %d compacted segments at the end; %d consistent reads (%d failed by faults)",
-		flushes.Load(), acked, uploaded, failures, compactions.Load(), compactErrs.Load(), compacted, reads.Load(), readErrs.Load())
-}
-
-// readConsistent checks one read: a prefix-closed tree without conflicts or
-// corrupt segments that holds every id of before (an earlier read).
-func readConsistent(res *transcript.MergeResult, before map[string]bool) error {
-	if err := prefixClosed(res); err != nil {
-		return err
-	}
-	if len(res.Conflicts) > 0 || len(res.Corrupt) > 0 || len(res.Invalid) > 0 {
-		return fmt.Errorf("%d conflicts, %d corrupt segments, %d invalid entries", len(res.Conflicts), len(res.Corrupt), len(res.Invalid))
-	}
-	ids := entryIDs(res)
-	for id := range before {
-		if !ids[id] {
-			return fmt.Errorf("entry %s seen by an earlier read is gone", id)
-		}
-	}
-	return nil
+		flushes.Load(), acked, uploaded, failures, compactions.Load(), compactErrs.Load(), compacted, reads.ok.Load(), reads.failed.Load())
 }

@@ -569,18 +569,8 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 		if opts.DryRun {
 			continue
 		}
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(s.cfg.ReadConcurrency)
-		for _, k := range due {
-			g.Go(func() error {
-				if err := s.cfg.Bucket.Delete(gctx, k); err != nil {
-					return fmt.Errorf("delete superseded segment %s: %w", k, err)
-				}
-				return nil
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return err
+		if err := s.deleteKeys(ctx, due); err != nil {
+			return fmt.Errorf("delete superseded segments: %w", err)
 		}
 		for _, k := range due {
 			delete(st.present, k)
@@ -592,4 +582,31 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 		}
 	}
 	return nil
+}
+
+// deleteKeys deletes keys: with DeleteObjects requests of up to
+// bucket.MaxBatchDelete keys where the bucket has them, else one DELETE per key,
+// ReadConcurrency at a time.
+func (s *Store) deleteKeys(ctx context.Context, keys []string) error {
+	if bd, ok := s.cfg.Bucket.(bucket.BatchDeleter); ok {
+		for len(keys) > 0 {
+			n := min(len(keys), bucket.MaxBatchDelete)
+			if err := bd.DeleteBatch(ctx, keys[:n]); err != nil {
+				return err
+			}
+			keys = keys[n:]
+		}
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.cfg.ReadConcurrency)
+	for _, k := range keys {
+		g.Go(func() error {
+			if err := s.cfg.Bucket.Delete(gctx, k); err != nil {
+				return fmt.Errorf("delete %s: %w", k, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }

@@ -66,6 +66,7 @@ func RunWithOptions(t *testing.T, opts Options, newBucket func(t *testing.T) buc
 		{"LargeObject", s.largeObject},
 		{"ConcurrentWriters", s.concurrentWriters},
 		{"ConcurrentSameKey", s.concurrentSameKey},
+		{"BatchDelete", s.batchDelete},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/transcriptstore/transcript/mirror"
 )
 
 // Load opens an existing session from its context file. A torn last line is
@@ -94,7 +96,7 @@ func Open(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 	if !errors.Is(err, ErrNotFound) {
 		return t, rep, err
 	}
-	if cfg.Remote != nil {
+	if _, pending := cfg.Uploader.(mirror.PendingReader); cfg.Remote != nil || pending {
 		t, rep, err = Restore(ctx, cfg, rc, agentID, sessionID)
 		if !errors.Is(err, ErrNotFound) {
 			return t, rep, err
@@ -131,7 +133,9 @@ func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reade
 }
 
 // Restore rebuilds a session from Config.Remote alone (for a replica without
-// local files). The remote's header entry becomes the header; the entries count
+// local files), and from what Config.Uploader still holds for it when that is a
+// mirror.PendingReader (a crash between handing a flush over and writing the local
+// files leaves it there). The remote's header entry becomes the header; the entries count
 // as uploaded and are written locally by the next Flush. It fails with
 // ErrNotFound when the remote has no header for the session, and refuses to run
 // when the local context file exists (use Load and SyncFromRemote then).
@@ -140,15 +144,35 @@ func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessio
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
-	if cfg.Remote == nil {
+	pr, _ := cfg.Uploader.(mirror.PendingReader)
+	if cfg.Remote == nil && pr == nil {
 		return nil, LoadReport{}, fmt.Errorf("restore %s: no Config.Remote", t.ref)
 	}
 	if _, err := os.Stat(t.ctxPath); err == nil {
 		return nil, LoadReport{}, fmt.Errorf("restore %s: local file %s exists", t.ref, t.ctxPath)
 	}
-	rep, err := t.SyncFromRemote(ctx)
-	if err != nil {
-		return nil, rep, err
+	// What the uploader holds first: a segment it stores meanwhile is then in the
+	// store when the store is read.
+	var pending [][]byte
+	if pr != nil {
+		if pending, err = pr.PendingEntries(ctx, t.ref); err != nil {
+			return nil, LoadReport{}, fmt.Errorf("restore %s: %w", t.ref, err)
+		}
+	}
+	var rep LoadReport
+	if cfg.Remote != nil {
+		if rep, err = t.SyncFromRemote(ctx); err != nil {
+			return nil, rep, err
+		}
+	}
+	if len(pending) > 0 {
+		t.mu.Lock()
+		prep := t.mergeRemote(pending)
+		t.mu.Unlock()
+		rep.Added += prep.Added
+		rep.Duplicates += prep.Duplicates
+		rep.Conflicts = append(rep.Conflicts, prep.Conflicts...)
+		rep.Malformed = append(rep.Malformed, prep.Malformed...)
 	}
 	if t.header.IsZero() {
 		return nil, rep, fmt.Errorf("restore %s: no session header in the store: %w", t.ref, ErrNotFound)

@@ -140,6 +140,13 @@ func (t *Tree) SyncFromRemote(ctx context.Context) (LoadReport, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.mergeRemote(raws), nil
+}
+
+// mergeRemote merges raws, entries stored or on their way to the store, as
+// SyncFromRemote describes. t.mu is held.
+func (t *Tree) mergeRemote(raws [][]byte) LoadReport {
+	var rep LoadReport
 	var merged []Entry
 	for n, raw := range raws {
 		raw = bytes.Clone(raw)
@@ -185,7 +192,7 @@ func (t *Tree) SyncFromRemote(ctx context.Context) (LoadReport, error) {
 			t.leaf = -1
 		}
 	}
-	return rep, nil
+	return rep
 }
 
 func without(xs []int, x int) []int {

@@ -197,7 +197,10 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 			}
 		}
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			<-exited
+			t.Fatalf("round %d: the writer exited before it was killed (%v):\n%s", round, cmd.ProcessState, out)
+		}
 		midJob, jobErr := job.kill()
 		require.NoError(t, jobErr, "round %d: the compaction job failed", round)
 		if midJob {

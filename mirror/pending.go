@@ -1,0 +1,69 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+
+	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// PendingReader is implemented by uploaders that hold accepted batches that may not
+// be in the store yet (the async Mirror's outbox). A SessionTree opened without local
+// files reads them besides the store: Flush hands a batch over before it writes the
+// local files, so a crash between the two leaves the session's newest entries, or
+// all of it, only in the outbox. Started anew instead, the session would get a second
+// header and lose its place in the tree.
+type PendingReader interface {
+	// PendingEntries returns the raw entries of ref's segments not yet known to be
+	// stored, in the order they were accepted.
+	PendingEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
+}
+
+var _ PendingReader = (*Mirror)(nil)
+
+// PendingEntries returns the entries of ref's segments in the outbox (accepted and
+// not yet stored), in key order, which for one writer is flush order. A segment
+// uploaded meanwhile is skipped: the store has it.
+func (m *Mirror) PendingEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
+	ref = ref.Norm()
+	m.mu.Lock()
+	var keys []string
+	for j := range m.pending {
+		if info, err := transcript.ParseKey(m.cfg.Store.Prefix(), j.key); err == nil && info.Ref == ref {
+			keys = append(keys, j.key)
+		}
+	}
+	m.mu.Unlock()
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	sort.Strings(keys)
+	dec, err := segment.NewDecoder()
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	var out [][]byte
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		data, err := m.box.read(k)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // stored and removed meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read pending segment %s: %w", k, err)
+		}
+		seg, err := dec.Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("read pending segment %s: %w", k, err)
+		}
+		out = append(out, seg.Entries...)
+	}
+	return out, nil
+}

@@ -1,0 +1,71 @@
+package sessiontree_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/mirror/mirrortest"
+	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
+)
+
+// TestOpen_RestoresFromOutbox: Flush hands a batch to the mirror before it writes the
+// local files, so a crash between the two leaves the session only in the mirror's
+// outbox while the store is unreachable. Opening it again must continue that session
+// (same header, same entries) instead of starting a second one whose header
+// conflicts with the first once the outbox drains.
+func TestOpen_RestoresFromOutbox(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	fb := mirrortest.Wrap(membucket.New())
+	fb.Hang(mirrortest.OpPut) // the store is down: segments stay in the outbox
+	store, err := transcript.New(transcript.Config{Bucket: fb})
+	require.NoError(t, err)
+	defer store.Close()
+	w, err := transcript.NewWriter("replica")
+	require.NoError(t, err)
+	m, err := mirror.New(mirror.Config{Store: store, Writer: w, OutboxDir: t.TempDir()})
+	require.NoError(t, err)
+	defer func() {
+		fb.Heal()
+		require.NoError(t, m.Close(ctx))
+	}()
+	cfg := testConfig(t)
+	cfg.Uploader, cfg.Remote = m, store
+
+	a, _, err := sessiontree.Open(ctx, cfg, rc, "agent", "s", sessiontree.HeaderOptions{Cwd: "/a"})
+	require.NoError(t, err)
+	first, err := a.AppendMessage(msg(userMsg, "hello"))
+	require.NoError(t, err)
+	require.NoError(t, a.Flush(ctx))
+	// The crash came before the local files were written.
+	require.NoError(t, os.Remove(a.ContextPath()))
+	require.NoError(t, os.Remove(a.LogPath()))
+
+	b, rep, err := sessiontree.Open(ctx, cfg, rc, "agent", "s", sessiontree.HeaderOptions{Cwd: "/b"})
+	require.NoError(t, err)
+	require.Empty(t, rep.Conflicts)
+	require.Equal(t, a.Header(), b.Header(), "the session continues, it is not started anew")
+	require.Len(t, b.Entries(), 1)
+	require.Equal(t, first.ID(), b.Entries()[0].ID())
+	_, remote := b.Pending()
+	require.Zero(t, remote, "what the outbox holds is not handed over twice")
+
+	second, err := b.AppendMessage(msg(userMsg, "again"))
+	require.NoError(t, err)
+	parent, _ := second.ParentID()
+	require.Equal(t, first.ID(), parent)
+	require.NoError(t, b.Flush(ctx))
+	fb.Heal()
+	require.NoError(t, m.AwaitQuiescence(ctx))
+	res, err := store.ReadAll(ctx, b.Ref())
+	require.NoError(t, err)
+	require.Empty(t, res.Conflicts, "one header in the store")
+	require.Len(t, res.Entries, 3, "header and both entries")
+}

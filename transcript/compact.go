@@ -85,6 +85,10 @@ type CompactResult struct {
 	Deleted int
 	// Pending counts marked segments whose delete delay has not passed.
 	Pending int
+	// Contended reports that the session kept changing under this run (another
+	// compaction deleted what it had listed, Config.MaxRelists+1 times): it stopped
+	// and left the session to the other job.
+	Contended bool
 	// SkippedStrict reports a strict session (one with a HeadName object), which
 	// Compact leaves as it is.
 	SkippedStrict bool
@@ -152,8 +156,9 @@ func (s *Store) markKey(ref TranscriptRef, out string) string {
 // neither an input nor marked. It is idempotent and resumable: run again after a crash
 // it marks the inputs of outputs already written instead of merging them again. Two
 // runs on one session at once may both write an output; readers collapse the
-// duplicates. A segment that fails verification stops the session with an error
-// wrapping ErrCompactInput and changes nothing.
+// duplicates; if another job keeps deleting what a run listed, the run stops and
+// reports CompactResult.Contended. A segment that fails verification stops the
+// session with an error wrapping ErrCompactInput and changes nothing.
 func (s *Store) Compact(ctx context.Context, ref TranscriptRef, opts CompactOptions) (CompactResult, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
@@ -176,14 +181,36 @@ func (s *Store) Compact(ctx context.Context, ref TranscriptRef, opts CompactOpti
 	}
 	for attempt := 0; ; attempt++ {
 		res, err := s.compactOnce(ctx, ref, opts)
-		// A listed segment vanished: another job compacted the session meanwhile.
-		if errors.Is(err, ErrNotFound) && attempt < s.cfg.MaxRelists {
-			continue
+		if errors.Is(err, ErrNotFound) {
+			// A listed segment or mark vanished: another job is compacting the
+			// session. Look again a little later; if it keeps changing, leave it to
+			// that job. Nothing this run did can lose data (it only writes outputs
+			// holding what it read, and marks inputs those outputs hold).
+			if attempt < s.cfg.MaxRelists {
+				if !sleepCtx(ctx, time.Duration(attempt+1)*20*time.Millisecond) {
+					return res, fmt.Errorf("compact %s: %w", ref, ctx.Err())
+				}
+				continue
+			}
+			res.Contended = true
+			return res, nil
 		}
 		if err != nil {
 			return res, fmt.Errorf("compact %s: %w", ref, err)
 		}
 		return res, nil
+	}
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

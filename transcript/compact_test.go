@@ -459,3 +459,25 @@ func TestCompact_CopyUnderAnotherPrefix(t *testing.T) {
 	require.Zero(t, res.Marked, "the copied marks are recognised")
 	require.Equal(t, 6, res.Pending)
 }
+
+// alwaysVanishing answers every Get with not found: each listing it gives is stale
+// by the time the segments are fetched, as under a busy concurrent compaction.
+type alwaysVanishing struct{ bucket.Bucket }
+
+func (alwaysVanishing) Get(_ context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
+	return nil, bucket.ObjectInfo{}, fmt.Errorf("get %s: %w", key, bucket.ErrNotFound)
+}
+
+func TestCompact_ContendedLeavesTheSession(t *testing.T) {
+	ctx := context.Background()
+	mem := membucket.New()
+	s := newStore(t, mem, transcript.Config{})
+	appendChain(t, s, ref, newWriter(t, "w"), "e", "", 5)
+	before := allKeys(t, mem)
+	c := newStore(t, alwaysVanishing{mem}, transcript.Config{MaxRelists: 2})
+	res, err := c.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
+	require.NoError(t, err, "another job's work is not this job's failure")
+	require.True(t, res.Contended)
+	require.Empty(t, res.Compactions)
+	require.Equal(t, before, allKeys(t, mem))
+}

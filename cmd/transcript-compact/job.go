@@ -52,6 +52,7 @@ type summary struct {
 	SessionsScanned   int      `json:"sessionsScanned"`
 	SessionsSkipped   int      `json:"sessionsSkippedRecent"`
 	SessionsStrict    int      `json:"sessionsSkippedStrict"`
+	SessionsContended int      `json:"sessionsContended"`
 	SessionsCompacted int      `json:"sessionsCompacted"`
 	SessionsFailed    int      `json:"sessionsFailed"`
 	SegmentsIn        int      `json:"segmentsIn"`
@@ -178,6 +179,9 @@ func (j *job) one(ctx context.Context, ref transcript.TranscriptRef, sum *summar
 	sum.SessionsScanned++
 	if res.SkippedStrict {
 		sum.SessionsStrict++
+	}
+	if res.Contended {
+		sum.SessionsContended++
 	}
 	if len(res.Compactions) > 0 {
 		sum.SessionsCompacted++

@@ -144,13 +144,24 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, bucket.Obj
 		cancel()
 		return nil, bucket.ObjectInfo{}, fmt.Errorf("get %s: %w", key, classify(ctx, err))
 	}
-	return &object{Object: obj, cancel: cancel}, info(oi), nil
+	return &object{Object: obj, ctx: ctx, cancel: cancel}, info(oi), nil
 }
 
-// object closes the minio object and ends its request context.
+// object closes the minio object and ends its request context. Its reads classify
+// errors like every other call: minio-go may fetch the body with a request of its
+// own, which finds the object deleted (ErrNotFound) if it vanished after Get.
 type object struct {
 	*minio.Object
+	ctx    context.Context
 	cancel context.CancelFunc
+}
+
+func (o *object) Read(p []byte) (int, error) {
+	n, err := o.Object.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = classify(o.ctx, err)
+	}
+	return n, err
 }
 
 func (o *object) Close() error {

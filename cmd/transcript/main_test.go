@@ -27,8 +27,8 @@ import (
 )
 
 const (
-	fixtureV3   = "../../../shared/fixtures/pi-v3-browse-session.jsonl"
-	fixtureV1   = "../../../shared/fixtures/pi-v1-prompt-cache-replay.jsonl"
+	fixtureV3   = "../../sessiontree/testdata/pi-v3-browse-session.jsonl"
+	fixtureV1   = "../../sessiontree/testdata/pi-v1-prompt-cache-replay.jsonl"
 	fixtureV3ID = "6d4c2f18-9a3b-4e57-8c21-2f5a9d0b7e64"
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -153,4 +154,27 @@ func writeAtomic(path string, data []byte, noSync bool) error {
 		_, err := w.Write(data)
 		return err
 	})
+}
+
+// setAside saves the bytes of path (if any) to path+TornSuffix and removes it.
+func setAside(path string, noSync bool) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(data) > 0 {
+		if err := saveTorn(path+TornSuffix, data, noSync); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	if noSync {
+		return nil
+	}
+	return fsutil.SyncDir(filepath.Dir(path))
 }

@@ -35,6 +35,11 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, err)
 	}
 	d, rep, err := decodeSession(data, false)
+	if err != nil && errors.Is(err, ErrInvalidHeader) && d.validLen == 0 {
+		// Not one complete line: the process died while the first flush wrote the
+		// context file. The log is written first; rebuild from it.
+		return t.loadFromLog(ctx, rep)
+	}
 	if err != nil {
 		return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 	}
@@ -69,6 +74,30 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 		rep.Conflicts = append(rep.Conflicts, logRep.Conflicts...)
 	}
 	return t, rep, nil
+}
+
+// loadFromLog loads the tree from the log alone, for a context file that holds no
+// complete line (rep describes it); the next Flush writes the context file again.
+// Without a log header either, the first flush never completed locally: both files
+// are set aside (their bytes saved to {file}.torn) and the session is not found
+// locally, so Open restores it from the uploader's outbox or the store.
+func (t *Tree) loadFromLog(ctx context.Context, rep LoadReport) (*Tree, LoadReport, error) {
+	logRep, err := t.SyncFromLog(ctx)
+	rep.TornBytes += logRep.TornBytes
+	rep.Malformed = append(rep.Malformed, logRep.Malformed...)
+	if err != nil && !errors.Is(err, ErrInvalidHeader) {
+		return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
+	}
+	if err == nil && !t.header.IsZero() {
+		t.headerInCtx = false
+		return t, rep, nil
+	}
+	for _, p := range []string{t.ctxPath, t.logPath} {
+		if err := setAside(p, t.cfg.NoSync); err != nil {
+			return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
+		}
+	}
+	return nil, rep, fmt.Errorf("load %s: no complete header in the local files: %w", t.ref, ErrNotFound)
 }
 
 // activePathTruncated reports whether the path to the active leaf stops at a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,4 +82,17 @@ func TestBucket_ReplaceUnsupported(t *testing.T) {
 	b := mirrortest.Wrap(noReplace{membucket.New()})
 	err := b.Replace(context.Background(), "a", bytes.NewReader(nil), 0, bucket.PutOptions{})
 	require.ErrorIs(t, err, errors.ErrUnsupported)
+}
+
+func TestBucket_DeleteBatchCountsOneRequest(t *testing.T) {
+	ctx := context.Background()
+	b := mirrortest.Wrap(membucket.New())
+	for _, k := range []string{"a/1", "a/2", "a/3"} {
+		require.NoError(t, b.Put(ctx, k, strings.NewReader("x"), 1, bucket.PutOptions{}))
+	}
+	b.ResetCounts()
+	require.NoError(t, b.DeleteBatch(ctx, []string{"a/1", "a/2", "a/3"}))
+	require.Equal(t, int64(1), b.Counts().Delete, "one DeleteObjects request")
+	_, err := b.Stat(ctx, "a/2")
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,39 +15,6 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 	"github.com/transcriptstore/transcript/transcript/storetest"
 )
-
-// rclone runs the independent S3 client rclone against the test MinIO, configured
-// through the environment only (remote name "minio").
-func rclone(t *testing.T, endpoint, access, secret string, args ...string) {
-	t.Helper()
-	bin, err := exec.LookPath("rclone")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("rclone not installed (bash .ci/run installs it)")
-		}
-		t.Skip("rclone not installed")
-	}
-	cmd := exec.CommandContext(t.Context(), bin, args...)
-	// The AWS SDK inside rclone refuses a custom CA bundle with its HTTP transport;
-	// MinIO is plain HTTP here, so the variable is dropped.
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_CA_BUNDLE=") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env,
-		"RCLONE_CONFIG_MINIO_TYPE=s3",
-		"RCLONE_CONFIG_MINIO_PROVIDER=Minio",
-		"RCLONE_CONFIG_MINIO_ENDPOINT=http://"+endpoint,
-		"RCLONE_CONFIG_MINIO_ACCESS_KEY_ID="+access,
-		"RCLONE_CONFIG_MINIO_SECRET_ACCESS_KEY="+secret,
-		"RCLONE_CONFIG_MINIO_REGION=us-east-1",
-		"RCLONE_CONFIG=/dev/null",
-	)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "rclone %v: %s", args, out)
-}
 
 // TestStore_RcloneInterop checks the disaster-recovery promise with an independent
 // S3 tool: a bucket written through S3 and copied by rclone into a directory is
@@ -89,7 +54,7 @@ func TestStore_RcloneInterop(t *testing.T) {
 		name := fmt.Sprintf("transcript-rclone-out-%d-%d", os.Getpid(), time.Now().UnixNano())
 		want := write(newS3(name))
 		dir := t.TempDir()
-		rclone(t, endpoint, access, secret, "copy", "minio:"+name, dir)
+		storetest.Rclone(t, "copy", "minio:"+name, dir)
 		fb, err := filebucket.New(dir)
 		require.NoError(t, err)
 		got, err := newStore(t, fb, transcript.Config{Prefix: "prod/transcripts"}).ReadAll(ctx, ref)
@@ -105,7 +70,7 @@ func TestStore_RcloneInterop(t *testing.T) {
 		want := write(newStore(t, fb, transcript.Config{Prefix: "prod/transcripts"}))
 		name := fmt.Sprintf("transcript-rclone-in-%d-%d", os.Getpid(), time.Now().UnixNano())
 		s3 := newS3(name) // creates the bucket
-		rclone(t, endpoint, access, secret, "copy", dir, "minio:"+name)
+		storetest.Rclone(t, "copy", dir, "minio:"+name)
 		got, err := s3.ReadAll(ctx, ref)
 		require.NoError(t, err)
 		require.Equal(t, raw(want), raw(got))

@@ -1,52 +1,20 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
-// rcloneCopy copies src to dst with rclone, the independent S3 tool, configured
-// through the environment only (remote "minio:" is the test MinIO).
+// rcloneCopy copies src to dst with rclone (remote "minio:" is the test MinIO).
 func rcloneCopy(t *testing.T, src, dst string) {
 	t.Helper()
-	endpoint, access, secret := storetest.S3Endpoint(t)
-	bin, err := exec.LookPath("rclone")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("rclone not installed (bash .ci/run installs it)")
-		}
-		t.Skip("rclone not installed")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "copy", src, dst)
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_CA_BUNDLE=") { // MinIO is plain HTTP here
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env,
-		"RCLONE_CONFIG=/dev/null",
-		"RCLONE_CONFIG_MINIO_TYPE=s3",
-		"RCLONE_CONFIG_MINIO_PROVIDER=Minio",
-		"RCLONE_CONFIG_MINIO_ENDPOINT=http://"+endpoint,
-		"RCLONE_CONFIG_MINIO_ACCESS_KEY_ID="+access,
-		"RCLONE_CONFIG_MINIO_SECRET_ACCESS_KEY="+secret,
-		"RCLONE_CONFIG_MINIO_REGION=us-east-1",
-	)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "rclone copy %s %s: %s", src, dst, out)
+	storetest.Rclone(t, "copy", src, dst)
 }
 
 // readOutputs runs every read subcommand on store and returns their stdout by

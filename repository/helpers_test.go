@@ -120,13 +120,6 @@ func (e *env) repo(owner repository.Owner) *repository.Repository {
 	return r
 }
 
-// forEachBackend runs fn as a subtest per backend with a fresh env.
-func forEachBackend(t *testing.T, fn func(t *testing.T, e *env)) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { fn(t, newEnv(t, b.new(t))) })
-	}
-}
-
 // msg is a user message entry.
 func msg(id, parent, text string) []byte {
 	p := "null"

@@ -135,12 +135,6 @@ func (m *minioServer) stop() {
 	}
 }
 
-// restart stops the server and starts it again on the same address and data.
-func (m *minioServer) restart() {
-	m.stop()
-	m.start()
-}
-
 // logTail returns the last lines of the server's log, for failure messages.
 func (m *minioServer) logTail() string {
 	data, _ := os.ReadFile(m.log.Name())

@@ -218,9 +218,20 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 type compactState struct {
 	infos []SegmentInfo
 	segs  map[string]*segment.Segment // decoded segments by key
-	// supersededBy maps an input key to the present segment naming it.
-	supersededBy map[string]string
-	present      map[string]SegmentInfo
+	// sup holds the segments that supersede others (see superseders).
+	sup     map[string]SegmentInfo
+	present map[string]SegmentInfo
+}
+
+// supersededBy returns the key of the segment that supersedes the segment at key,
+// if that one is listed.
+func (st *compactState) supersededBy(key string) (string, bool) {
+	in, ok := st.present[key]
+	if !ok {
+		return "", false
+	}
+	by, ok := supersededIn(st.sup, in)
+	return by.Key, ok
 }
 
 func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts CompactOptions) (CompactResult, error) {
@@ -236,8 +247,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		res.SkippedStrict = true
 		return res, nil
 	}
-	st := &compactState{infos: infos, segs: map[string]*segment.Segment{},
-		supersededBy: map[string]string{}, present: map[string]SegmentInfo{}}
+	st := &compactState{infos: infos, segs: map[string]*segment.Segment{}, present: map[string]SegmentInfo{}}
 	for _, in := range infos {
 		st.present[in.Key] = in
 	}
@@ -251,14 +261,11 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	if err := s.readInto(ctx, st, upper); err != nil {
 		return res, err
 	}
-	for _, in := range upper {
-		for _, k := range st.segs[in.Key].Meta.Inputs {
-			k = s.sessionKey(ref, k)
-			if _, ok := st.supersededBy[k]; !ok {
-				st.supersededBy[k] = in.Key
-			}
-		}
+	upperSegs := make([]*segment.Segment, len(upper))
+	for i, in := range upper {
+		upperSegs[i] = st.segs[in.Key]
 	}
+	st.sup = superseders(upper, upperSegs)
 	marks, err := s.readMarks(ctx, ref, markKeys)
 	if err != nil {
 		return res, err
@@ -273,7 +280,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	unmarked := map[string][]string{} // output -> its unmarked present inputs
 	var outs []string
 	for _, in := range infos {
-		out, ok := st.supersededBy[in.Key]
+		out, ok := st.supersededBy(in.Key)
 		if !ok || marked[in.Key] {
 			continue
 		}
@@ -302,7 +309,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		maxLevel := 0
 		for _, in := range st.infos {
 			maxLevel = max(maxLevel, in.Level)
-			if _, sup := st.supersededBy[in.Key]; in.Level == level && !sup {
+			if _, sup := st.supersededBy(in.Key); in.Level == level && !sup {
 				live = append(live, in)
 			}
 		}
@@ -436,7 +443,7 @@ func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compact
 	st.infos = append(st.infos, obj.Info)
 	st.present[obj.Info.Key] = obj.Info
 	for _, in := range live {
-		st.supersededBy[in.Key] = obj.Info.Key
+		st.sup[sessionRelKey(in.Key)] = obj.Info
 	}
 	return c, nil
 }
@@ -578,7 +585,7 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 		var due []string
 		for _, k := range m.Inputs {
 			_, present := st.present[k]
-			out, superseded := st.supersededBy[k]
+			out, superseded := st.supersededBy(k)
 			_, outPresent := st.present[out]
 			switch {
 			case !present || counted[k]:

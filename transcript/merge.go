@@ -158,7 +158,6 @@ func (s *Store) fetchSession(ctx context.Context, infos []SegmentInfo) ([]*segme
 		return out
 	}
 	var corrupt []CorruptSegment
-	superseded := map[string]bool{}
 	if len(upper) > 0 {
 		got, c, err := s.fetchAll(ctx, pick(upper), s.cfg.SkipCorrupt)
 		if err != nil {
@@ -167,18 +166,12 @@ func (s *Store) fetchSession(ctx context.Context, infos []SegmentInfo) ([]*segme
 		corrupt = append(corrupt, c...)
 		for j, i := range upper {
 			segs[i] = got[j]
-			if got[j] != nil {
-				for _, k := range got[j].Meta.Inputs {
-					superseded[sessionRelKey(k)] = true
-				}
-			}
 		}
-		lower = lower[:0]
-		for i, in := range infos {
-			if segs[i] == nil && !superseded[sessionRelKey(in.Key)] && !slices.Contains(upper, i) {
-				lower = append(lower, i)
-			}
-		}
+		sup := superseders(pick(upper), got)
+		lower = slices.DeleteFunc(lower, func(i int) bool {
+			_, ok := supersededIn(sup, infos[i])
+			return ok
+		})
 	}
 	got, c, err := s.fetchAll(ctx, pick(lower), s.cfg.SkipCorrupt)
 	if err != nil {
@@ -225,24 +218,41 @@ func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt b
 	return segs, corrupt, nil
 }
 
-// merge computes the union of decoded segments listed in key order.
-func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
-	res := &MergeResult{}
-	// An input is superseded only by a segment of a higher level (by its key): a
-	// level-0 segment naming inputs, or compacted segments naming each other, are
-	// not what Compact writes and must not hide anything.
-	supersededAt := map[string]int{} // session-relative key -> highest level naming it
+// superseders maps the session-relative key (sessionRelKey) of every segment that a
+// decoded segment names as an input to the segment naming it; of several, the
+// highest level wins, then the first in key order. Only compacted segments (level
+// above 0) count: a level-0 segment naming inputs is not what Compact writes.
+func superseders(infos []SegmentInfo, segs []*segment.Segment) map[string]SegmentInfo {
+	sup := map[string]SegmentInfo{}
 	for i, seg := range segs {
-		if seg != nil && infos[i].Level > 0 {
-			for _, in := range seg.Meta.Inputs {
-				k := sessionRelKey(in)
-				supersededAt[k] = max(supersededAt[k], infos[i].Level)
+		if seg == nil || infos[i].Level == 0 {
+			continue
+		}
+		for _, in := range seg.Meta.Inputs {
+			k := sessionRelKey(in)
+			if cur, ok := sup[k]; !ok || infos[i].Level > cur.Level {
+				sup[k] = infos[i]
 			}
 		}
 	}
+	return sup
+}
+
+// supersededIn returns the segment that supersedes info according to sup, if any.
+// Only a segment of a higher level supersedes, so compacted segments naming each
+// other hide nothing.
+func supersededIn(sup map[string]SegmentInfo, info SegmentInfo) (SegmentInfo, bool) {
+	by, ok := sup[sessionRelKey(info.Key)]
+	return by, ok && by.Level > info.Level
+}
+
+// merge computes the union of decoded segments listed in key order.
+func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
+	res := &MergeResult{}
+	sup := superseders(infos, segs)
 	byID := map[string]int{} // id -> index in res.Entries
 	for i, seg := range segs {
-		if seg == nil || supersededAt[sessionRelKey(infos[i].Key)] > infos[i].Level {
+		if _, ok := supersededIn(sup, infos[i]); seg == nil || ok {
 			continue
 		}
 		res.Segments = append(res.Segments, infos[i])

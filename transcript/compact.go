@@ -53,6 +53,9 @@ type CompactOptions struct {
 	DeleteDelay time.Duration
 	// DryRun plans without writing or deleting anything.
 	DryRun bool
+	// SkipNewerThan, when set, leaves a session alone if any of its segments was
+	// created after it (a session being written right now; CompactResult.SkippedRecent).
+	SkipNewerThan time.Time
 	// Writer names the compacted segments (default: NewRandomWriter).
 	Writer *Writer
 }
@@ -89,6 +92,8 @@ type CompactResult struct {
 	// compaction deleted what it had listed, Config.MaxRelists+1 times): it stopped
 	// and left the session to the other job.
 	Contended bool
+	// SkippedRecent reports a session left alone for CompactOptions.SkipNewerThan.
+	SkippedRecent bool
 	// SkippedStrict reports a strict session (one with a HeadName object), which
 	// Compact leaves as it is.
 	SkippedStrict bool
@@ -241,6 +246,14 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		return res, err
 	}
 	res.Segments = len(infos)
+	if !opts.SkipNewerThan.IsZero() {
+		for _, in := range infos {
+			if in.Time.After(opts.SkipNewerThan) {
+				res.SkippedRecent = true
+				return res, nil
+			}
+		}
+	}
 	if strict {
 		// Merging would replace segments the head names; the repository would then
 		// refuse the session as damaged.

@@ -481,3 +481,17 @@ func TestCompact_ContendedLeavesTheSession(t *testing.T) {
 	require.Empty(t, res.Compactions)
 	require.Equal(t, before, allKeys(t, mem))
 }
+
+func TestCompact_SkipNewerThan(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, membucket.New(), transcript.Config{})
+	appendChain(t, s, ref, newWriter(t, "w"), "e", "", 5)
+	res, err := s.Compact(ctx, ref, transcript.CompactOptions{SkipNewerThan: time.Now().Add(-time.Hour)})
+	require.NoError(t, err)
+	require.True(t, res.SkippedRecent)
+	require.Empty(t, res.Compactions)
+	res, err = s.Compact(ctx, ref, transcript.CompactOptions{SkipNewerThan: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	require.False(t, res.SkippedRecent)
+	require.Len(t, res.Compactions, 1)
+}

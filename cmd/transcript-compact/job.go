@@ -153,20 +153,11 @@ func (j *job) run(ctx context.Context) (*summary, error) {
 
 // one compacts one session and adds its result to sum.
 func (j *job) one(ctx context.Context, ref transcript.TranscriptRef, sum *summary) {
+	opts := j.opts
 	if j.olderThan > 0 {
-		recent, err := j.recentlyWritten(ctx, ref)
-		if err != nil {
-			j.fail(sum, ref, err)
-			return
-		}
-		if recent {
-			j.mu.Lock()
-			sum.SessionsSkipped++
-			j.mu.Unlock()
-			return
-		}
+		opts.SkipNewerThan = j.now().Add(-j.olderThan)
 	}
-	res, err := j.store.Compact(ctx, ref, j.opts)
+	res, err := j.store.Compact(ctx, ref, opts)
 	if errors.Is(err, transcript.ErrNotFound) {
 		err = nil // deleted while the job ran: nothing to do
 	}
@@ -176,6 +167,10 @@ func (j *job) one(ctx context.Context, ref transcript.TranscriptRef, sum *summar
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if res.SkippedRecent {
+		sum.SessionsSkipped++
+		return
+	}
 	sum.SessionsScanned++
 	if res.SkippedStrict {
 		sum.SessionsStrict++
@@ -203,21 +198,6 @@ func (j *job) one(ctx context.Context, ref transcript.TranscriptRef, sum *summar
 				ref, res.Marked, res.Deleted)
 		}
 	}
-}
-
-// recentlyWritten reports whether ref has a segment newer than j.olderThan.
-func (j *job) recentlyWritten(ctx context.Context, ref transcript.TranscriptRef) (bool, error) {
-	infos, err := j.store.ListSegments(ctx, ref)
-	if err != nil {
-		return false, err
-	}
-	cutoff := j.now().Add(-j.olderThan)
-	for _, in := range infos {
-		if in.Time.After(cutoff) {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // fail records that ref failed with err and reports it on stderr.

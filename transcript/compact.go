@@ -223,6 +223,9 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 type compactState struct {
 	infos []SegmentInfo
 	segs  map[string]*segment.Segment // decoded segments by key
+	// contents holds the raw entries of compacted segments, by key, once
+	// checkContained needed them.
+	contents map[string]map[string]bool
 	// sup holds the segments that supersede others (see superseders).
 	sup     map[string]SegmentInfo
 	present map[string]SegmentInfo
@@ -260,7 +263,8 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		res.SkippedStrict = true
 		return res, nil
 	}
-	st := &compactState{infos: infos, segs: map[string]*segment.Segment{}, present: map[string]SegmentInfo{}}
+	st := &compactState{infos: infos, segs: map[string]*segment.Segment{}, present: map[string]SegmentInfo{},
+		contents: map[string]map[string]bool{}}
 	for _, in := range infos {
 		st.present[in.Key] = in
 	}
@@ -290,14 +294,20 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		}
 	}
 	// Resume: inputs of an output written by a run that stopped before marking them.
+	var resume []SegmentInfo
+	for _, in := range infos {
+		if _, ok := st.supersededBy(in.Key); ok && !marked[in.Key] {
+			resume = append(resume, in)
+		}
+	}
+	if err := s.readInto(ctx, st, resume); err != nil {
+		return res, err
+	}
 	unmarked := map[string][]string{} // output -> its unmarked present inputs
 	var outs []string
-	for _, in := range infos {
-		out, ok := st.supersededBy(in.Key)
-		if !ok || marked[in.Key] {
-			continue
-		}
-		if err := s.checkContained(ctx, st, in, out); err != nil {
+	for _, in := range resume {
+		out, _ := st.supersededBy(in.Key)
+		if err := s.checkContained(st, in, out); err != nil {
 			return res, err
 		}
 		if unmarked[out] == nil {
@@ -382,27 +392,28 @@ func (s *Store) readInto(ctx context.Context, st *compactState, infos []SegmentI
 	return nil
 }
 
-// checkContained verifies that segment in, superseded by out, holds nothing that out
-// lacks, before in is marked on the word of out's metadata alone.
-func (s *Store) checkContained(ctx context.Context, st *compactState, in SegmentInfo, out string) error {
-	if err := s.readInto(ctx, st, []SegmentInfo{in}); err != nil {
-		return err
-	}
-	have := map[string][]byte{}
-	for _, raw := range st.segs[out].Entries {
-		if e, err := ParseEntry(raw); err == nil {
-			have[e.ID] = raw
+// checkContained verifies that segment in, superseded by out, holds no entry that
+// out lacks (byte for byte), before in is marked on the word of out's metadata. in
+// must have been read (readInto).
+func (s *Store) checkContained(st *compactState, in SegmentInfo, out string) error {
+	have := st.contents[out]
+	if have == nil {
+		have = make(map[string]bool, len(st.segs[out].Entries))
+		for _, raw := range st.segs[out].Entries {
+			have[string(raw)] = true
 		}
+		st.contents[out] = have
 	}
 	for pos, raw := range st.segs[in.Key].Entries {
-		e, err := ParseEntry(raw)
-		if err != nil {
-			return fmt.Errorf("%w: segment %s entry %d: %w", ErrCompactInput, in.Key, pos, err)
+		if have[string(raw)] {
+			continue
 		}
-		if got, ok := have[e.ID]; !ok || !bytes.Equal(got, raw) {
-			return fmt.Errorf("%w: segment %s names %s as an input but lacks its entry %q",
-				ErrCompactInput, out, in.Key, e.ID)
+		id := fmt.Sprintf("at position %d", pos)
+		if e, err := ParseEntry(raw); err == nil {
+			id = fmt.Sprintf("%q", e.ID)
 		}
+		return fmt.Errorf("%w: segment %s names %s as an input but lacks its entry %s",
+			ErrCompactInput, out, in.Key, id)
 	}
 	return nil
 }

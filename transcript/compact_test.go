@@ -495,3 +495,26 @@ func TestCompact_SkipNewerThan(t *testing.T) {
 	require.False(t, res.SkippedRecent)
 	require.Len(t, res.Compactions, 1)
 }
+
+// TestCompact_ResumeKeepsConflictingVersions: an output holding both versions of a
+// conflicting id, left unmarked by a crash, is recognised as holding each input.
+func TestCompact_ResumeKeepsConflictingVersions(t *testing.T) {
+	ctx := context.Background()
+	fb := &failingMarks{Bucket: membucket.New()}
+	s := newStore(t, fb, transcript.Config{})
+	w := newWriter(t, "w")
+	first := entry("x", "")
+	second := []byte(strings.Replace(string(first), "hi x", "hello x", 1))
+	for _, raw := range [][]byte{first, entry("a", "x"), second, entry("b", "x")} {
+		_, err := s.AppendSegment(ctx, ref, [][]byte{raw}, w)
+		require.NoError(t, err)
+	}
+	fb.failing.Store(true)
+	_, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
+	require.ErrorIs(t, err, errInjected)
+	fb.failing.Store(false)
+	res, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
+	require.NoError(t, err)
+	require.Equal(t, 4, res.Marked)
+	require.Equal(t, 4, res.Deleted)
+}

@@ -74,16 +74,6 @@ func parseHead(data []byte) (head, error) {
 	return h, nil
 }
 
-// sessionPrefix is the key prefix of every object of ref (ref normalised), as the
-// transcript store lays keys out: {prefix}/{namespace}/{agentId}/{sessionId}/.
-func sessionPrefix(storePrefix string, ref transcript.TranscriptRef) string {
-	p := ref.Namespace + "/" + ref.AgentID + "/" + ref.SessionID + "/"
-	if storePrefix != "" {
-		p = storePrefix + "/" + p
-	}
-	return p
-}
-
 // headKey is the key of the head object of the session.
 func (s *Session) headKey() string { return s.prefix + HeadName }
 

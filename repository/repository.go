@@ -208,7 +208,7 @@ func (r *Repository) newSession(id string) (*Session, error) {
 		return nil, err
 	}
 	ref := transcript.TranscriptRef{Namespace: r.ns, AgentID: r.cfg.AgentID, SessionID: id}
-	return &Session{repo: r, id: id, ref: ref, prefix: sessionPrefix(r.store.Prefix(), ref)}, nil
+	return &Session{repo: r, id: id, ref: ref, prefix: r.store.SessionPrefix(ref)}, nil
 }
 
 // Create starts a new session and stores its header (and name) at once, so that

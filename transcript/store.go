@@ -126,6 +126,13 @@ func (s *Store) Close() error {
 // Bucket returns the bucket the store reads and writes.
 func (s *Store) Bucket() bucket.Bucket { return s.cfg.Bucket }
 
+// SessionPrefix returns the key prefix, ending in "/", of every object of ref:
+// {prefix}/{namespace}/{agentId}/{sessionId}/. Objects other than segments (a
+// strict session's HeadName) live under it too, so Delete removes them.
+func (s *Store) SessionPrefix(ref TranscriptRef) string {
+	return sessionPrefix(s.cfg.Prefix, ref.Norm())
+}
+
 // Prefix returns the key prefix of the store ("" for none).
 func (s *Store) Prefix() string { return s.cfg.Prefix }
 

@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
@@ -38,31 +39,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
-}
-
-// usageError marks a bad command line (exit code 2).
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-// errFailed reports that some sessions failed; they were already printed.
-var errFailed = errors.New("some sessions failed")
-
-func exitCode(err error, stderr io.Writer) int {
-	var ue *usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "Error: %s\nRun 'transcript-compact -h' for usage.\n", ue.msg)
-		return 2
-	case errors.Is(err, errFailed):
-		return 1
-	default:
-		fmt.Fprintf(stderr, "Error: %s\n", err)
-		return 1
-	}
+	os.Exit(cli.ExitCode(err, os.Stderr, "transcript-compact -h"))
 }
 
 const usage = `Usage: transcript-compact [flags]
@@ -123,31 +100,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return &usageError{err.Error()}
+		return cli.Usagef("%v", err)
 	}
 	if fs.NArg() > 0 {
-		return &usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
+		return cli.Usagef("unexpected arguments %q", fs.Args())
 	}
 	var err error
 	if j.shard, j.shards, err = parseShard(shard); err != nil {
-		return &usageError{err.Error()}
+		return cli.Usagef("%v", err)
 	}
 	switch {
 	case minSegments < 2:
-		return &usageError{fmt.Sprintf("--min-segments %d: want at least 2", minSegments)}
+		return cli.Usagef("--min-segments %d: want at least 2", minSegments)
 	case delay < 0:
-		return &usageError{fmt.Sprintf("--delete-delay %s: want 0 or more", delay)}
+		return cli.Usagef("--delete-delay %s: want 0 or more", delay)
 	case j.parallel < 1:
-		return &usageError{fmt.Sprintf("--parallel %d: want at least 1", j.parallel)}
+		return cli.Usagef("--parallel %d: want at least 1", j.parallel)
 	case j.olderThan < 0:
-		return &usageError{fmt.Sprintf("--older-than %s: want 0 or more", j.olderThan)}
+		return cli.Usagef("--older-than %s: want 0 or more", j.olderThan)
 	case j.session != "" && j.agent == "":
-		return &usageError{"--session needs --agent"}
+		return cli.Usagef("--session needs --agent")
 	}
 	for name, v := range map[string]string{"ns": j.namespace, "agent": j.agent, "session": j.session} {
 		if v != "" {
 			if err := transcript.ValidatePart(name, v); err != nil {
-				return &usageError{fmt.Sprintf("--%s: %v", name, err)}
+				return cli.Usagef("--%s: %v", name, err)
 			}
 		}
 	}
@@ -158,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	if writerID != "" {
 		if j.opts.Writer, err = transcript.NewWriter(writerID); err != nil {
-			return &usageError{fmt.Sprintf("--writer: %v", err)}
+			return cli.Usagef("--writer: %v", err)
 		}
 	}
 
@@ -193,7 +170,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			sum.SessionsSkipped, sum.SessionsFailed, sum.DurationSeconds)
 	}
 	if sum.SessionsFailed > 0 {
-		return errFailed
+		return cli.ErrProblems
 	}
 	return nil
 }

@@ -14,12 +14,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 )
 
 func main() {
@@ -29,38 +30,17 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
-// usageError marks a bad command line (exit code 2).
-type usageError struct{ msg string }
+// The exit codes and error kinds every command shares (see internal/cli).
+var (
+	errProblems = cmdcli.ErrProblems
+	errHelp     = cmdcli.ErrHelp
+)
 
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// errProblems reports that a command ran but found problems (exit code 1); the
-// problems were already printed.
-var errProblems = errors.New("problems found")
+func usagef(format string, args ...any) error { return cmdcli.Usagef(format, args...) }
 
 func exitCode(err error, stderr io.Writer) int {
-	var ue *usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, errHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "Error: %s\nRun 'transcript help' for usage.\n", ue.msg)
-		return 2
-	case errors.Is(err, errProblems):
-		return 1
-	default:
-		fmt.Fprintf(stderr, "Error: %s\n", err)
-		return 1
-	}
+	return cmdcli.ExitCode(err, stderr, "transcript help")
 }
-
-var errHelp = errors.New("help shown")
 
 // command is one subcommand.
 type command struct {

@@ -69,7 +69,7 @@ func BenchmarkStore_AppendSegment(b *testing.B) {
 func BenchmarkStore_ReadAll(b *testing.B) {
 	ctx := context.Background()
 	for name, newBucket := range benchBackends(b) {
-		for _, segs := range []int{10, 100} {
+		for _, segs := range []int{10, 100, 1000} {
 			b.Run(fmt.Sprintf("%s/segments=%d/entries=10", name, segs), func(b *testing.B) {
 				s, err := transcript.New(transcript.Config{Bucket: newBucket(b), Prefix: "bench"})
 				require.NoError(b, err)
@@ -96,5 +96,37 @@ func BenchmarkStore_ReadAll(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkStore_ReadCompacted opens a session of 1,000 level-0 segments (10
+// entries each) that compaction merged into one compacted segment.
+func BenchmarkStore_ReadCompacted(b *testing.B) {
+	ctx := context.Background()
+	s, err := transcript.New(transcript.Config{Bucket: membucket.New(), Prefix: "bench"})
+	require.NoError(b, err)
+	defer s.Close()
+	w := transcript.NewRandomWriter()
+	r := ref
+	r.SessionID = "compacted-" + w.ID()
+	size := 0
+	for i := range 1000 {
+		batch := benchBatch(i*10, 10)
+		for _, e := range batch {
+			size += len(e) + 1
+		}
+		_, err := s.AppendSegment(ctx, r, batch, w)
+		require.NoError(b, err)
+	}
+	_, err = s.Compact(ctx, r, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+	require.NoError(b, err)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := s.ReadAll(ctx, r)
+		require.NoError(b, err)
+		require.Len(b, res.Entries, 10000)
+		require.Len(b, res.Segments, 1)
 	}
 }

@@ -3,8 +3,6 @@ package repository
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +14,8 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
-	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -255,8 +253,8 @@ func (r *Repository) create(ctx context.Context, opts CreateOptions, parent stri
 	} else if exists {
 		return nil, fmt.Errorf("create session %q: %w", opts.ID, ErrExists)
 	}
-	h := sessiontree.NewHeader(opts.ID, r.now(), opts.Cwd, parent)
-	var batch []sessiontree.Entry
+	h := pi.NewHeader(opts.ID, r.now(), opts.Cwd, parent)
+	var batch []pi.Entry
 	if len(entries) > 0 {
 		if batch, err = parseBatch(entries); err != nil {
 			return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
@@ -275,7 +273,7 @@ func (r *Repository) create(ctx context.Context, opts CreateOptions, parent stri
 	for _, e := range batch {
 		s.byID[e.ID()] = e.Raw()
 	}
-	s.leaf = activeLeaf(batch)
+	s.leaf = pi.ActiveLeafID(batch)
 	if opts.Strict {
 		hs, err := r.writeHead(ctx, s.headKey(), head{}.commit(s.relName(obj.Info.Key), s.leaf), bucket.Cond{IfNoneMatch: true})
 		if err != nil {
@@ -305,45 +303,15 @@ func (r *Repository) exists(ctx context.Context, s *Session) (bool, error) {
 
 // sessionInfo builds a session_info entry naming the session, as a root.
 func (r *Repository) sessionInfo(name string) ([]byte, error) {
-	id, err := r.entryID()
+	id, err := pi.NewID(r.cfg.Rand, nil)
 	if err != nil {
 		return nil, err
 	}
-	return marshalEntry(map[string]any{
-		"type": sessiontree.TypeSessionInfo, "id": id, "parentId": nil,
-		"timestamp": sessiontree.FormatTimestamp(r.now()), "name": name,
-	}, []string{"type", "id", "parentId", "timestamp", "name"})
-}
-
-// entryID returns a new entry id: 8 hex digits, as Pi makes them.
-func (r *Repository) entryID() (string, error) {
-	var b [4]byte
-	if _, err := io.ReadFull(r.cfg.Rand, b[:]); err != nil {
-		return "", fmt.Errorf("entry id: %w", err)
+	e, err := pi.NewEntry(pi.TypeSessionInfo, id, "", r.now(), pi.Member{Key: "name", Value: pi.AppendString(nil, name)})
+	if err != nil {
+		return nil, err
 	}
-	return hex.EncodeToString(b[:]), nil
-}
-
-// marshalEntry writes fields in the given order without HTML escaping, as
-// JavaScript's JSON.stringify does.
-func marshalEntry(fields map[string]any, order []string) ([]byte, error) {
-	out := []byte{'{'}
-	for i, k := range order {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		var buf strings.Builder
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(fields[k]); err != nil {
-			return nil, fmt.Errorf("encode %s: %w", k, err)
-		}
-		out = append(out, '"')
-		out = append(out, k...)
-		out = append(out, '"', ':')
-		out = append(out, strings.TrimSuffix(buf.String(), "\n")...)
-	}
-	return append(out, '}'), nil
+	return e.Raw(), nil
 }
 
 // Open opens the session id. A session that does not exist, or is another
@@ -408,9 +376,9 @@ func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, 
 	if err != nil {
 		return nil, err
 	}
-	path, err := pathTo(src.entries, atEntryID)
-	if err != nil {
-		return nil, fmt.Errorf("fork session %q: %w", id, err)
+	path, ok := pi.PathToRoot(src.entries, pi.NewIndex(src.entries), atEntryID)
+	if !ok {
+		return nil, fmt.Errorf("fork session %q: entry %q: %w", id, atEntryID, ErrNotFound)
 	}
 	newID, err := uuid.NewRandomFromReader(r.cfg.Rand)
 	if err != nil {
@@ -418,36 +386,6 @@ func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, 
 	}
 	opts := CreateOptions{ID: newID.String(), Cwd: src.header.Cwd(), Strict: src.strict}
 	return r.create(ctx, opts, id, rawsOf(path))
-}
-
-// pathTo returns the entries from the root to entry id, following parentId
-// ("leaf" entries are never on a path).
-func pathTo(entries []sessiontree.Entry, id string) ([]sessiontree.Entry, error) {
-	byID := make(map[string]sessiontree.Entry, len(entries))
-	for _, e := range entries {
-		if e.Type() != sessiontree.TypeLeaf {
-			byID[e.ID()] = e
-		}
-	}
-	e, ok := byID[id]
-	if !ok {
-		return nil, fmt.Errorf("entry %q: %w", id, ErrNotFound)
-	}
-	var path []sessiontree.Entry
-	onPath := map[string]bool{}
-	for ok && !onPath[e.ID()] {
-		path = append(path, e)
-		onPath[e.ID()] = true
-		p, hasParent := e.ParentID()
-		if !hasParent {
-			break
-		}
-		e, ok = byID[p]
-	}
-	for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
-		path[i], path[j] = path[j], path[i]
-	}
-	return path, nil
 }
 
 // Delete removes every object of session id (segments of all levels, deletion

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
@@ -73,7 +74,7 @@ func testCreateOpenList(t *testing.T, e *env) {
 	entries, err := got.Entries(ctx)
 	require.NoError(t, err)
 	require.Len(t, entries, 3) // session_info, m1, m2
-	require.Equal(t, sessiontree.TypeSessionInfo, entries[0].Type())
+	require.Equal(t, pi.TypeSessionInfo, entries[0].Type())
 	require.Equal(t, []string{"m1", "m2"}, ids(entries[1:]))
 
 	var buf bytes.Buffer

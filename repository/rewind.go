@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/pi"
 )
 
 // ContextAt rewinds the session to entry entryID: it returns the entries as they
@@ -14,16 +14,16 @@ import (
 // and the model context built from them exactly as Pi builds it from such a file
 // (at its active leaf: entryID, or a leaf entry's target). An unknown id gives an
 // error wrapping ErrNotFound.
-func (s *Session) ContextAt(ctx context.Context, entryID string) (sessiontree.Context, []sessiontree.Entry, error) {
+func (s *Session) ContextAt(ctx context.Context, entryID string) (pi.Context, []pi.Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.reload(ctx); err != nil {
-		return sessiontree.Context{}, nil, err
+		return pi.Context{}, nil, err
 	}
-	i := slices.IndexFunc(s.entries, func(e sessiontree.Entry) bool { return e.ID() == entryID })
+	i := slices.IndexFunc(s.entries, func(e pi.Entry) bool { return e.ID() == entryID })
 	if i < 0 {
-		return sessiontree.Context{}, nil, fmt.Errorf("session %q: entry %q: %w", s.id, entryID, ErrNotFound)
+		return pi.Context{}, nil, fmt.Errorf("session %q: entry %q: %w", s.id, entryID, ErrNotFound)
 	}
 	entries := slices.Clone(s.entries[:i+1])
-	return sessiontree.BuildContextFrom(entries, nil), entries, nil
+	return pi.BuildContextFrom(entries, nil), entries, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -28,14 +29,14 @@ type Session struct {
 
 	mu      sync.Mutex
 	strict  bool
-	header  sessiontree.Header
-	entries []sessiontree.Entry // merge order, as of the last load
-	byID    map[string][]byte   // every known entry (and header) id → raw bytes
-	seen    map[string]bool     // default mode: segment keys read
-	updated time.Time           // newest segment time seen
-	leaf    string              // active leaf (strict: committed head) as of the last load
-	hs      headState           // strict: the committed head as last read or written
-	broken  error               // strict: why appends are refused (ErrHeadMismatch)
+	header  pi.Header
+	entries []pi.Entry        // merge order, as of the last load
+	byID    map[string][]byte // every known entry (and header) id → raw bytes
+	seen    map[string]bool   // default mode: segment keys read
+	updated time.Time         // newest segment time seen
+	leaf    string            // active leaf (strict: committed head) as of the last load
+	hs      headState         // strict: the committed head as last read or written
+	broken  error             // strict: why appends are refused (ErrHeadMismatch)
 }
 
 // ID returns the session id.
@@ -53,7 +54,7 @@ func (s *Session) Strict() bool {
 }
 
 // Header returns the session header (the zero Header if the store holds none).
-func (s *Session) Header() sessiontree.Header {
+func (s *Session) Header() pi.Header {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.header
@@ -107,7 +108,7 @@ func (s *Session) load(ctx context.Context) error {
 		return fmt.Errorf("open session %q: %w", s.id, err)
 	}
 	s.strict, s.hs, s.broken = strict, hs, nil
-	s.header, s.entries = sessiontree.Header{}, nil
+	s.header, s.entries = pi.Header{}, nil
 	s.byID, s.seen, s.updated = map[string][]byte{}, map[string]bool{}, time.Time{}
 	for _, seg := range res.Segments {
 		s.seen[seg.Key] = true
@@ -115,17 +116,17 @@ func (s *Session) load(ctx context.Context) error {
 	}
 	for _, e := range res.Entries {
 		s.byID[e.ID] = e.Raw
-		if h, err := sessiontree.ParseHeader(e.Raw); err == nil {
+		if h, err := pi.ParseHeader(e.Raw); err == nil {
 			if s.header.IsZero() {
 				s.header = h
 			}
 			continue
 		}
-		if se, err := sessiontree.ParseEntry(e.Raw); err == nil {
+		if se, err := pi.ParseEntry(e.Raw); err == nil {
 			s.entries = append(s.entries, se)
 		}
 	}
-	s.leaf = activeLeaf(s.entries)
+	s.leaf = pi.ActiveLeafID(s.entries)
 	if strict {
 		s.checkHead(res)
 	}
@@ -168,13 +169,13 @@ func (s *Session) checkHead(res *transcript.MergeResult) {
 		}
 		return a.Pos - b.Pos
 	})
-	var ordered []sessiontree.Entry
+	var ordered []pi.Entry
 	for _, e := range replay {
-		if se, err := sessiontree.ParseEntry(e.Raw); err == nil {
+		if se, err := pi.ParseEntry(e.Raw); err == nil {
 			ordered = append(ordered, se)
 		}
 	}
-	computed := activeLeaf(ordered)
+	computed := pi.ActiveLeafID(ordered)
 	s.leaf = computed
 	if !s.asOf.IsZero() {
 		return
@@ -187,20 +188,6 @@ func (s *Session) checkHead(res *transcript.MergeResult) {
 		s.broken = fmt.Errorf("session %q: %w: stored head %q, computed %q",
 			s.id, ErrHeadMismatch, s.hs.Head, computed)
 	}
-}
-
-// activeLeaf is the active leaf of entries in order: the last entry, or, when that
-// is a "leaf" entry, its target ("" for null or no entries).
-func activeLeaf(entries []sessiontree.Entry) string {
-	if len(entries) == 0 {
-		return ""
-	}
-	last := entries[len(entries)-1]
-	if last.Type() == sessiontree.TypeLeaf {
-		t, _ := last.StringField("targetId")
-		return t
-	}
-	return last.ID()
 }
 
 // Append appends entries (each one JSON object with a string "type" and "id", not a
@@ -295,10 +282,7 @@ func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]by
 		return fmt.Errorf("append to session %q: %w: %w: expected head %q, committed head %q",
 			s.id, ErrConflict, ErrStaleHead, expected, hs.Head)
 	}
-	newHead := hs.Head
-	for _, e := range fresh {
-		newHead = activeLeaf([]sessiontree.Entry{e})
-	}
+	newHead := s.headAfter(hs.Head, fresh)
 	obj, err := r.store.PrepareSegment(s.ref, rawsOf(fresh), r.writer)
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
@@ -321,7 +305,7 @@ func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]by
 // append succeeded; if the condition failed, the segment is uncommitted and is
 // removed at once (CollectUncommitted would remove it later); any other failure
 // is reported as is, leaving the segment to CollectUncommitted.
-func (s *Session) commitFailed(ctx context.Context, key string, fresh []sessiontree.Entry, werr error) error {
+func (s *Session) commitFailed(ctx context.Context, key string, fresh []pi.Entry, werr error) error {
 	cur, ok, err := s.repo.readHead(ctx, s.headKey())
 	if err == nil && ok && cur.names(s.relName(key)) {
 		if err := s.syncHead(ctx, cur); err != nil {
@@ -404,28 +388,57 @@ func (s *Session) readInto(ctx context.Context, key string) error {
 	return nil
 }
 
+// headAfter returns the active leaf after appending fresh to a session whose
+// active leaf is head, by pi's rule (pi.LeafMoveOf) applied entry by entry.
+func (s *Session) headAfter(head string, fresh []pi.Entry) string {
+	isEntry := func(id string) bool {
+		raw, ok := s.byID[id]
+		if !ok {
+			for _, e := range fresh {
+				if e.ID() == id {
+					raw, ok = e.Raw(), true
+				}
+			}
+		}
+		if !ok {
+			return false
+		}
+		e, err := pi.ParseEntry(raw)
+		return err == nil && e.Type() != pi.TypeLeaf
+	}
+	for _, e := range fresh {
+		switch move, target := pi.LeafMoveOf(e, isEntry); move {
+		case pi.MoveTo, pi.MoveToTarget:
+			head = target
+		case pi.MoveToNull:
+			head = ""
+		}
+	}
+	return head
+}
+
 // added records entries this handle committed; in default mode the last of them
 // becomes the active leaf as this handle sees it.
-func (s *Session) added(fresh []sessiontree.Entry) {
+func (s *Session) added(fresh []pi.Entry) {
 	for _, e := range fresh {
 		s.byID[e.ID()] = e.Raw()
 	}
 	if !s.strict {
-		s.leaf = activeLeaf(fresh)
+		s.leaf = s.headAfter(s.leaf, fresh)
 	}
 	s.updated = later(s.updated, s.repo.now())
 }
 
 // parseBatch parses the entries of one append. The same id twice in one call is
 // kept once if the bytes are equal and is a conflict otherwise.
-func parseBatch(raws [][]byte) ([]sessiontree.Entry, error) {
+func parseBatch(raws [][]byte) ([]pi.Entry, error) {
 	if len(raws) == 0 {
 		return nil, fmt.Errorf("%w: no entries", ErrInvalid)
 	}
-	out := make([]sessiontree.Entry, 0, len(raws))
+	out := make([]pi.Entry, 0, len(raws))
 	seen := map[string][]byte{}
 	for i, raw := range raws {
-		e, err := sessiontree.ParseEntry(bytes.Clone(raw))
+		e, err := pi.ParseEntry(bytes.Clone(raw))
 		if err != nil {
 			return nil, fmt.Errorf("%w: entry %d: %w", ErrInvalid, i, err)
 		}
@@ -444,8 +457,8 @@ func parseBatch(raws [][]byte) ([]sessiontree.Entry, error) {
 // fresh returns the entries of batch that are not yet stored, after checking that
 // none conflicts with a stored one and that every parent (and leaf target) is
 // known or earlier in the batch.
-func (s *Session) fresh(batch []sessiontree.Entry) ([]sessiontree.Entry, error) {
-	var out []sessiontree.Entry
+func (s *Session) fresh(batch []pi.Entry) ([]pi.Entry, error) {
+	var out []pi.Entry
 	for _, e := range batch {
 		stored, ok := s.byID[e.ID()]
 		if !ok {
@@ -462,7 +475,7 @@ func (s *Session) fresh(batch []sessiontree.Entry) ([]sessiontree.Entry, error) 
 		if p, ok := e.ParentID(); ok {
 			refs = append(refs, p)
 		}
-		if e.Type() == sessiontree.TypeLeaf {
+		if e.Type() == pi.TypeLeaf {
 			if t, ok := e.StringField("targetId"); ok {
 				refs = append(refs, t)
 			}
@@ -478,7 +491,7 @@ func (s *Session) fresh(batch []sessiontree.Entry) ([]sessiontree.Entry, error) 
 	return out, nil
 }
 
-func rawsOf(entries []sessiontree.Entry) [][]byte {
+func rawsOf(entries []pi.Entry) [][]byte {
 	out := make([][]byte, len(entries))
 	for i, e := range entries {
 		out[i] = e.Raw()
@@ -495,7 +508,7 @@ func later(a, b time.Time) time.Time {
 
 // Entries returns the session's entries (the header excluded) in merge order, read
 // afresh; in strict mode only committed ones.
-func (s *Session) Entries(ctx context.Context) ([]sessiontree.Entry, error) {
+func (s *Session) Entries(ctx context.Context) ([]pi.Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.reload(ctx); err != nil {
@@ -513,17 +526,17 @@ func (s *Session) reload(ctx context.Context) error {
 }
 
 // Context returns the model context at the active leaf (strict: the head).
-func (s *Session) Context(ctx context.Context) (sessiontree.Context, error) {
+func (s *Session) Context(ctx context.Context) (pi.Context, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.reload(ctx); err != nil {
-		return sessiontree.Context{}, err
+		return pi.Context{}, err
 	}
 	if !s.strict {
-		return sessiontree.BuildContextFrom(s.entries, nil), nil
+		return pi.BuildContextFrom(s.entries, nil), nil
 	}
 	leaf := s.leaf // the committed head, which a leaf entry may have moved
-	return sessiontree.BuildContextFrom(s.entries, &leaf), nil
+	return pi.BuildContextFrom(s.entries, &leaf), nil
 }
 
 // Export writes the session as a Pi version 3 file: the header line, then every
@@ -562,12 +575,6 @@ func (s *Session) info() SessionInfo {
 	if t, err := time.Parse(time.RFC3339Nano, s.header.Timestamp()); err == nil {
 		info.Created = t
 	}
-	for _, e := range s.entries {
-		if e.Type() == sessiontree.TypeSessionInfo {
-			if n, ok := e.StringField("name"); ok && n != "" {
-				info.Name = n
-			}
-		}
-	}
+	info.Name = pi.SessionName(s.entries)
 	return info
 }

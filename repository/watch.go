@@ -7,7 +7,7 @@ import (
 	"maps"
 	"time"
 
-	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -25,7 +25,7 @@ import (
 // In strict mode it reads the head object and delivers only committed entries, in
 // commit order. A session deleted while watched ends the watch with ErrNotFound
 // (strict mode; in default mode a deleted session just stops delivering).
-func (s *Session) Watch(ctx context.Context, fn func([]sessiontree.Entry) error) error {
+func (s *Session) Watch(ctx context.Context, fn func([]pi.Entry) error) error {
 	if !s.asOf.IsZero() {
 		return fmt.Errorf("watch session %q: %w", s.id, ErrReadOnly)
 	}
@@ -82,7 +82,7 @@ type watcher struct {
 	startAfter string          // default: where the next listing starts
 }
 
-func (w *watcher) poll(ctx context.Context) ([]sessiontree.Entry, error) {
+func (w *watcher) poll(ctx context.Context) ([]pi.Entry, error) {
 	if w.strict {
 		return w.pollHead(ctx)
 	}
@@ -90,13 +90,13 @@ func (w *watcher) poll(ctx context.Context) ([]sessiontree.Entry, error) {
 }
 
 // pollList reads the segments listed after startAfter that were not read yet.
-func (w *watcher) pollList(ctx context.Context) ([]sessiontree.Entry, error) {
+func (w *watcher) pollList(ctx context.Context) ([]pi.Entry, error) {
 	r := w.s.repo
 	infos, err := r.store.ListSegmentsAfter(ctx, w.s.ref, w.startAfter)
 	if err != nil {
 		return nil, err
 	}
-	var out []sessiontree.Entry
+	var out []pi.Entry
 	for _, info := range infos {
 		if w.seen[info.Key] {
 			continue
@@ -135,7 +135,7 @@ func (w *watcher) advance() {
 }
 
 // pollHead reads the segments committed since the head delivered so far.
-func (w *watcher) pollHead(ctx context.Context) ([]sessiontree.Entry, error) {
+func (w *watcher) pollHead(ctx context.Context) ([]pi.Entry, error) {
 	r := w.s.repo
 	hs, ok, err := r.readHead(ctx, w.s.headKey())
 	if err != nil {
@@ -147,7 +147,7 @@ func (w *watcher) pollHead(ctx context.Context) ([]sessiontree.Entry, error) {
 	if hs.etag == w.hs.etag && hs.Version == w.hs.Version {
 		return nil, nil
 	}
-	var out []sessiontree.Entry
+	var out []pi.Entry
 	for _, rel := range hs.Segments {
 		if w.hs.names(rel) {
 			continue
@@ -169,7 +169,7 @@ func (w *watcher) pollHead(ctx context.Context) ([]sessiontree.Entry, error) {
 // read returns the entries of one segment that are new to the watch and were
 // written by another writer. A vanished segment (compacted) gives none in default
 // mode: the segment that replaced it is listed too.
-func (w *watcher) read(ctx context.Context, info transcript.SegmentInfo) ([]sessiontree.Entry, error) {
+func (w *watcher) read(ctx context.Context, info transcript.SegmentInfo) ([]pi.Entry, error) {
 	r := w.s.repo
 	seg, err := r.store.ReadSegment(ctx, info.Key)
 	if errors.Is(err, transcript.ErrNotFound) && !w.strict {
@@ -179,9 +179,9 @@ func (w *watcher) read(ctx context.Context, info transcript.SegmentInfo) ([]sess
 		return nil, err
 	}
 	own := info.WriterID == r.writer.ID()
-	var out []sessiontree.Entry
+	var out []pi.Entry
 	for _, raw := range seg.Entries {
-		e, err := sessiontree.ParseEntry(raw)
+		e, err := pi.ParseEntry(raw)
 		if err != nil || w.known[e.ID()] {
 			continue // the header, or an entry already known
 		}
@@ -195,14 +195,14 @@ func (w *watcher) read(ctx context.Context, info transcript.SegmentInfo) ([]sess
 
 // parentsFirst orders entries so that an entry comes after its parent when both
 // are among them, keeping the given order otherwise.
-func parentsFirst(entries []sessiontree.Entry) []sessiontree.Entry {
+func parentsFirst(entries []pi.Entry) []pi.Entry {
 	waiting := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		waiting[e.ID()] = true
 	}
-	out := make([]sessiontree.Entry, 0, len(entries))
+	out := make([]pi.Entry, 0, len(entries))
 	for rest := entries; len(rest) > 0; {
-		var next []sessiontree.Entry
+		var next []pi.Entry
 		for _, e := range rest {
 			if p, ok := e.ParentID(); ok && waiting[p] && p != e.ID() {
 				next = append(next, e)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/transcriptstore/transcript/pi"
 )
 
 // Typed constructors. Each builds a new entry in Pi's field order
@@ -21,17 +23,17 @@ func (t *Tree) AppendMessage(msg json.RawMessage) (Entry, error) {
 	if !isObject(msg) {
 		return Entry{}, fmt.Errorf("%w: message must be a JSON object", ErrInvalidEntry)
 	}
-	return t.appendNew(TypeMessage, kv{"message", compactJSON(msg)})
+	return t.appendNew(pi.TypeMessage, kv("message", pi.CompactJSON(msg)))
 }
 
 // AppendThinkingLevelChange appends a thinking_level_change entry.
 func (t *Tree) AppendThinkingLevelChange(level string) (Entry, error) {
-	return t.appendNew(TypeThinkingLevelChange, kv{"thinkingLevel", jstr(level)})
+	return t.appendNew(pi.TypeThinkingLevelChange, kv("thinkingLevel", jstr(level)))
 }
 
 // AppendModelChange appends a model_change entry.
 func (t *Tree) AppendModelChange(provider, modelID string) (Entry, error) {
-	return t.appendNew(TypeModelChange, kv{"provider", jstr(provider)}, kv{"modelId", jstr(modelID)})
+	return t.appendNew(pi.TypeModelChange, kv("provider", jstr(provider)), kv("modelId", jstr(modelID)))
 }
 
 // AppendActiveToolsChange appends an active_tools_change entry.
@@ -39,11 +41,11 @@ func (t *Tree) AppendActiveToolsChange(names []string) (Entry, error) {
 	if names == nil {
 		names = []string{}
 	}
-	b, err := marshalNoEscape(names)
+	b, err := pi.Marshal(names)
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: %w", ErrInvalidEntry, err)
 	}
-	return t.appendNew(TypeActiveToolsChange, kv{"activeToolNames", b})
+	return t.appendNew(pi.TypeActiveToolsChange, kv("activeToolNames", b))
 }
 
 // Compaction holds the fields of a compaction entry.
@@ -58,29 +60,29 @@ type Compaction struct {
 // AppendCompaction appends a compaction entry. FirstKeptEntryID must name an
 // existing entry. Flushing it rewrites the context file.
 func (t *Tree) AppendCompaction(c Compaction) (Entry, error) {
-	fs := []kv{{"summary", jstr(c.Summary)}, {"firstKeptEntryId", jstr(c.FirstKeptEntryID)},
-		{"tokensBefore", []byte(strconv.Itoa(c.TokensBefore))}}
+	fs := []pi.Member{kv("summary", jstr(c.Summary)), kv("firstKeptEntryId", jstr(c.FirstKeptEntryID)),
+		kv("tokensBefore", []byte(strconv.Itoa(c.TokensBefore)))}
 	fs = appendOpt(fs, "details", c.Details)
 	if c.FromHook {
-		fs = append(fs, kv{"fromHook", []byte("true")})
+		fs = append(fs, kv("fromHook", []byte("true")))
 	}
-	return t.appendNewChecked(TypeCompaction, []string{c.FirstKeptEntryID}, fs...)
+	return t.appendNewChecked(pi.TypeCompaction, []string{c.FirstKeptEntryID}, fs...)
 }
 
 // AppendBranchSummary appends a branch_summary entry (fromId names the entry the
 // branch was left from).
 func (t *Tree) AppendBranchSummary(fromID, summary string, details json.RawMessage, fromHook bool) (Entry, error) {
-	fs := []kv{{"fromId", jstr(fromID)}, {"summary", jstr(summary)}}
+	fs := []pi.Member{kv("fromId", jstr(fromID)), kv("summary", jstr(summary))}
 	fs = appendOpt(fs, "details", details)
 	if fromHook {
-		fs = append(fs, kv{"fromHook", []byte("true")})
+		fs = append(fs, kv("fromHook", []byte("true")))
 	}
-	return t.appendNew(TypeBranchSummary, fs...)
+	return t.appendNew(pi.TypeBranchSummary, fs...)
 }
 
 // AppendCustom appends a custom entry (extension state, never in the context).
 func (t *Tree) AppendCustom(customType string, data json.RawMessage) (Entry, error) {
-	return t.appendNew(TypeCustom, appendOpt([]kv{{"customType", jstr(customType)}}, "data", data)...)
+	return t.appendNew(pi.TypeCustom, appendOpt([]pi.Member{kv("customType", jstr(customType))}, "data", data)...)
 }
 
 // AppendCustomMessage appends a custom_message entry; content is a JSON string or
@@ -89,37 +91,37 @@ func (t *Tree) AppendCustomMessage(customType string, content json.RawMessage, d
 	if !json.Valid(content) {
 		return Entry{}, fmt.Errorf("%w: content is not valid JSON", ErrInvalidEntry)
 	}
-	fs := []kv{{"customType", jstr(customType)}, {"content", compactJSON(content)}, {"display", []byte(strconv.FormatBool(display))}}
-	return t.appendNew(TypeCustomMessage, appendOpt(fs, "details", details)...)
+	fs := []pi.Member{kv("customType", jstr(customType)), kv("content", pi.CompactJSON(content)), kv("display", []byte(strconv.FormatBool(display)))}
+	return t.appendNew(pi.TypeCustomMessage, appendOpt(fs, "details", details)...)
 }
 
 // AppendLabel labels entry targetID; an empty label clears it (the field is
 // omitted, as Pi does).
 func (t *Tree) AppendLabel(targetID, label string) (Entry, error) {
-	fs := []kv{{"targetId", jstr(targetID)}}
+	fs := []pi.Member{kv("targetId", jstr(targetID))}
 	if label != "" {
-		fs = append(fs, kv{"label", jstr(label)})
+		fs = append(fs, kv("label", jstr(label)))
 	}
-	return t.appendNewChecked(TypeLabel, []string{targetID}, fs...)
+	return t.appendNewChecked(pi.TypeLabel, []string{targetID}, fs...)
 }
 
 // AppendSessionInfo appends a session_info entry naming the session (an empty
 // name omits the field).
 func (t *Tree) AppendSessionInfo(name string) (Entry, error) {
-	var fs []kv
+	var fs []pi.Member
 	if name != "" {
-		fs = append(fs, kv{"name", jstr(name)})
+		fs = append(fs, kv("name", jstr(name)))
 	}
-	return t.appendNew(TypeSessionInfo, fs...)
+	return t.appendNew(pi.TypeSessionInfo, fs...)
 }
 
 // AppendLeaf records a move of the active leaf to targetID ("" for null: before
 // the first entry) as a leaf entry. The leaf entry itself is never on a path.
 func (t *Tree) AppendLeaf(targetID string) (Entry, error) {
 	if targetID == "" {
-		return t.appendNew(TypeLeaf, kv{"targetId", []byte("null")})
+		return t.appendNew(pi.TypeLeaf, kv("targetId", []byte("null")))
 	}
-	return t.appendNewChecked(TypeLeaf, []string{targetID}, kv{"targetId", jstr(targetID)})
+	return t.appendNewChecked(pi.TypeLeaf, []string{targetID}, kv("targetId", jstr(targetID)))
 }
 
 // AppendRaw appends an entry built by the caller, keeping its bytes (a trailing
@@ -131,42 +133,43 @@ func (t *Tree) AppendLeaf(targetID string) (Entry, error) {
 func (t *Tree) AppendRaw(raw []byte) (Entry, error) {
 	raw = bytes.Clone(raw)
 	if bytes.ContainsAny(raw, "\n\r") {
-		raw = compactJSON(raw) // a newline would break the JSONL line
+		raw = pi.CompactJSON(raw) // a newline would break the JSONL line
 	}
 	e, err := ParseEntry(raw)
 	if err != nil {
 		return Entry{}, err
 	}
-	p := e.field(fParentID)
-	if p == nil {
-		return Entry{}, fmt.Errorf("%w: entry %q has no \"parentId\" (use null for a root)", ErrInvalidEntry, e.id)
+	p, ok := e.Field("parentId")
+	if !ok {
+		return Entry{}, fmt.Errorf("%w: entry %q has no \"parentId\" (use null for a root)", ErrInvalidEntry, e.ID())
 	}
-	if string(p) != "null" && !e.hasPar {
-		return Entry{}, fmt.Errorf("%w: entry %q: \"parentId\" must be null or a non-empty string", ErrInvalidEntry, e.id)
+	parentID, hasParent := e.ParentID()
+	if string(p) != "null" && !hasParent {
+		return Entry{}, fmt.Errorf("%w: entry %q: \"parentId\" must be null or a non-empty string", ErrInvalidEntry, e.ID())
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if i, ok := t.byID[e.id]; ok {
-		if bytes.Equal(t.entries[i].raw, e.raw) {
+	if i, ok := t.byID[e.ID()]; ok {
+		if bytes.Equal(t.entries[i].Raw(), e.Raw()) {
 			return t.entries[i], nil
 		}
-		return Entry{}, fmt.Errorf("append %q: %w", e.id, ErrConflict)
+		return Entry{}, fmt.Errorf("append %q: %w", e.ID(), ErrConflict)
 	}
-	if e.hasPar {
-		if _, ok := t.byID[e.parentID]; !ok {
-			return Entry{}, fmt.Errorf("append %q: parent %q: %w", e.id, e.parentID, ErrNotFound)
+	if hasParent {
+		if _, ok := t.byID[parentID]; !ok {
+			return Entry{}, fmt.Errorf("append %q: parent %q: %w", e.ID(), parentID, ErrNotFound)
 		}
 	}
 	t.appendLocked(e)
 	return e, nil
 }
 
-func (t *Tree) appendNew(typ string, fields ...kv) (Entry, error) {
+func (t *Tree) appendNew(typ string, fields ...pi.Member) (Entry, error) {
 	return t.appendNewChecked(typ, nil, fields...)
 }
 
 // appendNewChecked builds and appends an entry; refs must name existing entries.
-func (t *Tree) appendNewChecked(typ string, refs []string, fields ...kv) (Entry, error) {
+func (t *Tree) appendNewChecked(typ string, refs []string, fields ...pi.Member) (Entry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, r := range refs {
@@ -178,14 +181,11 @@ func (t *Tree) appendNewChecked(typ string, refs []string, fields ...kv) (Entry,
 	if err != nil {
 		return Entry{}, err
 	}
-	parent := []byte("null")
+	parent := ""
 	if t.leaf >= 0 {
-		parent = jstr(t.entries[t.leaf].id)
+		parent = t.entries[t.leaf].ID()
 	}
-	o := object{{"type", jstr(typ)}, {"id", jstr(id)}, {"parentId", parent},
-		{"timestamp", jstr(FormatTimestamp(t.cfg.now()))}}
-	o = append(o, fields...)
-	e, err := ParseEntry(o.marshal())
+	e, err := pi.NewEntry(typ, id, parent, t.cfg.now(), fields...)
 	if err != nil {
 		return Entry{}, fmt.Errorf("append %s: %w", typ, err)
 	}
@@ -198,17 +198,17 @@ func (t *Tree) appendLocked(e Entry) {
 	i := t.add(e, 0)
 	t.pendingLocal = append(t.pendingLocal, i)
 	t.pendingRemote = append(t.pendingRemote, i)
-	if e.typ == TypeCompaction {
+	if e.Type() == pi.TypeCompaction {
 		t.rewriteCtx = true
 	}
 	t.advance(i)
 }
 
-func jstr(s string) []byte { return appendJSONString(nil, s) }
+func jstr(s string) []byte { return pi.AppendString(nil, s) }
 
-func appendOpt(fs []kv, name string, v json.RawMessage) []kv {
+func appendOpt(fs []pi.Member, name string, v json.RawMessage) []pi.Member {
 	if v != nil {
-		fs = append(fs, kv{name, compactJSON(v)})
+		fs = append(fs, kv(name, pi.CompactJSON(v)))
 	}
 	return fs
 }
@@ -218,12 +218,5 @@ func isObject(b []byte) bool {
 	return len(b) > 0 && b[0] == '{' && json.Valid(b)
 }
 
-// compactJSON removes insignificant whitespace (so an entry stays one line). It
-// returns v unchanged when it is not valid JSON; ParseEntry then rejects it.
-func compactJSON(v []byte) []byte {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, v); err != nil {
-		return v
-	}
-	return buf.Bytes()
-}
+// kv is one member of a new entry.
+func kv(key string, value []byte) pi.Member { return pi.Member{Key: key, Value: value} }

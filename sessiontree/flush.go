@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/pi"
 )
 
 // Flush persists the pending entries and hands the new local ones to the
@@ -70,11 +71,11 @@ func (t *Tree) flushRemote(ctx context.Context) error {
 	b := mirror.Batch{Ref: t.ref, ContextPath: t.ctxPath, LogPath: t.logPath,
 		Entries: make([][]byte, 0, len(t.pendingRemote)+1)}
 	if !t.headerRemote {
-		b.Entries = append(b.Entries, t.header.raw)
+		b.Entries = append(b.Entries, t.header.Raw())
 	}
 	n := len(t.pendingRemote)
 	for _, i := range t.pendingRemote {
-		b.Entries = append(b.Entries, t.entries[i].raw)
+		b.Entries = append(b.Entries, t.entries[i].Raw())
 	}
 	t.mu.Unlock()
 
@@ -99,10 +100,10 @@ func (t *Tree) flushLocalLocked() error {
 	if len(t.pendingLocal) > 0 || !t.headerInLog {
 		var buf []byte
 		if !t.headerInLog {
-			buf = append(append(buf, t.header.raw...), '\n')
+			buf = append(append(buf, t.header.Raw()...), '\n')
 		}
 		for _, i := range t.pendingLocal {
-			buf = append(append(buf, t.entries[i].raw...), '\n')
+			buf = append(append(buf, t.entries[i].Raw()...), '\n')
 		}
 		if err := writeAppend(t.logPath, buf, t.cfg.NoSync); err != nil {
 			return fmt.Errorf("flush %s: %w", t.ref, err)
@@ -118,10 +119,10 @@ func (t *Tree) flushLocalLocked() error {
 	}
 	if t.rewriteCtx {
 		if keep, ok := t.contextKeep(); ok {
-			buf := append(append([]byte(nil), t.header.raw...), '\n')
+			buf := append(append([]byte(nil), t.header.Raw()...), '\n')
 			for i, k := range keep {
 				if k {
-					buf = append(append(buf, t.entries[i].raw...), '\n')
+					buf = append(append(buf, t.entries[i].Raw()...), '\n')
 				}
 			}
 			if err := writeAtomic(t.ctxPath, buf, t.cfg.NoSync); err != nil {
@@ -142,10 +143,10 @@ func (t *Tree) flushLocalLocked() error {
 	if len(t.ctxPending) > 0 || !t.headerInCtx {
 		var buf []byte
 		if !t.headerInCtx {
-			buf = append(append(buf, t.header.raw...), '\n')
+			buf = append(append(buf, t.header.Raw()...), '\n')
 		}
 		for _, i := range t.ctxPending {
-			buf = append(append(buf, t.entries[i].raw...), '\n')
+			buf = append(append(buf, t.entries[i].Raw()...), '\n')
 		}
 		if err := writeAppend(t.ctxPath, buf, t.cfg.NoSync); err != nil {
 			return fmt.Errorf("flush %s: %w", t.ref, err)
@@ -175,20 +176,20 @@ func (t *Tree) contextKeep() ([]bool, bool) {
 	if t.leaf < 0 {
 		return nil, false
 	}
-	path := pathTo(t.entries, t.byID, t.leaf)
+	path := pi.PathTo(t.entries, t.byID, t.leaf)
 	c := -1
 	for k, i := range path {
-		if t.entries[i].typ == TypeCompaction {
+		if t.entries[i].Type() == pi.TypeCompaction {
 			c = k
 		}
 	}
 	if c < 0 {
 		return nil, false
 	}
-	first, _ := jsonString(t.entries[path[c]].field(fFirstKeptEntryID))
+	first, _ := t.entries[path[c]].StringField("firstKeptEntryId")
 	start := c
 	for k, i := range path[:c] {
-		if t.entries[i].id == first {
+		if t.entries[i].ID() == first {
 			start = k
 			break
 		}
@@ -202,10 +203,10 @@ func (t *Tree) contextKeep() ([]bool, bool) {
 	}
 	lastThink, lastModel := -1, -1
 	for _, i := range path[:start] {
-		switch t.entries[i].typ {
-		case TypeThinkingLevelChange:
+		switch t.entries[i].Type() {
+		case pi.TypeThinkingLevelChange:
 			lastThink = i
-		case TypeModelChange:
+		case pi.TypeModelChange:
 			lastModel = i
 		}
 	}

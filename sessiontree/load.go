@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+
+	"github.com/transcriptstore/transcript/pi"
 )
 
 // MaxLineBytes is the longest line the loader accepts; longer lines are skipped
@@ -108,7 +110,7 @@ func splitLines(data []byte, rep *LoadReport) ([]rawLine, int64) {
 }
 
 func validObject(l []byte) bool {
-	_, err := parseObject(l)
+	err := pi.CheckObject(l)
 	return err == nil
 }
 
@@ -121,11 +123,11 @@ func decodeSession(data []byte, migrateOld bool) (decoded, LoadReport, error) {
 	d.validLen = validLen
 	hi := -1
 	for i, l := range lines {
-		if _, err := parseObject(l.b); err != nil {
+		if err := pi.CheckObject(l.b); err != nil {
 			rep.Malformed = append(rep.Malformed, LineError{l.line, l.off, err})
 			continue
 		}
-		h, err := ParseHeader(l.b)
+		h, err := pi.ParseHeader(l.b)
 		if err != nil {
 			return d, rep, fmt.Errorf("line %d: %w", l.line, err)
 		}
@@ -136,15 +138,15 @@ func decodeSession(data []byte, migrateOld bool) (decoded, LoadReport, error) {
 		return d, rep, fmt.Errorf("%w: no header line", ErrInvalidHeader)
 	}
 	lines = lines[hi+1:]
-	if d.header.version < CurrentVersion {
+	if d.header.Version() < pi.CurrentVersion {
 		if !migrateOld {
-			return d, rep, fmt.Errorf("%w: version %d file; import it to migrate", ErrInvalidHeader, d.header.version)
+			return d, rep, fmt.Errorf("%w: version %d file; import it to migrate", ErrInvalidHeader, d.header.Version())
 		}
 		raws := make([][]byte, len(lines))
 		for i, l := range lines {
 			raws[i] = l.b
 		}
-		d.header, raws = migrate(d.header, raws)
+		d.header, raws = pi.Migrate(d.header, raws)
 		for i := range lines {
 			lines[i].b = raws[i]
 		}
@@ -157,15 +159,15 @@ func decodeSession(data []byte, migrateOld bool) (decoded, LoadReport, error) {
 			rep.Malformed = append(rep.Malformed, LineError{l.line, l.off, err})
 			continue
 		}
-		if j, ok := seen[e.id]; ok {
-			if bytes.Equal(d.entries[j].raw, e.raw) {
+		if j, ok := seen[e.ID()]; ok {
+			if bytes.Equal(d.entries[j].Raw(), e.Raw()) {
 				rep.Duplicates++
 			} else {
-				rep.Conflicts = append(rep.Conflicts, LineError{l.line, l.off, fmt.Errorf("%w: id %q", ErrConflict, e.id)})
+				rep.Conflicts = append(rep.Conflicts, LineError{l.line, l.off, fmt.Errorf("%w: id %q", ErrConflict, e.ID())})
 			}
 			continue
 		}
-		seen[e.id] = len(d.entries)
+		seen[e.ID()] = len(d.entries)
 		d.entries = append(d.entries, e)
 	}
 	return d, rep, nil
@@ -190,14 +192,14 @@ func ParseSession(r io.Reader) (Header, []Entry, LoadReport, error) {
 // WriteSession writes a version 3 session file: the header line, then each entry's
 // raw bytes, each followed by "\n".
 func WriteSession(w io.Writer, h Header, entries []Entry) error {
-	n := len(h.raw) + 1
+	n := len(h.Raw()) + 1
 	for _, e := range entries {
-		n += len(e.raw) + 1
+		n += len(e.Raw()) + 1
 	}
 	buf := make([]byte, 0, n)
-	buf = append(append(buf, h.raw...), '\n')
+	buf = append(append(buf, h.Raw()...), '\n')
 	for _, e := range entries {
-		buf = append(append(buf, e.raw...), '\n')
+		buf = append(append(buf, e.Raw()...), '\n')
 	}
 	if _, err := w.Write(buf); err != nil {
 		return fmt.Errorf("write session: %w", err)

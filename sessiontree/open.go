@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/pi"
 )
 
 // Load opens an existing session from its context file. A torn last line is
@@ -106,12 +107,13 @@ func (t *Tree) activePathTruncated() bool {
 	if t.leaf < 0 {
 		return false
 	}
-	path := pathTo(t.entries, t.byID, t.leaf)
+	path := pi.PathTo(t.entries, t.byID, t.leaf)
 	root := t.entries[path[0]]
-	if !root.hasPar {
+	parent, ok := root.ParentID()
+	if !ok {
 		return false
 	}
-	_, ok := t.byID[root.parentID]
+	_, ok = t.byID[parent]
 	return !ok
 }
 
@@ -153,7 +155,7 @@ func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reade
 		i := t.add(e, 0)
 		t.pendingLocal = append(t.pendingLocal, i)
 		t.pendingRemote = append(t.pendingRemote, i)
-		if e.typ == TypeCompaction {
+		if e.Type() == pi.TypeCompaction {
 			t.rewriteCtx = true // the first Flush writes the compacted context file
 		}
 	}

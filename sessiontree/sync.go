@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/transcriptstore/transcript/pi"
 )
 
 // SyncFromLog adds the entries of the log file that the tree lacks (those a
@@ -41,16 +43,16 @@ func (t *Tree) SyncFromLog(ctx context.Context) (LoadReport, error) {
 	t.headerInLog = true
 	lastKnown := -1
 	for k, e := range d.entries {
-		if _, ok := t.byID[e.id]; ok {
+		if _, ok := t.byID[e.ID()]; ok {
 			lastKnown = k
 		}
 	}
 	order := make([]int, 0, len(d.entries)+len(t.entries)) // old index, or -1-k for log entry k
 	inOrder := make([]bool, len(t.entries))
 	for k, e := range d.entries {
-		if i, ok := t.byID[e.id]; ok {
-			if !bytes.Equal(t.entries[i].raw, e.raw) {
-				rep.Conflicts = append(rep.Conflicts, LineError{Err: fmt.Errorf("%w: id %q differs in the log", ErrConflict, e.id)})
+		if i, ok := t.byID[e.ID()]; ok {
+			if !bytes.Equal(t.entries[i].Raw(), e.Raw()) {
+				rep.Conflicts = append(rep.Conflicts, LineError{Err: fmt.Errorf("%w: id %q differs in the log", ErrConflict, e.ID())})
 			}
 			if !inOrder[i] {
 				order, inOrder[i] = append(order, i), true
@@ -92,7 +94,7 @@ func (t *Tree) SyncFromLog(ctx context.Context) (LoadReport, error) {
 		}
 		entries = append(entries, e)
 		flags = append(flags, f)
-		byID[e.id] = n
+		byID[e.ID()] = n
 	}
 	var pl, pr, cp []int
 	for _, x := range t.pendingLocal {
@@ -150,11 +152,11 @@ func (t *Tree) mergeRemote(raws [][]byte) LoadReport {
 	var merged []Entry
 	for n, raw := range raws {
 		raw = bytes.Clone(raw)
-		if h, herr := ParseHeader(raw); herr == nil {
+		if h, herr := pi.ParseHeader(raw); herr == nil {
 			if t.header.IsZero() {
 				t.header = h
 			}
-			if bytes.Equal(h.raw, t.header.raw) {
+			if bytes.Equal(h.Raw(), t.header.Raw()) {
 				t.headerRemote = true
 			}
 			continue
@@ -165,9 +167,9 @@ func (t *Tree) mergeRemote(raws [][]byte) LoadReport {
 			continue
 		}
 		merged = append(merged, e)
-		if i, ok := t.byID[e.id]; ok {
-			if !bytes.Equal(t.entries[i].raw, e.raw) {
-				rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", ErrConflict, e.id)})
+		if i, ok := t.byID[e.ID()]; ok {
+			if !bytes.Equal(t.entries[i].Raw(), e.Raw()) {
+				rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", ErrConflict, e.ID())})
 				continue
 			}
 			rep.Duplicates++
@@ -182,12 +184,8 @@ func (t *Tree) mergeRemote(raws [][]byte) LoadReport {
 		rep.Added++
 	}
 	if rep.Added > 0 && len(t.pendingRemote) == 0 {
-		byID := make(map[string]int, len(merged))
-		for k, e := range merged {
-			byID[e.id] = k
-		}
-		if k, ok := activeLeaf(merged, byID); ok {
-			t.leaf = t.byID[merged[k].id]
+		if k, ok := pi.ActiveLeaf(merged, pi.NewIndex(merged)); ok {
+			t.leaf = t.byID[merged[k].ID()]
 		} else {
 			t.leaf = -1
 		}

@@ -2,12 +2,12 @@ package sessiontree
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"path/filepath"
 	"sync"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -75,7 +75,7 @@ func New(cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptio
 	if id == "" {
 		id = sessionID
 	}
-	t.header = NewHeader(id, cfg.now(), h.Cwd, h.ParentSession)
+	t.header = pi.NewHeader(id, cfg.now(), h.Cwd, h.ParentSession)
 	return t, nil
 }
 
@@ -100,23 +100,29 @@ func (t *Tree) add(e Entry, flags uint8) int {
 	i := len(t.entries)
 	t.entries = append(t.entries, e)
 	t.flags = append(t.flags, flags)
-	t.byID[e.id] = i
+	t.byID[e.ID()] = i
 	return i
 }
 
-// advance moves the active leaf as appending e does.
+// advance moves the active leaf as appending entry i does (pi.LeafMoveOf).
 func (t *Tree) advance(i int) {
-	e := t.entries[i]
-	if e.typ != TypeLeaf {
+	move, target := pi.LeafMoveOf(t.entries[i], func(id string) bool {
+		j, ok := t.byID[id]
+		return ok && t.entries[j].Type() != pi.TypeLeaf
+	})
+	switch move {
+	case pi.MoveTo:
 		t.leaf = i
-		return
+	case pi.MoveToTarget:
+		t.leaf = t.byID[target]
+	case pi.MoveToNull:
+		t.leaf = -1
 	}
-	t.recomputeLeaf() // e is the last entry: its target decides
 }
 
 // recomputeLeaf sets the active leaf from the entry order (after a load or merge).
 func (t *Tree) recomputeLeaf() {
-	if i, ok := activeLeaf(t.entries, t.byID); ok {
+	if i, ok := pi.ActiveLeaf(t.entries, t.byID); ok {
 		t.leaf = i
 	} else {
 		t.leaf = -1
@@ -128,17 +134,7 @@ func (t *Tree) newID() (string, error) {
 	if src == nil {
 		src = rand.Reader
 	}
-	var b [4]byte
-	for range 100 {
-		if _, err := io.ReadFull(src, b[:]); err != nil {
-			return "", fmt.Errorf("new entry id: %w", err)
-		}
-		id := hex.EncodeToString(b[:])
-		if _, dup := t.byID[id]; !dup {
-			return id, nil
-		}
-	}
-	return "", fmt.Errorf("new entry id: 100 collisions")
+	return pi.NewID(src, func(id string) bool { _, dup := t.byID[id]; return dup })
 }
 
 // Len returns the number of entries (the header is not an entry).
@@ -161,7 +157,7 @@ func (t *Tree) Messages() []Entry {
 	defer t.mu.Unlock()
 	var out []Entry
 	for _, e := range t.entries {
-		if e.typ == TypeMessage {
+		if e.Type() == pi.TypeMessage {
 			out = append(out, e)
 		}
 	}
@@ -187,7 +183,7 @@ func (t *Tree) Leaf() (string, bool) {
 	if t.leaf < 0 {
 		return "", false
 	}
-	return t.entries[t.leaf].id, true
+	return t.entries[t.leaf].ID(), true
 }
 
 // Branch moves the active leaf to the entry id without writing anything (as Pi's
@@ -197,34 +193,18 @@ func (t *Tree) Branch(id string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	i, ok := t.byID[id]
-	if !ok || t.entries[i].typ == TypeLeaf {
+	if !ok || t.entries[i].Type() == pi.TypeLeaf {
 		return fmt.Errorf("branch to %q: %w", id, ErrNotFound)
 	}
 	t.leaf = i
 	return nil
 }
 
-// Labels returns the label of each labelled entry: the last label entry per
-// target wins, and one without a label clears it.
+// Labels returns the label of each labelled entry (pi.Labels).
 func (t *Tree) Labels() map[string]string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[string]string)
-	for _, e := range t.entries {
-		if e.typ != TypeLabel {
-			continue
-		}
-		target, ok := jsonString(e.field(fTargetID))
-		if !ok {
-			continue
-		}
-		if l, ok := jsonString(e.field(fLabel)); ok && l != "" {
-			out[target] = l
-		} else {
-			delete(out, target)
-		}
-	}
-	return out
+	return pi.Labels(t.entries)
 }
 
 // Label returns the label of entry id, if any.
@@ -233,41 +213,26 @@ func (t *Tree) Label(id string) (string, bool) {
 	return l, ok
 }
 
-// SessionName returns the name of the latest session_info entry with a non-empty
-// name ("" if none).
+// SessionName returns the session's name (pi.SessionName).
 func (t *Tree) SessionName() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for i := len(t.entries) - 1; i >= 0; i-- {
-		e := t.entries[i]
-		if e.typ == TypeSessionInfo {
-			if n, ok := jsonString(e.field(fName)); ok && n != "" {
-				return n
-			}
-		}
-	}
-	return ""
+	return pi.SessionName(t.entries)
 }
 
-// Children returns the entries whose parentId is id, in order ("leaf" entries
-// excluded). An unknown id returns an error wrapping ErrNotFound.
+// Children returns the entries whose parentId is id, in order (pi.Children). An
+// unknown id returns an error wrapping ErrNotFound.
 func (t *Tree) Children(id string) ([]Entry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.byID[id]; !ok {
 		return nil, fmt.Errorf("children of %q: %w", id, ErrNotFound)
 	}
-	var out []Entry
-	for _, e := range t.entries {
-		if e.hasPar && e.parentID == id && e.typ != TypeLeaf {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return pi.Children(t.entries, id), nil
 }
 
 // PathToRoot returns the path from the root to entry id (root first, id last),
-// following parentId, stopping at a missing parent or a cycle.
+// following parentId, stopping at a missing parent or a cycle (pi.PathToRoot).
 func (t *Tree) PathToRoot(id string) ([]Entry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -275,31 +240,20 @@ func (t *Tree) PathToRoot(id string) ([]Entry, error) {
 	if !ok {
 		return nil, fmt.Errorf("path to %q: %w", id, ErrNotFound)
 	}
-	idx := pathTo(t.entries, t.byID, i)
-	out := make([]Entry, len(idx))
-	for k, j := range idx {
+	path := pi.PathTo(t.entries, t.byID, i)
+	out := make([]Entry, len(path))
+	for k, j := range path {
 		out[k] = t.entries[j]
 	}
 	return out, nil
 }
 
-// BranchPoints returns the entries with more than one child, in order.
+// BranchPoints returns the entries with more than one child, in order
+// (pi.BranchPoints).
 func (t *Tree) BranchPoints() []Entry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := make(map[string]int)
-	for _, e := range t.entries {
-		if e.hasPar && e.typ != TypeLeaf {
-			n[e.parentID]++
-		}
-	}
-	var out []Entry
-	for _, e := range t.entries {
-		if n[e.id] > 1 {
-			out = append(out, e)
-		}
-	}
-	return out
+	return pi.BranchPoints(t.entries)
 }
 
 // BuildContext returns the context at the active leaf.
@@ -307,9 +261,9 @@ func (t *Tree) BuildContext() Context {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.leaf < 0 {
-		return emptyContext()
+		return pi.EmptyContext()
 	}
-	return buildContext(t.entries, t.byID, t.leaf)
+	return pi.BuildContext(t.entries, t.byID, t.leaf)
 }
 
 // BuildContextAt returns the context at entry leafID; an unknown id (or a "leaf"
@@ -318,13 +272,13 @@ func (t *Tree) BuildContext() Context {
 func (t *Tree) BuildContextAt(leafID string) Context {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if i, ok := t.byID[leafID]; ok && t.entries[i].typ != TypeLeaf {
-		return buildContext(t.entries, t.byID, i)
+	if i, ok := t.byID[leafID]; ok && t.entries[i].Type() != pi.TypeLeaf {
+		return pi.BuildContext(t.entries, t.byID, i)
 	}
 	if t.leaf < 0 {
-		return emptyContext()
+		return pi.EmptyContext()
 	}
-	return buildContext(t.entries, t.byID, t.leaf)
+	return pi.BuildContext(t.entries, t.byID, t.leaf)
 }
 
 // Export writes the session as a Pi version 3 file: the header line, then every

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -122,13 +123,13 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum.Entries = len(res.Entries)
 	sum.Segments = countLevels(res.Segments)
-	union := make([]sessiontree.Entry, 0, len(res.Entries))
+	union := make([]pi.Entry, 0, len(res.Entries))
 	for _, e := range res.Entries {
-		if pe, err := sessiontree.ParseEntry(e.Raw); err == nil {
+		if pe, err := pi.ParseEntry(e.Raw); err == nil {
 			union = append(union, pe)
 		}
 	}
-	want := sessiontree.BuildContextFrom(union, nil)
+	want := pi.BuildContextFrom(union, nil)
 	say("union: %d entries (%d written by the replicas, plus the header) in %d segments %v\n",
 		sum.Entries, sum.EntriesWritten, len(res.Segments), sum.Segments)
 
@@ -302,7 +303,7 @@ func countLevels(segs []transcript.SegmentInfo) map[string]int {
 }
 
 // countLeaves counts the entries nobody names as parent (the tips of the branches).
-func countLeaves(entries []sessiontree.Entry) int {
+func countLeaves(entries []pi.Entry) int {
 	parents := map[string]bool{}
 	for _, e := range entries {
 		if p, ok := e.ParentID(); ok {
@@ -311,7 +312,7 @@ func countLeaves(entries []sessiontree.Entry) int {
 	}
 	n := 0
 	for _, e := range entries {
-		if !parents[e.ID()] && e.Type() != sessiontree.TypeLeaf {
+		if !parents[e.ID()] && e.Type() != pi.TypeLeaf {
 			n++
 		}
 	}

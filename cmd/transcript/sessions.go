@@ -11,6 +11,7 @@ import (
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -235,8 +236,8 @@ func readEntryLines(r io.Reader) ([][]byte, error) {
 			continue
 		}
 		raw := bytes.Clone(line)
-		if _, err := sessiontree.ParseHeader(raw); err != nil {
-			if _, err := sessiontree.ParseEntry(raw); err != nil {
+		if _, err := pi.ParseHeader(raw); err != nil {
+			if _, err := pi.ParseEntry(raw); err != nil {
 				return nil, fmt.Errorf("line %d: %w", n, err)
 			}
 		}
@@ -338,7 +339,7 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	var entries []sessiontree.Entry
+	var entries []pi.Entry
 	switch {
 	case *file != "" && sf.session == "":
 		f, err := os.Open(*file)
@@ -366,7 +367,7 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 	if *leaf != "" {
 		at = leaf
 	}
-	c := sessiontree.BuildContextFrom(entries, at)
+	c := pi.BuildContextFrom(entries, at)
 	_, err := fmt.Fprintf(env.stdout, "%s\n", c.JSON())
 	return err
 }

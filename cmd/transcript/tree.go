@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -31,7 +31,7 @@ Examples:
 
 // treeNode is one entry as tree draws it.
 type treeNode struct {
-	entry    sessiontree.Entry
+	entry    pi.Entry
 	writer   string
 	children []int
 }
@@ -74,11 +74,11 @@ func runTree(ctx context.Context, env *cliEnv, args []string) error {
 				writer = fmt.Sprintf("%s L%d", info.WriterID, info.Level) // a compactor, not a replica
 			}
 		}
-		if h, err := sessiontree.ParseHeader(e.Raw); err == nil {
+		if h, err := pi.ParseHeader(e.Raw); err == nil {
 			fmt.Fprintf(env.stdout, "session %s (version %d, %s, cwd %q) [%s]\n", h.ID(), h.Version(), h.Timestamp(), h.Cwd(), writer)
 			continue
 		}
-		pe, err := sessiontree.ParseEntry(e.Raw)
+		pe, err := pi.ParseEntry(e.Raw)
 		if err != nil {
 			fmt.Fprintf(env.stderr, "skipped entry %s: %v\n", e.ID, err)
 			continue
@@ -140,36 +140,24 @@ func drawTree(w io.Writer, nodes []treeNode, width int) {
 	for i, n := range nodes {
 		index[n.entry.ID()] = i
 	}
-	labels := map[string]string{}
+	entries := make([]pi.Entry, len(nodes))
+	for i, n := range nodes {
+		entries[i] = n.entry
+	}
+	labels := pi.Labels(entries)
 	var roots []int
 	for i, n := range nodes {
-		if n.entry.Type() == sessiontree.TypeLabel {
-			target, _ := n.entry.StringField("targetId")
-			if l, ok := n.entry.StringField("label"); ok && l != "" {
-				labels[target] = l
-			} else {
-				delete(labels, target)
-			}
-		}
 		if p, ok := n.entry.ParentID(); ok {
-			if pi, found := index[p]; found && pi != i {
-				nodes[pi].children = append(nodes[pi].children, i)
+			if pj, found := index[p]; found && pj != i {
+				nodes[pj].children = append(nodes[pj].children, i)
 				continue
 			}
 		}
 		roots = append(roots, i)
 	}
-	active := -1
-	if len(nodes) > 0 {
-		last := nodes[len(nodes)-1].entry
-		active = len(nodes) - 1
-		if last.Type() == sessiontree.TypeLeaf {
-			target, _ := last.StringField("targetId")
-			active = -1
-			if i, ok := index[target]; ok {
-				active = i
-			}
-		}
+	active, ok := pi.ActiveLeaf(entries, pi.NewIndex(entries))
+	if !ok {
+		active = -1
 	}
 
 	type item struct{ node, col int }
@@ -275,31 +263,31 @@ func shortID(id string) string {
 }
 
 // describe returns an entry's type and a one-line summary of its content.
-func describe(e sessiontree.Entry, width int) string {
+func describe(e pi.Entry, width int) string {
 	str := func(name string) string { v, _ := e.StringField(name); return v }
 	var what string
 	switch e.Type() {
-	case sessiontree.TypeMessage:
+	case pi.TypeMessage:
 		what = e.Role() + ": " + messageText(e.Message())
-	case sessiontree.TypeModelChange:
+	case pi.TypeModelChange:
 		what = str("provider") + "/" + str("modelId")
-	case sessiontree.TypeThinkingLevelChange:
+	case pi.TypeThinkingLevelChange:
 		what = str("thinkingLevel")
-	case sessiontree.TypeCompaction:
+	case pi.TypeCompaction:
 		tokens, _ := e.Field("tokensBefore")
 		what = fmt.Sprintf("COMPACTION (tokensBefore %s, keeps from %s): %s", tokens, shortID(str("firstKeptEntryId")), str("summary"))
-	case sessiontree.TypeBranchSummary:
+	case pi.TypeBranchSummary:
 		what = str("summary")
-	case sessiontree.TypeCustom:
+	case pi.TypeCustom:
 		what = str("customType")
-	case sessiontree.TypeCustomMessage:
+	case pi.TypeCustomMessage:
 		content, _ := e.Field("content")
 		what = str("customType") + ": " + contentText(content)
-	case sessiontree.TypeLabel:
+	case pi.TypeLabel:
 		what = shortID(str("targetId")) + " = " + strconvQuote(str("label"))
-	case sessiontree.TypeSessionInfo:
+	case pi.TypeSessionInfo:
 		what = str("name")
-	case sessiontree.TypeLeaf:
+	case pi.TypeLeaf:
 		what = "-> " + shortID(str("targetId"))
 	}
 	return e.Type() + " " + truncate(what, width)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/sessiontree"
@@ -78,7 +79,7 @@ func FuzzParseEntry(f *testing.F) {
 	f.Add([]byte(`{"type":"session","version":3,"id":"s"}`))
 	f.Add([]byte("{\"type\":\"m\",\"id\":\"\xff\",\"parentId\":7}"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		_, _ = sessiontree.ParseHeader(raw)
+		_, _ = pi.ParseHeader(raw)
 		a, errA := transcript.ParseEntry(raw)
 		b, errB := sessiontree.ParseEntry(raw)
 		if errA != nil || errB != nil {

@@ -1,4 +1,4 @@
-package sessiontree
+package pi
 
 import (
 	"crypto/sha256"
@@ -19,89 +19,21 @@ import (
 // 0) and the entry's line bytes; on a collision the digest is taken again with a
 // counter appended. Two replicas importing one file therefore agree on every id.
 
-// kv is one top-level member of a JSON object.
-type kv struct {
-	key string
-	val []byte
-}
-
-type object []kv
-
-func splitObject(raw []byte) (object, error) {
-	var o object
-	err := eachField(raw, func(k string, v []byte, _ int) { o = append(o, kv{k, v}) })
-	return o, err
-}
-
-// set replaces the value of key in place (every occurrence) or appends it.
-func (o object) set(key string, val []byte) object {
-	found := false
-	for i := range o {
-		if o[i].key == key {
-			o[i].val, found = val, true
-		}
-	}
-	if !found {
-		o = append(o, kv{key, val})
-	}
-	return o
-}
-
-func (o object) del(key string) object {
-	out := o[:0]
-	for _, m := range o {
-		if m.key != key {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func (o object) get(key string) []byte {
-	var v []byte
-	for _, m := range o {
-		if m.key == key {
-			v = m.val
-		}
-	}
-	return v
-}
-
-// marshal writes the object compactly. Duplicate keys collapse to one (JSON.parse
-// keeps the last value at the first key's position).
-func (o object) marshal() []byte {
-	b := []byte{'{'}
-	seen := make(map[string]bool, len(o))
-	for _, m := range o {
-		if seen[m.key] {
-			continue
-		}
-		seen[m.key] = true
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, m.key)
-		b = append(b, ':')
-		b = append(b, o.get(m.key)...)
-	}
-	return append(b, '}')
-}
-
-// migrate brings the header and raw entry lines of a version 1 or 2 file to
+// Migrate brings the header and raw entry lines of a version 1 or 2 file to
 // version 3. Lines that are not JSON objects are returned unchanged (the caller
 // reports them as malformed).
-func migrate(h Header, lines [][]byte) (Header, [][]byte) {
+func Migrate(h Header, lines [][]byte) (Header, [][]byte) {
 	if h.version >= CurrentVersion {
 		return h, lines
 	}
 	out := make([][]byte, len(lines))
 	copy(out, lines)
-	objs := make([]object, len(lines))
+	objs := make([]Object, len(lines))
 	for i, l := range lines {
 		if !json.Valid(l) {
 			continue
 		}
-		if o, err := splitObject(l); err == nil {
+		if o, err := SplitObject(l); err == nil {
 			objs[i] = o
 		}
 	}
@@ -117,14 +49,14 @@ func migrate(h Header, lines [][]byte) (Header, [][]byte) {
 				continue
 			}
 			pos = append(pos, i)
-			if t, _ := jsonString(o.get("type")); t == TypeSession {
+			if t, _ := jsonString(o.Get("type")); t == TypeSession {
 				continue // a stray header line: Pi leaves it alone
 			}
 			id := migratedID(h.id, len(pos)-1, lines[i], used)
 			ids[i] = id
-			idJSON := appendJSONString(nil, id)
-			o = o.set("id", idJSON)
-			o = o.set("parentId", prev)
+			idJSON := AppendString(nil, id)
+			o = o.Set("id", idJSON)
+			o = o.Set("parentId", prev)
 			prev = idJSON
 			objs[i] = o
 		}
@@ -132,39 +64,39 @@ func migrate(h Header, lines [][]byte) (Header, [][]byte) {
 			if o == nil {
 				continue
 			}
-			if t, _ := jsonString(o.get("type")); t != TypeCompaction {
+			if t, _ := jsonString(o.Get("type")); t != TypeCompaction {
 				continue
 			}
-			idx := o.get("firstKeptEntryIndex")
+			idx := o.Get("firstKeptEntryIndex")
 			if idx == nil {
 				continue
 			}
 			if n, err := strconv.Atoi(string(idx)); err == nil && n >= 1 && n < len(pos) {
-				if t, _ := jsonString(objs[pos[n]].get("type")); t != TypeSession {
-					o = o.set("firstKeptEntryId", appendJSONString(nil, ids[pos[n]]))
+				if t, _ := jsonString(objs[pos[n]].Get("type")); t != TypeSession {
+					o = o.Set("firstKeptEntryId", AppendString(nil, ids[pos[n]]))
 				}
 			}
-			objs[i] = o.del("firstKeptEntryIndex")
+			objs[i] = o.Del("firstKeptEntryIndex")
 		}
 	}
 	for i, o := range objs {
 		if o == nil {
 			continue
 		}
-		if t, _ := jsonString(o.get("type")); t == TypeMessage {
-			if m := o.get("message"); len(m) > 0 && m[0] == '{' {
-				if mo, err := splitObject(m); err == nil {
-					if r, _ := jsonString(mo.get("role")); r == "hookMessage" {
-						objs[i] = o.set("message", mo.set("role", []byte(`"custom"`)).marshal())
+		if t, _ := jsonString(o.Get("type")); t == TypeMessage {
+			if m := o.Get("message"); len(m) > 0 && m[0] == '{' {
+				if mo, err := SplitObject(m); err == nil {
+					if r, _ := jsonString(mo.Get("role")); r == "hookMessage" {
+						objs[i] = o.Set("message", mo.Set("role", []byte(`"custom"`)).Marshal())
 					}
 				}
 			}
 		}
-		out[i] = objs[i].marshal()
+		out[i] = objs[i].Marshal()
 	}
-	ho, err := splitObject(h.raw)
+	ho, err := SplitObject(h.raw)
 	if err == nil {
-		if nh, err := ParseHeader(ho.set("version", []byte(strconv.Itoa(CurrentVersion))).marshal()); err == nil {
+		if nh, err := ParseHeader(ho.Set("version", []byte(strconv.Itoa(CurrentVersion))).Marshal()); err == nil {
 			h = nh
 		}
 	}

@@ -1,7 +1,6 @@
-package sessiontree
+package pi
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -47,33 +46,23 @@ func ParseHeader(raw []byte) (Header, error) {
 	return h, nil
 }
 
-// HeaderOptions are the fields of a new session header.
-type HeaderOptions struct {
-	// ID is the session header id; empty means the session id of the tree.
-	ID string
-	// Cwd is the working directory recorded in the header.
-	Cwd string
-	// ParentSession names the session this one was forked from (omitted if empty).
-	ParentSession string
-}
-
 // NewHeader builds a version 3 header line in Pi's field order:
 // {"type":"session","version":3,"id":..,"timestamp":..,"cwd":..,"parentSession":..}.
 func NewHeader(id string, ts time.Time, cwd, parentSession string) Header {
 	b := []byte(`{"type":"session","version":3,"id":`)
-	b = appendJSONString(b, id)
+	b = AppendString(b, id)
 	b = append(b, `,"timestamp":`...)
-	b = appendJSONString(b, FormatTimestamp(ts))
+	b = AppendString(b, FormatTimestamp(ts))
 	b = append(b, `,"cwd":`...)
-	b = appendJSONString(b, cwd)
+	b = AppendString(b, cwd)
 	if parentSession != "" {
 		b = append(b, `,"parentSession":`...)
-		b = appendJSONString(b, parentSession)
+		b = AppendString(b, parentSession)
 	}
 	b = append(b, '}')
 	h, err := ParseHeader(b)
 	if err != nil {
-		panic("sessiontree: NewHeader built an invalid header: " + err.Error())
+		panic("pi: NewHeader built an invalid header: " + err.Error())
 	}
 	return h
 }
@@ -104,27 +93,3 @@ func (h Header) IsZero() bool { return h.raw == nil }
 func FormatTimestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
-
-// appendJSONString appends s as a JSON string without HTML escaping (as
-// JavaScript's JSON.stringify writes it).
-func appendJSONString(b []byte, s string) []byte {
-	out, err := marshalNoEscape(s)
-	if err != nil {
-		panic(err) // strings always marshal
-	}
-	return append(b, out...)
-}
-
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf jsonBuf
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.b[:len(buf.b)-1], nil // drop Encode's "\n"
-}
-
-type jsonBuf struct{ b []byte }
-
-func (w *jsonBuf) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }

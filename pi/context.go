@@ -1,4 +1,4 @@
-package sessiontree
+package pi
 
 import (
 	"encoding/json"
@@ -44,15 +44,15 @@ func (c Context) JSON() []byte {
 		}
 	}
 	b = append(b, `],"thinkingLevel":`...)
-	b = appendJSONString(b, c.ThinkingLevel)
+	b = AppendString(b, c.ThinkingLevel)
 	b = append(b, `,"model":`...)
 	if c.Model == nil {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, `{"provider":`...)
-		b = appendJSONString(b, c.Model.Provider)
+		b = AppendString(b, c.Model.Provider)
 		b = append(b, `,"modelId":`...)
-		b = appendJSONString(b, c.Model.ModelID)
+		b = AppendString(b, c.Model.ModelID)
 		b = append(b, '}')
 	}
 	return append(b, '}')
@@ -83,88 +83,32 @@ func (c Context) JSON() []byte {
 //     undefined), present ones keep their bytes; timestamp is the Unix
 //     milliseconds of the entry's timestamp (null if it does not parse).
 func BuildContextFrom(entries []Entry, leafID *string) Context {
-	byID := make(map[string]int, len(entries))
-	for i, e := range entries {
-		if _, dup := byID[e.id]; !dup {
-			byID[e.id] = i
-		}
-	}
-	leaf, ok := resolveLeaf(entries, byID, leafID)
+	idx := NewIndex(entries)
+	leaf, ok := ResolveLeaf(entries, idx, leafID)
 	if !ok {
-		return emptyContext()
+		return EmptyContext()
 	}
-	return buildContext(entries, byID, leaf)
+	return BuildContext(entries, idx, leaf)
 }
 
-func emptyContext() Context { return Context{Messages: []json.RawMessage{}, ThinkingLevel: "off"} }
-
-// activeLeaf returns the index of the active leaf of entries, or ok=false for a
-// null leaf or no entries.
-func activeLeaf(entries []Entry, byID map[string]int) (int, bool) {
-	if len(entries) == 0 {
-		return 0, false
+// BuildContextAt builds the context of entries (in order) at entry leafID; an
+// unknown id, or the id of a "leaf" entry, means the active leaf (see ActiveLeaf).
+func BuildContextAt(entries []Entry, leafID string) Context {
+	if leafID == "" {
+		return BuildContextFrom(entries, nil)
 	}
-	last := entries[len(entries)-1]
-	if last.typ != TypeLeaf {
-		return len(entries) - 1, true
-	}
-	t, isStr := jsonString(last.field(fTargetID))
-	if !isStr {
-		return 0, false // "targetId": null — the harness' "before the first entry"
-	}
-	if i, ok := byID[t]; ok && entries[i].typ != TypeLeaf {
-		return i, true
-	}
-	// An unknown target: fall back to the last entry that can be on a path.
-	for i := len(entries) - 1; i >= 0; i-- {
-		if entries[i].typ != TypeLeaf {
-			return i, true
-		}
-	}
-	return 0, false
+	return BuildContextFrom(entries, &leafID)
 }
 
-func resolveLeaf(entries []Entry, byID map[string]int, leafID *string) (int, bool) {
-	if leafID != nil {
-		if *leafID == "" {
-			return 0, false
-		}
-		if i, ok := byID[*leafID]; ok && entries[i].typ != TypeLeaf {
-			return i, true
-		}
-	}
-	return activeLeaf(entries, byID)
-}
+// EmptyContext is the context at Pi's null leaf: no messages, thinking level
+// "off", no model.
+func EmptyContext() Context { return Context{Messages: []json.RawMessage{}, ThinkingLevel: "off"} }
 
-// pathTo returns the indexes of the path from the root to leaf.
-func pathTo(entries []Entry, byID map[string]int, leaf int) []int {
-	var rev []int
-	seen := make(map[int]struct{})
-	for cur := leaf; ; {
-		if _, dup := seen[cur]; dup {
-			break
-		}
-		seen[cur] = struct{}{}
-		rev = append(rev, cur)
-		e := entries[cur]
-		if !e.hasPar {
-			break
-		}
-		p, ok := byID[e.parentID]
-		if !ok || entries[p].typ == TypeLeaf {
-			break
-		}
-		cur = p
-	}
-	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
-		rev[i], rev[j] = rev[j], rev[i]
-	}
-	return rev
-}
-
-func buildContext(entries []Entry, byID map[string]int, leaf int) Context {
-	path := pathTo(entries, byID, leaf)
-	c := emptyContext()
+// BuildContext builds the context of entries (in order, indexed by idx) at the
+// entry with index leaf, by the rules of BuildContextFrom.
+func BuildContext(entries []Entry, idx Index, leaf int) Context {
+	path := PathTo(entries, idx, leaf)
+	c := EmptyContext()
 	comp := -1
 	for k, i := range path {
 		e := entries[i]

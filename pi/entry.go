@@ -1,4 +1,4 @@
-package sessiontree
+package pi
 
 import (
 	"encoding/json"
@@ -27,12 +27,8 @@ const (
 // Sentinel errors, tested with errors.Is.
 var (
 	// ErrInvalidEntry is wrapped by every error about an entry that is not a JSON
-	// object with a string "type" and "id" (or, for AppendRaw, lacks "parentId").
+	// object with a string "type" and "id".
 	ErrInvalidEntry = errors.New("invalid entry")
-	// ErrNotFound is wrapped when an entry id, a session or its files do not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict is wrapped when an entry id already exists with other bytes.
-	ErrConflict = errors.New("entry id conflict")
 	// ErrInvalidHeader is wrapped when a session file does not start with a valid
 	// "session" header line.
 	ErrInvalidHeader = errors.New("invalid session header")
@@ -255,4 +251,12 @@ func eachField(obj []byte, fn func(key string, v []byte, off int)) error {
 		return fmt.Errorf("%w: %w", ErrInvalidEntry, err)
 	}
 	return nil
+}
+
+// CheckObject returns nil if raw is a JSON object with a non-empty string "type"
+// (a header line or an entry of any format version); otherwise an error wrapping
+// ErrInvalidEntry.
+func CheckObject(raw []byte) error {
+	_, err := parseObject(raw)
+	return err
 }

@@ -1,0 +1,54 @@
+package sessiontree
+
+import (
+	"errors"
+
+	"github.com/transcriptstore/transcript/pi"
+)
+
+// The session model (entries, header, context and the tree rules) belongs to
+// package pi; a Tree holds pi values. These names are the same types and values,
+// kept so that the Tree's API reads on its own.
+type (
+	// Entry is pi.Entry.
+	Entry = pi.Entry
+	// Header is pi.Header.
+	Header = pi.Header
+	// Context is pi.Context.
+	Context = pi.Context
+	// Model is pi.Model.
+	Model = pi.Model
+)
+
+// Sentinel errors, tested with errors.Is.
+var (
+	// ErrInvalidEntry is pi.ErrInvalidEntry: an entry that is not a JSON object
+	// with a string "type" and "id" (or, for AppendRaw, lacks "parentId").
+	ErrInvalidEntry = pi.ErrInvalidEntry
+	// ErrInvalidHeader is pi.ErrInvalidHeader: a session file that does not start
+	// with a valid "session" header line.
+	ErrInvalidHeader = pi.ErrInvalidHeader
+	// ErrNotFound is wrapped when an entry id, a session or its files do not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict is wrapped when an entry id already exists with other bytes.
+	ErrConflict = errors.New("entry id conflict")
+)
+
+// ParseEntry parses one entry line; see pi.ParseEntry.
+func ParseEntry(raw []byte) (Entry, error) { return pi.ParseEntry(raw) }
+
+// BuildContextFrom builds the context of entries at leafID; see
+// pi.BuildContextFrom.
+func BuildContextFrom(entries []Entry, leafID *string) Context {
+	return pi.BuildContextFrom(entries, leafID)
+}
+
+// HeaderOptions are the fields of a new session header.
+type HeaderOptions struct {
+	// ID is the session header id; empty means the session id of the tree.
+	ID string
+	// Cwd is the working directory recorded in the header.
+	Cwd string
+	// ParentSession names the session this one was forked from (omitted if empty).
+	ParentSession string
+}

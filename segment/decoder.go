@@ -112,6 +112,11 @@ func (d *Decoder) Decode(data []byte) (*Segment, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i, ie := range m.Index {
+		if int(ie.Len) != len(entries[i]) {
+			return nil, corrupt(n, nil, "index says entry %d has %d bytes, it has %d", i, ie.Len, len(entries[i]))
+		}
+	}
 	return &Segment{Meta: m, Entries: entries}, nil
 }
 

@@ -48,9 +48,11 @@ func NewEncoder(opts ...EncoderOption) (*Encoder, error) {
 // Encode encodes entries, in order, into one segment and returns its bytes
 // and the completed metadata.
 //
-// meta supplies WriterID, Seq, Level, FirstID, LastID, MinTime, MaxTime and
-// Inputs; Encode sets Version, EntryCount, RawLen, Checksum and PayloadLen
-// and ignores what the caller put there. The returned Meta equals what
+// meta supplies WriterID, Seq, Level, FirstID, LastID, MinTime, MaxTime,
+// Inputs, Origins and Index (one of each per entry, or nil); Encode sets
+// EntryCount, RawLen, Checksum and PayloadLen and ignores what the caller put
+// there. It writes FormatVersion, or version 1 when meta.Version is Version1
+// (which has no Origins and no Index). The returned Meta equals what
 // Decode and ReadMeta return for the segment (times in UTC, no monotonic
 // reading; empty Inputs as nil).
 //
@@ -85,6 +87,9 @@ func (e *Encoder) Encode(meta Meta, entries [][]byte) ([]byte, Meta, error) {
 
 	m, minNS, maxNS, err := completeMeta(meta)
 	if err != nil {
+		return nil, Meta{}, fmt.Errorf("encode segment: %w", err)
+	}
+	if err := checkPerEntry(&m, entries); err != nil {
 		return nil, Meta{}, fmt.Errorf("encode segment: %w", err)
 	}
 	metaPayload, err := metaPayloadSize(&m)
@@ -139,7 +144,9 @@ func completeMeta(meta Meta) (Meta, int64, int64, error) {
 		return Meta{}, 0, 0, fmt.Errorf("min time %v after max time %v: %w", meta.MinTime, meta.MaxTime, ErrInvalidMeta)
 	}
 	m := meta
-	m.Version = FormatVersion
+	if m.Version != Version1 {
+		m.Version = FormatVersion
+	}
 	m.MinTime, m.MaxTime = decodeTime(minNS), decodeTime(maxNS)
 	m.EntryCount, m.RawLen, m.Checksum, m.PayloadLen = 0, 0, 0, 0
 	if len(m.Inputs) == 0 {
@@ -147,7 +154,36 @@ func completeMeta(meta Meta) (Meta, int64, int64, error) {
 	} else {
 		m.Inputs = append([]string(nil), m.Inputs...)
 	}
+	if m.Origins != nil {
+		m.Origins = append([]Origin{}, m.Origins...)
+	}
+	if m.Index != nil {
+		m.Index = append([]IndexEntry{}, m.Index...)
+	}
 	return m, minNS, maxNS, nil
+}
+
+// checkPerEntry checks that Origins and Index, when given, hold one record per
+// entry (and Index the entry's length), and that version 1 carries neither.
+func checkPerEntry(m *Meta, entries [][]byte) error {
+	if m.Version < 2 && (m.Origins != nil || m.Index != nil) {
+		return fmt.Errorf("version %d has no origins or index: %w", m.Version, ErrInvalidMeta)
+	}
+	if m.Origins != nil && len(m.Origins) != len(entries) {
+		return fmt.Errorf("%d origins for %d entries: %w", len(m.Origins), len(entries), ErrInvalidMeta)
+	}
+	if m.Index == nil {
+		return nil
+	}
+	if len(m.Index) != len(entries) {
+		return fmt.Errorf("%d index records for %d entries: %w", len(m.Index), len(entries), ErrInvalidMeta)
+	}
+	for i, ie := range m.Index {
+		if int(ie.Len) != len(entries[i]) {
+			return fmt.Errorf("index record %d says %d bytes, entry has %d: %w", i, ie.Len, len(entries[i]), ErrInvalidMeta)
+		}
+	}
+	return nil
 }
 
 // Close releases the zstd encoder. The Encoder must not be used afterwards.

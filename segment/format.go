@@ -2,10 +2,15 @@ package segment
 
 import "encoding/binary"
 
-// FormatVersion is the metadata format version this package writes. Decoders
-// accept versions 1 through FormatVersion and report ErrUnsupportedVersion for
-// newer ones.
-const FormatVersion = 1
+// FormatVersion is the metadata format version this package writes by default.
+// Decoders accept versions 1 through FormatVersion and report
+// ErrUnsupportedVersion for newer ones. Version 2 adds each entry's origin and
+// an optional per-entry index (see FORMAT.md).
+const FormatVersion = 2
+
+// Version1 is the first format version, without origins; Encode still writes it
+// when Meta.Version asks for it, so that tests can build old segments.
+const Version1 = 1
 
 // DefaultMaxEntrySize is the default limit on the size of one entry (without
 // its newline), for both Encoder and Decoder.
@@ -36,6 +41,13 @@ const MaxMetaSize = 16 << 20 // 16 MiB
 // MaxStringLen is the maximum length of each string in Meta (writer id,
 // entry ids, input keys): strings carry a 2-byte length prefix.
 const MaxStringLen = 1<<16 - 1
+
+// Flags of the version 2 extension of the metadata frame (see FORMAT.md).
+const (
+	flagOrigins = 1 << iota // a table of origin keys and one origin per entry
+	flagIndex               // one index record (length, id, parentId) per entry
+	knownFlags  = flagOrigins | flagIndex
+)
 
 // Layout of the metadata frame, version 1 (see FORMAT.md).
 const (

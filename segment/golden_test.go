@@ -2,6 +2,8 @@ package segment_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,10 +27,50 @@ func goldenCases() []goldenCase {
 	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	small := makeEntries(3, 1)
 	compacted := makeEntries(12, 2)
+	// Version 2: a compacted segment records where each entry was first stored,
+	// and an index of lengths, ids and parents.
+	origins := make([]segment.Origin, len(compacted))
+	index := make([]segment.IndexEntry, len(compacted))
+	for i, e := range compacted {
+		origins[i] = segment.Origin{Key: fmt.Sprintf("L0/20250601T120%d00.000000000Z-replica-%c-%016x-%016x.jsonl.zst", i%2, 'a'+i%2, 1, 0xabc+i%2), Pos: uint32(i / 2)}
+		if i == 11 {
+			origins[i] = segment.Origin{} // stored here first
+		}
+		var f struct{ ID, ParentID string }
+		_ = json.Unmarshal(e, &f)
+		index[i] = segment.IndexEntry{Len: uint32(len(e)), ID: fmt.Sprintf("c%02d", i+1), ParentID: f.ParentID}
+	}
 	return []goldenCase{
+		{
+			name: "small-v2",
+			meta: segment.Meta{
+				WriterID: "replica-a", Seq: 1, Level: 0,
+				FirstID: "e1", LastID: "e3",
+				MinTime: t0, MaxTime: t0.Add(3 * time.Second),
+			},
+			entries: small,
+		},
+		{
+			name: "compacted-v2",
+			meta: segment.Meta{
+				WriterID: "compactor-0", Seq: 42, Level: 1,
+				FirstID: "c01", LastID: "c12",
+				MinTime: t0, MaxTime: t0.Add(time.Minute + 500*time.Millisecond),
+				Inputs: []string{
+					"L0/20250601T120000.000000000Z-replica-a-0000000000000001-0000000000000abc.jsonl.zst",
+					"L0/20250601T120100.000000000Z-replica-b-0000000000000001-0000000000000abd.jsonl.zst",
+				},
+				Origins: origins,
+				Index:   index,
+			},
+			entries: compacted,
+		},
+		// Version 1 files, as older writers left them in buckets: still read, and
+		// still written when asked for (Meta.Version = Version1).
 		{
 			name: "small",
 			meta: segment.Meta{
+				Version:  segment.Version1,
 				WriterID: "replica-a", Seq: 1, Level: 0,
 				FirstID: "e1", LastID: "e3",
 				MinTime: t0, MaxTime: t0.Add(3 * time.Second),
@@ -38,6 +80,7 @@ func goldenCases() []goldenCase {
 		{
 			name: "compacted",
 			meta: segment.Meta{
+				Version:  segment.Version1,
 				WriterID: "compactor-0", Seq: 42, Level: 1,
 				FirstID: "c01", LastID: "c12",
 				MinTime: t0, MaxTime: t0.Add(time.Minute + 500*time.Millisecond),
@@ -83,6 +126,13 @@ func TestGolden(t *testing.T) {
 			require.Equal(t, meta.EntryCount, seg.Meta.EntryCount)
 			require.Equal(t, meta.Checksum, seg.Meta.Checksum)
 			require.Equal(t, gc.meta.Inputs, seg.Meta.Inputs)
+			require.Equal(t, gc.meta.Origins, seg.Meta.Origins)
+			require.Equal(t, gc.meta.Index, seg.Meta.Index)
+			wantVersion := uint16(segment.FormatVersion)
+			if gc.meta.Version == segment.Version1 {
+				wantVersion = segment.Version1
+			}
+			require.Equal(t, wantVersion, seg.Meta.Version)
 			require.Equal(t, gc.meta.WriterID, seg.Meta.WriterID)
 			require.True(t, gc.meta.MaxTime.Equal(seg.Meta.MaxTime))
 			jsonl, err := os.ReadFile(filepath.Join("testdata", gc.name+".jsonl"))
@@ -125,6 +175,38 @@ func TestGolden_EveryPrefix(t *testing.T) {
 			}
 			_, err := dec.Decode(data)
 			require.NoError(t, err)
+		})
+	}
+}
+
+// TestEncode_PerEntryRecords checks the version 2 records Encode refuses.
+func TestEncode_PerEntryRecords(t *testing.T) {
+	enc, dec := newCodec(t)
+	entries := [][]byte{[]byte(`{"id":"a"}`), []byte(`{"id":"b","parentId":"a"}`)}
+	tests := []struct {
+		name string
+		meta segment.Meta
+		ok   bool
+	}{
+		{"origins, one per entry", segment.Meta{Origins: []segment.Origin{{Key: "L0/x", Pos: 3}, {}}}, true},
+		{"index, one per entry", segment.Meta{Index: []segment.IndexEntry{{Len: 10, ID: "a"}, {Len: 25, ID: "b", ParentID: "a"}}}, true},
+		{"too few origins", segment.Meta{Origins: []segment.Origin{{}}}, false},
+		{"index length wrong", segment.Meta{Index: []segment.IndexEntry{{Len: 9, ID: "a"}, {Len: 25, ID: "b"}}}, false},
+		{"version 1 with origins", segment.Meta{Version: segment.Version1, Origins: []segment.Origin{{}, {}}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data, meta, err := enc.Encode(tc.meta, entries)
+			if !tc.ok {
+				require.ErrorIs(t, err, segment.ErrInvalidMeta)
+				return
+			}
+			require.NoError(t, err)
+			seg, err := dec.Decode(data)
+			require.NoError(t, err)
+			require.Equal(t, meta, seg.Meta)
+			require.Equal(t, tc.meta.Origins, seg.Meta.Origins)
+			require.Equal(t, tc.meta.Index, seg.Meta.Index)
 		})
 	}
 }

@@ -44,6 +44,81 @@ type Meta struct {
 	// Inputs name the input segments of a compacted segment. The transcript store
 	// writes them relative to the session ("L0/{name}.jsonl.zst").
 	Inputs []string
+	// Origins (version 2) says where each entry was first stored: Origins[i] is
+	// the origin of entry i. nil means every entry originates here, at its own
+	// position (always so in version 1). Encode requires one per entry.
+	Origins []Origin
+	// Index (version 2, optional) describes each entry without parsing it:
+	// Index[i] is entry i's length, id and parentId, as the writer declared them.
+	// nil when the segment carries none. Encode requires one per entry, each
+	// Len equal to the entry's length.
+	Index []IndexEntry
+}
+
+// Origin locates the first stored copy of an entry: the key of a level-0
+// segment, relative to its session ("L0/{name}.jsonl.zst"), and the entry's
+// position in it. An empty Key means the segment that holds the Origin.
+type Origin struct {
+	Key string
+	Pos uint32
+}
+
+// IndexEntry is one record of a segment's entry index. The entry's offset in the
+// uncompressed JSONL is the sum of Len+1 over the entries before it.
+type IndexEntry struct {
+	// Len is the entry's length in bytes (without its newline).
+	Len uint32
+	// ID and ParentID are the entry's "id" and "parentId" ("" for a root).
+	ID, ParentID string
+}
+
+// originKeys returns the distinct non-empty origin keys of m in first-use order
+// and each origin's key index (0 for this segment, k for keys[k-1]).
+func originKeys(m *Meta) ([]string, []uint32) {
+	if m.Origins == nil {
+		return nil, nil
+	}
+	at := map[string]uint32{}
+	var keys []string
+	idx := make([]uint32, len(m.Origins))
+	for i, o := range m.Origins {
+		if o.Key == "" {
+			continue
+		}
+		k, ok := at[o.Key]
+		if !ok {
+			keys = append(keys, o.Key)
+			k = uint32(len(keys))
+			at[o.Key] = k
+		}
+		idx[i] = k
+	}
+	return keys, idx
+}
+
+// extSize returns the size of the version 2 extension of m (flags and the
+// sections they announce), checking the strings it holds.
+func extSize(m *Meta, keys []string) (int, error) {
+	size := 1
+	if m.Origins != nil {
+		size += 4 + 8*len(m.Origins)
+		for _, k := range keys {
+			if len(k) > MaxStringLen {
+				return 0, fmt.Errorf("origin key is %d bytes, limit %d: %w", len(k), MaxStringLen, ErrInvalidMeta)
+			}
+			size += 2 + len(k)
+		}
+	}
+	for i, ie := range m.Index {
+		if len(ie.ID) > MaxStringLen || len(ie.ParentID) > MaxStringLen {
+			return 0, fmt.Errorf("index entry %d: id over %d bytes: %w", i, MaxStringLen, ErrInvalidMeta)
+		}
+		size += 4 + 2 + len(ie.ID) + 2 + len(ie.ParentID)
+		if size > MaxMetaSize {
+			break
+		}
+	}
+	return size, nil
 }
 
 // metaPayloadSize returns the size of m's frame payload (without the 8-byte
@@ -66,6 +141,14 @@ func metaPayloadSize(m *Meta) (int, error) {
 		if size > MaxMetaSize {
 			break
 		}
+	}
+	if m.Version >= 2 {
+		keys, _ := originKeys(m)
+		n, err := extSize(m, keys)
+		if err != nil {
+			return 0, err
+		}
+		size += n
 	}
 	if size > MaxMetaSize {
 		return 0, fmt.Errorf("metadata is over %d bytes: %w", MaxMetaSize, ErrInvalidMeta)
@@ -122,6 +205,36 @@ func putMeta(frame []byte, m *Meta, minNS, maxNS int64) {
 	for _, in := range m.Inputs {
 		put(in)
 	}
+	if m.Version >= 2 {
+		var flags byte
+		if m.Origins != nil {
+			flags |= flagOrigins
+		}
+		if m.Index != nil {
+			flags |= flagIndex
+		}
+		p[i] = flags
+		i++
+		if m.Origins != nil {
+			keys, idx := originKeys(m)
+			le.PutUint32(p[i:], uint32(len(keys)))
+			i += 4
+			for _, k := range keys {
+				put(k)
+			}
+			for n, o := range m.Origins {
+				le.PutUint32(p[i:], idx[n])
+				le.PutUint32(p[i+4:], o.Pos)
+				i += 8
+			}
+		}
+		for _, ie := range m.Index {
+			le.PutUint32(p[i:], ie.Len)
+			i += 4
+			put(ie.ID)
+			put(ie.ParentID)
+		}
+	}
 	sumAt := len(frame) - metaChecksumSize
 	le.PutUint64(frame[sumAt:], xxhash.Sum64(frame[:sumAt]))
 }
@@ -172,19 +285,7 @@ func parseMeta(data []byte) (Meta, int, error) {
 
 	body := p[:len(p)-metaChecksumSize]
 	i := fixedSize
-	str := func(what string) (string, error) {
-		if len(body)-i < 2 {
-			return "", corrupt(frameHeaderSize+i, nil, "%s length overruns metadata", what)
-		}
-		l := int(le.Uint16(body[i:]))
-		i += 2
-		if len(body)-i < l {
-			return "", corrupt(frameHeaderSize+i, nil, "%s of %d bytes overruns metadata", what, l)
-		}
-		s := string(body[i : i+l])
-		i += l
-		return s, nil
-	}
+	str := func(what string) (string, error) { return strAt(body, &i, what) }
 	if m.WriterID, err = str("writer id"); err != nil {
 		return Meta{}, 0, err
 	}
@@ -206,6 +307,11 @@ func parseMeta(data []byte) (Meta, int, error) {
 			}
 		}
 	}
+	if m.Version >= 2 {
+		if i, err = parseExt(&m, body, i); err != nil {
+			return Meta{}, 0, err
+		}
+	}
 	if i != len(body) {
 		return Meta{}, 0, corrupt(frameHeaderSize+i, nil, "%d unexpected bytes after the last field", len(body)-i)
 	}
@@ -213,6 +319,98 @@ func parseMeta(data []byte) (Meta, int, error) {
 		return Meta{}, 0, err
 	}
 	return m, n, nil
+}
+
+// parseExt parses the version 2 extension of the metadata at body[i:] into m and
+// returns the offset after it.
+func parseExt(m *Meta, body []byte, i int) (int, error) {
+	le := binary.LittleEndian
+	bad := func(at int, format string, args ...any) (int, error) {
+		return 0, corrupt(frameHeaderSize+at, nil, format, args...)
+	}
+	if len(body)-i < 1 {
+		return bad(i, "version 2 flags missing")
+	}
+	flags := body[i]
+	if flags&^knownFlags != 0 {
+		return bad(i, "unknown flags %#x", flags)
+	}
+	i++
+	n := int(m.EntryCount)
+	if flags&flagOrigins != 0 {
+		if len(body)-i < 4 {
+			return bad(i, "origin key count overruns metadata")
+		}
+		count := le.Uint32(body[i:])
+		i += 4
+		if uint64(count) > uint64(len(body)-i)/2 {
+			return bad(i-4, "origin key count %d overruns metadata", count)
+		}
+		keys := make([]string, count)
+		for k := range keys {
+			s, err := strAt(body, &i, "origin key")
+			if err != nil {
+				return 0, err
+			}
+			keys[k] = s
+		}
+		if uint64(n)*8 > uint64(len(body)-i) {
+			return bad(i, "%d origins overrun metadata", n)
+		}
+		m.Origins = make([]Origin, n)
+		for k := range m.Origins {
+			ki, pos := le.Uint32(body[i:]), le.Uint32(body[i+4:])
+			if ki > count {
+				return bad(i, "origin %d names key %d of %d", k, ki, count)
+			}
+			if ki > 0 {
+				m.Origins[k].Key = keys[ki-1]
+			}
+			m.Origins[k].Pos = pos
+			i += 8
+		}
+	}
+	if flags&flagIndex != 0 {
+		if uint64(n)*8 > uint64(len(body)-i) {
+			return bad(i, "%d index records overrun metadata", n)
+		}
+		m.Index = make([]IndexEntry, n)
+		var total uint64
+		for k := range m.Index {
+			if len(body)-i < 4 {
+				return bad(i, "index record %d overruns metadata", k)
+			}
+			m.Index[k].Len = le.Uint32(body[i:])
+			total += uint64(m.Index[k].Len) + 1
+			i += 4
+			var err error
+			if m.Index[k].ID, err = strAt(body, &i, "index id"); err != nil {
+				return 0, err
+			}
+			if m.Index[k].ParentID, err = strAt(body, &i, "index parent id"); err != nil {
+				return 0, err
+			}
+		}
+		if total != m.RawLen {
+			return bad(i, "index lengths add up to %d, raw length is %d", total, m.RawLen)
+		}
+	}
+	return i, nil
+}
+
+// strAt reads a length-prefixed string at body[*i:] and advances *i.
+func strAt(body []byte, i *int, what string) (string, error) {
+	if len(body)-*i < 2 {
+		return "", corrupt(frameHeaderSize+*i, nil, "%s length overruns metadata", what)
+	}
+	l := int(binary.LittleEndian.Uint16(body[*i:]))
+	*i += 2
+	if len(body)-*i < l {
+		return "", corrupt(frameHeaderSize+*i, nil, "%s of %d bytes overruns metadata", what, l)
+	}
+	s := string(body[*i : *i+l])
+	*i += l
+	return s, nil
 }
 
 // checkMeta checks relations between fields that every valid segment obeys.

@@ -58,6 +58,7 @@ func (r *Repository) view(keep func(transcript.SegmentInfo) bool) (*transcript.S
 		Bucket:    viewBucket{Bucket: r.bucket, prefix: r.store.Prefix(), keep: keep},
 		Prefix:    r.store.Prefix(),
 		Namespace: r.ns,
+		Clock:     r.store.Clock(),
 		Encoder:   r.enc,
 		Decoder:   r.dec,
 	})

@@ -435,22 +435,21 @@ func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compact
 	if len(m.Invalid) > 0 {
 		return c, fmt.Errorf("%w: %w", ErrCompactInput, errors.Join(m.Invalid...))
 	}
-	entries := m.Raw()
 	// Keep the versions the merge dropped, after the kept ones, so that compaction
-	// loses no bytes that were ever written.
-	bySeg := map[string]*segment.Segment{}
-	for i, in := range live {
-		bySeg[in.Key] = segs[i]
-	}
-	for _, cf := range m.Conflicts {
-		entries = append(entries, bySeg[cf.DroppedSegment].Entries[cf.DroppedPos])
+	// loses no bytes that were ever written; every entry keeps its origin.
+	all := append(slices.Clip(m.Entries), m.Losers...)
+	entries := make([][]byte, len(all))
+	origins := make([]segment.Origin, len(all))
+	for i, e := range all {
+		entries[i] = e.Raw
+		origins[i] = segment.Origin{Key: e.Origin.Key, Pos: uint32(e.Origin.Pos)}
 	}
 	c.Entries = len(entries)
 	inputs := make([]string, len(live))
 	for i, in := range live {
 		inputs[i] = sessionRelKey(in.Key)
 	}
-	obj, err := s.prepare(ref, entries, opts.Writer, c.Level+1, inputs)
+	obj, err := s.prepare(ref, entries, opts.Writer, c.Level+1, inputs, origins)
 	if err != nil {
 		return c, fmt.Errorf("%w: %w", ErrCompactInput, err)
 	}
@@ -504,6 +503,7 @@ func (s *Store) sessionObjects(ctx context.Context, ref TranscriptRef) ([]Segmen
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("list %s: %w", ref, err)
 	}
+	s.observe(ref, infos)
 	return infos, marks, strict, nil
 }
 

@@ -30,6 +30,8 @@ type Entry struct {
 	Segment string
 	// Pos is the entry's index within that segment.
 	Pos int
+	// Origin is where the entry was first stored (set by a merge).
+	Origin Origin
 }
 
 // ParseEntry reads id, parentId and timestamp from raw, matching keys exactly as

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -13,15 +14,17 @@ import (
 	"github.com/transcriptstore/transcript/segment"
 )
 
-// Conflict reports two different entries that carry the same id. The one first in
-// merge order (segment key order, then position) is kept on every replica.
+// Conflict reports two different entries that carry the same id. The version with
+// the earliest origin is kept, on every replica and under every compaction.
 type Conflict struct {
 	ID string
-	// Kept and Dropped locate the two versions as segment key and position.
+	// Kept and Dropped locate the two versions as read: segment key and position.
 	KeptSegment    string
 	KeptPos        int
 	DroppedSegment string
 	DroppedPos     int
+	// KeptOrigin and DroppedOrigin are the two versions' origins.
+	KeptOrigin, DroppedOrigin Origin
 }
 
 // CorruptSegment reports a segment that ReadAll skipped (Config.SkipCorrupt).
@@ -32,13 +35,17 @@ type CorruptSegment struct {
 
 // MergeResult is the union of a session's segments.
 type MergeResult struct {
-	// Entries holds every distinct entry once, parents before children, then in
-	// segment key order, then by position within the segment.
+	// Entries holds every distinct entry id once (the conflict winner), parents
+	// before children, then by origin (see Origin.Compare).
 	Entries []Entry
+	// Losers holds the versions that lost a conflict, by origin: kept so that
+	// compaction loses no bytes that were ever written.
+	Losers []Entry
 	// Segments lists the segments that were read, in key order (superseded inputs of
 	// a compacted segment are left out).
 	Segments []SegmentInfo
-	// Conflicts lists ids seen with different bytes.
+	// Conflicts lists ids seen with different bytes: one per losing version, by
+	// the loser's origin.
 	Conflicts []Conflict
 	// Invalid lists entries that were skipped because they have no usable id.
 	Invalid []error
@@ -246,43 +253,149 @@ func supersededIn(sup map[string]SegmentInfo, info SegmentInfo) (SegmentInfo, bo
 	return by, ok && by.Level > info.Level
 }
 
-// merge computes the union of decoded segments listed in key order.
+// merge computes the union of decoded segments listed in key order: every entry
+// id once, the version with the earliest origin winning, ordered parents first,
+// then by origin. The result depends on the set of (entry, origin) pairs only,
+// not on which segments hold them or on the listing order.
 func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
 	res := &MergeResult{}
 	sup := superseders(infos, segs)
-	byID := map[string]int{} // id -> index in res.Entries
+	byID := map[string]int{}      // id -> index in res.Entries of the current winner
+	var others map[string][]Entry // id -> further versions (other bytes), rare
 	for i, seg := range segs {
 		if _, ok := supersededIn(sup, infos[i]); seg == nil || ok {
 			continue
 		}
 		res.Segments = append(res.Segments, infos[i])
+		origin := originsOf(infos[i], seg)
 		for pos, raw := range seg.Entries {
 			e, err := ParseEntry(raw)
 			if err != nil {
 				res.Invalid = append(res.Invalid, fmt.Errorf("segment %s entry %d: %w", infos[i].Key, pos, err))
 				continue
 			}
-			e.Segment, e.Pos = infos[i].Key, pos
-			if j, ok := byID[e.ID]; ok {
-				if kept := res.Entries[j]; !bytes.Equal(kept.Raw, e.Raw) {
-					res.Conflicts = append(res.Conflicts, Conflict{ID: e.ID,
-						KeptSegment: kept.Segment, KeptPos: kept.Pos, DroppedSegment: e.Segment, DroppedPos: e.Pos})
+			e.Segment, e.Pos, e.Origin = infos[i].Key, pos, origin(pos)
+			j, ok := byID[e.ID]
+			if !ok {
+				byID[e.ID] = len(res.Entries)
+				res.Entries = append(res.Entries, e)
+				continue
+			}
+			if kept := &res.Entries[j]; bytes.Equal(kept.Raw, e.Raw) {
+				if e.Origin.Compare(kept.Origin) < 0 {
+					kept.Origin = e.Origin
 				}
 				continue
 			}
-			byID[e.ID] = len(res.Entries)
-			res.Entries = append(res.Entries, e)
+			if others == nil {
+				others = map[string][]Entry{}
+			}
+			vs := others[e.ID]
+			k := slices.IndexFunc(vs, func(v Entry) bool { return bytes.Equal(v.Raw, e.Raw) })
+			switch {
+			case k < 0:
+				others[e.ID] = append(vs, e)
+			case e.Origin.Compare(vs[k].Origin) < 0:
+				vs[k].Origin = e.Origin
+			}
 		}
 	}
-	res.Entries, res.Cycles = topoOrder(res.Entries, byID)
+	for id, vs := range others {
+		j := byID[id]
+		for k, v := range vs {
+			if v.Origin.Compare(res.Entries[j].Origin) < 0 {
+				res.Entries[j], vs[k] = v, res.Entries[j]
+			}
+		}
+		for _, v := range vs {
+			w := res.Entries[j]
+			res.Losers = append(res.Losers, v)
+			res.Conflicts = append(res.Conflicts, Conflict{ID: id, KeptSegment: w.Segment, KeptPos: w.Pos,
+				DroppedSegment: v.Segment, DroppedPos: v.Pos, KeptOrigin: w.Origin, DroppedOrigin: v.Origin})
+		}
+	}
+	slices.SortFunc(res.Losers, func(a, b Entry) int { return a.Origin.Compare(b.Origin) })
+	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return a.DroppedOrigin.Compare(b.DroppedOrigin) })
+	res.Entries, res.Cycles = topoOrder(sortByOrigin(res.Entries))
 	return res
 }
 
-// topoOrder orders entries parents first; among entries whose parents are placed, the
-// one earliest in the input (key order, then position) goes first. Entries whose parent
-// is unknown are roots. Cycles are broken at their earliest entry, deterministically.
-func topoOrder(entries []Entry, byID map[string]int) ([]Entry, int) {
+// originsOf returns the origin of each entry position of seg (listed as info).
+// A segment that records origins (format version 2) gives them, an empty key
+// standing for the segment itself. Otherwise a level-0 segment is the origin of
+// its entries; a compacted segment of version 1, which does not know, gives its
+// first input in origin-key order (its own key if it names none) and the entry's
+// position in it: deterministic, and right for the entries of that input.
+func originsOf(info SegmentInfo, seg *segment.Segment) func(pos int) Origin {
+	self := sessionRelKey(info.Key)
+	if os := seg.Meta.Origins; len(os) == len(seg.Entries) {
+		return func(pos int) Origin {
+			o := os[pos]
+			if o.Key == "" {
+				return Origin{Key: self, Pos: int(o.Pos)}
+			}
+			return Origin{Key: sessionRelKey(o.Key), Pos: int(o.Pos)}
+		}
+	}
+	key := self
+	if info.Level > 0 {
+		for _, in := range seg.Meta.Inputs {
+			if in := sessionRelKey(in); key == self || compareOriginKeys(in, key) < 0 {
+				key = in
+			}
+		}
+	}
+	return func(pos int) Origin { return Origin{Key: key, Pos: pos} }
+}
+
+// sortByOrigin sorts entries by origin. Entries of one segment share a key, so
+// the keys are ranked once and entries sorted by (rank, position).
+func sortByOrigin(entries []Entry) []Entry {
+	keys := make([]string, 0, 16)
+	rank := map[string]uint64{}
+	for _, e := range entries {
+		if _, ok := rank[e.Origin.Key]; !ok {
+			rank[e.Origin.Key] = 0
+			keys = append(keys, e.Origin.Key)
+		}
+	}
+	slices.SortFunc(keys, compareOriginKeys)
+	for r, k := range keys {
+		rank[k] = uint64(r)
+	}
+	type item struct {
+		key uint64
+		i   int
+	}
+	items := make([]item, len(entries))
+	sorted := true
+	for i, e := range entries {
+		items[i] = item{rank[e.Origin.Key]<<32 | uint64(uint32(e.Origin.Pos)), i}
+		if i > 0 && items[i].key < items[i-1].key {
+			sorted = false
+		}
+	}
+	if sorted {
+		return entries
+	}
+	slices.SortFunc(items, func(a, b item) int { return cmp.Compare(a.key, b.key) })
+	out := make([]Entry, len(entries))
+	for k, it := range items {
+		out[k] = entries[it.i]
+	}
+	return out
+}
+
+// topoOrder orders entries (sorted by origin) parents first; among entries whose
+// parents are placed, the one with the earliest origin goes first. Entries whose
+// parent is unknown are roots. Cycles are broken at their earliest entry,
+// deterministically.
+func topoOrder(entries []Entry) ([]Entry, int) {
 	n := len(entries)
+	byID := make(map[string]int, n)
+	for i, e := range entries {
+		byID[e.ID] = i
+	}
 	children := make([][]int, n)
 	pending := make([]int, n) // 1 while the parent is not placed yet
 	ready := &intHeap{}

@@ -56,8 +56,13 @@ type Config struct {
 	// closed) by the store.
 	Encoder *segment.Encoder
 	Decoder *segment.Decoder
-	// Now returns the current time (default time.Now); segment keys carry it.
+	// Now returns the current time (default time.Now): the wall clock of the
+	// default Clock and the time of deletion marks.
 	Now func() time.Time
+	// Clock gives the time of every segment key this store writes (default
+	// NewClock(Now)); every listing of a session feeds it. Stores of one process
+	// that read and write the same sessions share one.
+	Clock *Clock
 }
 
 // Store reads and writes session segments. It is safe for concurrent use.
@@ -90,6 +95,9 @@ func New(cfg Config) (*Store, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = NewClock(cfg.Now)
 	}
 	s := &Store{cfg: cfg, enc: cfg.Encoder, dec: cfg.Decoder}
 	var err error
@@ -132,6 +140,9 @@ func (s *Store) Bucket() bucket.Bucket { return s.cfg.Bucket }
 func (s *Store) SessionPrefix(ref TranscriptRef) string {
 	return sessionPrefix(s.cfg.Prefix, ref.Norm())
 }
+
+// Clock returns the clock that times the store's segment keys.
+func (s *Store) Clock() *Clock { return s.cfg.Clock }
 
 // Prefix returns the key prefix of the store ("" for none).
 func (s *Store) Prefix() string { return s.cfg.Prefix }
@@ -180,10 +191,13 @@ type SegmentObject struct {
 // PrepareSegment validates and encodes entries as the next level-0 segment of ref
 // written by w. Each entry must be one JSON object with a string id (see ParseEntry).
 func (s *Store) PrepareSegment(ref TranscriptRef, entries [][]byte, w *Writer) (SegmentObject, error) {
-	return s.prepare(ref, entries, w, 0, nil)
+	return s.prepare(ref, entries, w, 0, nil, nil)
 }
 
-func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level int, inputs []string) (SegmentObject, error) {
+// prepare encodes entries as a segment of the given level. A compacted segment
+// (level above 0) names its inputs, records each entry's origin (one per entry)
+// and carries an entry index.
+func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level int, inputs []string, origins []segment.Origin) (SegmentObject, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
 		return SegmentObject{}, err
@@ -197,11 +211,17 @@ func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level in
 	if len(entries) == 0 {
 		return SegmentObject{}, ErrEmptySegment
 	}
-	meta := segment.Meta{WriterID: w.ID(), Level: uint8(level), Inputs: inputs}
+	meta := segment.Meta{WriterID: w.ID(), Level: uint8(level), Inputs: inputs, Origins: origins}
+	if level > 0 {
+		meta.Index = make([]segment.IndexEntry, len(entries))
+	}
 	for i, raw := range entries {
 		e, err := ParseEntry(raw)
 		if err != nil {
 			return SegmentObject{}, fmt.Errorf("prepare segment: entry %d: %w", i, err)
+		}
+		if meta.Index != nil {
+			meta.Index[i] = segment.IndexEntry{Len: uint32(len(raw)), ID: e.ID, ParentID: e.ParentID}
 		}
 		if i == 0 {
 			meta.FirstID = e.ID
@@ -221,7 +241,7 @@ func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level in
 	if err != nil {
 		return SegmentObject{}, fmt.Errorf("prepare segment: %w", err)
 	}
-	now := s.cfg.Now().UTC()
+	now := s.cfg.Clock.Next(ref)
 	info := SegmentInfo{
 		Key: segmentKey(s.cfg.Prefix, ref, level, now, w.ID(), meta.Seq, meta.Checksum),
 		Ref: ref, Level: level, Time: now.Truncate(time.Nanosecond), WriterID: w.ID(),
@@ -331,7 +351,21 @@ func (s *Store) ListSegmentsAfter(ctx context.Context, ref TranscriptRef, startA
 	if err != nil {
 		return nil, fmt.Errorf("list segments of %s: %w", ref, err)
 	}
+	s.observe(ref, out)
 	return out, nil
+}
+
+// observe feeds the clock with the key times of a session's listed segments.
+func (s *Store) observe(ref TranscriptRef, infos []SegmentInfo) {
+	var newest time.Time
+	for _, in := range infos {
+		if in.Time.After(newest) {
+			newest = in.Time
+		}
+	}
+	if !newest.IsZero() {
+		s.cfg.Clock.Observe(ref, newest)
+	}
 }
 
 // ReadSegment fetches, verifies and decodes the segment at key.

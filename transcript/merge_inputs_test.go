@@ -52,3 +52,40 @@ func TestStore_ReadAll_InputsOnlyFromHigherLevels(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"e1", "e2", "e3", "e4"}, ids(res))
 }
+
+// TestStore_ReadAll_Version1Compacted reads a compacted segment of format version
+// 1, which records no origins, beside the level-0 segments written after it: its
+// entries take its first input as origin key and their position in it, so they
+// come before the later level-0 entries, and its conflict winner stays the winner.
+func TestStore_ReadAll_Version1Compacted(t *testing.T) {
+	ctx := context.Background()
+	b := membucket.New()
+	s := newStore(t, b, transcript.Config{})
+	enc, err := segment.NewEncoder()
+	require.NoError(t, err)
+	defer enc.Close()
+	ref := transcript.TranscriptRef{AgentID: "a", SessionID: "s"}
+	put := func(level int, minute int, inputs []string, v uint16, raws ...[]byte) string {
+		data, m, err := enc.Encode(segment.Meta{Version: v, WriterID: "w", Seq: uint64(minute), Level: uint8(level), Inputs: inputs}, raws)
+		require.NoError(t, err)
+		rel := fmt.Sprintf("L%d/20260102T03%02d00.000000000Z-w-%016x-%016x%s", level, minute, minute, m.Checksum, transcript.SegmentExt)
+		require.NoError(t, b.Put(ctx, "default/a/s/"+rel, bytes.NewReader(data), int64(len(data)), bucket.PutOptions{}))
+		return rel
+	}
+	dupOne := []byte(`{"id":"dup","parentId":"e1","v":1}`)
+	dupTwo := []byte(`{"id":"dup","parentId":"e1","v":2}`)
+	// The inputs themselves are gone (compacted and deleted); only their names remain.
+	in1 := "L0/20260102T030100.000000000Z-w-0000000000000001-0000000000000001.jsonl.zst"
+	in2 := "L0/20260102T030200.000000000Z-w-0000000000000002-0000000000000002.jsonl.zst"
+	put(1, 10, []string{in2, in1}, segment.Version1, entry("e1", ""), dupOne, entry("e2", "e1"), dupTwo)
+	put(0, 3, nil, segment.Version1, entry("e3", "e1"))
+	put(0, 4, nil, 0, entry("e4", "e3"))
+
+	res, err := s.ReadAll(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, []string{"e1", "dup", "e2", "e3", "e4"}, ids(res))
+	require.Equal(t, transcript.Origin{Key: in1, Pos: 2}, res.Entries[2].Origin)
+	require.Equal(t, dupOne, res.Entries[1].Raw)
+	require.Len(t, res.Conflicts, 1)
+	require.Equal(t, dupTwo, res.Losers[0].Raw)
+}

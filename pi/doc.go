@@ -17,7 +17,10 @@
 // Entries come in an order: a file's order, or the merge order of the store, which
 // is a function of the set of entries alone (parents before children, then each
 // entry's origin: the key of the level-0 segment that first stored it, then its
-// position there; see package transcript). On that order:
+// position there; see package transcript). Segment key times come from a hybrid
+// logical clock per session, never earlier than one tick after the newest key the
+// writer has read or written for the session, so "the last entry appended" is the
+// causally latest one. On that order:
 //
 //   - Active leaf (ActiveLeaf): the last entry, unless it is a "leaf" entry. A
 //     "leaf" entry moves the active leaf to its targetId (a null targetId makes

@@ -25,7 +25,9 @@ func ent(typ, id, parent, extra string) string {
 	return fmt.Sprintf(`{"type":%q,"id":%q,"parentId":%s,"timestamp":"2026-01-01T00:00:00.000Z"%s}`, typ, id, p, extra)
 }
 
-func msg(id, parent string) string { return ent("message", id, parent, `"message":{"role":"user","content":"`+id+`"}`) }
+func msg(id, parent string) string {
+	return ent("message", id, parent, `"message":{"role":"user","content":"`+id+`"}`)
+}
 
 func leaf(id, parent, target string) string {
 	return ent("leaf", id, parent, `"targetId":`+target)

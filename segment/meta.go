@@ -337,6 +337,23 @@ func parseExt(m *Meta, body []byte, i int) (int, error) {
 	}
 	i++
 	n := int(m.EntryCount)
+	// One string holds the extension; keys, ids and parents are slices of it, so
+	// a segment of many entries costs one allocation, not one per string.
+	sbody := string(body[i:])
+	base := i
+	sub := func(body []byte, i *int, what string) (string, error) {
+		if len(body)-*i < 2 {
+			return "", corrupt(frameHeaderSize+*i, nil, "%s length overruns metadata", what)
+		}
+		l := int(le.Uint16(body[*i:]))
+		*i += 2
+		if len(body)-*i < l {
+			return "", corrupt(frameHeaderSize+*i, nil, "%s of %d bytes overruns metadata", what, l)
+		}
+		s := sbody[*i-base : *i-base+l]
+		*i += l
+		return s, nil
+	}
 	if flags&flagOrigins != 0 {
 		if len(body)-i < 4 {
 			return bad(i, "origin key count overruns metadata")
@@ -348,7 +365,7 @@ func parseExt(m *Meta, body []byte, i int) (int, error) {
 		}
 		keys := make([]string, count)
 		for k := range keys {
-			s, err := strAt(body, &i, "origin key")
+			s, err := sub(body, &i, "origin key")
 			if err != nil {
 				return 0, err
 			}
@@ -384,10 +401,10 @@ func parseExt(m *Meta, body []byte, i int) (int, error) {
 			total += uint64(m.Index[k].Len) + 1
 			i += 4
 			var err error
-			if m.Index[k].ID, err = strAt(body, &i, "index id"); err != nil {
+			if m.Index[k].ID, err = sub(body, &i, "index id"); err != nil {
 				return 0, err
 			}
-			if m.Index[k].ParentID, err = strAt(body, &i, "index parent id"); err != nil {
+			if m.Index[k].ParentID, err = sub(body, &i, "index parent id"); err != nil {
 				return 0, err
 			}
 		}

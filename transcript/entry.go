@@ -22,7 +22,9 @@ type Entry struct {
 	ID string
 	// ParentID is the entry's "parentId"; empty for null or absent (a root).
 	ParentID string
-	// Time is the entry's "timestamp"; zero when absent or not RFC 3339.
+	// Time is the entry's "timestamp"; zero when absent or not RFC 3339, and in
+	// merge results for entries taken from a segment's entry index (their id and
+	// parentId come from the index, without a scan of the JSON).
 	Time time.Time
 	// Raw is the entry exactly as appended, without a trailing newline.
 	Raw []byte

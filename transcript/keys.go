@@ -12,8 +12,10 @@ import (
 //
 //	{prefix}/{namespace}/{agentId}/{sessionId}/L{level}/{time}-{writerId}-{seq}-{hash}.jsonl.zst
 //
-// time is the UTC creation time in the fixed-width form 20060102T150405.000000000Z, so
-// lexical key order within a level is time order; seq and hash are 16 lowercase hex
+// time is the UTC creation time, taken from the store's per-session hybrid logical
+// clock (Clock), in the fixed-width form 20060102T150405.000000000Z, so lexical key
+// order within a level is time order, and a key sorts after every key of the session
+// its writer had seen; seq and hash are 16 lowercase hex
 // digits (the writer's sequence number and the xxhash64 of the segment's entries), so a
 // key is unique to its writer, sequence and content.
 

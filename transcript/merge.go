@@ -268,11 +268,18 @@ func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
 		}
 		res.Segments = append(res.Segments, infos[i])
 		origin := originsOf(infos[i], seg)
+		index := seg.Meta.Index
 		for pos, raw := range seg.Entries {
-			e, err := ParseEntry(raw)
-			if err != nil {
-				res.Invalid = append(res.Invalid, fmt.Errorf("segment %s entry %d: %w", infos[i].Key, pos, err))
-				continue
+			var e Entry
+			if index != nil && index[pos].ID != "" {
+				// The compactor parsed the entry when it wrote the index.
+				e = Entry{ID: index[pos].ID, ParentID: index[pos].ParentID, Raw: raw}
+			} else {
+				var err error
+				if e, err = ParseEntry(raw); err != nil {
+					res.Invalid = append(res.Invalid, fmt.Errorf("segment %s entry %d: %w", infos[i].Key, pos, err))
+					continue
+				}
 			}
 			e.Segment, e.Pos, e.Origin = infos[i].Key, pos, origin(pos)
 			j, ok := byID[e.ID]
@@ -316,7 +323,11 @@ func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
 	}
 	slices.SortFunc(res.Losers, func(a, b Entry) int { return a.Origin.Compare(b.Origin) })
 	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return a.DroppedOrigin.Compare(b.DroppedOrigin) })
-	res.Entries, res.Cycles = topoOrder(sortByOrigin(res.Entries))
+	sorted, moved := sortByOrigin(res.Entries)
+	if moved {
+		byID = nil // topoOrder indexes the new order
+	}
+	res.Entries, res.Cycles = topoOrder(sorted, byID)
 	return res
 }
 
@@ -348,9 +359,10 @@ func originsOf(info SegmentInfo, seg *segment.Segment) func(pos int) Origin {
 	return func(pos int) Origin { return Origin{Key: key, Pos: pos} }
 }
 
-// sortByOrigin sorts entries by origin. Entries of one segment share a key, so
-// the keys are ranked once and entries sorted by (rank, position).
-func sortByOrigin(entries []Entry) []Entry {
+// sortByOrigin sorts entries by origin; moved reports whether it changed their
+// order. Entries of one segment share a key, so the keys are ranked once and
+// entries sorted by (rank, position).
+func sortByOrigin(entries []Entry) (sorted []Entry, moved bool) {
 	keys := make([]string, 0, 16)
 	rank := map[string]uint64{}
 	for _, e := range entries {
@@ -368,33 +380,35 @@ func sortByOrigin(entries []Entry) []Entry {
 		i   int
 	}
 	items := make([]item, len(entries))
-	sorted := true
+	inOrder := true
 	for i, e := range entries {
 		items[i] = item{rank[e.Origin.Key]<<32 | uint64(uint32(e.Origin.Pos)), i}
 		if i > 0 && items[i].key < items[i-1].key {
-			sorted = false
+			inOrder = false
 		}
 	}
-	if sorted {
-		return entries
+	if inOrder {
+		return entries, false
 	}
 	slices.SortFunc(items, func(a, b item) int { return cmp.Compare(a.key, b.key) })
 	out := make([]Entry, len(entries))
 	for k, it := range items {
 		out[k] = entries[it.i]
 	}
-	return out
+	return out, true
 }
 
 // topoOrder orders entries (sorted by origin) parents first; among entries whose
 // parents are placed, the one with the earliest origin goes first. Entries whose
 // parent is unknown are roots. Cycles are broken at their earliest entry,
-// deterministically.
-func topoOrder(entries []Entry) ([]Entry, int) {
+// deterministically. byID indexes entries; nil means topoOrder builds it.
+func topoOrder(entries []Entry, byID map[string]int) ([]Entry, int) {
 	n := len(entries)
-	byID := make(map[string]int, n)
-	for i, e := range entries {
-		byID[e.ID] = i
+	if byID == nil {
+		byID = make(map[string]int, n)
+		for i, e := range entries {
+			byID[e.ID] = i
+		}
 	}
 	children := make([][]int, n)
 	pending := make([]int, n) // 1 while the parent is not placed yet

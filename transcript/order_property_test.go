@@ -197,21 +197,26 @@ func answerOf(t *testing.T, res *transcript.MergeResult) answer {
 // and how.
 type compactSchedule func(i, n int, rng *rand.Rand) (bool, transcript.CompactOptions)
 
-var schedules = map[string]compactSchedule{
-	"none": func(int, int, *rand.Rand) (bool, transcript.CompactOptions) { return false, transcript.CompactOptions{} },
-	"after each segment": func(int, int, *rand.Rand) (bool, transcript.CompactOptions) {
-		return true, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce}
-	},
-	"random points": func(_, _ int, rng *rand.Rand) (bool, transcript.CompactOptions) {
-		delay := transcript.DeleteAtOnce
-		if rng.IntN(2) == 0 {
-			delay = time.Hour // inputs stay, superseded
-		}
-		return rng.IntN(3) == 0, transcript.CompactOptions{MinSegments: 2 + rng.IntN(3), DeleteDelay: delay}
-	},
-	"twice": func(i, n int, _ *rand.Rand) (bool, transcript.CompactOptions) {
-		return i == n/2 || i == n-1, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce}
-	},
+// compactSchedules returns the schedules the property test compares.
+func compactSchedules() map[string]compactSchedule {
+	return map[string]compactSchedule{
+		"none": func(int, int, *rand.Rand) (bool, transcript.CompactOptions) {
+			return false, transcript.CompactOptions{}
+		},
+		"after each segment": func(int, int, *rand.Rand) (bool, transcript.CompactOptions) {
+			return true, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce}
+		},
+		"random points": func(_, _ int, rng *rand.Rand) (bool, transcript.CompactOptions) {
+			delay := transcript.DeleteAtOnce
+			if rng.IntN(2) == 0 {
+				delay = time.Hour // inputs stay, superseded
+			}
+			return rng.IntN(3) == 0, transcript.CompactOptions{MinSegments: 2 + rng.IntN(3), DeleteDelay: delay}
+		},
+		"twice": func(i, n int, _ *rand.Rand) (bool, transcript.CompactOptions) {
+			return i == n/2 || i == n-1, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce}
+		},
+	}
 }
 
 // TestMergeOrder_Property: for random histories of several replicas with skewed
@@ -236,7 +241,7 @@ func TestMergeOrder_Property(t *testing.T) {
 				compacted := 0
 				for i, sg := range segs {
 					require.NoError(t, compactor.PutSegment(ctx, sg.key, sg.data))
-					if ok, opts := schedules[name](i, len(segs), rng); ok {
+					if ok, opts := compactSchedules()[name](i, len(segs), rng); ok {
 						opts.Writer = w
 						res, err := compactor.Compact(ctx, ref, opts)
 						require.NoError(t, err)

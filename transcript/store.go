@@ -6,6 +6,31 @@
 // them and merge their entries by id. Concurrent writers therefore never lose each
 // other's entries. The package reads only id, parentId and timestamp of an entry and
 // keeps every entry byte-for-byte.
+//
+// # Order rule
+//
+// The merged order is a function of the set of entries, the same on every replica,
+// under every compaction and every listing order. Each entry has an origin (Origin):
+// the key of the level-0 segment that first stored it, relative to the session, and
+// its position there; compacted segments record the origin of every entry they hold
+// (segment format version 2). The merge places parents before children and, among
+// entries whose parents are placed, the earliest origin first (origin keys compare
+// by their name, so by key time first, then writer, sequence and hash; then the
+// position). Of two versions of one id (a conflict) the one with the earliest origin
+// wins everywhere; compaction keeps the loser, with its origin, after the winners. A
+// version 1 compacted segment, which records no origins, gives its entries its first
+// input as origin key and their position in it. The active leaf is then the last
+// entry of that order unless a "leaf" entry moves it (package pi).
+//
+// # Clock rule
+//
+// The time in a segment key comes from a hybrid logical clock per session (Clock):
+// never earlier than one ClockTick after the newest key time the store has read
+// (every listing feeds the clock) or written for that session, otherwise the wall
+// clock. A writer that has seen a segment therefore writes a key that sorts after
+// it, whatever its wall clock says, and "the active leaf is the last entry
+// appended" means the causally latest entry. Key times are never used for ages or
+// completeness: a segment can still land late with an older key.
 package transcript
 
 import (
@@ -328,9 +353,9 @@ func (s *Store) ListSegments(ctx context.Context, ref TranscriptRef) ([]SegmentI
 
 // ListSegmentsAfter lists the segments of ref whose keys sort after startAfter, so a
 // reader can fetch only what is newer than what it has. A key carries the time its
-// segment was created, not the time it was stored: a segment that waited in a
-// mirror's outbox through an outage, or came from a writer with a slow clock, lands
-// with an older key. An incremental reader therefore starts after a key some margin
+// segment was created (by the writer's Clock), not the time it was stored: a segment
+// that waited in a mirror's outbox through an outage, or came from a writer with a
+// slow clock that had not read the session, lands with an older key. An incremental reader therefore starts after a key some margin
 // older than the newest it has (and dedupes), or falls back to ReadAll.
 func (s *Store) ListSegmentsAfter(ctx context.Context, ref TranscriptRef, startAfter string) ([]SegmentInfo, error) {
 	ref, visible, err := s.checkRef(ref)

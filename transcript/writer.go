@@ -14,8 +14,9 @@ const MaxWriterIDLen = 64
 
 // Writer identifies one writing process (a replica) and numbers its segments. Every
 // segment key carries the writer id and the next sequence number, so two writers, or
-// two segments of one writer, never produce the same key. A Writer is safe for
-// concurrent use.
+// two segments of one writer, never produce the same key. The key's time comes from
+// the store's Clock, a hybrid logical clock per session fed by every listing (see
+// the package's clock rule). A Writer is safe for concurrent use.
 type Writer struct {
 	id  string
 	seq atomic.Uint64

@@ -9,6 +9,10 @@
 // every entry the tree ever persisted; the context file holds what the model still
 // needs and is rewritten atomically after a compaction entry is flushed.
 //
+// The session model itself (entries, header, tree rules such as the active leaf,
+// and the context) belongs to package pi; a Tree applies pi's rules to its own
+// entry order, and Entry, Header, Context and Model are pi's types.
+//
 // # Raw bytes
 //
 // Every entry keeps its raw JSON bytes (the line without "\n"). The store parses only

@@ -7,8 +7,8 @@ import (
 	"strconv"
 )
 
-// Migration of Pi files of version 1 and 2 to version 3 (ENTRIES.md, "Older
-// versions"). It is the only place where the store rewrites entries it did not
+// Migration of Pi files of version 1 and 2 to version 3, as Pi migrates them
+// on load. It is the only place where the store rewrites entries it did not
 // create. It mirrors Pi's in-place JavaScript mutation followed by JSON.stringify:
 // existing keys keep their position, new keys ("id", "parentId", "firstKeptEntryId",
 // the header's "version") are appended, "firstKeptEntryIndex" is removed. Values

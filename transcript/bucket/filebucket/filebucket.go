@@ -54,8 +54,10 @@ var (
 	_ bucket.Replacer = (*Bucket)(nil)
 )
 
-// tempPrefix starts the name of every temp file; such names are never listed.
-const tempPrefix = ".tmp-"
+// TempPrefix starts the name of every temp file; such names are never listed. Ids
+// never start with "." (transcript.ValidatePart), so no key of a valid session is
+// hidden from a directory copy.
+const TempPrefix = ".tmp-"
 
 // Bucket stores objects as files under one root directory. It is safe for
 // concurrent use, also by several processes sharing the directory.
@@ -166,9 +168,9 @@ func check(ctx context.Context, key string) error {
 	if err := bucket.ValidateKey(key); err != nil {
 		return err
 	}
-	if strings.HasPrefix(key, tempPrefix) || strings.Contains(key, "/"+tempPrefix) {
+	if strings.HasPrefix(key, TempPrefix) || strings.Contains(key, "/"+TempPrefix) {
 		return fmt.Errorf("%w: %q: elements starting with %q are reserved for temp files",
-			bucket.ErrInvalidKey, key, tempPrefix)
+			bucket.ErrInvalidKey, key, TempPrefix)
 	}
 	return nil
 }

@@ -44,6 +44,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -52,6 +53,7 @@ import (
 var (
 	_ bucket.Bucket   = (*Bucket)(nil)
 	_ bucket.Replacer = (*Bucket)(nil)
+	_ bucket.Clock    = (*Bucket)(nil)
 )
 
 // TempPrefix starts the name of every temp file; such names are never listed. Ids
@@ -158,6 +160,14 @@ func (b *Bucket) prune(dir string) {
 		}
 		dir = filepath.Dir(dir)
 	}
+}
+
+// Now implements bucket.Clock: the local clock, which stamps the files' ModTime.
+func (b *Bucket) Now(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	return time.Now(), nil
 }
 
 // check reports an ended context or a key this backend cannot store.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -425,29 +426,106 @@ func (s *Store) readInto(ctx context.Context, st *compactState, infos []SegmentI
 }
 
 // checkContained verifies that segment in, superseded by out, holds no entry that
-// out lacks (byte for byte), before in is marked on the word of out's metadata. in
-// must have been read (readInto).
+// out lacks (byte for byte), before in is marked or deleted on the word of out's
+// metadata. in must have been read (readInto).
 func (s *Store) checkContained(st *compactState, in SegmentInfo, out string) error {
 	have := st.contents[out]
 	if have == nil {
-		have = make(map[string]bool, len(st.segs[out].Entries))
-		for _, raw := range st.segs[out].Entries {
-			have[string(raw)] = true
-		}
+		have = entrySet(st.segs[out])
 		st.contents[out] = have
 	}
-	for pos, raw := range st.segs[in.Key].Entries {
-		if have[string(raw)] {
-			continue
-		}
-		id := fmt.Sprintf("at position %d", pos)
-		if e, err := ParseEntry(raw); err == nil {
-			id = fmt.Sprintf("%q", e.ID)
-		}
-		return fmt.Errorf("%w: segment %s names %s as an input but lacks its entry %s",
-			ErrCompactInput, out, in.Key, id)
+	if pos := firstMissing(have, st.segs[in.Key]); pos >= 0 {
+		return unheldError(out, in.Key, st.segs[in.Key].Entries[pos], pos)
 	}
 	return nil
+}
+
+// entrySet returns the raw entries of seg as a set.
+func entrySet(seg *segment.Segment) map[string]bool {
+	have := make(map[string]bool, len(seg.Entries))
+	for _, raw := range seg.Entries {
+		have[string(raw)] = true
+	}
+	return have
+}
+
+// firstMissing returns the position of the first entry of in that is not in have,
+// or -1.
+func firstMissing(have map[string]bool, in *segment.Segment) int {
+	for pos, raw := range in.Entries {
+		if !have[string(raw)] {
+			return pos
+		}
+	}
+	return -1
+}
+
+// UnheldInput reports a compacted segment that names as its input a segment whose
+// entry it does not hold (a forged or damaged superseder). It wraps ErrCompactInput.
+type UnheldInput struct {
+	// Superseder is the key of the segment that claims the input; Input the key of
+	// the claimed segment.
+	Superseder, Input string
+	// Entry names the first missing entry: its id, quoted, or its position.
+	Entry string
+}
+
+func (u *UnheldInput) Error() string {
+	return fmt.Sprintf("%v: segment %s names %s as an input but lacks its entry %s",
+		ErrCompactInput, u.Superseder, u.Input, u.Entry)
+}
+
+// Unwrap returns ErrCompactInput.
+func (u *UnheldInput) Unwrap() error { return ErrCompactInput }
+
+// unheldError reports that segment out names in as an input but lacks its entry raw
+// (at pos in in). The entry id is quoted, so no byte of it reaches a terminal raw.
+func unheldError(out, in string, raw []byte, pos int) *UnheldInput {
+	u := &UnheldInput{Superseder: out, Input: in, Entry: fmt.Sprintf("at position %d", pos)}
+	if e, err := ParseEntry(raw); err == nil {
+		u.Entry = strconv.Quote(e.ID)
+	}
+	return u
+}
+
+// UnheldInputs checks the claims of the compacted segments among segs (decoded, one
+// per element of infos, nil for one that could not be read): for every segment that
+// one of them supersedes (see superseders) and that was read, it returns an error
+// (an *UnheldInput, naming both keys) if the superseder lacks an entry of it.
+// Readers keep reading such inputs while they exist, and Compact never deletes them.
+func UnheldInputs(infos []SegmentInfo, segs []*segment.Segment) []*UnheldInput {
+	sup := superseders(infos, segs)
+	byKey := make(map[string]*segment.Segment, len(infos))
+	for i, in := range infos {
+		byKey[in.Key] = segs[i]
+	}
+	sets := map[string]map[string]bool{}
+	var errs []*UnheldInput
+	for i, in := range infos {
+		out, ok := supersededIn(sup, in)
+		if !ok || segs[i] == nil || byKey[out.Key] == nil {
+			continue
+		}
+		if sets[out.Key] == nil {
+			sets[out.Key] = entrySet(byKey[out.Key])
+		}
+		if pos := firstMissing(sets[out.Key], segs[i]); pos >= 0 {
+			errs = append(errs, unheldError(out.Key, in.Key, segs[i].Entries[pos], pos))
+		}
+	}
+	return errs
+}
+
+// StrayKeys returns the keys under ref's prefix that are neither a segment key, a
+// deletion mark nor the strict head (for example ".../L1/x/L0/y", which an access
+// policy's key pattern may let a writer create). Readers and Compact ignore them.
+func (s *Store) StrayKeys(ctx context.Context, ref TranscriptRef) ([]string, error) {
+	ref, visible, err := s.checkRef(ref)
+	if err != nil || !visible {
+		return nil, err
+	}
+	ls, err := s.sessionObjects(ctx, ref)
+	return ls.stray, err
 }
 
 // compactLevel merges live (segments of one level) into one segment of the next.

@@ -11,6 +11,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -204,5 +205,5 @@ func (j *job) fail(sum *summary, ref transcript.TranscriptRef, err error) {
 	sum.SessionsScanned++
 	sum.SessionsFailed++
 	sum.Errors = append(sum.Errors, err.Error())
-	fmt.Fprintf(j.errOut, "session %s: %v\n", ref, err)
+	fmt.Fprintf(j.errOut, "session %s: %s\n", ref, cli.Escape(err.Error()))
 }

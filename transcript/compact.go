@@ -751,7 +751,7 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 			case !present || counted[k]:
 			case !superseded || !outPresent:
 				res.StaleMarks++
-			case m.fresh && opts.DeleteDelay > 0, !m.fresh && now.Sub(m.MarkedAt) < opts.DeleteDelay:
+			case opts.DeleteDelay > 0 && (m.fresh || now.Sub(m.MarkedAt) < opts.DeleteDelay):
 				res.Pending++
 				waiting = true
 			default:

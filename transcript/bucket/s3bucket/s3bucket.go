@@ -93,6 +93,12 @@ func (b *Bucket) ensureBucket(ctx context.Context) error {
 	ctx, cancel := b.timeout(ctx)
 	defer cancel()
 	ok, err := b.client.BucketExists(ctx, b.cfg.Bucket)
+	if err != nil && !b.cfg.Create && errors.Is(classify(ctx, err), bucket.ErrAccessDenied) {
+		// A least-privilege role (deploy/iam) may list only under its prefix, which
+		// does not let it ask whether the bucket exists; its first request will
+		// tell.
+		return nil
+	}
 	if err != nil {
 		return err
 	}

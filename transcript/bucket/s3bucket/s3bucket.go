@@ -95,9 +95,23 @@ func (b *Bucket) ensureBucket(ctx context.Context) error {
 	ok, err := b.client.BucketExists(ctx, b.cfg.Bucket)
 	if err != nil && !b.cfg.Create && errors.Is(classify(ctx, err), bucket.ErrAccessDenied) {
 		// A least-privilege role (deploy/iam) may list only under its prefix, which
-		// does not let it ask whether the bucket exists; its first request will
-		// tell.
-		return nil
+		// does not let it ask whether the bucket exists (HEAD, whose answer has no
+		// body). A GET of a key outside every layout answers with a code: a refusal
+		// or "no such key" means the server knows these credentials and the bucket;
+		// wrong credentials or a missing bucket are reported.
+		obj, gerr := b.client.GetObject(ctx, b.cfg.Bucket, accessProbeKey, minio.GetObjectOptions{})
+		if gerr == nil {
+			_, gerr = obj.Stat()
+			obj.Close()
+		}
+		switch minio.ToErrorResponse(gerr).Code {
+		case "AccessDenied", "NoSuchKey":
+			return nil
+		}
+		if gerr == nil {
+			return nil
+		}
+		return gerr
 	}
 	if err != nil {
 		return err
@@ -220,6 +234,10 @@ func check(ctx context.Context, key string) error {
 
 // errPrecondition marks a 412 answer to a create-only PUT.
 var errPrecondition = errors.New("precondition failed")
+
+// accessProbeKey is the key that ensureBucket reads to tell a refusal from wrong
+// credentials; no store ever writes it.
+const accessProbeKey = "transcript-access-probe"
 
 // errNoDate reports a server whose answers carry no Date header.
 var errNoDate = errors.New("the server's answers carry no Date header")

@@ -470,6 +470,7 @@ type UnheldInput struct {
 	Entry string
 }
 
+// Error names both segments and the missing entry.
 func (u *UnheldInput) Error() string {
 	return fmt.Sprintf("%v: segment %s names %s as an input but lacks its entry %s",
 		ErrCompactInput, u.Superseder, u.Input, u.Entry)

@@ -53,7 +53,8 @@ func (o Owner) Validate() error {
 //	escape(tenant) + "~" + escape(user)
 //
 // escape keeps ASCII letters, digits, '-', '_', '@' and '.', except a '.' that starts
-// the part or follows another '.', and writes every other byte as %XX (uppercase
+// the part, follows another '.' or starts a final ".log" (transcript.ReservedSuffix),
+// and writes every other byte as %XX (uppercase
 // hex of the UTF-8 bytes). Because '%' and '~' are always escaped, the namespace
 // decodes back to exactly one (tenant, user): two owners never share a namespace,
 // and no escaped part contains "/", "..", or starts with "." (so it is a valid key
@@ -89,7 +90,8 @@ func escapeOwnerPart(s string) string {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		keep := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			c == '-' || c == '_' || c == '@' || c == '.' && i > 0 && s[i-1] != '.'
+			c == '-' || c == '_' || c == '@' ||
+			c == '.' && i > 0 && s[i-1] != '.' && s[i:] != transcript.ReservedSuffix
 		if keep {
 			b.WriteByte(c)
 			continue

@@ -641,6 +641,9 @@ func TestOwner_Namespace(t *testing.T) {
 		{repository.Owner{Tenant: ".x", User: "..y"}, "%2Ex~%2E%2Ey"},
 		{repository.Owner{Tenant: "a..b", User: "c/d"}, "a.%2Eb~c%2Fd"},
 		{repository.Owner{Tenant: "50%", User: "ü"}, "50%25~%C3%BC"},
+		// A namespace never ends in the reserved local-file suffix.
+		{repository.Owner{Tenant: "a.log", User: "bob.log"}, "a%2Elog~bob%2Elog"},
+		{repository.Owner{Tenant: "a", User: "bob.logs"}, "a~bob.logs"},
 	}
 	seen := map[string]repository.Owner{}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,9 +54,12 @@ type CompactOptions struct {
 	DeleteDelay time.Duration
 	// DryRun plans without writing or deleting anything.
 	DryRun bool
-	// SkipNewerThan, when set, leaves a session alone if any of its segments was
-	// created after it (a session being written right now; CompactResult.SkippedRecent).
-	SkipNewerThan time.Time
+	// OlderThan, when positive, leaves a session alone if any of its segments was
+	// stored less than OlderThan ago (a session being written right now;
+	// CompactResult.SkippedRecent). The age is measured on the bucket's clock
+	// (bucket.Clock) from the object's ModTime as the bucket lists it, never from the
+	// time in the key or the job's clock.
+	OlderThan time.Duration
 	// Writer names the compacted segments (default: NewRandomWriter).
 	Writer *Writer
 }
@@ -92,7 +96,7 @@ type CompactResult struct {
 	// compaction deleted what it had listed, Config.MaxRelists+1 times): it stopped
 	// and left the session to the other job.
 	Contended bool
-	// SkippedRecent reports a session left alone for CompactOptions.SkipNewerThan.
+	// SkippedRecent reports a session left alone for CompactOptions.OlderThan.
 	SkippedRecent bool
 	// SkippedStrict reports a strict session (one with a HeadName object), which
 	// Compact leaves as it is.
@@ -100,6 +104,10 @@ type CompactResult struct {
 	// StaleMarks counts marked segments kept because nothing present supersedes them
 	// any more (their mark is removed).
 	StaleMarks int
+	// Unverified counts marked segments kept because the segment that claims to
+	// supersede them lacks some of their entries (a forged or damaged superseder;
+	// Compact then returns an error wrapping ErrCompactInput naming both).
+	Unverified int
 }
 
 // SegmentsIn returns how many segments were merged; SegmentsOut how many were written.
@@ -135,11 +143,19 @@ func (r *CompactResult) BytesOut() int64 {
 // deletionMark is the content of a mark object: the inputs of one compacted segment,
 // marked for deletion at one time. One object per compaction keeps the requests of a
 // compaction independent of how many inputs it had.
+//
+// A mark is only a schedule: it says when an input may go, never that it may. Its age
+// is the ModTime the bucket reports for the mark object (MarkedAt in the JSON is for
+// people and is never read back), and before an input is deleted the segment that
+// supersedes it is checked, then and there, to hold every entry of it.
 type deletionMark struct {
 	SupersededBy string    `json:"supersededBy"`
 	Inputs       []string  `json:"inputs"`
 	MarkedAt     time.Time `json:"markedAt"`
 	key          string
+	// fresh marks a mark this run wrote: it is never due in the same run unless
+	// the delete delay is zero.
+	fresh bool
 }
 
 // markKey returns the key of the deletion mark of the inputs of the compacted
@@ -155,7 +171,9 @@ func (s *Store) markKey(ref TranscriptRef, out string) string {
 // next level holding their union (deduplicated, in merge order, conflicting versions
 // of an id kept after the chosen one) and naming them as its inputs. Only after that
 // segment is stored are the inputs marked for deletion; an input is deleted once its
-// mark is DeleteDelay old and the segment that supersedes it still exists.
+// mark object is DeleteDelay old on the bucket's clock and a segment that exists now
+// and supersedes it holds every one of its entries, byte for byte (checked before the
+// delete, whoever wrote the mark or the superseding segment).
 //
 // Compact never touches a segment it did not read: a segment written while it runs is
 // neither an input nor marked. It is idempotent and resumable: run again after a crash
@@ -244,18 +262,19 @@ func (st *compactState) supersededBy(key string) (string, bool) {
 
 func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts CompactOptions) (CompactResult, error) {
 	res := CompactResult{Ref: ref}
-	infos, markKeys, strict, err := s.sessionObjects(ctx, ref)
+	ls, err := s.sessionObjects(ctx, ref)
 	if err != nil {
 		return res, err
 	}
+	infos, markKeys, strict := ls.infos, ls.marks, ls.strict
 	res.Segments = len(infos)
-	if !opts.SkipNewerThan.IsZero() {
-		for _, in := range infos {
-			if in.Time.After(opts.SkipNewerThan) {
-				res.SkippedRecent = true
-				return res, nil
-			}
-		}
+	now, err := s.bucketNow(ctx)
+	if err != nil {
+		return res, err
+	}
+	if opts.OlderThan > 0 && now.Sub(ls.newest) < opts.OlderThan {
+		res.SkippedRecent = true
+		return res, nil
 	}
 	if strict {
 		// Merging would replace segments the head names; the repository would then
@@ -361,7 +380,21 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		marks = append(marks, m)
 		res.Marked += len(inputs)
 	}
-	return res, s.collect(ctx, st, marks, opts, &res)
+	return res, s.collect(ctx, st, marks, now, opts, &res)
+}
+
+// bucketNow returns the time on the clock that stamps the bucket's objects
+// (bucket.Clock), or the store's clock for a bucket that cannot tell.
+func (s *Store) bucketNow(ctx context.Context) (time.Time, error) {
+	c, ok := s.cfg.Bucket.(bucket.Clock)
+	if !ok {
+		return s.cfg.Now(), nil
+	}
+	t, err := c.Now(ctx)
+	if err != nil {
+		return t, fmt.Errorf("read the bucket's clock: %w", err)
+	}
+	return t, nil
 }
 
 // sessionKey returns the full key of a segment of ref named relative to its session
@@ -393,29 +426,107 @@ func (s *Store) readInto(ctx context.Context, st *compactState, infos []SegmentI
 }
 
 // checkContained verifies that segment in, superseded by out, holds no entry that
-// out lacks (byte for byte), before in is marked on the word of out's metadata. in
-// must have been read (readInto).
+// out lacks (byte for byte), before in is marked or deleted on the word of out's
+// metadata. in must have been read (readInto).
 func (s *Store) checkContained(st *compactState, in SegmentInfo, out string) error {
 	have := st.contents[out]
 	if have == nil {
-		have = make(map[string]bool, len(st.segs[out].Entries))
-		for _, raw := range st.segs[out].Entries {
-			have[string(raw)] = true
-		}
+		have = entrySet(st.segs[out])
 		st.contents[out] = have
 	}
-	for pos, raw := range st.segs[in.Key].Entries {
-		if have[string(raw)] {
-			continue
-		}
-		id := fmt.Sprintf("at position %d", pos)
-		if e, err := ParseEntry(raw); err == nil {
-			id = fmt.Sprintf("%q", e.ID)
-		}
-		return fmt.Errorf("%w: segment %s names %s as an input but lacks its entry %s",
-			ErrCompactInput, out, in.Key, id)
+	if pos := firstMissing(have, st.segs[in.Key]); pos >= 0 {
+		return unheldError(out, in.Key, st.segs[in.Key].Entries[pos], pos)
 	}
 	return nil
+}
+
+// entrySet returns the raw entries of seg as a set.
+func entrySet(seg *segment.Segment) map[string]bool {
+	have := make(map[string]bool, len(seg.Entries))
+	for _, raw := range seg.Entries {
+		have[string(raw)] = true
+	}
+	return have
+}
+
+// firstMissing returns the position of the first entry of in that is not in have,
+// or -1.
+func firstMissing(have map[string]bool, in *segment.Segment) int {
+	for pos, raw := range in.Entries {
+		if !have[string(raw)] {
+			return pos
+		}
+	}
+	return -1
+}
+
+// UnheldInput reports a compacted segment that names as its input a segment whose
+// entry it does not hold (a forged or damaged superseder). It wraps ErrCompactInput.
+type UnheldInput struct {
+	// Superseder is the key of the segment that claims the input; Input the key of
+	// the claimed segment.
+	Superseder, Input string
+	// Entry names the first missing entry: its id, quoted, or its position.
+	Entry string
+}
+
+// Error names both segments and the missing entry.
+func (u *UnheldInput) Error() string {
+	return fmt.Sprintf("%v: segment %s names %s as an input but lacks its entry %s",
+		ErrCompactInput, u.Superseder, u.Input, u.Entry)
+}
+
+// Unwrap returns ErrCompactInput.
+func (u *UnheldInput) Unwrap() error { return ErrCompactInput }
+
+// unheldError reports that segment out names in as an input but lacks its entry raw
+// (at pos in in). The entry id is quoted, so no byte of it reaches a terminal raw.
+func unheldError(out, in string, raw []byte, pos int) *UnheldInput {
+	u := &UnheldInput{Superseder: out, Input: in, Entry: fmt.Sprintf("at position %d", pos)}
+	if e, err := ParseEntry(raw); err == nil {
+		u.Entry = strconv.Quote(e.ID)
+	}
+	return u
+}
+
+// UnheldInputs checks the claims of the compacted segments among segs (decoded, one
+// per element of infos, nil for one that could not be read): for every segment that
+// one of them supersedes (see superseders) and that was read, it returns an error
+// (an *UnheldInput, naming both keys) if the superseder lacks an entry of it.
+// Readers keep reading such inputs while they exist, and Compact never deletes them.
+func UnheldInputs(infos []SegmentInfo, segs []*segment.Segment) []*UnheldInput {
+	sup := superseders(infos, segs)
+	byKey := make(map[string]*segment.Segment, len(infos))
+	for i, in := range infos {
+		byKey[in.Key] = segs[i]
+	}
+	sets := map[string]map[string]bool{}
+	var errs []*UnheldInput
+	for i, in := range infos {
+		out, ok := supersededIn(sup, in)
+		if !ok || segs[i] == nil || byKey[out.Key] == nil {
+			continue
+		}
+		if sets[out.Key] == nil {
+			sets[out.Key] = entrySet(byKey[out.Key])
+		}
+		if pos := firstMissing(sets[out.Key], segs[i]); pos >= 0 {
+			errs = append(errs, unheldError(out.Key, in.Key, segs[i].Entries[pos], pos))
+		}
+	}
+	return errs
+}
+
+// StrayKeys returns the keys under ref's prefix that are neither a segment key, a
+// deletion mark nor the strict head (for example ".../L1/x/L0/y", which an access
+// policy's key pattern may let a writer create). Readers and Compact ignore them.
+func (s *Store) StrayKeys(ctx context.Context, ref TranscriptRef) ([]string, error) {
+	ref, visible, err := s.checkRef(ref)
+	if err != nil || !visible {
+		return nil, err
+	}
+	ls, err := s.sessionObjects(ctx, ref)
+	return ls.stray, err
 }
 
 // compactLevel merges live (segments of one level) into one segment of the next.
@@ -476,35 +587,55 @@ func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compact
 // head names the committed segments, and only the repository may move it.
 const HeadName = "HEAD.json"
 
-// sessionObjects lists everything under ref's prefix in one listing: the segments
-// (in key order), the keys of the deletion marks, and whether a strict head exists.
-func (s *Store) sessionObjects(ctx context.Context, ref TranscriptRef) ([]SegmentInfo, []bucket.ObjectInfo, bool, error) {
+// sessionListing is what one listing of a session's prefix found.
+type sessionListing struct {
+	infos  []SegmentInfo       // the segments, in key order
+	marks  []bucket.ObjectInfo // the deletion marks
+	strict bool                // a strict head exists
+	newest time.Time           // the latest ModTime of a segment
+	// stray holds the keys under the prefix that are neither a segment, a mark nor
+	// the head (readers ignore them; verify names them).
+	stray []string
+}
+
+// sessionObjects lists everything under ref's prefix in one listing.
+func (s *Store) sessionObjects(ctx context.Context, ref TranscriptRef) (sessionListing, error) {
 	sp := sessionPrefix(s.cfg.Prefix, ref)
-	var (
-		infos  []SegmentInfo
-		marks  []bucket.ObjectInfo
-		strict bool
-	)
+	var ls sessionListing
 	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sp}, func(oi bucket.ObjectInfo) error {
 		rel := strings.TrimPrefix(oi.Key, sp)
 		switch {
 		case rel == HeadName:
-			strict = true
-		case strings.HasPrefix(rel, markDir+"/") && strings.HasSuffix(rel, markExt):
-			marks = append(marks, oi)
+			ls.strict = true
+		case isMarkName(rel):
+			ls.marks = append(ls.marks, oi)
 		default:
-			if info, err := ParseKey(s.cfg.Prefix, oi.Key); err == nil {
-				info.Size = oi.Size
-				infos = append(infos, info)
+			info, err := ParseKey(s.cfg.Prefix, oi.Key)
+			if err != nil {
+				ls.stray = append(ls.stray, oi.Key)
+				return nil
+			}
+			info.Size = oi.Size
+			ls.infos = append(ls.infos, info)
+			if oi.ModTime.After(ls.newest) {
+				ls.newest = oi.ModTime
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("list %s: %w", ref, err)
+		return sessionListing{}, fmt.Errorf("list %s: %w", ref, err)
 	}
-	s.observe(ref, infos)
-	return infos, marks, strict, nil
+	s.observe(ref, ls.infos)
+	return ls, nil
+}
+
+// isMarkName reports whether rel, a key relative to its session, has the layout of a
+// deletion mark: markDir, a level element, and one name ending in markExt.
+func isMarkName(rel string) bool {
+	parts := strings.Split(rel, "/")
+	return len(parts) == 3 && parts[0] == markDir && isLayoutName(parts[1]) && parts[1] != markDir &&
+		strings.HasSuffix(parts[2], markExt)
 }
 
 // readMarks reads the deletion marks at keys. A mark that is not valid JSON, or does
@@ -541,7 +672,7 @@ func (s *Store) readMarks(ctx context.Context, ref TranscriptRef, keys []bucket.
 }
 
 func (s *Store) readMark(ctx context.Context, oi bucket.ObjectInfo) (deletionMark, error) {
-	rc, _, err := s.cfg.Bucket.Get(ctx, oi.Key)
+	rc, got, err := s.cfg.Bucket.Get(ctx, oi.Key)
 	if err != nil {
 		return deletionMark{}, fmt.Errorf("read deletion mark %s: %w", oi.Key, err)
 	}
@@ -554,17 +685,20 @@ func (s *Store) readMark(ctx context.Context, oi bucket.ObjectInfo) (deletionMar
 	if err := json.Unmarshal(data, &m); err != nil {
 		return deletionMark{}, nil // not ours: ignored, never trusted
 	}
+	// The age is the bucket's: the listing's ModTime of the mark object, or (when the
+	// caller has none) the one the GET reports. The time written inside is ignored.
+	m.MarkedAt = oi.ModTime
 	if m.MarkedAt.IsZero() {
-		m.MarkedAt = oi.ModTime
+		m.MarkedAt = got.ModTime
 	}
 	m.key = oi.Key
 	return m, nil
 }
 
 // putMark stores the deletion mark of inputs, superseded by out. A mark for out
-// already there (another job's) is kept as it is.
+// already there (another job's) is kept as it is, with its own age.
 func (s *Store) putMark(ctx context.Context, ref TranscriptRef, out string, inputs []string) (deletionMark, error) {
-	m := deletionMark{SupersededBy: out, Inputs: inputs, MarkedAt: s.cfg.Now().UTC(), key: s.markKey(ref, out)}
+	m := deletionMark{SupersededBy: out, Inputs: inputs, MarkedAt: s.cfg.Now().UTC(), key: s.markKey(ref, out), fresh: true}
 	// Stored relative to the session, like a segment's inputs (see sessionRelKey).
 	stored := deletionMark{SupersededBy: sessionRelKey(out), MarkedAt: m.MarkedAt}
 	for _, k := range inputs {
@@ -580,7 +714,7 @@ func (s *Store) putMark(ctx context.Context, ref TranscriptRef, out string, inpu
 	if errors.Is(err, bucket.ErrExists) {
 		old, rerr := s.readMark(ctx, bucket.ObjectInfo{Key: m.key})
 		if rerr == nil && s.sessionKey(ref, old.SupersededBy) == out {
-			m.MarkedAt = old.MarkedAt
+			m.MarkedAt, m.fresh = old.MarkedAt, false
 			return m, nil
 		}
 		return m, fmt.Errorf("mark inputs of %s: %w", out, errors.Join(err, rerr))
@@ -591,11 +725,13 @@ func (s *Store) putMark(ctx context.Context, ref TranscriptRef, out string, inpu
 	return m, nil
 }
 
-// collect deletes the marked segments whose delay has passed and that a present
-// segment still supersedes, then the marks that have nothing left to wait for. A
-// marked segment that nothing present supersedes any more is kept.
-func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionMark, opts CompactOptions, res *CompactResult) error {
-	now := s.cfg.Now()
+// collect deletes the marked segments whose delay has passed on the bucket's clock
+// (now) and that a present segment still supersedes and holds, then the marks that
+// have nothing left to wait for. A marked segment that nothing present supersedes any
+// more is kept; so is one whose superseder lacks one of its entries (checked here,
+// before the delete, however the mark came to be): collect then returns an error
+// wrapping ErrCompactInput naming both segments, after doing the rest of its work.
+func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionMark, now time.Time, opts CompactOptions, res *CompactResult) error {
 	// Oldest marks first, so inputs go before the outputs that replaced them.
 	slices.SortFunc(marks, func(a, b deletionMark) int {
 		if c := a.MarkedAt.Compare(b.MarkedAt); c != 0 {
@@ -604,6 +740,7 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 		return strings.Compare(a.key, b.key)
 	})
 	counted := map[string]bool{}
+	var unverified []error
 	for _, m := range marks {
 		waiting := false
 		var due []string
@@ -615,7 +752,7 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 			case !present || counted[k]:
 			case !superseded || !outPresent:
 				res.StaleMarks++
-			case now.Sub(m.MarkedAt) < opts.DeleteDelay:
+			case opts.DeleteDelay > 0 && (m.fresh || now.Sub(m.MarkedAt) < opts.DeleteDelay):
 				res.Pending++
 				waiting = true
 			default:
@@ -623,6 +760,16 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 			}
 			counted[k] = true
 		}
+		verified, err := s.verifiedDue(ctx, st, due)
+		if err != nil && !errors.Is(err, ErrCompactInput) {
+			return err
+		}
+		if err != nil {
+			unverified = append(unverified, err)
+			res.Unverified += len(due) - len(verified)
+			waiting = true // the mark stays: it is the operator's lead
+		}
+		due = verified
 		res.Deleted += len(due)
 		if opts.DryRun {
 			continue
@@ -639,7 +786,44 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 			}
 		}
 	}
-	return nil
+	return errors.Join(unverified...)
+}
+
+// verifiedDue reads the segments at keys (each superseded by a present segment) and
+// returns those whose superseder holds every one of their entries byte for byte. A
+// segment that fails the check, or fails verification itself, is left out and
+// reported in an error wrapping ErrCompactInput; other errors stop the check.
+func (s *Store) verifiedDue(ctx context.Context, st *compactState, keys []string) ([]string, error) {
+	var need []SegmentInfo
+	for _, k := range keys {
+		if st.segs[k] == nil {
+			need = append(need, st.present[k])
+		}
+	}
+	segs, corrupt, err := s.fetchAll(ctx, need, true)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for i, in := range need {
+		st.segs[in.Key] = segs[i]
+	}
+	for _, c := range corrupt {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrCompactInput, c.Err))
+	}
+	ok := keys[:0:0]
+	for _, k := range keys {
+		if st.segs[k] == nil {
+			continue // corrupt, reported above
+		}
+		out, _ := st.supersededBy(k)
+		if err := s.checkContained(st, st.present[k], out); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ok = append(ok, k)
+	}
+	return ok, errors.Join(errs...)
 }
 
 // deleteKeys deletes keys: with DeleteObjects requests of up to

@@ -154,8 +154,10 @@ func TestCompact_DeleteDelay(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	counted := mirrortest.Wrap(membucket.New())
-	s := newStore(t, counted, transcript.Config{Now: clock})
+	mem := membucket.New()
+	mem.SetClock(clock) // mark ages are the bucket's
+	counted := mirrortest.Wrap(mem)
+	s := newStore(t, counted, transcript.Config{Now: func() time.Time { return time.Unix(0, 0) }})
 	appendChain(t, s, ref, newWriter(t, "w"), "e", "", 20)
 
 	res, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: 10 * time.Minute})
@@ -170,7 +172,7 @@ func TestCompact_DeleteDelay(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got.Entries, 20)
 	require.Len(t, got.Segments, 1)
-	require.Equal(t, int64(1), counted.Counts().Get, "a reader skips superseded inputs without fetching them")
+	require.Equal(t, int64(21), counted.Counts().Get, "a reader reads the inputs while they exist: a claim to supersede hides nothing")
 
 	mu.Lock()
 	now = now.Add(9 * time.Minute)
@@ -187,6 +189,11 @@ func TestCompact_DeleteDelay(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 20, res.Deleted)
 	require.Len(t, allKeys(t, s.Bucket()), 1)
+	counted.ResetCounts()
+	got, err = s.ReadAll(ctx, ref)
+	require.NoError(t, err)
+	require.Len(t, got.Entries, 20)
+	require.Equal(t, int64(1), counted.Counts().Get, "once the inputs are gone, one GET")
 }
 
 func TestCompact_DryRunChangesNothing(t *testing.T) {
@@ -451,7 +458,7 @@ func TestCompact_CopyUnderAnotherPrefix(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, ids(got))
 	require.Len(t, got.Segments, 1)
-	require.Equal(t, int64(1), dst.Counts().Get, "superseded inputs are not fetched in the copy either")
+	require.Equal(t, int64(7), dst.Counts().Get, "inputs that exist are read in the copy too")
 
 	res, err := c.Compact(ctx, ref, transcript.CompactOptions{})
 	require.NoError(t, err)
@@ -482,15 +489,26 @@ func TestCompact_ContendedLeavesTheSession(t *testing.T) {
 	require.Equal(t, before, allKeys(t, mem))
 }
 
-func TestCompact_SkipNewerThan(t *testing.T) {
+// TestCompact_OlderThanUsesTheBucketClock: --older-than measures a segment's age on
+// the bucket's clock from the ModTime it lists, so neither the time in the key (a
+// writer's clock) nor the store's own clock can make a fresh session look old.
+func TestCompact_OlderThanUsesTheBucketClock(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t, membucket.New(), transcript.Config{})
+	bucketNow := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	mem := membucket.New()
+	mem.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return bucketNow })
+	// The writers' and the job's clock is a day ahead: key times say "old" by it.
+	s := newStore(t, mem, transcript.Config{Now: func() time.Time { return bucketNow.Add(-24 * time.Hour) }})
 	appendChain(t, s, ref, newWriter(t, "w"), "e", "", 5)
-	res, err := s.Compact(ctx, ref, transcript.CompactOptions{SkipNewerThan: time.Now().Add(-time.Hour)})
+	res, err := s.Compact(ctx, ref, transcript.CompactOptions{OlderThan: time.Hour})
 	require.NoError(t, err)
-	require.True(t, res.SkippedRecent)
+	require.True(t, res.SkippedRecent, "stored just now by the bucket's clock")
 	require.Empty(t, res.Compactions)
-	res, err = s.Compact(ctx, ref, transcript.CompactOptions{SkipNewerThan: time.Now().Add(time.Hour)})
+	mu.Lock()
+	bucketNow = bucketNow.Add(time.Hour)
+	mu.Unlock()
+	res, err = s.Compact(ctx, ref, transcript.CompactOptions{OlderThan: time.Hour})
 	require.NoError(t, err)
 	require.False(t, res.SkippedRecent)
 	require.Len(t, res.Compactions, 1)

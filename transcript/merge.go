@@ -142,51 +142,37 @@ func (s *Store) ReadEntries(ctx context.Context, ref TranscriptRef) ([][]byte, e
 	return res.Raw(), nil
 }
 
-// fetchSession fetches and decodes a session's segments (infos in key order). The
-// compacted segments (level above 0) come first: the inputs they name are superseded
-// and not fetched at all, so a compacted session opens with few GETs even while its
-// inputs wait out their delete delay. A nil element of the result is a segment
-// superseded or (Config.SkipCorrupt) skipped as corrupt.
+// fetchSession fetches and decodes a session's segments (infos in key order).
+//
+// The reader rule for superseded segments: a compacted segment's list of inputs hides
+// nothing that exists. Every listed segment is fetched and merged (an input and the
+// segment that holds it give the same entries, which collapse), because a segment
+// can claim inputs it does not hold and only reading both shows it. The claim counts
+// for one thing only: a claimed input that fails verification is skipped without an
+// error, since a compacted segment that exists says it holds those entries (Compact
+// deletes the input only after checking that, and verify names an input that its
+// superseder lacks). So a forged claim costs readers nothing while the claimed
+// segments exist, and an honest one costs their GETs until the delete delay ends.
+// A nil element of the result is a segment skipped as corrupt.
 func (s *Store) fetchSession(ctx context.Context, infos []SegmentInfo) ([]*segment.Segment, []CorruptSegment, error) {
-	segs := make([]*segment.Segment, len(infos))
-	var upper, lower []int
-	for i, in := range infos {
-		if in.Level > 0 {
-			upper = append(upper, i)
-		} else {
-			lower = append(lower, i)
-		}
-	}
-	pick := func(idx []int) []SegmentInfo {
-		out := make([]SegmentInfo, len(idx))
-		for j, i := range idx {
-			out[j] = infos[i]
-		}
-		return out
-	}
-	var corrupt []CorruptSegment
-	if len(upper) > 0 {
-		got, c, err := s.fetchAll(ctx, pick(upper), s.cfg.SkipCorrupt)
-		if err != nil {
-			return nil, nil, err
-		}
-		corrupt = append(corrupt, c...)
-		for j, i := range upper {
-			segs[i] = got[j]
-		}
-		sup := superseders(pick(upper), got)
-		lower = slices.DeleteFunc(lower, func(i int) bool {
-			_, ok := supersededIn(sup, infos[i])
-			return ok
-		})
-	}
-	got, c, err := s.fetchAll(ctx, pick(lower), s.cfg.SkipCorrupt)
+	segs, bad, err := s.fetchAll(ctx, infos, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	corrupt = append(corrupt, c...)
-	for j, i := range lower {
-		segs[i] = got[j]
+	sup := superseders(infos, segs)
+	at := make(map[string]int, len(infos))
+	for i, in := range infos {
+		at[in.Key] = i
+	}
+	var corrupt []CorruptSegment
+	for _, c := range bad {
+		if _, claimed := supersededIn(sup, infos[at[c.Key]]); claimed {
+			continue // left to the segment that claims it (see above)
+		}
+		if !s.cfg.SkipCorrupt {
+			return nil, nil, c.Err
+		}
+		corrupt = append(corrupt, c)
 	}
 	return segs, corrupt, nil
 }
@@ -263,10 +249,16 @@ func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
 	byID := map[string]int{}      // id -> index in res.Entries of the current winner
 	var others map[string][]Entry // id -> further versions (other bytes), rare
 	for i, seg := range segs {
-		if _, ok := supersededIn(sup, infos[i]); seg == nil || ok {
+		if seg == nil {
 			continue
 		}
-		res.Segments = append(res.Segments, infos[i])
+		// Entries of superseded inputs that were read are merged too (see
+		// fetchSession): identical bytes collapse to their earliest origin, so the
+		// result does not depend on whether an input is still there. Segments lists
+		// only the segments nothing supersedes.
+		if _, ok := supersededIn(sup, infos[i]); !ok {
+			res.Segments = append(res.Segments, infos[i])
+		}
 		origin := originsOf(infos[i], seg)
 		index := seg.Meta.Index
 		for pos, raw := range seg.Entries {

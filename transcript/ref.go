@@ -18,9 +18,8 @@ const MaxRefPartLen = 128
 var ErrInvalidRef = errors.New("invalid transcript reference")
 
 // TranscriptRef names one session of one agent in one namespace (tenant or user).
-// Each part becomes one element of an object key, so each is validated: non-empty,
-// at most MaxRefPartLen bytes of valid UTF-8, and free of "/", "\", control
-// characters, "..", and the name ".".
+// Each part becomes one element of an object key and one local file or directory
+// name, so each is validated by ValidatePart.
 type TranscriptRef struct {
 	// Namespace is the owner's namespace; empty means DefaultNamespace.
 	Namespace string
@@ -56,9 +55,27 @@ func (r TranscriptRef) Validate() error {
 	return nil
 }
 
-// ValidatePart checks one key element (a namespace, agent id or session id) by the
-// rules of TranscriptRef; name says which part it is in the error.
+// ValidatePart checks one id part (a namespace, agent id, session id, or writer id;
+// see also ValidateWriterID); name says which part it is in the error. The rules are
+// the same for every backend and every caller (library, commands, local layout), so
+// an id that one backend accepts every other can hold under its own name, and a
+// printed id never hides or forges anything on a terminal. An id part is:
+//
+//   - 1 to MaxRefPartLen bytes of valid UTF-8;
+//   - free of "/", "\", "..", and of control, format and line-separator characters
+//     (Unicode Cc, Cf, Zl, Zp: newlines, escape sequences, zero-width and
+//     bidirectional-override characters);
+//   - not a hidden name (starting with "."), which also excludes "." and the
+//     directory backend's temp files (".tmp-");
+//   - not ending in ".log" (ReservedSuffix): the local files of session x are
+//     x.jsonl and x.log.jsonl, so session x.log would share a file with x;
+//   - not a name of the key layout below a session: "gc" (deletion marks) and
+//     "L" followed by digits (levels), so that a key pattern such as ".../L0/..."
+//     in an access policy only ever matches a level element.
 func ValidatePart(name, v string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: %s %q %s", ErrInvalidRef, name, v, why)
+	}
 	switch {
 	case v == "":
 		return fmt.Errorf("%w: %s is empty", ErrInvalidRef, name)
@@ -66,15 +83,37 @@ func ValidatePart(name, v string) error {
 		return fmt.Errorf("%w: %s is %d bytes, over %d", ErrInvalidRef, name, len(v), MaxRefPartLen)
 	case !utf8.ValidString(v):
 		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidRef, name)
-	case v == ".":
-		return fmt.Errorf("%w: %s %q is a relative path name", ErrInvalidRef, name, v)
+	case strings.HasPrefix(v, "."):
+		return bad("starts with \".\" (hidden names are reserved)")
 	case strings.Contains(v, ".."):
-		return fmt.Errorf("%w: %s %q contains \"..\"", ErrInvalidRef, name, v)
+		return bad("contains \"..\"")
+	case strings.HasSuffix(v, ReservedSuffix):
+		return bad("ends in " + ReservedSuffix + " (reserved for local log files)")
+	case isLayoutName(v):
+		return bad("is a name of the key layout (reserved)")
 	}
 	for _, c := range v {
-		if c == '/' || c == '\\' || unicode.IsControl(c) {
-			return fmt.Errorf("%w: %s %q contains %q", ErrInvalidRef, name, v, c)
+		if c == '/' || c == '\\' || unsafeRune(c) {
+			return bad(fmt.Sprintf("contains %U", c))
 		}
 	}
 	return nil
+}
+
+// ReservedSuffix may not end an id part (see ValidatePart).
+const ReservedSuffix = ".log"
+
+// unsafeRune reports a control, format or line/paragraph-separator character.
+func unsafeRune(c rune) bool {
+	return unicode.In(c, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+// isLayoutName reports the element names of the key layout below a session: markDir
+// and level elements ("L" and decimal digits).
+func isLayoutName(v string) bool {
+	if v == markDir {
+		return true
+	}
+	digits, ok := strings.CutPrefix(v, "L")
+	return ok && digits != "" && strings.Trim(digits, "0123456789") == ""
 }

@@ -35,7 +35,7 @@ func NewWriter(id string) (*Writer, error) {
 // unique to this process.
 func NewRandomWriter() *Writer {
 	host, _ := os.Hostname()
-	host = sanitizeWriterID(host)
+	host = strings.TrimLeft(strings.ReplaceAll(sanitizeWriterID(host), "..", "."), ".")
 	if len(host) > 32 {
 		host = host[:32]
 	}
@@ -55,12 +55,16 @@ func (w *Writer) ID() string { return w.id }
 func (w *Writer) Next() uint64 { return w.seq.Add(1) }
 
 // ValidateWriterID checks that id is 1 to MaxWriterIDLen bytes of ASCII letters,
-// digits, '.', '_' and '-'. It returns an error wrapping ErrInvalidRef.
+// digits, '.', '_' and '-' that is also a valid id part (ValidatePart). It returns an
+// error wrapping ErrInvalidRef.
 func ValidateWriterID(id string) error {
 	if id == "" || len(id) > MaxWriterIDLen {
 		return fmt.Errorf("%w: writer id must be 1 to %d bytes, got %d", ErrInvalidRef, MaxWriterIDLen, len(id))
 	}
-	if sanitizeWriterID(id) != id || id == "." || strings.Contains(id, "..") {
+	if err := ValidatePart("writer id", id); err != nil {
+		return err
+	}
+	if sanitizeWriterID(id) != id {
 		return fmt.Errorf("%w: writer id %q may hold only letters, digits, '.', '_' and '-'", ErrInvalidRef, id)
 	}
 	return nil

@@ -92,7 +92,7 @@ func BenchmarkJob_MinIO(b *testing.B) {
 		sample := refs[:min(len(refs), 50)]
 		before := openLatency(b, s, sample)
 
-		j := &job{store: s, shards: 1, parallel: 16, now: time.Now, out: io.Discard, errOut: io.Discard,
+		j := &job{store: s, shards: 1, parallel: 16, out: io.Discard, errOut: io.Discard,
 			progress: noProgress{}, opts: transcript.CompactOptions{MinSegments: 4, DeleteDelay: transcript.DeleteAtOnce}}
 		b.StartTimer()
 		sum, err := j.run(ctx)

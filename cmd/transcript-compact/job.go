@@ -11,6 +11,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -24,7 +25,6 @@ type job struct {
 	// Work.
 	parallel int
 	opts     transcript.CompactOptions
-	now      func() time.Time
 	// Reporting: plan lines (dry run) and problems go to out and errOut.
 	out, errOut io.Writer
 	progress    progress
@@ -154,9 +154,7 @@ func (j *job) run(ctx context.Context) (*summary, error) {
 // one compacts one session and adds its result to sum.
 func (j *job) one(ctx context.Context, ref transcript.TranscriptRef, sum *summary) {
 	opts := j.opts
-	if j.olderThan > 0 {
-		opts.SkipNewerThan = j.now().Add(-j.olderThan)
-	}
+	opts.OlderThan = j.olderThan
 	res, err := j.store.Compact(ctx, ref, opts)
 	if errors.Is(err, transcript.ErrNotFound) {
 		err = nil // deleted while the job ran: nothing to do
@@ -207,5 +205,5 @@ func (j *job) fail(sum *summary, ref transcript.TranscriptRef, err error) {
 	sum.SessionsScanned++
 	sum.SessionsFailed++
 	sum.Errors = append(sum.Errors, err.Error())
-	fmt.Fprintf(j.errOut, "session %s: %v\n", ref, err)
+	fmt.Fprintf(j.errOut, "session %s: %s\n", ref, cli.Escape(err.Error()))
 }

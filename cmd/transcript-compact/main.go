@@ -3,9 +3,12 @@
 //
 // For every selected session with at least --min-segments segments at a level it
 // writes one segment of the next level holding their union and naming them, then marks
-// them for deletion; marked segments are deleted once --delete-delay has passed. It
-// never touches a segment written while it runs, and it is idempotent: killed at any
-// point and run again, it finishes the work. N workers split a bucket with no
+// them for deletion; a marked segment is deleted once its mark is --delete-delay old
+// and the segment that supersedes it is found, right then, to hold every one of its
+// entries. Ages (--older-than, --delete-delay) are measured on the bucket's clock from
+// the times the bucket reports for its objects, never from key times or this job's
+// clock. It never touches a segment written while it runs, and it is idempotent:
+// killed at any point and run again, it finishes the work. N workers split a bucket with no
 // coordination by --shard I/N (a stable hash of the session), for example as the
 // indexes of a Kubernetes indexed Job (deploy/k8s).
 //
@@ -77,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		storeURL = defaultStoreURL
 	}
 	var (
-		j           = &job{now: time.Now, out: stdout, errOut: stderr}
+		j           = &job{out: stdout, errOut: stderr}
 		shard       string
 		jsonOut     bool
 		minSegments int
@@ -92,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.DurationVar(&delay, "delete-delay", transcript.DefaultDeleteDelay, "keep superseded segments this long after marking them (0: delete at once)")
 	fs.StringVar(&shard, "shard", "0/1", "process shard I of N (stable hash of the session)")
 	fs.IntVar(&j.parallel, "parallel", 4, "sessions compacted at once")
-	fs.DurationVar(&j.olderThan, "older-than", 0, "skip sessions with a segment newer than this (0: none skipped)")
+	fs.DurationVar(&j.olderThan, "older-than", 0, "skip sessions with a segment stored less than this ago, by the bucket's clock (0: none skipped)")
 	fs.BoolVar(&j.opts.DryRun, "dry-run", false, "print the plan and change nothing")
 	fs.BoolVar(&jsonOut, "json", false, "print the summary as JSON on stdout")
 	fs.StringVar(&writerID, "writer", "", "writer id of the compacted segments (default: host name and random hex)")

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/term"
 
+	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
@@ -221,9 +222,12 @@ func (f *storeFlags) readSession(ctx context.Context, cmd string) (*transcript.M
 
 // writeJSON writes v as indented JSON.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(cmdcli.EscapeJSON(data), '\n'))
+	return err
 }
 
 // isTerminal reports whether w is a terminal (progress is drawn only then).

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -92,7 +93,8 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tAGENT\tSESSION\tENTRIES\tSEGMENTS\tBYTES\tUPDATED")
 	for _, i := range infos {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", i.Namespace, i.Agent, i.Session, i.Entries, i.Segments, i.Bytes,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", cmdcli.Escape(i.Namespace), cmdcli.Escape(i.Agent), cmdcli.Escape(i.Session),
+			i.Entries, i.Segments, i.Bytes,
 			i.Updated.Format(time.RFC3339))
 	}
 	return tw.Flush()
@@ -110,7 +112,7 @@ func lsSegments(ctx context.Context, env *cliEnv, s *transcript.Store, refs []tr
 				err = enc.Encode(segmentLine{Session: ref.String(), Key: seg.Key, Level: seg.Level, Writer: seg.WriterID,
 					Seq: seg.Seq, Time: seg.Time, Bytes: seg.Size})
 			} else {
-				_, err = fmt.Fprintf(env.stdout, "%s\t%d\n", seg.Key, seg.Size)
+				_, err = fmt.Fprintf(env.stdout, "%s\t%d\n", cmdcli.Escape(seg.Key), seg.Size)
 			}
 			if err != nil {
 				return err

@@ -214,6 +214,8 @@ func runSuite(t *testing.T, b backend) {
 		{"Verify", testVerify},
 		{"Restore", testRestore},
 		{"Demo", testDemo},
+		{"ForgedSuperseder", testForgedSuperseder},
+		{"HostileIds", testHostileIds},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, b) })

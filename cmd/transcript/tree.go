@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -75,19 +76,19 @@ func runTree(ctx context.Context, env *cliEnv, args []string) error {
 			}
 		}
 		if h, err := pi.ParseHeader(e.Raw); err == nil {
-			fmt.Fprintf(env.stdout, "session %s (version %d, %s, cwd %q) [%s]\n", h.ID(), h.Version(), h.Timestamp(), h.Cwd(), writer)
+			fmt.Fprintf(env.stdout, "session %s (version %d, %s, cwd %q) [%s]\n", cmdcli.Escape(h.ID()), h.Version(), cmdcli.Escape(h.Timestamp()), h.Cwd(), writer)
 			continue
 		}
 		pe, err := pi.ParseEntry(e.Raw)
 		if err != nil {
-			fmt.Fprintf(env.stderr, "skipped entry %s: %v\n", e.ID, err)
+			fmt.Fprintf(env.stderr, "skipped entry %s: %s\n", cmdcli.Escape(e.ID), cmdcli.Escape(err.Error()))
 			continue
 		}
 		nodes = append(nodes, treeNode{entry: pe, writer: writer})
 	}
 	drawTree(env.stdout, nodes, *width)
 	for _, c := range res.Conflicts {
-		fmt.Fprintf(env.stdout, "conflict: entry %s has other contents in %s (not shown)\n", c.ID, c.DroppedSegment)
+		fmt.Fprintf(env.stdout, "conflict: entry %s has other contents in %s (not shown)\n", cmdcli.Escape(c.ID), c.DroppedSegment)
 	}
 	return nil
 }
@@ -206,7 +207,7 @@ func drawTree(w io.Writer, nodes []treeNode, width int) {
 		}
 		var notes []string
 		if l, ok := labels[n.entry.ID()]; ok {
-			notes = append(notes, "label: "+l)
+			notes = append(notes, "label: "+cmdcli.Escape(l))
 		}
 		if it.node == active {
 			notes = append(notes, "ACTIVE LEAF")
@@ -254,12 +255,12 @@ func drawTree(w io.Writer, nodes []treeNode, width int) {
 	}
 }
 
-// shortID returns the first 8 characters of an id.
+// shortID returns the first 8 bytes of an id, escaped for the terminal.
 func shortID(id string) string {
 	if len(id) > 8 {
-		return id[:8]
+		id = id[:8]
 	}
-	return id
+	return cmdcli.Escape(id)
 }
 
 // describe returns an entry's type and a one-line summary of its content.
@@ -341,7 +342,7 @@ func contentText(raw json.RawMessage) string {
 
 // truncate makes s one line of at most n characters.
 func truncate(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = cmdcli.Escape(strings.Join(strings.Fields(s), " "))
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 
+	cmdcli "github.com/transcriptstore/transcript/internal/cli"
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -14,9 +16,14 @@ Usage: transcript verify [flags]
 
 Reads every segment of --ns (only those of --agent, or of the one --session, when
 given) and checks it: the zstd stream and metadata decode, the checksum matches the
-data and the key, every entry is a JSON object with an id. Then it checks each
+data and the key, every entry is a JSON object with an id. Every compacted segment
+is checked against each input it names that still exists: a segment that claims an
+input whose entries it does not all hold (forged or damaged) is a problem naming
+both keys. Keys under a session that are not part of the layout (not a segment, a
+deletion mark or the head; readers ignore them) are named too. Then it checks each
 session's tree: entries whose parent is missing (dangling), parent cycles, and ids
-that carry different contents in different segments (conflicts). Prints one line per
+that carry different contents in different segments (conflicts). Ids and text from
+segments are printed escaped when they hold control or invisible characters. Prints one line per
 problem and a closing count; exits 1 if it found any. Read-only: it changes nothing.
 
 Examples:
@@ -76,9 +83,9 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	} else {
 		for _, p := range sum.Problems {
 			if p.Key != "" {
-				fmt.Fprintf(env.stdout, "%s: %s: %s\n", p.Session, p.Key, p.Problem)
+				fmt.Fprintf(env.stdout, "%s: %s: %s\n", p.Session, cmdcli.Escape(p.Key), cmdcli.Escape(p.Problem))
 			} else {
-				fmt.Fprintf(env.stdout, "%s: %s\n", p.Session, p.Problem)
+				fmt.Fprintf(env.stdout, "%s: %s\n", p.Session, cmdcli.Escape(p.Problem))
 			}
 		}
 		fmt.Fprintf(env.stdout, "%d problems in %d segments of %d sessions (%d entries)\n",
@@ -112,7 +119,8 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	}
 	seen := map[string]first{}
 	var order []string
-	for _, info := range segs {
+	decoded := make([]*segment.Segment, len(segs))
+	for i, info := range segs {
 		c.segments++
 		seg, err := s.ReadSegment(ctx, info.Key)
 		if errors.Is(err, transcript.ErrNotFound) {
@@ -127,6 +135,8 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 		}
 		if seg.Meta.Checksum != info.Hash {
 			report(info.Key, "key names checksum %016x, segment has %016x", info.Hash, seg.Meta.Checksum)
+		} else {
+			decoded[i] = seg
 		}
 		for pos, raw := range seg.Entries {
 			e, err := transcript.ParseEntry(raw)
@@ -141,9 +151,19 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 				continue
 			}
 			if string(prev.raw) != string(raw) {
-				report(info.Key, "id conflict: entry %s (position %d) differs from the one in %s", e.ID, pos, prev.key)
+				report(info.Key, "id conflict: entry %s (position %d) differs from the one in %s", cmdcli.Escape(e.ID), pos, prev.key)
 			}
 		}
+	}
+	for _, u := range transcript.UnheldInputs(segs, decoded) {
+		report(u.Superseder, "forged or damaged superseder: names %s as an input but lacks its entry %s", u.Input, u.Entry)
+	}
+	stray, err := s.StrayKeys(ctx, ref)
+	if err != nil {
+		return c, err
+	}
+	for _, k := range stray {
+		report(k, "not a segment, deletion mark or head of this session's key layout (readers ignore it)")
 	}
 	c.entries = len(order)
 	// Tree integrity: every parent exists, and no parent chain loops.
@@ -180,12 +200,15 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	for _, id := range order {
 		if p := seen[id].parentID; p != "" {
 			if _, ok := seen[p]; !ok {
-				report(seen[id].key, "dangling parent: entry %s has parentId %s, which no segment holds", id, p)
+				report(seen[id].key, "dangling parent: entry %s has parentId %s, which no segment holds", cmdcli.Escape(id), cmdcli.Escape(p))
 			}
 		}
 	}
 	for _, cyc := range cycles {
 		sort.Strings(cyc)
+		for i, id := range cyc {
+			cyc[i] = cmdcli.Escape(id)
+		}
 		report("", "cycle: entries %v form a parent loop", cyc)
 	}
 	return c, nil

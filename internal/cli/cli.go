@@ -28,18 +28,19 @@ var ErrHelp = flag.ErrHelp
 
 // ExitCode returns the exit code for err and prints what the user needs to stderr:
 // the message of a failure, or of a usage error followed by "Run '<hint>' for usage.".
+// A message holding a character a terminal would act on is printed escaped (Escape).
 func ExitCode(err error, stderr io.Writer, hint string) int {
 	var ue *UsageError
 	switch {
 	case err == nil, errors.Is(err, ErrHelp):
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "Error: %s\nRun '%s' for usage.\n", ue.Msg, hint)
+		fmt.Fprintf(stderr, "Error: %s\nRun '%s' for usage.\n", Escape(ue.Msg), hint)
 		return 2
 	case errors.Is(err, ErrProblems):
 		return 1
 	default:
-		fmt.Fprintf(stderr, "Error: %s\n", err)
+		fmt.Fprintf(stderr, "Error: %s\n", Escape(err.Error()))
 		return 1
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/transcriptstore/transcript/pi"
@@ -63,7 +64,9 @@ func FuzzValidatePart(f *testing.F) {
 		}
 		bad := v == "" || v == "." || strings.Contains(v, "..") || strings.ContainsAny(v, `/\`) ||
 			!utf8.ValidString(v) || len(v) > transcript.MaxRefPartLen ||
-			strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f })
+			strings.ContainsFunc(v, func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) }) ||
+			strings.HasPrefix(v, ".") || strings.HasSuffix(v, ".log") || v == "gc" ||
+			len(v) > 1 && v[0] == 'L' && strings.Trim(v[1:], "0123456789") == ""
 		if bad {
 			t.Fatalf("accepted %q", v)
 		}

@@ -24,6 +24,9 @@ import (
 var hostileNames = []string{
 	"", ".", "..", "../x", "x/..", "a/b", "/abs", `a\b`, "a..b", "a\x00b", "a\nb", "\xff\xfe",
 	strings.Repeat("n", transcript.MaxRefPartLen+1), "%2e%2e", "x/../../../etc",
+	// Ids that would share a local file, vanish from a directory copy, look like
+	// another id, or be taken for an element of the key layout.
+	"x.log", ".tmp-y", ".hidden", "a\u200bb", "a\u202eb", "s\x1b[2J", "\ufeffs", "L0", "L12", "gc",
 }
 
 // allKeys lists every key of b.

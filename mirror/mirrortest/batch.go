@@ -2,6 +2,7 @@ package mirrortest
 
 import (
 	"context"
+	"time"
 
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -24,4 +25,15 @@ func (b *Bucket) DeleteBatch(ctx context.Context, keys []string) error {
 		return err
 	}
 	return b.after(OpDelete, key, bd.DeleteBatch(ctx, keys))
+}
+
+var _ bucket.Clock = (*Bucket)(nil)
+
+// Now implements bucket.Clock with the inner bucket's clock (not counted as a
+// request), or the local clock when the inner bucket has none.
+func (b *Bucket) Now(ctx context.Context) (time.Time, error) {
+	if c, ok := b.inner.(bucket.Clock); ok {
+		return c.Now(ctx)
+	}
+	return time.Now(), ctx.Err()
 }

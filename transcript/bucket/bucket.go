@@ -28,6 +28,9 @@ var (
 	// ErrInvalidKey is returned for a key the backend cannot store (empty, absolute,
 	// with "..", "." or empty path elements, control characters, or too long).
 	ErrInvalidKey = errors.New("invalid object key")
+	// ErrAccessDenied is returned when the credentials do not allow the request
+	// (S3's AccessDenied): a least-privilege role asked for what it may not do.
+	ErrAccessDenied = errors.New("access denied")
 )
 
 // MetaChecksum is the user-metadata name under which Put records PutOptions.Checksum.

@@ -28,7 +28,7 @@ func (b *Bucket) CleanTemp(ctx context.Context, olderThan time.Duration) (int, e
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if de.IsDir() || !strings.HasPrefix(de.Name(), tempPrefix) {
+		if de.IsDir() || !strings.HasPrefix(de.Name(), TempPrefix) {
 			return nil
 		}
 		fi, err := de.Info()

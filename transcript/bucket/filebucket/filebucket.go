@@ -44,6 +44,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -52,10 +53,13 @@ import (
 var (
 	_ bucket.Bucket   = (*Bucket)(nil)
 	_ bucket.Replacer = (*Bucket)(nil)
+	_ bucket.Clock    = (*Bucket)(nil)
 )
 
-// tempPrefix starts the name of every temp file; such names are never listed.
-const tempPrefix = ".tmp-"
+// TempPrefix starts the name of every temp file; such names are never listed. Ids
+// never start with "." (transcript.ValidatePart), so no key of a valid session is
+// hidden from a directory copy.
+const TempPrefix = ".tmp-"
 
 // Bucket stores objects as files under one root directory. It is safe for
 // concurrent use, also by several processes sharing the directory.
@@ -158,6 +162,14 @@ func (b *Bucket) prune(dir string) {
 	}
 }
 
+// Now implements bucket.Clock: the local clock, which stamps the files' ModTime.
+func (b *Bucket) Now(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	return time.Now(), nil
+}
+
 // check reports an ended context or a key this backend cannot store.
 func check(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
@@ -166,9 +178,9 @@ func check(ctx context.Context, key string) error {
 	if err := bucket.ValidateKey(key); err != nil {
 		return err
 	}
-	if strings.HasPrefix(key, tempPrefix) || strings.Contains(key, "/"+tempPrefix) {
+	if strings.HasPrefix(key, TempPrefix) || strings.Contains(key, "/"+TempPrefix) {
 		return fmt.Errorf("%w: %q: elements starting with %q are reserved for temp files",
-			bucket.ErrInvalidKey, key, tempPrefix)
+			bucket.ErrInvalidKey, key, TempPrefix)
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func (b *Bucket) walk(ctx context.Context, dirKey, namePrefix, startAfter string
 	entries := make([]entry, 0, len(des))
 	for _, de := range des {
 		name := de.Name()
-		if !strings.HasPrefix(name, namePrefix) || strings.HasPrefix(name, tempPrefix) {
+		if !strings.HasPrefix(name, namePrefix) || strings.HasPrefix(name, TempPrefix) {
 			continue
 		}
 		e := entry{name: name, isDir: de.IsDir(), sort: name}

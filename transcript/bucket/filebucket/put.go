@@ -107,7 +107,7 @@ func (b *Bucket) createTemp(dir string) (*os.File, error) {
 		if err := b.mkdirs(dir); err != nil {
 			return nil, err
 		}
-		f, err := os.CreateTemp(dir, tempPrefix+"*")
+		f, err := os.CreateTemp(dir, TempPrefix+"*")
 		if err == nil {
 			return f, nil
 		}

@@ -23,6 +23,7 @@ import (
 var (
 	_ bucket.Bucket   = (*Bucket)(nil)
 	_ bucket.Replacer = (*Bucket)(nil)
+	_ bucket.Clock    = (*Bucket)(nil)
 )
 
 // Bucket is an in-memory bucket. The zero value is not usable; call New.
@@ -42,6 +43,25 @@ type object struct {
 // New returns an empty in-memory bucket.
 func New() *Bucket {
 	return &Bucket{objects: make(map[string]object), now: time.Now}
+}
+
+// Now implements bucket.Clock: the clock that stamps ModTime (time.Now unless
+// SetClock changed it).
+func (b *Bucket) Now(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.now(), nil
+}
+
+// SetClock replaces the clock that stamps ModTime and that Now reads (for tests
+// of ages).
+func (b *Bucket) SetClock(now func() time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.now = now
 }
 
 // Get returns a reader over a copy of key's bytes.

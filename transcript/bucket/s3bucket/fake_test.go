@@ -88,11 +88,16 @@ func s3Error(w http.ResponseWriter, status int, code, key string) {
 }
 
 func newFake(t *testing.T, f *fakeS3, retries int) *s3bucket.Bucket {
+	return newFakeHandler(t, f, f, retries)
+}
+
+// newFakeHandler is newFake with the server's answers made by h (which may wrap f).
+func newFakeHandler(t *testing.T, f *fakeS3, h http.Handler, retries int) *s3bucket.Bucket {
 	t.Helper()
 	if f.objects == nil {
 		f.objects = map[string]string{}
 	}
-	srv := httptest.NewServer(f)
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	b, err := s3bucket.New(t.Context(), s3bucket.Config{
 		Endpoint:       strings.TrimPrefix(srv.URL, "http://"),
@@ -196,11 +201,32 @@ func TestNew_Errors(t *testing.T) {
 		s3Error(w, http.StatusForbidden, "AccessDenied", "")
 	}))
 	defer srv.Close()
-	_, err = s3bucket.New(t.Context(), s3bucket.Config{
+	b, err := s3bucket.New(t.Context(), s3bucket.Config{
 		Endpoint: strings.TrimPrefix(srv.URL, "http://"), Bucket: "fakebucket", Region: "us-east-1",
 		AccessKey: "AKIAEXAMPLE", SecretKey: "very-secret", Insecure: true, MaxRetries: -1,
 	})
-	require.Error(t, err)
+	// A refusal may be a least-privilege role's (open succeeds); the first request
+	// then fails.
+	require.NoError(t, err)
+	defer b.Close()
+	_, err = b.Stat(t.Context(), "k")
+	require.ErrorIs(t, err, bucket.ErrAccessDenied)
 	require.NotContains(t, err.Error(), "very-secret")
 	require.NotContains(t, err.Error(), "AKIAEXAMPLE")
+}
+
+// TestBucket_NowIsTheServersClock: the bucket's clock is the server's (its Date
+// header), not the client's, so a deletion delay measured on it cannot be shortened
+// by a client whose clock runs ahead.
+func TestBucket_NowIsTheServersClock(t *testing.T) {
+	server := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	f := &fakeS3{}
+	b := newFakeHandler(t, f, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Date", server.Format(http.TimeFormat))
+		f.ServeHTTP(w, r)
+	}), 0)
+	now, err := b.Now(t.Context())
+	require.NoError(t, err)
+	require.False(t, now.Before(server), "%s", now)
+	require.Less(t, now.Sub(server), time.Hour, "%s is the server's time plus the time since its answer", now)
 }

@@ -52,6 +52,7 @@ type Bucket struct {
 	cfg       Config
 	client    *minio.Client
 	transport *http.Transport
+	clock     *serverClock
 }
 
 // New connects to the bucket cfg names, creating it if cfg.Create is set, and
@@ -65,11 +66,12 @@ func New(ctx context.Context, cfg Config) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open s3 bucket %s: %w", cfg.Bucket, err)
 	}
+	clock := &serverClock{}
 	client, err := minio.New(cfg.Endpoint, &minio.Options{
 		Creds:      credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
 		Secure:     !cfg.Insecure,
 		Region:     cfg.Region,
-		Transport:  transport,
+		Transport:  clockTransport{inner: transport, clock: clock},
 		MaxRetries: cfg.MaxRetries + 1, // minio-go counts attempts
 	})
 	if err != nil {
@@ -79,7 +81,7 @@ func New(ctx context.Context, cfg Config) (*Bucket, error) {
 	// that no way of formatting a Bucket (or a value holding one) can print it.
 	kept := cfg
 	kept.SecretKey = ""
-	b := &Bucket{cfg: kept, client: client, transport: transport}
+	b := &Bucket{cfg: kept, client: client, transport: transport, clock: clock}
 	if err := b.ensureBucket(ctx); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("open s3 bucket %s: %w", cfg.Bucket, err)
@@ -91,6 +93,26 @@ func (b *Bucket) ensureBucket(ctx context.Context) error {
 	ctx, cancel := b.timeout(ctx)
 	defer cancel()
 	ok, err := b.client.BucketExists(ctx, b.cfg.Bucket)
+	if err != nil && !b.cfg.Create && errors.Is(classify(ctx, err), bucket.ErrAccessDenied) {
+		// A least-privilege role (deploy/iam) may list only under its prefix, which
+		// does not let it ask whether the bucket exists (HEAD, whose answer has no
+		// body). A GET of a key outside every layout answers with a code: a refusal
+		// or "no such key" means the server knows these credentials and the bucket;
+		// wrong credentials or a missing bucket are reported.
+		obj, gerr := b.client.GetObject(ctx, b.cfg.Bucket, accessProbeKey, minio.GetObjectOptions{})
+		if gerr == nil {
+			_, gerr = obj.Stat()
+			obj.Close()
+		}
+		switch minio.ToErrorResponse(gerr).Code {
+		case "AccessDenied", "NoSuchKey":
+			return nil
+		}
+		if gerr == nil {
+			return nil
+		}
+		return gerr
+	}
 	if err != nil {
 		return err
 	}
@@ -213,6 +235,13 @@ func check(ctx context.Context, key string) error {
 // errPrecondition marks a 412 answer to a create-only PUT.
 var errPrecondition = errors.New("precondition failed")
 
+// accessProbeKey is the key that ensureBucket reads to tell a refusal from wrong
+// credentials; no store ever writes it.
+const accessProbeKey = "transcript-access-probe"
+
+// errNoDate reports a server whose answers carry no Date header.
+var errNoDate = errors.New("the server's answers carry no Date header")
+
 // classify maps minio-go errors to the bucket sentinels, keeping the original in
 // the chain. ctx is the caller's context: if it ended, its error is reported.
 func classify(ctx context.Context, err error) error {
@@ -225,6 +254,8 @@ func classify(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%w)", bucket.ErrNotFound, err)
 	case resp.Code == "PreconditionFailed" || resp.StatusCode == http.StatusPreconditionFailed:
 		return fmt.Errorf("%w (%w)", errPrecondition, err)
+	case resp.Code == "AccessDenied" || resp.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("%w (%w)", bucket.ErrAccessDenied, err)
 	}
 	return err
 }

@@ -62,7 +62,7 @@ func (t *Tree) remoteHave() transcript.SegmentSet {
 	if !t.remote.loaded {
 		t.remote.loaded = true
 		if t.remote.fromFiles {
-			t.remote.have = readSegmentsFile(t.segmentsPath())
+			t.remote.have, _ = readSegmentsFile(t.segmentsPath())
 		}
 	}
 	return t.remote.have
@@ -101,18 +101,33 @@ func (t *Tree) saveRemoteSet() error {
 		!t.remote.fromFiles && !t.remote.checked {
 		return nil
 	}
-	if err := writeSegmentsFile(t.segmentsPath(), t.remote.have); err != nil {
+	if err := writeSegmentsFile(t.segmentsPath(), t.remote.have, t.localSizes()); err != nil {
 		return fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}
 	t.remote.dirty = false
 	return nil
 }
 
-// writeSegmentsFile replaces path with the set: a header line, one relative key
-// per line, and a line with the xxhash64 of everything before it.
-func writeSegmentsFile(path string, set transcript.SegmentSet) error {
+// localSizes returns the sizes of the log and context files ("-1 -1" when one
+// cannot be read), as a segments file records them.
+func (t *Tree) localSizes() string {
+	size := func(p string) int64 {
+		st, err := os.Stat(p)
+		if err != nil {
+			return -1
+		}
+		return st.Size()
+	}
+	return fmt.Sprintf("files %d %d", size(t.logPath), size(t.ctxPath))
+}
+
+// writeSegmentsFile replaces path with the set: a header line, a line with the
+// sizes of the local files it describes (see localSizes), one relative key per
+// line, and a line with the xxhash64 of everything before it.
+func writeSegmentsFile(path string, set transcript.SegmentSet, sizes string) error {
 	var buf bytes.Buffer
 	buf.WriteString(segmentsHeader + "\n")
+	buf.WriteString(sizes + "\n")
 	for _, k := range set.Keys() {
 		buf.WriteString(k)
 		buf.WriteByte('\n')
@@ -124,28 +139,40 @@ func writeSegmentsFile(path string, set transcript.SegmentSet) error {
 	})
 }
 
-// readSegmentsFile reads a segments file; a missing, unreadable or damaged one is
-// the empty set (the next sync reads more, never less).
-func readSegmentsFile(path string) transcript.SegmentSet {
+// readSegmentsFile reads a segments file and the file sizes it records; a
+// missing, unreadable or damaged one is the empty set (the next sync reads more,
+// never less).
+func readSegmentsFile(path string) (transcript.SegmentSet, string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return transcript.SegmentSet{}
+		return transcript.SegmentSet{}, ""
 	}
 	body, sum, ok := cutChecksumLine(data)
 	if !ok || fmt.Sprintf("%016x", xxhash.Sum64(body)) != sum {
-		return transcript.SegmentSet{}
+		return transcript.SegmentSet{}, ""
 	}
 	sc := bufio.NewScanner(bytes.NewReader(body))
-	if !sc.Scan() || sc.Text() != segmentsHeader {
-		return transcript.SegmentSet{}
+	if !sc.Scan() || sc.Text() != segmentsHeader || !sc.Scan() || !strings.HasPrefix(sc.Text(), "files ") {
+		return transcript.SegmentSet{}, ""
 	}
+	sizes := sc.Text()
 	var keys []string
 	for sc.Scan() {
 		if k := sc.Text(); k != "" {
 			keys = append(keys, k)
 		}
 	}
-	return transcript.NewSegmentSet(keys...)
+	return transcript.NewSegmentSet(keys...), sizes
+}
+
+// SegmentsFileCurrent reports whether a segments file lies beside the local files
+// and was written for them as they are now (their sizes are the ones it records):
+// then the files hold every entry of the segments it names and nothing written
+// since. A tool that rebuilds the files from the store (transcript restore) syncs
+// such files incrementally instead of fetching the whole session.
+func (t *Tree) SegmentsFileCurrent() bool {
+	_, sizes := readSegmentsFile(t.segmentsPath())
+	return sizes != "" && sizes == t.localSizes()
 }
 
 // cutChecksumLine splits data into what precedes its last line and the checksum
@@ -184,3 +211,7 @@ func (t *Tree) afterLocalFlush() error {
 	}
 	return t.saveRemoteSet()
 }
+
+// SegmentsPath returns the path of the segments file beside the local files (see
+// SegmentsSuffix).
+func (t *Tree) SegmentsPath() string { return t.segmentsPath() }

@@ -30,6 +30,9 @@ Sessions are restored --parallel at once, with a progress bar when stderr is a
 terminal. It is resumable: a session whose files exist and are identical to what the
 bucket holds is skipped; files that differ are replaced, unless their log holds
 entries the bucket lacks (then the session fails; --force replaces them anyway).
+Beside the two files, {session}.segments names the segments they hold: while the
+files are unchanged since it was written, a later run fetches only the segments
+they lack and appends their entries (a session with none is skipped).
 Prints the failures and a summary (--json: a JSON object) on stdout.
 
 Examples:
@@ -149,6 +152,9 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 // or moves them into place (log first, context last). It returns the entry count
 // and the bytes written.
 func restoreSession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, out string, force bool) (restoreOutcome, int, int64, error) {
+	if outcome, entries, n, ok, err := restoreIncremental(ctx, s, ref, out); ok || err != nil {
+		return outcome, entries, n, err
+	}
 	scratch, err := os.MkdirTemp(out, ".restore-")
 	if err != nil {
 		return 0, 0, 0, err
@@ -180,8 +186,10 @@ func restoreSession(ctx context.Context, s *transcript.Store, ref transcript.Tra
 		}
 		identical = identical && err == nil && bytes.Equal(have, want)
 	}
+	// The segments file goes last: it says the files hold those segments.
+	segs := struct{ from, to string }{tree.SegmentsPath(), filepath.Join(dir, ref.SessionID+sessiontree.SegmentsSuffix)}
 	if identical {
-		return outcomeSkipped, tree.Len(), 0, nil
+		return outcomeSkipped, tree.Len(), 0, os.Rename(segs.from, segs.to)
 	}
 	if !force {
 		if err := checkNoLocalOnly(files[0].to, tree); err != nil {
@@ -191,12 +199,51 @@ func restoreSession(ctx context.Context, s *transcript.Store, ref transcript.Tra
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, 0, 0, err
 	}
-	for _, f := range files {
+	if err := os.Remove(segs.to); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, 0, 0, err
+	}
+	for _, f := range append(files, segs) {
 		if err := os.Rename(f.from, f.to); err != nil {
 			return 0, 0, 0, err
 		}
 	}
 	return outcomeRestored, tree.Len(), size, nil
+}
+
+// restoreIncremental brings the files of ref under out up to date by fetching only
+// the segments they do not hold, when a segments file beside them says which they
+// hold and they are unchanged since it was written (ok is false otherwise: restore
+// then rebuilds the session). It reports the session skipped when nothing was new.
+func restoreIncremental(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, out string) (outcome restoreOutcome, entries int, n int64, ok bool, err error) {
+	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
+	tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out, Remote: s}, rc, ref.AgentID, ref.SessionID)
+	if err != nil || !rep.Clean() || !tree.SegmentsFileCurrent() || tree.RemoteSegments() == 0 {
+		return 0, 0, 0, false, nil
+	}
+	before := fileSize(tree.LogPath()) + fileSize(tree.ContextPath())
+	sync, err := tree.SyncFromRemote(ctx)
+	if err != nil {
+		return 0, 0, 0, true, err
+	}
+	if err := tree.Flush(ctx); err != nil {
+		return 0, 0, 0, true, err
+	}
+	if _, err := tree.SyncFromLog(ctx); err != nil {
+		return 0, 0, 0, true, err
+	}
+	if sync.Added == 0 {
+		return outcomeSkipped, tree.Len(), 0, true, nil
+	}
+	return outcomeRestored, tree.Len(), fileSize(tree.LogPath()) + fileSize(tree.ContextPath()) - before, true, nil
+}
+
+// fileSize returns the size of the file at path, 0 if it cannot be read.
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 // errLocalOnly is wrapped when a local log holds entries the bucket lacks.

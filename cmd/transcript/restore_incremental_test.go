@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
+)
+
+// countingGets counts whole-object GETs.
+type countingGets struct {
+	bucket.Bucket
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countingGets) Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return c.Bucket.Get(ctx, key)
+}
+
+func (c *countingGets) take() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = 0
+	return n
+}
+
+// A restore into a directory it restored before fetches only the segments written
+// since, unless the files changed meanwhile.
+func TestRestoreSession_Incremental(t *testing.T) {
+	ctx := context.Background()
+	cb := &countingGets{Bucket: membucket.New()}
+	s, err := transcript.New(transcript.Config{Bucket: cb})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	w, err := transcript.NewWriter("writer")
+	require.NoError(t, err)
+	src, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Sync{Store: s, Writer: w}},
+		sessiontree.RuntimeContext{}, "agent", "s", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	turn := func() {
+		t.Helper()
+		_, err := src.AppendMessage(json.RawMessage(`{"role":"user","content":"hi","timestamp":1}`))
+		require.NoError(t, err)
+		require.NoError(t, src.Flush(ctx))
+	}
+	for range 3 {
+		turn()
+	}
+	ref := src.Ref()
+	out := t.TempDir()
+
+	steps := []struct {
+		name     string
+		before   func(t *testing.T, dest *sessiontree.Tree)
+		want     restoreOutcome
+		wantGets int
+		wantErr  error
+	}{
+		{"first restore", nil, outcomeRestored, 3, nil},
+		{"nothing new", nil, outcomeSkipped, 0, nil},
+		{"one new turn", func(*testing.T, *sessiontree.Tree) { turn() }, outcomeRestored, 1, nil},
+		{"local entry added", func(t *testing.T, dest *sessiontree.Tree) {
+			turn()
+			f, err := os.OpenFile(dest.LogPath(), os.O_APPEND|os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString(entryLine("local-only", "") + "\n")
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}, 0, 5, errLocalOnly},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if st.before != nil {
+				dest, _, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.RuntimeContext{}, "agent", "s")
+				require.NoError(t, err)
+				st.before(t, dest)
+			}
+			cb.take()
+			outcome, _, _, err := restoreSession(ctx, s, ref, out, false)
+			require.Equal(t, st.wantGets, cb.take())
+			if st.wantErr != nil {
+				require.ErrorIs(t, err, st.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, st.want, outcome)
+			dest, _, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.RuntimeContext{}, "agent", "s")
+			require.NoError(t, err)
+			_, err = dest.SyncFromLog(ctx)
+			require.NoError(t, err)
+			require.ElementsMatch(t, entryIDs(src.Entries()), entryIDs(dest.Entries()))
+		})
+	}
+}
+
+func entryIDs(entries []sessiontree.Entry) []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.ID()
+	}
+	return out
+}

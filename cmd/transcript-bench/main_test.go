@@ -70,7 +70,7 @@ func TestRun_Quick(t *testing.T) {
 					byItem[r.Item] = append(byItem[r.Item], r)
 				}
 			}
-			for item := 1; item <= 8; item++ {
+			for item := 1; item <= 10; item++ {
 				rows := byItem[item]
 				require.NotEmpty(t, rows, "item %d missing from the report", item)
 				for _, r := range rows {

@@ -238,3 +238,52 @@ func TestStore_ReadNew_UnionEqualsReadAll(t *testing.T) {
 		require.Equal(t, want, held, "round %d", round)
 	}
 }
+
+// One listing reports every session of a namespace with its segments, and
+// ReadNewListed reads a session from it with no LIST of its own.
+func TestStore_ListSessionSegments(t *testing.T) {
+	ctx := context.Background()
+	b := membucket.New()
+	s := newStore(t, b, transcript.Config{Prefix: "p"})
+	w := newWriter(t, "w")
+	want := map[string]int{}
+	for i, sid := range []string{"s1", "s2", "s3"} {
+		for _, agent := range []string{"a", "b"} {
+			r := transcript.TranscriptRef{Namespace: "acme", AgentID: agent, SessionID: sid}
+			appendChain(t, s, r, w, sid+agent, "", i+1)
+			want[agent+"/"+sid] = i + 1
+		}
+	}
+	appendChain(t, s, transcript.TranscriptRef{Namespace: "other", AgentID: "a", SessionID: "s1"}, w, "x", "", 2)
+	tests := []struct {
+		name, agent string
+		want        map[string]int
+	}{
+		{"whole namespace", "", want},
+		{"one agent", "b", map[string]int{"b/s1": 1, "b/s2": 2, "b/s3": 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := map[string]int{}
+			var order []string
+			require.NoError(t, s.ListSessionSegments(ctx, "acme", tt.agent, func(r transcript.TranscriptRef, infos []transcript.SegmentInfo) error {
+				k := r.AgentID + "/" + r.SessionID
+				got[k] = len(infos)
+				order = append(order, k)
+				inc, err := s.ReadNewListed(ctx, r, infos, transcript.SegmentSet{})
+				require.NoError(t, err)
+				require.Len(t, inc.Entries, len(infos))
+				return nil
+			}))
+			require.Equal(t, tt.want, got)
+			require.IsIncreasing(t, order)
+		})
+	}
+	bound, err := s.WithNamespace("other")
+	require.NoError(t, err)
+	n := 0
+	require.NoError(t, bound.ListSessionSegments(ctx, "acme", "", func(transcript.TranscriptRef, []transcript.SegmentInfo) error { n++; return nil }))
+	require.Zero(t, n, "a store bound to another namespace sees nothing")
+	_, err = s.ReadNewListed(ctx, transcript.TranscriptRef{Namespace: "acme", AgentID: "a", SessionID: "s2"}, nil, transcript.SegmentSet{})
+	require.ErrorIs(t, err, transcript.ErrNotFound)
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
@@ -100,8 +101,8 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
 	var mu sync.Mutex
-	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, _ int, ref transcript.TranscriptRef) error {
-		outcome, entries, n, err := restoreSession(ctx, s, ref, *out, *force)
+	err = forEachListedSession(ctx, s, *parallel, refs, sf.agent, func(ctx context.Context, ref transcript.TranscriptRef, infos []transcript.SegmentInfo) error {
+		outcome, entries, n, err := restoreSession(ctx, listedRemote(s, infos), ref, *out, *force)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -151,7 +152,7 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 // destination under out, then skips them if the destination holds identical files,
 // or moves them into place (log first, context last). It returns the entry count
 // and the bytes written.
-func restoreSession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, out string, force bool) (restoreOutcome, int, int64, error) {
+func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref transcript.TranscriptRef, out string, force bool) (restoreOutcome, int, int64, error) {
 	if outcome, entries, n, ok, err := restoreIncremental(ctx, s, ref, out); ok || err != nil {
 		return outcome, entries, n, err
 	}
@@ -214,7 +215,7 @@ func restoreSession(ctx context.Context, s *transcript.Store, ref transcript.Tra
 // the segments they do not hold, when a segments file beside them says which they
 // hold and they are unchanged since it was written (ok is false otherwise: restore
 // then rebuilds the session). It reports the session skipped when nothing was new.
-func restoreIncremental(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, out string) (outcome restoreOutcome, entries int, n int64, ok bool, err error) {
+func restoreIncremental(ctx context.Context, s sessiontree.IncrementalReader, ref transcript.TranscriptRef, out string) (outcome restoreOutcome, entries int, n int64, ok bool, err error) {
 	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
 	tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out, Remote: s}, rc, ref.AgentID, ref.SessionID)
 	if err != nil || !rep.Clean() || !tree.SegmentsFileCurrent() || tree.RemoteSegments() == 0 {
@@ -270,4 +271,95 @@ func checkNoLocalOnly(path string, tree *sessiontree.Tree) error {
 		}
 	}
 	return nil
+}
+
+// forEachListedSession runs fn for every session of refs, parallel at a time, with
+// the session's segments from one recursive listing of the namespace (of agent, when
+// set) instead of one listing per session. Sessions are handed to fn as soon as the
+// listing has passed them, so reads start while the listing goes on; a session of
+// refs that the listing did not show gets nil infos (fn then lists it itself).
+func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int, refs []transcript.TranscriptRef, agent string,
+	fn func(ctx context.Context, ref transcript.TranscriptRef, infos []transcript.SegmentInfo) error) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	want := make(map[transcript.TranscriptRef]bool, len(refs))
+	for _, r := range refs {
+		want[r] = true
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel + 1) // the listing, and parallel sessions
+	type listed struct {
+		ref   transcript.TranscriptRef
+		infos []transcript.SegmentInfo
+	}
+	work := make(chan listed)
+	g.Go(func() error {
+		defer close(work)
+		err := s.ListSessionSegments(gctx, refs[0].Namespace, agent, func(ref transcript.TranscriptRef, infos []transcript.SegmentInfo) error {
+			if !want[ref] {
+				return nil
+			}
+			delete(want, ref)
+			select {
+			case work <- listed{ref, infos}:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
+			if want[r] {
+				select {
+				case work <- listed{ref: r}:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+		}
+		return nil
+	})
+	for range parallel {
+		g.Go(func() error {
+			for l := range work {
+				if err := fn(gctx, l.ref, l.infos); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// listedReader reads a session for a SessionTree from a listing already in hand:
+// its first ReadNew sends no LIST; later ones list as usual.
+type listedReader struct {
+	*transcript.Store
+	mu    sync.Mutex
+	infos []transcript.SegmentInfo
+}
+
+// listedRemote returns the reader of a session whose listing is infos (nil: none
+// in hand, read the store as usual).
+func listedRemote(s *transcript.Store, infos []transcript.SegmentInfo) sessiontree.IncrementalReader {
+	if infos == nil {
+		return s
+	}
+	return &listedReader{Store: s, infos: infos}
+}
+
+// ReadNew reads what have lacks, from the listing in hand the first time.
+func (l *listedReader) ReadNew(ctx context.Context, ref transcript.TranscriptRef, have transcript.SegmentSet) (*transcript.Increment, error) {
+	l.mu.Lock()
+	infos := l.infos
+	l.infos = nil
+	l.mu.Unlock()
+	if infos == nil {
+		return l.Store.ReadNew(ctx, ref, have)
+	}
+	return l.Store.ReadNewListed(ctx, ref, infos, have)
 }

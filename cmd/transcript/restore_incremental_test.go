@@ -17,11 +17,19 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
-// countingGets counts whole-object GETs.
+// countingGets counts whole-object GETs and listings.
 type countingGets struct {
 	bucket.Bucket
-	mu sync.Mutex
-	n  int
+	mu    sync.Mutex
+	n     int
+	lists int
+}
+
+func (c *countingGets) List(ctx context.Context, opts bucket.ListOptions, fn func(bucket.ObjectInfo) error) error {
+	c.mu.Lock()
+	c.lists++
+	c.mu.Unlock()
+	return c.Bucket.List(ctx, opts, fn)
 }
 
 func (c *countingGets) Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
@@ -114,4 +122,49 @@ func entryIDs(entries []sessiontree.Entry) []string {
 		out[i] = e.ID()
 	}
 	return out
+}
+
+// A whole restore lists the namespace once, and restores every session from it.
+func TestForEachListedSession_OneListing(t *testing.T) {
+	ctx := context.Background()
+	cb := &countingGets{Bucket: membucket.New()}
+	s, err := transcript.New(transcript.Config{Bucket: cb})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	w, err := transcript.NewWriter("writer")
+	require.NoError(t, err)
+	var refs []transcript.TranscriptRef
+	for _, sid := range []string{"a", "b", "c", "d"} {
+		tree, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Sync{Store: s, Writer: w}},
+			sessiontree.RuntimeContext{}, "agent", sid, sessiontree.HeaderOptions{})
+		require.NoError(t, err)
+		for range 2 {
+			_, err := tree.AppendMessage(json.RawMessage(`{"role":"user","content":"hi","timestamp":1}`))
+			require.NoError(t, err)
+			require.NoError(t, tree.Flush(ctx))
+		}
+		refs = append(refs, tree.Ref())
+	}
+	// A selected session without segments is handed over without a listing.
+	refs = append(refs, transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "agent", SessionID: "empty"})
+	out := t.TempDir()
+	cb.mu.Lock()
+	cb.lists, cb.n = 0, 0
+	cb.mu.Unlock()
+	var mu sync.Mutex
+	outcomes := map[string]error{}
+	require.NoError(t, forEachListedSession(ctx, s, 2, refs, "", func(ctx context.Context, ref transcript.TranscriptRef, infos []transcript.SegmentInfo) error {
+		_, _, _, err := restoreSession(ctx, listedRemote(s, infos), ref, out, false)
+		mu.Lock()
+		outcomes[ref.SessionID] = err
+		mu.Unlock()
+		return nil
+	}))
+	require.Len(t, outcomes, 5)
+	for _, sid := range []string{"a", "b", "c", "d"} {
+		require.NoError(t, outcomes[sid], sid)
+	}
+	require.Error(t, outcomes["empty"])
+	require.Equal(t, 2, cb.lists, "one listing for the namespace, one for the session it did not show")
+	require.Equal(t, 8, cb.take(), "every segment fetched once")
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -82,4 +85,70 @@ func (s *Store) ReadNewListed(ctx context.Context, ref TranscriptRef, infos []Se
 		return nil, fmt.Errorf("read %s: %w", ref, err)
 	}
 	return inc, nil
+}
+
+// Listed reads one session whose listing is already in hand (from
+// ListSessionSegments): its first ReadNew sends no LIST, later ones list as usual.
+// It is a sessiontree remote (ReadEntries, ReadNew). It is safe for concurrent use.
+type Listed struct {
+	*Store
+	ref   TranscriptRef
+	mu    sync.Mutex
+	infos []SegmentInfo
+}
+
+// Listed returns the reader of ref whose segments are infos (as listed).
+func (s *Store) Listed(ref TranscriptRef, infos []SegmentInfo) *Listed {
+	return &Listed{Store: s, ref: ref.Norm(), infos: infos}
+}
+
+// Ref returns the session the listing is of.
+func (l *Listed) Ref() TranscriptRef { return l.ref }
+
+// ReadNew reads what have lacks, from the listing in hand the first time it is
+// asked about the listed session.
+func (l *Listed) ReadNew(ctx context.Context, ref TranscriptRef, have SegmentSet) (*Increment, error) {
+	l.mu.Lock()
+	infos := l.infos
+	if ref.Norm() == l.ref {
+		l.infos = nil
+	}
+	l.mu.Unlock()
+	if infos == nil || ref.Norm() != l.ref {
+		return l.Store.ReadNew(ctx, ref, have)
+	}
+	return l.Store.ReadNewListed(ctx, ref, infos, have)
+}
+
+// ForEachListedSession lists the sessions of agent in namespace (every agent when
+// agent is "") with one recursive listing (ListSessionSegments) and runs fn for each
+// session, parallel at a time, with a reader that uses the listing: reads start
+// while the listing goes on and send no LIST of their own, so a whole namespace is
+// read with one listing and up to parallel × Config.ReadConcurrency GETs in
+// flight. The first error stops the run and is returned.
+func (s *Store) ForEachListedSession(ctx context.Context, namespace, agent string, parallel int, fn func(ctx context.Context, l *Listed) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	work := make(chan *Listed)
+	g.Go(func() error {
+		defer close(work)
+		return s.ListSessionSegments(gctx, namespace, agent, func(ref TranscriptRef, infos []SegmentInfo) error {
+			select {
+			case work <- s.Listed(ref, infos):
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		})
+	})
+	for range max(1, parallel) {
+		g.Go(func() error {
+			for l := range work {
+				if err := fn(gctx, l); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }

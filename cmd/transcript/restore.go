@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
@@ -101,8 +100,8 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
 	var mu sync.Mutex
-	err = forEachListedSession(ctx, s, *parallel, refs, sf.agent, func(ctx context.Context, ref transcript.TranscriptRef, infos []transcript.SegmentInfo) error {
-		outcome, entries, n, err := restoreSession(ctx, listedRemote(s, infos), ref, *out, *force)
+	err = forEachListedSession(ctx, s, *parallel, refs, sf.agent, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
+		outcome, entries, n, err := restoreSession(ctx, r, ref, *out, *force)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -274,92 +273,39 @@ func checkNoLocalOnly(path string, tree *sessiontree.Tree) error {
 }
 
 // forEachListedSession runs fn for every session of refs, parallel at a time, with
-// the session's segments from one recursive listing of the namespace (of agent, when
-// set) instead of one listing per session. Sessions are handed to fn as soon as the
-// listing has passed them, so reads start while the listing goes on; a session of
-// refs that the listing did not show gets nil infos (fn then lists it itself).
+// a reader of the session that uses one recursive listing of the namespace (of
+// agent, when set) instead of a listing per session (Store.ForEachListedSession);
+// a session of refs that the listing did not show is read from the store as usual.
 func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int, refs []transcript.TranscriptRef, agent string,
-	fn func(ctx context.Context, ref transcript.TranscriptRef, infos []transcript.SegmentInfo) error) error {
+	fn func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error) error {
 	if len(refs) == 0 {
 		return nil
 	}
+	var mu sync.Mutex
 	want := make(map[transcript.TranscriptRef]bool, len(refs))
 	for _, r := range refs {
 		want[r] = true
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallel + 1) // the listing, and parallel sessions
-	type listed struct {
-		ref   transcript.TranscriptRef
-		infos []transcript.SegmentInfo
-	}
-	work := make(chan listed)
-	g.Go(func() error {
-		defer close(work)
-		err := s.ListSessionSegments(gctx, refs[0].Namespace, agent, func(ref transcript.TranscriptRef, infos []transcript.SegmentInfo) error {
-			if !want[ref] {
-				return nil
-			}
-			delete(want, ref)
-			select {
-			case work <- listed{ref, infos}:
-				return nil
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		})
-		if err != nil {
-			return err
-		}
-		for _, r := range refs {
-			if want[r] {
-				select {
-				case work <- listed{ref: r}:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-			}
-		}
-		return nil
-	})
-	for range parallel {
-		g.Go(func() error {
-			for l := range work {
-				if err := fn(gctx, l.ref, l.infos); err != nil {
-					return err
-				}
-			}
+	err := s.ForEachListedSession(ctx, refs[0].Namespace, agent, parallel, func(ctx context.Context, l *transcript.Listed) error {
+		mu.Lock()
+		ok := want[l.Ref()]
+		delete(want, l.Ref())
+		mu.Unlock()
+		if !ok {
 			return nil
-		})
+		}
+		return fn(ctx, l.Ref(), l)
+	})
+	if err != nil {
+		return err
 	}
-	return g.Wait()
-}
-
-// listedReader reads a session for a SessionTree from a listing already in hand:
-// its first ReadNew sends no LIST; later ones list as usual.
-type listedReader struct {
-	*transcript.Store
-	mu    sync.Mutex
-	infos []transcript.SegmentInfo
-}
-
-// listedRemote returns the reader of a session whose listing is infos (nil: none
-// in hand, read the store as usual).
-func listedRemote(s *transcript.Store, infos []transcript.SegmentInfo) sessiontree.IncrementalReader {
-	if infos == nil {
-		return s
+	var rest []transcript.TranscriptRef
+	for _, r := range refs {
+		if want[r] {
+			rest = append(rest, r)
+		}
 	}
-	return &listedReader{Store: s, infos: infos}
-}
-
-// ReadNew reads what have lacks, from the listing in hand the first time.
-func (l *listedReader) ReadNew(ctx context.Context, ref transcript.TranscriptRef, have transcript.SegmentSet) (*transcript.Increment, error) {
-	l.mu.Lock()
-	infos := l.infos
-	l.infos = nil
-	l.mu.Unlock()
-	if infos == nil {
-		return l.Store.ReadNew(ctx, ref, have)
-	}
-	return l.Store.ReadNewListed(ctx, ref, infos, have)
+	return forEachSession(ctx, parallel, rest, func(ctx context.Context, _ int, ref transcript.TranscriptRef) error {
+		return fn(ctx, ref, s)
+	})
 }

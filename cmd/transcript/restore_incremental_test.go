@@ -153,8 +153,8 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 	cb.mu.Unlock()
 	var mu sync.Mutex
 	outcomes := map[string]error{}
-	require.NoError(t, forEachListedSession(ctx, s, 2, refs, "", func(ctx context.Context, ref transcript.TranscriptRef, infos []transcript.SegmentInfo) error {
-		_, _, _, err := restoreSession(ctx, listedRemote(s, infos), ref, out, false)
+	require.NoError(t, forEachListedSession(ctx, s, 2, refs, "", func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
+		_, _, _, err := restoreSession(ctx, r, ref, out, false)
 		mu.Lock()
 		outcomes[ref.SessionID] = err
 		mu.Unlock()

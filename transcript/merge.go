@@ -257,7 +257,7 @@ func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
 		}
 		res.Segments = append(res.Segments, infos[i])
 		for pos, raw := range seg.Entries {
-			e, err := ParseEntry(raw)
+			e, err := parseStoredEntry(raw)
 			if err != nil {
 				res.Invalid = append(res.Invalid, fmt.Errorf("segment %s entry %d: %w", infos[i].Key, pos, err))
 				continue

@@ -343,11 +343,11 @@ func (s *Store) ReadSegment(ctx context.Context, key string) (*segment.Segment, 
 	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible {
 		return nil, fmt.Errorf("read segment %s: %w", key, ErrNotFound)
 	}
-	rc, _, err := s.cfg.Bucket.Get(ctx, key)
+	rc, oi, err := s.cfg.Bucket.Get(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("read segment %s: %w", key, err)
 	}
-	data, err := io.ReadAll(rc)
+	data, err := readAllSized(rc, oi.Size)
 	rc.Close()
 	if err != nil {
 		return nil, fmt.Errorf("read segment %s: %w", key, err)

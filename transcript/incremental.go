@@ -365,7 +365,7 @@ func (s *Store) readMetas(ctx context.Context, infos []SegmentInfo) (map[string]
 	metas := make([]segment.Meta, len(infos))
 	ok := make([]bool, len(infos))
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.cfg.ReadConcurrency)
+	g.SetLimit(s.readLimit(len(infos)))
 	for i, in := range infos {
 		g.Go(func() error {
 			m, err := s.ReadMeta(gctx, in.Key)
@@ -427,4 +427,19 @@ func (s *Store) ReadMeta(ctx context.Context, key string) (segment.Meta, error) 
 		return segment.Meta{}, fmt.Errorf("read metadata of %s: %w", key, err)
 	}
 	return m, nil
+}
+
+// MaxAdaptiveReadConcurrency bounds the parallel fetches of one read when
+// Config.ReadConcurrency is zero.
+const MaxAdaptiveReadConcurrency = 64
+
+// readLimit is how many of n segments one read fetches at once: Config.ReadConcurrency
+// when set; otherwise DefaultReadConcurrency, raised to one fetch per 8 segments
+// for large sessions (up to MaxAdaptiveReadConcurrency), so that a session of
+// 1,000 segments takes 16 rounds of GETs instead of 125.
+func (s *Store) readLimit(n int) int {
+	if !s.adaptiveReads {
+		return s.cfg.ReadConcurrency
+	}
+	return min(MaxAdaptiveReadConcurrency, max(DefaultReadConcurrency, n/8))
 }

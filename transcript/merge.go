@@ -190,7 +190,7 @@ func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt b
 	segs := make([]*segment.Segment, len(infos))
 	errs := make([]error, len(infos))
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.cfg.ReadConcurrency)
+	g.SetLimit(s.readLimit(len(infos)))
 	for i, info := range infos {
 		g.Go(func() error {
 			seg, err := s.ReadSegment(gctx, info.Key)

@@ -44,7 +44,9 @@ type Config struct {
 	// namespace do not exist for it (reads, listings and deletes answer ErrNotFound or
 	// nothing, appends are refused).
 	Namespace string
-	// ReadConcurrency bounds parallel segment fetches (default DefaultReadConcurrency).
+	// ReadConcurrency bounds parallel segment fetches of one read. Zero adapts it
+	// to the number of segments: DefaultReadConcurrency, and more for large
+	// sessions (see MaxAdaptiveReadConcurrency).
 	ReadConcurrency int
 	// MaxRelists bounds how often ReadAll lists again after a listed segment vanished
 	// (compaction removed it); default 3.
@@ -66,6 +68,8 @@ type Store struct {
 	enc      *segment.Encoder
 	dec      *segment.Decoder
 	ownCodec bool
+	// adaptiveReads: Config.ReadConcurrency was left zero (see readLimit).
+	adaptiveReads bool
 }
 
 // New returns a Store over cfg.Bucket.
@@ -82,7 +86,8 @@ func New(cfg Config) (*Store, error) {
 			return nil, err
 		}
 	}
-	if cfg.ReadConcurrency <= 0 {
+	adaptive := cfg.ReadConcurrency <= 0
+	if adaptive {
 		cfg.ReadConcurrency = DefaultReadConcurrency
 	}
 	if cfg.MaxRelists <= 0 {
@@ -91,7 +96,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Store{cfg: cfg, enc: cfg.Encoder, dec: cfg.Decoder}
+	s := &Store{cfg: cfg, enc: cfg.Encoder, dec: cfg.Decoder, adaptiveReads: adaptive}
 	var err error
 	if s.enc == nil {
 		if s.enc, err = segment.NewEncoder(); err != nil {

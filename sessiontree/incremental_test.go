@@ -2,41 +2,24 @@ package sessiontree_test
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
-// getCounter counts whole-object GETs.
-type getCounter struct {
-	bucket.Bucket
-	mu   sync.Mutex
-	gets int
-}
-
-func (c *getCounter) Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
-	c.mu.Lock()
-	c.gets++
-	c.mu.Unlock()
-	return c.Bucket.Get(ctx, key)
-}
-
-func (c *getCounter) take() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.gets
-	c.gets = 0
-	return n
+// gets counts GETs of b since the last call.
+func gets(b *mirrortest.Bucket) int {
+	n := b.Counts().Get
+	b.ResetCounts()
+	return int(n)
 }
 
 // A replica that syncs every turn fetches only the segments written since its last
@@ -44,7 +27,7 @@ func (c *getCounter) take() int {
 // missing or damaged segments file only costs a full read.
 func TestSyncFromRemote_Incremental(t *testing.T) {
 	ctx := context.Background()
-	gc := &getCounter{Bucket: membucket.New()}
+	gc := mirrortest.Wrap(membucket.New())
 	store, err := transcript.New(transcript.Config{Bucket: gc})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
@@ -69,7 +52,7 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 	b, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	require.NoError(t, b.Flush(ctx))
-	require.Equal(t, 2, gc.take(), "a replica without local files reads the whole session once")
+	require.Equal(t, 2, gets(gc), "a replica without local files reads the whole session once")
 	require.Equal(t, 2, b.RemoteSegments())
 
 	for i, text := range []string{"three", "four", "five"} {
@@ -77,7 +60,7 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 		rep, err := b.SyncFromRemote(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, rep.Added)
-		require.Equal(t, 1, gc.take(), "turn %d fetches the new segment only", i)
+		require.Equal(t, 1, gets(gc), "turn %d fetches the new segment only", i)
 		require.NoError(t, b.Flush(ctx))
 	}
 	require.Equal(t, ids(a.Entries()), ids(b.Entries()))
@@ -105,11 +88,11 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 			b, _, err := sessiontree.Load(ctx, cfgB, rc, "agent", "s")
 			require.NoError(t, err)
 			turn("restart " + string(rune('a'+i)))
-			gc.take()
+			gets(gc)
 			rep, err := b.SyncFromRemote(ctx)
 			require.NoError(t, err)
 			require.Equal(t, tt.wantAdded, rep.Added)
-			require.Equal(t, tt.wantGets, gc.take())
+			require.Equal(t, tt.wantGets, gets(gc))
 			require.NoError(t, b.Flush(ctx))
 			require.Equal(t, ids(a.Entries()), ids(b.Entries()))
 		})
@@ -120,10 +103,10 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 	dir := sessiontree.SessionDir(cfgB.Root, rc.NamespaceName(), "agent")
 	require.NoError(t, os.Remove(filepath.Join(dir, "s"+sessiontree.ContextSuffix)))
 	require.NoError(t, os.Remove(filepath.Join(dir, "s"+sessiontree.LogSuffix)))
-	gc.take()
+	gets(gc)
 	b, _, err = sessiontree.Open(ctx, cfgB, rc, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
-	require.Equal(t, 8, gc.take())
+	require.Equal(t, 8, gets(gc))
 	require.Equal(t, ids(a.Entries()), ids(b.Entries()))
 	require.NoError(t, b.Flush(ctx))
 	b, _, err = sessiontree.Load(ctx, cfgB, rc, "agent", "s")
@@ -132,5 +115,5 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 	turn("last")
 	_, err = b.SyncFromRemote(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 1, gc.take())
+	require.Equal(t, 1, gets(gc))
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"sync"
 	"testing"
@@ -11,47 +10,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
-// countingGets counts whole-object GETs and listings.
-type countingGets struct {
-	bucket.Bucket
-	mu    sync.Mutex
-	n     int
-	lists int
-}
-
-func (c *countingGets) List(ctx context.Context, opts bucket.ListOptions, fn func(bucket.ObjectInfo) error) error {
-	c.mu.Lock()
-	c.lists++
-	c.mu.Unlock()
-	return c.Bucket.List(ctx, opts, fn)
-}
-
-func (c *countingGets) Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
-	c.mu.Lock()
-	c.n++
-	c.mu.Unlock()
-	return c.Bucket.Get(ctx, key)
-}
-
-func (c *countingGets) take() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.n
-	c.n = 0
-	return n
+// gets counts GETs of b since the last call.
+func gets(b *mirrortest.Bucket) int {
+	n := b.Counts().Get
+	b.ResetCounts()
+	return int(n)
 }
 
 // A restore into a directory it restored before fetches only the segments written
 // since, unless the files changed meanwhile.
 func TestRestoreSession_Incremental(t *testing.T) {
 	ctx := context.Background()
-	cb := &countingGets{Bucket: membucket.New()}
+	cb := mirrortest.Wrap(membucket.New())
 	s, err := transcript.New(transcript.Config{Bucket: cb})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
@@ -98,9 +74,9 @@ func TestRestoreSession_Incremental(t *testing.T) {
 				require.NoError(t, err)
 				st.before(t, dest)
 			}
-			cb.take()
+			gets(cb)
 			outcome, _, _, err := restoreSession(ctx, s, ref, out, false)
-			require.Equal(t, st.wantGets, cb.take())
+			require.Equal(t, st.wantGets, gets(cb))
 			if st.wantErr != nil {
 				require.ErrorIs(t, err, st.wantErr)
 				return
@@ -127,7 +103,7 @@ func entryIDs(entries []sessiontree.Entry) []string {
 // A whole restore lists the namespace once, and restores every session from it.
 func TestForEachListedSession_OneListing(t *testing.T) {
 	ctx := context.Background()
-	cb := &countingGets{Bucket: membucket.New()}
+	cb := mirrortest.Wrap(membucket.New())
 	s, err := transcript.New(transcript.Config{Bucket: cb})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
@@ -148,9 +124,7 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 	// A selected session without segments is handed over without a listing.
 	refs = append(refs, transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "agent", SessionID: "empty"})
 	out := t.TempDir()
-	cb.mu.Lock()
-	cb.lists, cb.n = 0, 0
-	cb.mu.Unlock()
+	cb.ResetCounts()
 	var mu sync.Mutex
 	outcomes := map[string]error{}
 	require.NoError(t, forEachListedSession(ctx, s, 2, refs, "", func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
@@ -165,6 +139,7 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 		require.NoError(t, outcomes[sid], sid)
 	}
 	require.Error(t, outcomes["empty"])
-	require.Equal(t, 2, cb.lists, "one listing for the namespace, one for the session it did not show")
-	require.Equal(t, 8, cb.take(), "every segment fetched once")
+	c := cb.Counts()
+	require.Equal(t, int64(2), c.List, "one listing for the namespace, one for the session it did not show")
+	require.Equal(t, int64(8), c.Get, "every segment fetched once")
 }

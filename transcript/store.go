@@ -315,8 +315,8 @@ func (s *Store) ListSegments(ctx context.Context, ref TranscriptRef) ([]SegmentI
 // reader can fetch only what is newer than what it has. A key carries the time its
 // segment was created, not the time it was stored: a segment that waited in a
 // mirror's outbox through an outage, or came from a writer with a slow clock, lands
-// with an older key. An incremental reader therefore starts after a key some margin
-// older than the newest it has (and dedupes), or falls back to ReadAll.
+// with an older key, so a listing after a key never proves that nothing older is
+// missing: an incremental reader uses ReadNew, which lists the whole session.
 func (s *Store) ListSegmentsAfter(ctx context.Context, ref TranscriptRef, startAfter string) ([]SegmentInfo, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {

@@ -281,6 +281,9 @@ func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int
 	if len(refs) == 0 {
 		return nil
 	}
+	if len(refs) == 1 { // its own listing is smaller than the namespace's
+		return fn(ctx, refs[0], s)
+	}
 	var mu sync.Mutex
 	want := make(map[transcript.TranscriptRef]bool, len(refs))
 	for _, r := range refs {

@@ -9,6 +9,10 @@
 // every entry the tree ever persisted; the context file holds what the model still
 // needs and is rewritten atomically after a compaction entry is flushed.
 //
+// A tree that syncs from the store (Config.Remote) also keeps
+// {sessionId}.segments beside them: the store's segments whose entries the files
+// hold, so that a sync reads only the segments written since (see SegmentsSuffix).
+//
 // # Raw bytes
 //
 // Every entry keeps its raw JSON bytes (the line without "\n"). The store parses only

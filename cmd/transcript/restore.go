@@ -189,7 +189,7 @@ func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref tr
 	// The segments file goes last: it says the files hold those segments.
 	segs := struct{ from, to string }{tree.SegmentsPath(), filepath.Join(dir, ref.SessionID+sessiontree.SegmentsSuffix)}
 	if identical {
-		return outcomeSkipped, tree.Len(), 0, os.Rename(segs.from, segs.to)
+		return outcomeSkipped, tree.Len(), 0, moveIfExists(segs.from, segs.to)
 	}
 	if !force {
 		if err := checkNoLocalOnly(files[0].to, tree); err != nil {
@@ -202,12 +202,20 @@ func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref tr
 	if err := os.Remove(segs.to); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, 0, 0, err
 	}
-	for _, f := range append(files, segs) {
+	for _, f := range files {
 		if err := os.Rename(f.from, f.to); err != nil {
 			return 0, 0, 0, err
 		}
 	}
-	return outcomeRestored, tree.Len(), size, nil
+	return outcomeRestored, tree.Len(), size, moveIfExists(segs.from, segs.to)
+}
+
+// moveIfExists renames from to to; a missing from is not an error.
+func moveIfExists(from, to string) error {
+	if err := os.Rename(from, to); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // restoreIncremental brings the files of ref under out up to date by fetching only

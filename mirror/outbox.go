@@ -37,6 +37,9 @@ const (
 type outbox struct {
 	dir  string
 	lock *os.File
+	// dirs fsyncs the pending directories with group commit, so that concurrent
+	// writes into one directory share an fsync.
+	dirs *dirSyncer
 }
 
 // pendingFile is one segment found in the outbox.
@@ -61,7 +64,7 @@ func openOutbox(dir string) (*outbox, error) {
 		f.Close()
 		return nil, fmt.Errorf("outbox %s: %w", dir, err)
 	}
-	return &outbox{dir: dir, lock: f}, nil
+	return &outbox{dir: dir, lock: f, dirs: newDirSyncer()}, nil
 }
 
 // close releases the lock.
@@ -168,7 +171,7 @@ func (o *outbox) write(key string, data []byte) error {
 		err = os.Rename(tmp, dst)
 	}
 	if err == nil {
-		err = fsutil.SyncDir(filepath.Dir(dst))
+		err = o.dirs.syncDir(filepath.Dir(dst))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -183,14 +186,12 @@ func (o *outbox) read(key string) ([]byte, error) {
 }
 
 // remove deletes the pending segment key once the store has it. A missing file is not
-// an error. The directory is fsynced so the removal is durable; were it lost, the next
-// start would upload the segment again, which is harmless.
+// an error. The removal is not fsynced: were it lost in a machine crash, the next
+// start would upload the segment again, which is harmless (the same bytes under the
+// same key are an idempotent PUT, and a segment compacted meanwhile is superseded),
+// so the upload path pays one fsync less per segment.
 func (o *outbox) remove(key string) error {
-	p := o.pendingPath(key)
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("outbox remove %s: %w", key, err)
-	}
-	if err := fsutil.SyncDir(filepath.Dir(p)); err != nil {
+	if err := os.Remove(o.pendingPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("outbox remove %s: %w", key, err)
 	}
 	return nil

@@ -46,9 +46,8 @@ type Config struct {
 	// WatchInterval is how often Watch polls the store (default
 	// DefaultWatchInterval).
 	WatchInterval time.Duration
-	// WatchMargin is how much older than the newest segment it has seen a key may
-	// be and still be picked up by Watch (a segment that waited in an outbox, a
-	// writer with a slow clock); default DefaultWatchMargin.
+	// WatchMargin is ignored: Watch lists the whole session and trusts no key
+	// time, so no margin is needed. Kept so that existing configurations compile.
 	WatchMargin time.Duration
 	// ListConcurrency bounds how many sessions List reads at once (default 8).
 	ListConcurrency int

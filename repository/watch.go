@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/transcriptstore/transcript/pi"
@@ -18,10 +19,11 @@ import (
 // entry is delivered once.
 //
 // Watch polls every Config.WatchInterval and runs no goroutine of its own. In
-// default mode it lists the segments after a key some Config.WatchMargin older
-// than the newest it has seen (keys carry creation time, so a late segment with a
-// slightly older key is still found) and reads only segments it has not seen; each
-// call of fn gets the new entries parents first, then in key order and position.
+// default mode it lists the whole session and reads only the segments it does not
+// hold yet (transcript.Store.ReadNew), trusting no key time: a segment that lands
+// late with an old key (an outbox that waited, a writer whose clock is off by
+// hours) is delivered too; each call of fn gets the new entries in merge order
+// (parents first).
 // In strict mode it reads the head object and delivers only committed entries, in
 // commit order. A session deleted while watched ends the watch with ErrNotFound
 // (strict mode; in default mode a deleted session just stops delivering).
@@ -35,21 +37,12 @@ func (s *Session) Watch(ctx context.Context, fn func([]pi.Entry) error) error {
 		strict: s.strict,
 		hs:     s.hs,
 		known:  make(map[string]bool, len(s.byID)),
-		seen:   maps.Clone(s.seen),
+		have:   transcript.NewSegmentSet(slices.Collect(maps.Keys(s.seen))...),
 	}
 	for id := range s.byID {
 		w.known[id] = true
 	}
 	s.mu.Unlock()
-	if w.seen == nil {
-		w.seen = map[string]bool{}
-	}
-	for k := range w.seen {
-		if info, err := transcript.ParseKey(s.repo.store.Prefix(), k); err == nil && info.Level == 0 {
-			w.newest = later(w.newest, info.Time)
-		}
-	}
-	w.advance()
 
 	t := time.NewTicker(s.repo.cfg.WatchInterval)
 	defer t.Stop()
@@ -73,13 +66,11 @@ func (s *Session) Watch(ctx context.Context, fn func([]pi.Entry) error) error {
 
 // watcher is the state of one Watch.
 type watcher struct {
-	s          *Session
-	strict     bool
-	hs         headState       // strict: the head delivered so far
-	known      map[string]bool // entry ids known or delivered
-	seen       map[string]bool // default: segment keys read (those after startAfter)
-	newest     time.Time       // default: newest level-0 key time seen
-	startAfter string          // default: where the next listing starts
+	s      *Session
+	strict bool
+	hs     headState             // strict: the head delivered so far
+	known  map[string]bool       // entry ids known or delivered
+	have   transcript.SegmentSet // default: the segments whose entries are known
 }
 
 func (w *watcher) poll(ctx context.Context) ([]pi.Entry, error) {
@@ -89,49 +80,32 @@ func (w *watcher) poll(ctx context.Context) ([]pi.Entry, error) {
 	return w.pollList(ctx)
 }
 
-// pollList reads the segments listed after startAfter that were not read yet.
+// pollList reads the segments the watch does not hold yet. A session that is
+// gone delivers nothing.
 func (w *watcher) pollList(ctx context.Context) ([]pi.Entry, error) {
 	r := w.s.repo
-	infos, err := r.store.ListSegmentsAfter(ctx, w.s.ref, w.startAfter)
+	inc, err := r.store.ReadNew(ctx, w.s.ref, w.have)
+	if errors.Is(err, transcript.ErrNotFound) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
+	w.have = inc.Have
 	var out []pi.Entry
-	for _, info := range infos {
-		if w.seen[info.Key] {
+	for _, e := range inc.Entries {
+		if w.known[e.ID] {
 			continue
 		}
-		entries, err := w.read(ctx, info)
-		if err != nil {
-			return nil, err
+		w.known[e.ID] = true
+		if info, err := transcript.ParseKey(r.store.Prefix(), e.Segment); err == nil && info.WriterID == r.writer.ID() {
+			continue // written by this repository
 		}
-		out = append(out, entries...)
-		w.seen[info.Key] = true
-		if info.Level == 0 {
-			w.newest = later(w.newest, info.Time)
+		if se, err := pi.ParseEntry(e.Raw); err == nil {
+			out = append(out, se)
 		}
 	}
-	w.advance()
-	return parentsFirst(out), nil
-}
-
-// advance moves startAfter to the greatest level-0 key seen that is at least the
-// margin older than the newest one, and forgets the keys at or before it (no
-// listing returns them again).
-func (w *watcher) advance() {
-	cutoff := w.newest.Add(-w.s.repo.cfg.WatchMargin)
-	prefix := w.s.repo.store.Prefix()
-	for k := range w.seen {
-		info, err := transcript.ParseKey(prefix, k)
-		if err == nil && info.Level == 0 && !info.Time.After(cutoff) && k > w.startAfter {
-			w.startAfter = k
-		}
-	}
-	for k := range w.seen {
-		if k <= w.startAfter {
-			delete(w.seen, k)
-		}
-	}
+	return out, nil
 }
 
 // pollHead reads the segments committed since the head delivered so far.
@@ -191,30 +165,4 @@ func (w *watcher) read(ctx context.Context, info transcript.SegmentInfo) ([]pi.E
 		}
 	}
 	return out, nil
-}
-
-// parentsFirst orders entries so that an entry comes after its parent when both
-// are among them, keeping the given order otherwise.
-func parentsFirst(entries []pi.Entry) []pi.Entry {
-	waiting := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		waiting[e.ID()] = true
-	}
-	out := make([]pi.Entry, 0, len(entries))
-	for rest := entries; len(rest) > 0; {
-		var next []pi.Entry
-		for _, e := range rest {
-			if p, ok := e.ParentID(); ok && waiting[p] && p != e.ID() {
-				next = append(next, e)
-				continue
-			}
-			out = append(out, e)
-			delete(waiting, e.ID())
-		}
-		if len(next) == len(rest) { // a cycle: keep the given order
-			return append(out, next...)
-		}
-		rest = next
-	}
-	return out
 }

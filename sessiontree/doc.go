@@ -13,6 +13,10 @@
 // and the context) belongs to package pi; a Tree applies pi's rules to its own
 // entry order, and Entry, Header, Context and Model are pi's types.
 //
+// A tree that syncs from the store (Config.Remote) also keeps
+// {sessionId}.segments beside them: the store's segments whose entries the files
+// hold, so that a sync reads only the segments written since (see SegmentsSuffix).
+//
 // # Raw bytes
 //
 // Every entry keeps its raw JSON bytes (the line without "\n"). The store parses only

@@ -50,7 +50,10 @@ func (t *Tree) Flush(ctx context.Context) error {
 func (t *Tree) flushLocal() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.flushLocalLocked()
+	if err := t.flushLocalLocked(); err != nil {
+		return err
+	}
+	return t.afterLocalFlush()
 }
 
 // flushRemote hands the entries not yet accepted by the uploader to it.

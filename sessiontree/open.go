@@ -28,6 +28,7 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 	if err := ctx.Err(); err != nil {
 		return nil, LoadReport{}, err
 	}
+	t.remote.fromFiles = true
 	data, err := os.ReadFile(t.ctxPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, ErrNotFound)

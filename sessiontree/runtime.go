@@ -54,7 +54,8 @@ type Config struct {
 	Root string
 	// Uploader receives each flush's new local entries; nil keeps the tree local.
 	Uploader mirror.Uploader
-	// Remote is read by SyncFromRemote and Restore; nil disables them.
+	// Remote is read by SyncFromRemote and Restore; nil disables them. An
+	// IncrementalReader (transcript.Store is one) is read incrementally.
 	Remote RemoteReader
 	// Now returns the current time for new entries; nil means time.Now.
 	Now func() time.Time

@@ -43,6 +43,7 @@ type Tree struct {
 	headerInCtx   bool
 	headerRemote  bool
 	rewriteCtx    bool // a compaction was appended since the last flush
+	remote        remoteState
 }
 
 func newTree(cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, error) {

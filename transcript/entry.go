@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/transcriptstore/transcript/internal/jsonscan"
 )
 
 // ErrInvalidEntry is wrapped by errors about an entry the store cannot keep: not a JSON
@@ -45,34 +43,5 @@ func ParseEntry(raw []byte) (Entry, error) {
 	if !json.Valid(raw) {
 		return Entry{}, fmt.Errorf("%w: not valid JSON", ErrInvalidEntry)
 	}
-	var id, parent, ts []byte
-	err := jsonscan.EachField(raw, func(key string, v []byte, _ int) {
-		switch key {
-		case "id":
-			id = v
-		case "parentId":
-			parent = v
-		case "timestamp":
-			ts = v
-		}
-	})
-	if err != nil {
-		return Entry{}, fmt.Errorf("%w: %w", ErrInvalidEntry, err)
-	}
-	e := Entry{Raw: raw}
-	var ok bool
-	if e.ID, ok = jsonscan.String(id); !ok || e.ID == "" {
-		return Entry{}, fmt.Errorf("%w: no string id", ErrInvalidEntry)
-	}
-	if parent != nil && string(parent) != "null" {
-		if e.ParentID, ok = jsonscan.String(parent); !ok {
-			return Entry{}, fmt.Errorf("%w: entry %q: parentId is neither a string nor null", ErrInvalidEntry, e.ID)
-		}
-	}
-	if s, ok := jsonscan.String(ts); ok && s != "" {
-		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			e.Time = t.UTC()
-		}
-	}
-	return e, nil
+	return parseStoredEntry(raw)
 }

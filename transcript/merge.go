@@ -183,7 +183,7 @@ func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt b
 	segs := make([]*segment.Segment, len(infos))
 	errs := make([]error, len(infos))
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.cfg.ReadConcurrency)
+	g.SetLimit(s.readLimit(len(infos)))
 	for i, info := range infos {
 		g.Go(func() error {
 			seg, err := s.ReadSegment(gctx, info.Key)
@@ -268,7 +268,7 @@ func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
 				e = Entry{ID: index[pos].ID, ParentID: index[pos].ParentID, Raw: raw}
 			} else {
 				var err error
-				if e, err = ParseEntry(raw); err != nil {
+				if e, err = parseStoredEntry(raw); err != nil {
 					res.Invalid = append(res.Invalid, fmt.Errorf("segment %s entry %d: %w", infos[i].Key, pos, err))
 					continue
 				}

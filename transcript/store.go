@@ -69,7 +69,9 @@ type Config struct {
 	// namespace do not exist for it (reads, listings and deletes answer ErrNotFound or
 	// nothing, appends are refused).
 	Namespace string
-	// ReadConcurrency bounds parallel segment fetches (default DefaultReadConcurrency).
+	// ReadConcurrency bounds parallel segment fetches of one read. Zero adapts it
+	// to the number of segments: DefaultReadConcurrency, and more for large
+	// sessions (see MaxAdaptiveReadConcurrency).
 	ReadConcurrency int
 	// MaxRelists bounds how often ReadAll lists again after a listed segment vanished
 	// (compaction removed it); default 3.
@@ -96,6 +98,8 @@ type Store struct {
 	enc      *segment.Encoder
 	dec      *segment.Decoder
 	ownCodec bool
+	// adaptiveReads: Config.ReadConcurrency was left zero (see readLimit).
+	adaptiveReads bool
 }
 
 // New returns a Store over cfg.Bucket.
@@ -112,7 +116,8 @@ func New(cfg Config) (*Store, error) {
 			return nil, err
 		}
 	}
-	if cfg.ReadConcurrency <= 0 {
+	adaptive := cfg.ReadConcurrency <= 0
+	if adaptive {
 		cfg.ReadConcurrency = DefaultReadConcurrency
 	}
 	if cfg.MaxRelists <= 0 {
@@ -124,7 +129,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = NewClock(cfg.Now)
 	}
-	s := &Store{cfg: cfg, enc: cfg.Encoder, dec: cfg.Decoder}
+	s := &Store{cfg: cfg, enc: cfg.Encoder, dec: cfg.Decoder, adaptiveReads: adaptive}
 	var err error
 	if s.enc == nil {
 		if s.enc, err = segment.NewEncoder(); err != nil {
@@ -355,8 +360,9 @@ func (s *Store) ListSegments(ctx context.Context, ref TranscriptRef) ([]SegmentI
 // reader can fetch only what is newer than what it has. A key carries the time its
 // segment was created (by the writer's Clock), not the time it was stored: a segment
 // that waited in a mirror's outbox through an outage, or came from a writer with a
-// slow clock that had not read the session, lands with an older key. An incremental reader therefore starts after a key some margin
-// older than the newest it has (and dedupes), or falls back to ReadAll.
+// slow clock that had not read the session, lands with an older key, so a listing
+// after a key never proves that nothing older is missing: an incremental reader
+// uses ReadNew, which lists the whole session.
 func (s *Store) ListSegmentsAfter(ctx context.Context, ref TranscriptRef, startAfter string) ([]SegmentInfo, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {
@@ -402,11 +408,11 @@ func (s *Store) ReadSegment(ctx context.Context, key string) (*segment.Segment, 
 	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible {
 		return nil, fmt.Errorf("read segment %s: %w", key, ErrNotFound)
 	}
-	rc, _, err := s.cfg.Bucket.Get(ctx, key)
+	rc, oi, err := s.cfg.Bucket.Get(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("read segment %s: %w", key, err)
 	}
-	data, err := io.ReadAll(rc)
+	data, err := readAllSized(rc, oi.Size)
 	rc.Close()
 	if err != nil {
 		return nil, fmt.Errorf("read segment %s: %w", key, err)

@@ -226,8 +226,9 @@ func ensureFleet(ctx context.Context, e *env, store *transcript.Store) (string, 
 }
 
 // runRestore is item 6: restore every session of the fleet from the bucket alone
-// into local SessionTree files (sessiontree.Restore + Flush, as `transcript restore`
-// does), Parallel sessions at a time, against copying the same objects with minio-go
+// into local SessionTree files (one recursive listing, then sessiontree.Restore +
+// Flush per session from it, as `transcript restore` does), Parallel sessions at a
+// time, against copying the same objects with minio-go
 // (one listing, then GetObject into files, Parallel at a time) and, when installed,
 // `rclone copy --transfers Parallel`.
 func runRestore(ctx context.Context, e *env) (ItemResult, error) {
@@ -240,27 +241,24 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	defer store.Close()
 	root := filepath.Join(e.tmp, "restored")
 	var entries atomic.Int64
+	var restored atomic.Int64
 	d, err := timeIt(func() error {
-		sids, err := store.ListSessions(ctx, "", fleetAgent)
-		if err != nil {
-			return err
+		// One recursive listing of the fleet; each session is restored from it as
+		// soon as the listing has passed it, Parallel sessions at a time.
+		err := store.ForEachListedSession(ctx, "", fleetAgent, sz.Parallel, func(ctx context.Context, l *transcript.Listed) error {
+			sid := l.Ref().SessionID
+			tree, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: root, Remote: l, NoSync: true}, sessiontree.RuntimeContext{}, fleetAgent, sid)
+			if err != nil {
+				return fmt.Errorf("restore %s: %w", sid, err)
+			}
+			entries.Add(int64(tree.Len()))
+			restored.Add(1)
+			return tree.Flush(ctx)
+		})
+		if err == nil && restored.Load() != int64(sz.Sessions) {
+			err = fmt.Errorf("restored %d sessions, want %d", restored.Load(), sz.Sessions)
 		}
-		if len(sids) != sz.Sessions {
-			return fmt.Errorf("listed %d sessions, want %d", len(sids), sz.Sessions)
-		}
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(sz.Parallel)
-		for _, sid := range sids {
-			g.Go(func() error {
-				tree, _, err := sessiontree.Restore(gctx, sessiontree.Config{Root: root, Remote: store, NoSync: true}, sessiontree.RuntimeContext{}, fleetAgent, sid)
-				if err != nil {
-					return fmt.Errorf("restore %s: %w", sid, err)
-				}
-				entries.Add(int64(tree.Len()))
-				return tree.Flush(gctx)
-			})
-		}
-		return g.Wait()
+		return err
 	})
 	if err != nil {
 		return res, err

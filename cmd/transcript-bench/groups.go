@@ -41,6 +41,15 @@ type Sizes struct {
 	SessionSegments int `json:"sessionSegments"`
 	// Parallel is the parallelism of restore, compaction and their baselines.
 	Parallel int `json:"parallel"`
+	// SyncLengths are the session lengths (segments) of the per-turn sync cost,
+	// measured over SyncReps turns each.
+	SyncLengths []int `json:"syncLengths"`
+	SyncReps    int   `json:"syncReps"`
+	// WatchAppends appends to a session of WatchSegments segments are timed from
+	// append to delivery by a Watch polling every WatchInterval.
+	WatchSegments int           `json:"watchSegments"`
+	WatchAppends  int           `json:"watchAppends"`
+	WatchInterval time.Duration `json:"watchInterval"`
 }
 
 // newSizes returns the full sizes of the issue, or the quick ones, scaled (for tests).
@@ -48,10 +57,13 @@ func newSizes(quick bool, scale float64) Sizes {
 	s := Sizes{CodecSeconds: 1, CodecTurns: []int{1, 300}, FlushTurns: 500, MirrorTurns: 1000,
 		OpenTurns: 1000, OpenSegments: []int{1, 10, 100, 1000}, OpenReps: 5,
 		Replicas: 8, ReplicaSessions: 100, ReplicaTurns: 5,
-		Sessions: 500, SessionSegments: 20, Parallel: 8}
+		Sessions: 500, SessionSegments: 20, Parallel: 8,
+		SyncLengths: []int{10, 100, 1000}, SyncReps: 9,
+		WatchSegments: 100, WatchAppends: 20, WatchInterval: 100 * time.Millisecond}
 	if quick {
 		s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenReps = 0.25, 100, 100, 334, 3
 		s.ReplicaSessions, s.ReplicaTurns, s.Sessions = 25, 2, 50
+		s.SyncReps, s.WatchAppends = 5, 10
 	}
 	if scale < 1 {
 		sc := func(n, least int) int { return max(least, int(math.Round(float64(n)*scale))) }
@@ -61,6 +73,8 @@ func newSizes(quick bool, scale float64) Sizes {
 		s.Replicas, s.ReplicaSessions, s.Sessions, s.SessionSegments = sc(s.Replicas, 2), sc(s.ReplicaSessions, 2), sc(s.Sessions, 3), sc(s.SessionSegments, 5)
 		s.OpenSegments = []int{1, 10}
 		s.OpenReps = 1
+		s.SyncLengths, s.SyncReps = []int{2, 10}, 2
+		s.WatchSegments, s.WatchAppends, s.WatchInterval = 3, 2, 10*time.Millisecond
 	}
 	return s
 }
@@ -69,9 +83,11 @@ func newSizes(quick bool, scale float64) Sizes {
 func (s Sizes) String() string {
 	return fmt.Sprintf("codec %v turns/segment for %.2g s each; flush %d turns; mirror %d turns; "+
 		"open %d turns in %v segments, %d reps; %d replicas × %d sessions × %d turns; "+
-		"restore and compaction %d sessions × %d segments, parallelism %d",
+		"restore and compaction %d sessions × %d segments, parallelism %d; "+
+		"per-turn sync at %v segments, %d turns each; Watch %d appends to %d segments, poll %v",
 		s.CodecTurns, s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenSegments, s.OpenReps,
-		s.Replicas, s.ReplicaSessions, s.ReplicaTurns, s.Sessions, s.SessionSegments, s.Parallel)
+		s.Replicas, s.ReplicaSessions, s.ReplicaTurns, s.Sessions, s.SessionSegments, s.Parallel,
+		s.SyncLengths, s.SyncReps, s.WatchAppends, s.WatchSegments, s.WatchInterval)
 }
 
 // env is what a group's measurement works with.
@@ -127,6 +143,7 @@ var groups = []group{
 	{"replicas", []int{5}, []string{"flush throughput of concurrent replicas vs raw minio-go PUTs"}, true, runReplicas},
 	{"restore", []int{6}, []string{"restore vs raw minio-go GETs and rclone copy"}, true, runRestore},
 	{"compact", []int{7}, []string{"compaction throughput"}, false, runCompact},
+	{"sync", []int{9, 10}, []string{"per-turn sync cost by session length", "Watch latency"}, false, runSync},
 }
 
 func (g group) skippedRows(why string) []Row {

@@ -569,6 +569,8 @@ func testRestore(t *testing.T, b backend) {
 		"default/agents/coder/sessions/v1.jsonl", "default/agents/coder/sessions/v1.log.jsonl",
 		"default/agents/coder/sessions/v3.jsonl", "default/agents/coder/sessions/v3.log.jsonl",
 		"default/agents/other/sessions/v3.jsonl", "default/agents/other/sessions/v3.log.jsonl",
+		"default/agents/coder/sessions/v1.segments", "default/agents/coder/sessions/v3.segments",
+		"default/agents/other/sessions/v3.segments",
 	}, files)
 
 	// A SessionTree opened on the restored files sees the store's entries and context.

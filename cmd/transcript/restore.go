@@ -30,6 +30,9 @@ Sessions are restored --parallel at once, with a progress bar when stderr is a
 terminal. It is resumable: a session whose files exist and are identical to what the
 bucket holds is skipped; files that differ are replaced, unless their log holds
 entries the bucket lacks (then the session fails; --force replaces them anyway).
+Beside the two files, {session}.segments names the segments they hold: while the
+files are unchanged since it was written, a later run fetches only the segments
+they lack and appends their entries (a session with none is skipped).
 Prints the failures and a summary (--json: a JSON object) on stdout.
 
 Examples:
@@ -97,8 +100,8 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
 	var mu sync.Mutex
-	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, _ int, ref transcript.TranscriptRef) error {
-		outcome, entries, n, err := restoreSession(ctx, s, ref, *out, *force)
+	err = forEachListedSession(ctx, s, *parallel, refs, sf.agent, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
+		outcome, entries, n, err := restoreSession(ctx, r, ref, *out, *force)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -148,7 +151,10 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 // destination under out, then skips them if the destination holds identical files,
 // or moves them into place (log first, context last). It returns the entry count
 // and the bytes written.
-func restoreSession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, out string, force bool) (restoreOutcome, int, int64, error) {
+func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref transcript.TranscriptRef, out string, force bool) (restoreOutcome, int, int64, error) {
+	if outcome, entries, n, ok, err := restoreIncremental(ctx, s, ref, out); ok || err != nil {
+		return outcome, entries, n, err
+	}
 	scratch, err := os.MkdirTemp(out, ".restore-")
 	if err != nil {
 		return 0, 0, 0, err
@@ -180,8 +186,10 @@ func restoreSession(ctx context.Context, s *transcript.Store, ref transcript.Tra
 		}
 		identical = identical && err == nil && bytes.Equal(have, want)
 	}
+	// The segments file goes last: it says the files hold those segments.
+	segs := struct{ from, to string }{tree.SegmentsPath(), filepath.Join(dir, ref.SessionID+sessiontree.SegmentsSuffix)}
 	if identical {
-		return outcomeSkipped, tree.Len(), 0, nil
+		return outcomeSkipped, tree.Len(), 0, moveIfExists(segs.from, segs.to)
 	}
 	if !force {
 		if err := checkNoLocalOnly(files[0].to, tree); err != nil {
@@ -191,12 +199,59 @@ func restoreSession(ctx context.Context, s *transcript.Store, ref transcript.Tra
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, 0, 0, err
 	}
+	if err := os.Remove(segs.to); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, 0, 0, err
+	}
 	for _, f := range files {
 		if err := os.Rename(f.from, f.to); err != nil {
 			return 0, 0, 0, err
 		}
 	}
-	return outcomeRestored, tree.Len(), size, nil
+	return outcomeRestored, tree.Len(), size, moveIfExists(segs.from, segs.to)
+}
+
+// moveIfExists renames from to to; a missing from is not an error.
+func moveIfExists(from, to string) error {
+	if err := os.Rename(from, to); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// restoreIncremental brings the files of ref under out up to date by fetching only
+// the segments they do not hold, when a segments file beside them says which they
+// hold and they are unchanged since it was written (ok is false otherwise: restore
+// then rebuilds the session). It reports the session skipped when nothing was new.
+func restoreIncremental(ctx context.Context, s sessiontree.IncrementalReader, ref transcript.TranscriptRef, out string) (outcome restoreOutcome, entries int, n int64, ok bool, err error) {
+	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
+	tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out, Remote: s}, rc, ref.AgentID, ref.SessionID)
+	if err != nil || !rep.Clean() || !tree.SegmentsFileCurrent() || tree.RemoteSegments() == 0 {
+		return 0, 0, 0, false, nil
+	}
+	before := fileSize(tree.LogPath()) + fileSize(tree.ContextPath())
+	sync, err := tree.SyncFromRemote(ctx)
+	if err != nil {
+		return 0, 0, 0, true, err
+	}
+	if err := tree.Flush(ctx); err != nil {
+		return 0, 0, 0, true, err
+	}
+	if _, err := tree.SyncFromLog(ctx); err != nil {
+		return 0, 0, 0, true, err
+	}
+	if sync.Added == 0 {
+		return outcomeSkipped, tree.Len(), 0, true, nil
+	}
+	return outcomeRestored, tree.Len(), fileSize(tree.LogPath()) + fileSize(tree.ContextPath()) - before, true, nil
+}
+
+// fileSize returns the size of the file at path, 0 if it cannot be read.
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 // errLocalOnly is wrapped when a local log holds entries the bucket lacks.
@@ -223,4 +278,45 @@ func checkNoLocalOnly(path string, tree *sessiontree.Tree) error {
 		}
 	}
 	return nil
+}
+
+// forEachListedSession runs fn for every session of refs, parallel at a time, with
+// a reader of the session that uses one recursive listing of the namespace (of
+// agent, when set) instead of a listing per session (Store.ForEachListedSession);
+// a session of refs that the listing did not show is read from the store as usual.
+func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int, refs []transcript.TranscriptRef, agent string,
+	fn func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	if len(refs) == 1 { // its own listing is smaller than the namespace's
+		return fn(ctx, refs[0], s)
+	}
+	var mu sync.Mutex
+	want := make(map[transcript.TranscriptRef]bool, len(refs))
+	for _, r := range refs {
+		want[r] = true
+	}
+	err := s.ForEachListedSession(ctx, refs[0].Namespace, agent, parallel, func(ctx context.Context, l *transcript.Listed) error {
+		mu.Lock()
+		ok := want[l.Ref()]
+		delete(want, l.Ref())
+		mu.Unlock()
+		if !ok {
+			return nil
+		}
+		return fn(ctx, l.Ref(), l)
+	})
+	if err != nil {
+		return err
+	}
+	var rest []transcript.TranscriptRef
+	for _, r := range refs {
+		if want[r] {
+			rest = append(rest, r)
+		}
+	}
+	return forEachSession(ctx, parallel, rest, func(ctx context.Context, _ int, ref transcript.TranscriptRef) error {
+		return fn(ctx, ref, s)
+	})
 }

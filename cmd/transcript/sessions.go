@@ -251,7 +251,7 @@ func readEntryLines(r io.Reader) ([][]byte, error) {
 
 // restoreTree rebuilds ref from the store into local files under root (written by
 // the tree's first Flush).
-func restoreTree(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, root string) (*sessiontree.Tree, error) {
+func restoreTree(ctx context.Context, s sessiontree.RemoteReader, ref transcript.TranscriptRef, root string) (*sessiontree.Tree, error) {
 	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
 	tree, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: root, Remote: s}, rc, ref.AgentID, ref.SessionID)
 	if errors.Is(err, sessiontree.ErrNotFound) || errors.Is(err, transcript.ErrNotFound) {

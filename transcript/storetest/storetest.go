@@ -67,6 +67,7 @@ func RunWithOptions(t *testing.T, opts Options, newBucket func(t *testing.T) buc
 		{"ConcurrentWriters", s.concurrentWriters},
 		{"ConcurrentSameKey", s.concurrentSameKey},
 		{"BatchDelete", s.batchDelete},
+		{"ReadRange", s.readRange},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/transcriptstore/transcript/mirror/mirrortest"
+	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// runSync is items 9 and 10.
+//
+// Item 9: a replica's per-turn sync cost. A session of N one-turn segments (no
+// compaction) is restored by a replica; then, each turn, another writer stores one
+// segment and the replica runs SyncFromRemote + Flush (what a runtime behind a load
+// balancer does before every turn). Requests and the median time per turn at each
+// N, against the turn at the smallest N; and, for comparison, the full read
+// (Store.ReadEntries) that SyncFromRemote did before it read incrementally.
+//
+// Item 10: Watch latency. A repository session of WatchSegments segments is
+// watched with a poll interval of WatchInterval; another writer appends one entry
+// at a time and the time from its Append returning to Watch delivering it is
+// measured.
+func runSync(ctx context.Context, e *env) (ItemResult, error) {
+	var res ItemResult
+	if err := runTurnSync(ctx, e, &res); err != nil {
+		return res, err
+	}
+	if err := runWatchLatency(ctx, e, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
+	sz := e.cfg.Sizes
+	counted := mirrortest.Wrap(e.bucket)
+	store, err := e.newStore(counted, "sync")
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	w, err := transcript.NewWriter("other-replica")
+	if err != nil {
+		return err
+	}
+	var base time.Duration
+	series := Series{Chart: "sync", Name: "per-turn sync (SyncFromRemote + Flush)"}
+	for _, n := range sz.SyncLengths {
+		ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "sync", SessionID: fmt.Sprintf("n%d", n)}
+		turns := session(ref.SessionID, 9, n+sz.SyncReps+1)
+		var objs []transcript.SegmentObject
+		for _, t := range turns[:n] {
+			o, err := store.PrepareSegment(ref, t, w)
+			if err != nil {
+				return err
+			}
+			objs = append(objs, o)
+		}
+		if err := putSegments(ctx, store, objs, 16); err != nil {
+			return err
+		}
+		cfg := sessiontree.Config{Root: e.tmp, Remote: store, NoSync: true}
+		tree, _, err := sessiontree.Restore(ctx, cfg, sessiontree.RuntimeContext{}, ref.AgentID, ref.SessionID)
+		if err != nil {
+			return err
+		}
+		if err := tree.Flush(ctx); err != nil {
+			return err
+		}
+		var ds []time.Duration
+		var reqs mirrortest.Counts
+		for i := range sz.SyncReps + 1 {
+			if _, err := store.AppendSegment(ctx, ref, turns[n+i], w); err != nil {
+				return err
+			}
+			counted.ResetCounts()
+			d, err := timeIt(func() error {
+				rep, err := tree.SyncFromRemote(ctx)
+				if err == nil && rep.Added != len(turns[n+i]) {
+					err = fmt.Errorf("%s: sync added %d entries, want %d", ref, rep.Added, len(turns[n+i]))
+				}
+				if err != nil {
+					return err
+				}
+				return tree.Flush(ctx)
+			})
+			if err != nil {
+				return err
+			}
+			if i > 0 { // the first turn warms up
+				ds, reqs = append(ds, d), add(reqs, counted.Counts())
+			}
+		}
+		slices.Sort(ds)
+		turn := ds[len(ds)/2]
+		if base == 0 {
+			base = turn
+		}
+		full, err := median(1, func() error {
+			_, err := store.ReadEntries(ctx, ref)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		list, err := median(3, func() error {
+			_, err := store.ListSegments(ctx, ref)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		perTurn := scaled(reqs, 1/float64(len(ds)))
+		e.logf("sync at %d segments: turn %v (%s), of which LIST %v; full read %v", n, turn, breakdown(perTurn), list, full)
+		res.Rows = append(res.Rows,
+			row(9, fmt.Sprintf("per-turn sync, %d segments", n), "ms", ms(turn),
+				fmt.Sprintf("the turn at %d segments", sz.SyncLengths[0]), ms(base), false,
+				fmt.Sprintf("median of %d turns; requests per turn: %s; the LIST alone: %.1f ms; the full read it replaces (ReadEntries): %.1f ms",
+					len(ds), breakdown(perTurn), ms(list), ms(full))),
+			row(9, fmt.Sprintf("requests per turn, %d segments", n), "requests", float64(perTurn.Requests()), "", 0, false, breakdown(perTurn)))
+		series.X, series.Y = append(series.X, float64(n)), append(series.Y, ms(turn))
+	}
+	res.Series = append(res.Series, series)
+	return nil
+}
+
+func runWatchLatency(ctx context.Context, e *env, res *ItemResult) error {
+	sz := e.cfg.Sizes
+	store, err := e.newStore(e.bucket, "watch")
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	owner := repository.Owner{Tenant: "bench", User: "bench"}
+	newRepo := func(name string) (*repository.Repository, error) {
+		w, err := transcript.NewWriter(name)
+		if err != nil {
+			return nil, err
+		}
+		return repository.New(store, owner, repository.Config{Writer: w, WatchInterval: sz.WatchInterval})
+	}
+	writer, err := newRepo("writer")
+	if err != nil {
+		return err
+	}
+	defer writer.Close()
+	watcher, err := newRepo("watcher")
+	if err != nil {
+		return err
+	}
+	defer watcher.Close()
+	s, err := writer.Create(ctx, repository.CreateOptions{ID: "watched"})
+	if err != nil {
+		return err
+	}
+	gen := newGen("watched", 10)
+	for range sz.WatchSegments {
+		if err := s.Append(ctx, gen.next()...); err != nil {
+			return err
+		}
+	}
+	ws, err := watcher.Open(ctx, "watched")
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	arrived := make(chan time.Time, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- ws.Watch(wctx, func(entries []sessiontree.Entry) error {
+			arrived <- time.Now()
+			return nil
+		})
+	}()
+	var ds []time.Duration
+	for range sz.WatchAppends {
+		if err := s.Append(ctx, gen.next()...); err != nil {
+			return err
+		}
+		sent := time.Now()
+		select {
+		case at := <-arrived:
+			ds = append(ds, at.Sub(sent))
+		case <-time.After(time.Minute):
+			return fmt.Errorf("watch delivered nothing within a minute")
+		case err := <-done:
+			return fmt.Errorf("watch ended: %w", err)
+		}
+	}
+	cancel()
+	<-done
+	slices.Sort(ds)
+	lat := ds[len(ds)/2]
+	e.logf("watch latency: median %v, max %v (poll every %v, %d segments)", lat, ds[len(ds)-1], sz.WatchInterval, sz.WatchSegments)
+	res.Rows = append(res.Rows, row(10, "Watch latency (append returned → delivered)", "ms", ms(lat),
+		"half the poll interval (the expected wait for the next poll)", ms(sz.WatchInterval/2), false,
+		fmt.Sprintf("median of %d appends, max %.1f ms; session of %d segments, poll every %v, no compaction",
+			len(ds), ms(ds[len(ds)-1]), sz.WatchSegments+len(ds), sz.WatchInterval)))
+	return nil
+}

@@ -1,0 +1,154 @@
+package transcript
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// ListSessionSegments lists, with one recursive listing, the segments of every
+// session of agent in namespace (every agent when agent is ""; the default
+// namespace when namespace is ""), and calls fn once per session with its segments
+// in key order, as soon as the listing has moved past the session: a caller can
+// start reading a session while the rest is still being listed. Sessions come in
+// key order; sessions without segments are not reported. An error from fn stops
+// the listing and is returned as is. A store bound to another namespace sees
+// nothing.
+func (s *Store) ListSessionSegments(ctx context.Context, namespace, agent string, fn func(ref TranscriptRef, infos []SegmentInfo) error) error {
+	probe := TranscriptRef{Namespace: namespace, AgentID: agent, SessionID: "x"}
+	if agent == "" {
+		probe.AgentID = "x"
+	}
+	ref, visible, err := s.checkRef(probe)
+	if err != nil || !visible {
+		return err
+	}
+	prefix := keyPrefix(s.cfg.Prefix, ref.Namespace)
+	if agent != "" {
+		prefix = keyPrefix(s.cfg.Prefix, ref.Namespace, ref.AgentID)
+	}
+	var cur []SegmentInfo
+	flush := func() error {
+		if len(cur) == 0 {
+			return nil
+		}
+		infos := cur
+		cur = nil
+		return fn(infos[0].Ref, infos)
+	}
+	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: prefix}, func(oi bucket.ObjectInfo) error {
+		info, err := ParseKey(s.cfg.Prefix, oi.Key)
+		if err != nil {
+			return nil // a mark, a head object or a stray file: not a segment
+		}
+		info.Size = oi.Size
+		if len(cur) > 0 && cur[0].Ref != info.Ref {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		cur = append(cur, info)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list segments under %s: %w", prefix, err)
+	}
+	return flush()
+}
+
+// ReadNewListed is ReadNew with the session's listing already in hand (from
+// ListSessionSegments), so that it sends no LIST. If a listed segment vanished
+// before it was fetched, it falls back to ReadNew, which lists again.
+func (s *Store) ReadNewListed(ctx context.Context, ref TranscriptRef, infos []SegmentInfo, have SegmentSet) (*Increment, error) {
+	ref, visible, err := s.checkRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	if !visible || len(infos) == 0 {
+		return nil, fmt.Errorf("read %s: %w", ref, ErrNotFound)
+	}
+	for _, in := range infos {
+		if in.Ref.Norm() != ref {
+			return nil, fmt.Errorf("read %s: %w: listing holds %s", ref, ErrInvalidRef, in.Key)
+		}
+	}
+	inc, err := s.readNew(ctx, infos, have)
+	if errors.Is(err, ErrNotFound) {
+		return s.ReadNew(ctx, ref, have)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", ref, err)
+	}
+	return inc, nil
+}
+
+// Listed reads one session whose listing is already in hand (from
+// ListSessionSegments): its first ReadNew sends no LIST, later ones list as usual.
+// It is a sessiontree remote (ReadEntries, ReadNew). It is safe for concurrent use.
+type Listed struct {
+	*Store
+	ref   TranscriptRef
+	mu    sync.Mutex
+	infos []SegmentInfo
+}
+
+// Listed returns the reader of ref whose segments are infos (as listed).
+func (s *Store) Listed(ref TranscriptRef, infos []SegmentInfo) *Listed {
+	return &Listed{Store: s, ref: ref.Norm(), infos: infos}
+}
+
+// Ref returns the session the listing is of.
+func (l *Listed) Ref() TranscriptRef { return l.ref }
+
+// ReadNew reads what have lacks, from the listing in hand the first time it is
+// asked about the listed session.
+func (l *Listed) ReadNew(ctx context.Context, ref TranscriptRef, have SegmentSet) (*Increment, error) {
+	l.mu.Lock()
+	infos := l.infos
+	if ref.Norm() == l.ref {
+		l.infos = nil
+	}
+	l.mu.Unlock()
+	if infos == nil || ref.Norm() != l.ref {
+		return l.Store.ReadNew(ctx, ref, have)
+	}
+	return l.Store.ReadNewListed(ctx, ref, infos, have)
+}
+
+// ForEachListedSession lists the sessions of agent in namespace (every agent when
+// agent is "") with one recursive listing (ListSessionSegments) and runs fn for each
+// session, parallel at a time, with a reader that uses the listing: reads start
+// while the listing goes on and send no LIST of their own, so a whole namespace is
+// read with one listing and up to parallel × Config.ReadConcurrency GETs in
+// flight. The first error stops the run and is returned.
+func (s *Store) ForEachListedSession(ctx context.Context, namespace, agent string, parallel int, fn func(ctx context.Context, l *Listed) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	work := make(chan *Listed)
+	g.Go(func() error {
+		defer close(work)
+		return s.ListSessionSegments(gctx, namespace, agent, func(ref TranscriptRef, infos []SegmentInfo) error {
+			select {
+			case work <- s.Listed(ref, infos):
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		})
+	})
+	for range max(1, parallel) {
+		g.Go(func() error {
+			for l := range work {
+				if err := fn(gctx, l); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/mirror"
@@ -68,7 +69,7 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("import %s: %w", path, err)
 	}
-	s, err := sf.openStore(ctx)
+	s, err := sf.openStoreToWrite(ctx)
 	if err != nil {
 		return err
 	}
@@ -207,7 +208,7 @@ func runAppend(ctx context.Context, env *cliEnv, args []string) error {
 	if len(entries) == 0 {
 		return fmt.Errorf("append: stdin holds no entries: %w", transcript.ErrEmptySegment)
 	}
-	s, err := sf.openStore(ctx)
+	s, err := sf.openStoreToWrite(ctx)
 	if err != nil {
 		return err
 	}
@@ -312,7 +313,11 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	if *out == "" {
 		return tree.Export(env.stdout)
 	}
-	return fsutil.WriteFileAtomic(*out, false, tree.Export)
+	if err := fsutil.WriteFileAtomic(*out, false, tree.Export); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(env.stdout, "wrote %s/%s/%s (%d entries and the header) to %s\n", sf.Namespace, sf.Agent, sf.Session, tree.Len(), *out)
+	return err
 }
 
 const contextUsage = `
@@ -340,7 +345,7 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var entries []sessiontree.Entry
 	switch {
-	case *file != "" && sf.session == "":
+	case *file != "" && sf.Session == "":
 		f, err := os.Open(*file)
 		if err != nil {
 			return err
@@ -364,6 +369,9 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var at *string
 	if *leaf != "" {
+		if !slices.ContainsFunc(entries, func(e sessiontree.Entry) bool { return e.ID() == *leaf }) {
+			return &notFoundError{what: fmt.Sprintf("entry %q (--leaf)", *leaf)}
+		}
 		at = leaf
 	}
 	c := sessiontree.BuildContextFrom(entries, at)

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 	"github.com/transcriptstore/transcript/internal/cli"
+	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 

@@ -3,7 +3,7 @@
 //
 //	go run ./cmd/transcript-bench [--store URL] [--quick] [--json FILE] [--markdown FILE]
 //
-// Each measurement (the numbered items of issue 8: segment codec, local flush,
+// Each measurement (the numbered items of BENCHMARKS.md: segment codec, local flush,
 // mirror bytes and requests, open latency, concurrent replicas, restore,
 // compaction, request cost) runs in a child process of its own (the runner re-executes
 // itself), so that the peak RSS reported for it is its own. Every figure is printed
@@ -14,7 +14,7 @@
 // under a fresh prefix of its own and deletes that prefix at the end. Items whose
 // baseline is a raw S3 client (5, 6) need an s3:// store and are reported as skipped
 // otherwise. --quick runs reduced sizes (under two minutes on two cores); without it
-// the full sizes of the issue run (under fifteen minutes).
+// the full sizes run (under fifteen minutes).
 //
 // --markdown FILE writes the results (command, date, machine, table, charts) into
 // FILE between the lines "<!-- bench:results:start -->" and

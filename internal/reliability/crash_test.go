@@ -144,7 +144,7 @@ type crashStats struct {
 	rounds, acked, midFlush, midCompaction, midJob, tornReported, tornInjected int
 }
 
-// TestCrash_KillWriter is item 1 of issue 9: a writer process is killed with
+// TestCrash_KillWriter: a writer process is killed with
 // SIGKILL at random moments of append, flush, upload and compaction, many times,
 // and with it the compaction job (cmd/transcript-compact) that runs alongside.
 // After every restart its local files load (a torn tail is reported, and saved to

@@ -7,7 +7,7 @@ import (
 	"strconv"
 )
 
-// Migration of Pi files of version 1 and 2 to version 3 (ENTRIES.md, "Older
+// Migration of Pi files of version 1 and 2 to version 3 (docs/ENTRIES.md, "Older
 // versions"). It is the only place where the store rewrites entries it did not
 // create. It mirrors Pi's in-place JavaScript mutation followed by JSON.stringify:
 // existing keys keep their position, new keys ("id", "parentId", "firstKeptEntryId",

@@ -1,11 +1,3 @@
-// Package transcript stores session transcripts as immutable segments in a bucket and
-// reads them back by union-merge.
-//
-// Every flush of a session becomes one new segment object that nobody overwrites
-// (create-only PUT); readers list a session's segments, fetch them in parallel, verify
-// them and merge their entries by id. Concurrent writers therefore never lose each
-// other's entries. The package reads only id, parentId and timestamp of an entry and
-// keeps every entry byte-for-byte.
 package transcript
 
 import (

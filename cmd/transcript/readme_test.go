@@ -138,3 +138,40 @@ func TestReadme_CommandsRunAsWritten(t *testing.T) {
 	}
 	require.Positive(t, checked)
 }
+
+// mdLink matches a Markdown link or image target.
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocs_LinksResolveInsideTheRepository: every relative link of every Markdown
+// file names a file of the repository, and none leaves it.
+func TestDocs_LinksResolveInsideTheRepository(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	out, err := exec.Command("git", "-C", root, "ls-files", "-co", "--exclude-standard", "*.md").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	checked := 0
+	for _, name := range strings.Fields(string(out)) {
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if os.IsNotExist(err) {
+			continue
+		}
+		require.NoError(t, err)
+		require.NotContains(t, string(b), "../shared", name)
+		for _, m := range mdLink.FindAllStringSubmatch(string(b), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			abs := filepath.Join(root, filepath.Dir(name), target)
+			rel, err := filepath.Rel(root, abs)
+			require.NoError(t, err)
+			require.False(t, strings.HasPrefix(rel, ".."), "%s links outside the repository: %s", name, m[1])
+			_, err = os.Stat(abs)
+			require.NoError(t, err, "%s links to %s", name, m[1])
+			checked++
+		}
+	}
+	require.Positive(t, checked)
+}

@@ -358,12 +358,23 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 		reportLoad(env, *file, rep)
 		entries = es
 	case *file == "":
-		tree, cleanup, err := sf.fetchTree(ctx, "context")
+		// The context is built from the merged entries as read; no tree is
+		// materialised on disk.
+		res, _, err := sf.readSession(ctx, "context")
 		if err != nil {
 			return err
 		}
-		defer cleanup()
-		entries = tree.Entries()
+		for _, e := range res.Entries {
+			if _, err := sessiontree.ParseHeader(e.Raw); err == nil {
+				continue
+			}
+			pe, err := sessiontree.ParseEntry(e.Raw)
+			if err != nil {
+				fmt.Fprintf(env.stderr, "skipped entry %s: %v\n", e.ID, err)
+				continue
+			}
+			entries = append(entries, pe)
+		}
 	default:
 		return usagef("context takes --agent/--session or --file, not both")
 	}

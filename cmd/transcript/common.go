@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -69,18 +68,28 @@ func (f *storeFlags) ref(cmd string) (transcript.TranscriptRef, error) {
 	return transcript.TranscriptRef{Namespace: f.Namespace, AgentID: f.Agent, SessionID: f.Session}, nil
 }
 
-// openStore opens the store named by --store for a command that only reads: it
-// creates nothing, and a missing directory store is "not found". The store is not
-// bound to --ns, so that a namespace that is not found can be told apart from an
-// empty store; every ref the command forms is in --ns.
+// openStore opens the store named by --store, bound to --ns, for a command that
+// only reads: it creates nothing, and a missing directory store is "not found".
 func (f *storeFlags) openStore(ctx context.Context) (*transcript.Store, error) {
-	return cmdcli.OpenStore(ctx, f.URL, "", cmdcli.ReadOnly)
+	return cmdcli.OpenStore(ctx, f.URL, f.Namespace, cmdcli.ReadOnly)
 }
 
 // openStoreToWrite opens the store like openStore, creating a directory store that
 // does not exist yet.
 func (f *storeFlags) openStoreToWrite(ctx context.Context) (*transcript.Store, error) {
-	return cmdcli.OpenStore(ctx, f.URL, "", cmdcli.ReadWrite)
+	return cmdcli.OpenStore(ctx, f.URL, f.Namespace, cmdcli.ReadWrite)
+}
+
+// otherNamespaces counts the namespaces of the store other than --ns. It names
+// none of them: a command bound to one namespace shows nothing of another.
+func (f *storeFlags) otherNamespaces(ctx context.Context) (int, error) {
+	all, err := cmdcli.OpenStore(ctx, f.URL, "", cmdcli.ReadOnly)
+	if err != nil {
+		return 0, err
+	}
+	defer all.Close()
+	nss, err := all.ListNamespaces(ctx)
+	return len(slices.DeleteFunc(nss, func(ns string) bool { return ns == f.Namespace })), err
 }
 
 // notFoundError says that what does not exist; it wraps transcript.ErrNotFound.
@@ -105,9 +114,13 @@ func (f *storeFlags) selectSessions(ctx context.Context, s *transcript.Store) ([
 		return nil, err
 	}
 	if !slices.Contains(nss, f.Namespace) {
+		others, err := f.otherNamespaces(ctx)
+		if err != nil {
+			return nil, err
+		}
 		known := "the store is empty"
-		if len(nss) > 0 {
-			known = "the store has: " + strings.Join(nss, ", ")
+		if others > 0 {
+			known = fmt.Sprintf("the store has %d other %s; choose one with --ns", others, plural(others, "namespace"))
 		}
 		return nil, fmt.Errorf("%w (%s)", &notFoundError{what: fmt.Sprintf("namespace %q", f.Namespace)}, known)
 	}

@@ -98,7 +98,7 @@ func TestFindings_NamespaceNotFound(t *testing.T) {
 	tests := []struct {
 		name, store, stderr string
 	}{
-		{"store with other namespaces", store, `namespace "nope": not found (the store has: default)`},
+		{"store with another namespace", store, `namespace "nope": not found (the store has 1 other namespace; choose one with --ns)`},
 		{"empty store", empty, `namespace "nope": not found (the store is empty)`},
 		{"missing store directory", "file://" + missing, "store file://" + missing + " not found: no directory " + missing},
 	}

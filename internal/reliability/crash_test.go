@@ -156,7 +156,11 @@ func TestCrash_KillWriter(t *testing.T) {
 		t.Skip("starts child processes")
 	}
 	t.Run("file", func(t *testing.T) {
-		runCrash(t, "file://"+filepath.Join(t.TempDir(), "bucket"), 50)
+		// The compaction job, which starts before the first write, creates no store:
+		// the store directory exists from the start, as a deployed one does.
+		bucketDir := filepath.Join(t.TempDir(), "bucket")
+		require.NoError(t, os.Mkdir(bucketDir, 0o755))
+		runCrash(t, "file://"+bucketDir, 50)
 	})
 	t.Run("minio", func(t *testing.T) {
 		srv := sharedS3(t)

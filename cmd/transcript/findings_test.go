@@ -307,3 +307,16 @@ func TestFindings_S3RequestTimeout(t *testing.T) {
 	require.Contains(t, stderr.String(), "endpoint="+l.Addr().String(), "the URL is printed readable")
 	require.NotContains(t, stderr.String(), "%3A")
 }
+
+// TestFindings_ReadOnlyCommandsCreateNoBucket: create=true in the URL of a command
+// that only reads does not make the bucket.
+func TestFindings_ReadOnlyCommandsCreateNoBucket(t *testing.T) {
+	url := s3Backend().fresh(t) // a bucket that does not exist yet, with create=true
+	r := cli(t, "ls", "--store", url)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Empty(t, r.stdout)
+	require.Contains(t, r.stderr, "Error: open s3://")
+	require.Contains(t, r.stderr, "bucket does not exist")
+	r = cli(t, "ls", "--store", url)
+	require.Contains(t, r.stderr, "bucket does not exist", "the first run did not create it")
+}

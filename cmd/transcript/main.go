@@ -148,7 +148,7 @@ Global flags (before or after the command, before file arguments):
   --json            print a listing or summary as JSON
 
 Commands that only read (all but demo, import and append) never create anything: a
-store directory that does not exist is "not found".
+store directory or bucket that does not exist is "not found" (create=true is ignored).
 
 Exit codes: 0 ok, 1 failure or corruption found (a missing store, namespace or session
 says "not found"), 2 usage.

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
@@ -84,6 +85,15 @@ func OpenStore(ctx context.Context, rawURL, ns string, access Access) (*transcri
 	if err != nil {
 		return nil, &UsageError{Msg: "--store: " + err.Error()}
 	}
+	if loc.Scheme == "s3" && access == ReadOnly && loc.S3.Create {
+		// create=true asks to make a missing bucket, which a command that only
+		// reads never does: a missing bucket is "not found".
+		b, err := s3bucket.New(ctx, withoutCreate(loc.S3))
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", bucketurl.Redact(rawURL), err)
+		}
+		return transcript.New(transcript.Config{Bucket: b, Prefix: loc.Prefix, Namespace: ns})
+	}
 	if loc.Scheme == "file" && access == ReadOnly {
 		fi, err := os.Stat(loc.Dir)
 		switch {
@@ -100,6 +110,11 @@ func OpenStore(ctx context.Context, rawURL, ns string, access Access) (*transcri
 		return nil, err
 	}
 	return transcript.New(transcript.Config{Bucket: b, Prefix: prefix, Namespace: ns})
+}
+
+func withoutCreate(c s3bucket.Config) s3bucket.Config {
+	c.Create = false
+	return c
 }
 
 // StoreNotFoundError reports a file store whose directory does not exist; it wraps

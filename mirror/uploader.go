@@ -1,7 +1,3 @@
-// Package mirror copies what a SessionTree flushes to the transcript store.
-//
-// The contract between a SessionTree and its remote side is the Uploader interface:
-// Flush hands it exactly the entries that are new since the previous flush, once.
 package mirror
 
 import (

@@ -59,7 +59,7 @@ func (c Context) JSON() []byte {
 }
 
 // BuildContextFrom builds the context of entries (in order) at leafID exactly as
-// Pi does (its buildSessionContext):
+// Pi does (its buildSessionContext; docs/ENTRIES.md, steps 1–6):
 //
 //   - leafID nil means the active leaf: the last entry, or the target of the last
 //     entry when that is a "leaf" entry (a null target gives the empty context). A

@@ -1,5 +1,5 @@
 // Package sessiontree keeps one agent session as a tree of Pi-compatible entries
-// (Pi session format version 3, see package pi), builds the model context from it
+// (Pi session format version 3, see package pi and docs/ENTRIES.md), builds the model context from it
 // exactly as Pi does, and persists it in two local files:
 //
 //	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.jsonl      context file

@@ -1,36 +1,3 @@
-// Package transcript stores session transcripts as immutable segments in a bucket and
-// reads them back by union-merge.
-//
-// Every flush of a session becomes one new segment object that nobody overwrites
-// (create-only PUT); readers list a session's segments, fetch them in parallel, verify
-// them and merge their entries by id. Concurrent writers therefore never lose each
-// other's entries. The package reads only id, parentId and timestamp of an entry and
-// keeps every entry byte-for-byte.
-//
-// # Order rule
-//
-// The merged order is a function of the set of entries, the same on every replica,
-// under every compaction and every listing order. Each entry has an origin (Origin):
-// the key of the level-0 segment that first stored it, relative to the session, and
-// its position there; compacted segments record the origin of every entry they hold
-// (segment format version 2). The merge places parents before children and, among
-// entries whose parents are placed, the earliest origin first (origin keys compare
-// by their name, so by key time first, then writer, sequence and hash; then the
-// position). Of two versions of one id (a conflict) the one with the earliest origin
-// wins everywhere; compaction keeps the loser, with its origin, after the winners. A
-// version 1 compacted segment, which records no origins, gives its entries its first
-// input as origin key and their position in it. The active leaf is then the last
-// entry of that order unless a "leaf" entry moves it (package pi).
-//
-// # Clock rule
-//
-// The time in a segment key comes from a hybrid logical clock per session (Clock):
-// never earlier than one ClockTick after the newest key time the store has read
-// (every listing feeds the clock) or written for that session, otherwise the wall
-// clock. A writer that has seen a segment therefore writes a key that sorts after
-// it, whatever its wall clock says, and "the active leaf is the last entry
-// appended" means the causally latest entry. Key times are never used for ages or
-// completeness: a segment can still land late with an older key.
 package transcript
 
 import (

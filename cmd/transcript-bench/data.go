@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// The generator writes sessions shaped like the fixtures in ../shared/fixtures and
-// real Pi sessions: each turn is a user message, an assistant message with text, a
+// The generator writes sessions shaped like the Pi fixtures in sessiontree/testdata
+// and real Pi sessions: each turn is a user message, an assistant message with text, a
 // toolCall block and usage fields, and a tool result of a few KiB (source code or
 // command output). Everything derives from a seeded PCG, so every run, and the store
 // and its baselines within a run, see the same bytes.

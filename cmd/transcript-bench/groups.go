@@ -52,7 +52,7 @@ type Sizes struct {
 	WatchInterval time.Duration `json:"watchInterval"`
 }
 
-// newSizes returns the full sizes of the issue, or the quick ones, scaled (for tests).
+// newSizes returns the full sizes (BENCHMARKS.md), or the quick ones, scaled (for tests).
 func newSizes(quick bool, scale float64) Sizes {
 	s := Sizes{CodecSeconds: 1, CodecTurns: []int{1, 300}, FlushTurns: 500, MirrorTurns: 1000,
 		OpenTurns: 1000, OpenSegments: []int{1, 10, 100, 1000}, OpenReps: 5,

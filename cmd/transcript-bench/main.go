@@ -3,7 +3,7 @@
 //
 //	go run ./cmd/transcript-bench [--store URL] [--quick] [--json FILE] [--markdown FILE]
 //
-// Each measurement (the numbered items of issue 8: segment codec, local flush,
+// Each measurement (the numbered items of BENCHMARKS.md: segment codec, local flush,
 // mirror bytes and requests, open latency, concurrent replicas, restore,
 // compaction, request cost) runs in a child process of its own (the runner re-executes
 // itself), so that the peak RSS reported for it is its own. Every figure is printed
@@ -14,7 +14,7 @@
 // under a fresh prefix of its own and deletes that prefix at the end. Items whose
 // baseline is a raw S3 client (5, 6) need an s3:// store and are reported as skipped
 // otherwise. --quick runs reduced sizes (under two minutes on two cores); without it
-// the full sizes of the issue run (under fifteen minutes).
+// the full sizes run (under fifteen minutes).
 //
 // --markdown FILE writes the results (command, date, machine, table, charts) into
 // FILE between the lines "<!-- bench:results:start -->" and
@@ -29,7 +29,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -41,6 +40,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
@@ -72,12 +72,21 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "transcript-bench:", err)
-		}
-		os.Exit(1)
+		stop()
+		os.Exit(cli.ExitCode(err, os.Stderr, "transcript-bench --help"))
 	}
 }
+
+const benchUsage = `Usage: transcript-bench [--store URL] [--quick] [--json FILE] [--markdown FILE] [--charts DIR] [--items 1,2,...]
+
+Measures the store against its baselines, each measurement in a child process of
+its own, and prints every figure with its baseline and the ratio. Exit codes: 0
+success, 1 failure, 2 usage error.
+
+Examples:
+  transcript-bench --quick
+  transcript-bench --quick --store 's3://transcript-bench?endpoint=127.0.0.1:9000&insecure=true&create=true'
+  transcript-bench --markdown BENCHMARKS.md --json bench.json`
 
 // options are the parsed flags.
 type options struct {
@@ -90,39 +99,36 @@ type options struct {
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
-	fs := flag.NewFlagSet("transcript-bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.store, "store", "mem://", "bucket URL to measure (mem://, file://DIR, s3://BUCKET/PREFIX?endpoint=...)")
+	fs := cli.NewFlagSet("transcript-bench", benchUsage, stderr)
+	// No TRANSCRIPT_STORE here: the bench writes (under a prefix of its own), so the
+	// store it measures is always named on its command line.
+	fs.StringVar(&o.store, "store", "mem://", "bucket `URL` to measure (mem://, file://DIR, s3://BUCKET/PREFIX?endpoint=...)")
 	fs.BoolVar(&o.quick, "quick", false, "reduced sizes (under two minutes on two cores)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the report as JSON to `FILE`")
 	fs.StringVar(&o.mdPath, "markdown", "", "write the results into `FILE` (e.g. BENCHMARKS.md)")
-	fs.StringVar(&o.chartsDir, "charts", "", "directory of the SVG charts (default docs/bench next to --markdown)")
+	fs.StringVar(&o.chartsDir, "charts", "", "`DIR`ectory of the SVG charts (default docs/bench next to --markdown)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the objects written (default: delete the run's prefix)")
 	itemList := fs.String("items", "", "comma-separated item numbers to run (default all)")
-	fs.Float64Var(&o.scale, "scale", 1, "multiply the sizes (hidden; for tests)")
+	fs.Float64Var(&o.scale, "scale", 1, "multiply the sizes (for tests)")
+	_ = fs.MarkHidden("scale")
 	fs.DurationVar(&o.childTimeout, "item-timeout", 10*time.Minute, "bound on each measurement")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: transcript-bench [--store URL] [--quick] [--json FILE] [--markdown FILE] [--charts DIR] [--items 1,2,...]")
-		fs.VisitAll(func(f *flag.Flag) {
-			if f.Name != "scale" {
-				fmt.Fprintf(fs.Output(), "  --%s\t%s (default %q)\n", f.Name, f.Usage, f.DefValue)
-			}
-		})
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return o, cli.Usagef("unexpected arguments %q", fs.Args())
+	}
+	if _, err := bucketurl.Parse(o.store); err != nil {
+		return o, cli.Usagef("--store: %v", err)
 	}
 	if o.scale <= 0 || o.scale > 1 {
-		return o, fmt.Errorf("--scale must be in (0, 1]")
+		return o, cli.Usagef("--scale must be in (0, 1]")
 	}
 	if *itemList != "" {
 		for _, f := range strings.Split(*itemList, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 1 || n > 10 {
-				return o, fmt.Errorf("--items: %q is not an item number 1-10", f)
+				return o, cli.Usagef("--items: %q is not an item number 1-10", f)
 			}
 			o.items = append(o.items, n)
 		}

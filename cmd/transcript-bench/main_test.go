@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 	"github.com/transcriptstore/transcript/transcript/storetest"
 )
@@ -161,6 +162,30 @@ func TestParseFlags(t *testing.T) {
 			tt.check(t, o)
 		})
 	}
+}
+
+// TestParseFlags_UsageErrorsExit2: a bad command line is a usage error (exit 2)
+// with a short message, like the other commands'.
+func TestParseFlags_UsageErrorsExit2(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"--quik"}, "unknown flag --quik (did you mean --quick?)"},
+		{[]string{"--items", "11"}, "not an item number"},
+		{[]string{"--store", "ftp://x"}, `unknown scheme "ftp"`},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		_, err := parseFlags(tt.args, &bytes.Buffer{})
+		var stderr bytes.Buffer
+		require.Equal(t, 2, cli.ExitCode(err, &stderr, "transcript-bench --help"), "%v", tt.args)
+		require.Contains(t, stderr.String(), tt.stderr)
+	}
+	var help bytes.Buffer
+	_, err := parseFlags([]string{"--help"}, &help)
+	require.Equal(t, 0, cli.ExitCode(err, &bytes.Buffer{}, ""))
+	require.Contains(t, help.String(), "--store URL")
+	require.NotContains(t, help.String(), "--scale", "hidden")
 }
 
 func TestCommandLine_RedactsTheStore(t *testing.T) {

@@ -12,15 +12,17 @@
 // coordination by --shard I/N (a stable hash of the session), for example as the
 // indexes of a Kubernetes indexed Job (deploy/k8s).
 //
-// Exit codes: 0 success, 1 some session failed (the others were still processed),
-// 2 usage error.
+// It takes the store flags of the transcript command (--store, env TRANSCRIPT_STORE,
+// --ns, --agent, --session; see internal/cli); a store that does not exist is "not
+// found" and nothing is created.
+//
+// Exit codes: 0 success, 1 some session failed (the others were still processed) or
+// the store was not found, 2 usage error.
 package main
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,11 +34,7 @@ import (
 
 	"github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
-
-// defaultStoreURL matches the transcript command's embedded default store.
-const defaultStoreURL = "file://./transcripts"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -69,45 +67,32 @@ func parseShard(s string) (int, int, error) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("transcript-compact", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage, "\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	storeURL := getenv("TRANSCRIPT_STORE")
-	if storeURL == "" {
-		storeURL = defaultStoreURL
-	}
+	fs := cli.NewFlagSet("transcript-compact", usage, stderr)
 	var (
 		j           = &job{out: stdout, errOut: stderr}
+		sf          cli.StoreFlags
 		shard       string
 		jsonOut     bool
 		minSegments int
 		delay       time.Duration
 		writerID    string
 	)
-	fs.StringVar(&storeURL, "store", storeURL, "store URL (env TRANSCRIPT_STORE)")
-	fs.StringVar(&j.namespace, "ns", "", "only this namespace (default: every namespace)")
-	fs.StringVar(&j.agent, "agent", "", "only this agent")
-	fs.StringVar(&j.session, "session", "", "only this session (needs --agent)")
+	sf.Register(fs, getenv, "", "only this `NAMESPACE` (default: every namespace)")
 	fs.IntVar(&minSegments, "min-segments", transcript.DefaultMinSegments, "compact a level once it holds this many segments (at least 2)")
 	fs.DurationVar(&delay, "delete-delay", transcript.DefaultDeleteDelay, "keep superseded segments this long after marking them (0: delete at once)")
-	fs.StringVar(&shard, "shard", "0/1", "process shard I of N (stable hash of the session)")
+	fs.StringVar(&shard, "shard", "0/1", "process shard `I/N` (stable hash of the session)")
 	fs.IntVar(&j.parallel, "parallel", 4, "sessions compacted at once")
 	fs.DurationVar(&j.olderThan, "older-than", 0, "skip sessions with a segment stored less than this ago, by the bucket's clock (0: none skipped)")
 	fs.BoolVar(&j.opts.DryRun, "dry-run", false, "print the plan and change nothing")
 	fs.BoolVar(&jsonOut, "json", false, "print the summary as JSON on stdout")
-	fs.StringVar(&writerID, "writer", "", "writer id of the compacted segments (default: host name and random hex)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return cli.Usagef("%v", err)
+	fs.StringVar(&writerID, "writer", "", "writer `ID` of the compacted segments (default: host name and random hex)")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return cli.Usagef("unexpected arguments %q", fs.Args())
 	}
+	j.namespace, j.agent, j.session = sf.Namespace, sf.Agent, sf.Session
 	var err error
 	if j.shard, j.shards, err = parseShard(shard); err != nil {
 		return cli.Usagef("%v", err)
@@ -124,12 +109,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case j.session != "" && j.agent == "":
 		return cli.Usagef("--session needs --agent")
 	}
-	for name, v := range map[string]string{"ns": j.namespace, "agent": j.agent, "session": j.session} {
-		if v != "" {
-			if err := transcript.ValidatePart(name, v); err != nil {
-				return cli.Usagef("--%s: %v", name, err)
-			}
-		}
+	if err := sf.Validate("transcript-compact"); err != nil {
+		return err
 	}
 	j.opts.MinSegments = minSegments
 	j.opts.DeleteDelay = delay
@@ -142,11 +123,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 	}
 
-	b, prefix, err := bucketurl.Open(ctx, storeURL)
-	if err != nil {
-		return err
-	}
-	if j.store, err = transcript.New(transcript.Config{Bucket: b, Prefix: prefix}); err != nil {
+	// The job writes only into sessions that exist: a store that does not exist is
+	// "not found", not created.
+	if j.store, err = cli.OpenStore(ctx, sf.URL, "", cli.ReadOnly); err != nil {
 		return err
 	}
 	defer j.store.Close()

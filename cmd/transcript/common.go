@@ -4,59 +4,38 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
-	"strings"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
-// defaultStoreURL is the store used without --store and $TRANSCRIPT_STORE: a
-// directory beside the caller, laid out like a bucket.
-const defaultStoreURL = "file://./transcripts"
-
 // storeFlags are the global flags: which store, which namespace, which agent and
-// session, and whether to print JSON.
+// session (see cmdcli.StoreFlags), and whether to print JSON.
 type storeFlags struct {
-	url       string
-	namespace string
-	agent     string
-	session   string
-	json      bool
+	cmdcli.StoreFlags
+	json bool
 }
 
-// newFlagSet returns a flag set whose usage prints usage (ending in examples) to stderr.
-func newFlagSet(env *cliEnv, name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(env.stderr, "%s\nFlags:\n", strings.TrimSpace(usage))
-		fs.PrintDefaults()
-	}
-	return fs
+// newFlagSet returns a flag set whose help prints usage (ending in examples) and the
+// flags to stderr.
+func newFlagSet(env *cliEnv, name, usage string) *pflag.FlagSet {
+	return cmdcli.NewFlagSet(name, usage, env.stderr)
 }
 
 // newStoreFlagSet returns a flag set (see newFlagSet) with the global flags
 // registered on it; --json only when withJSON (the command prints a listing or a
 // summary).
-func newStoreFlagSet(env *cliEnv, name, usage string, withJSON bool) (*flag.FlagSet, *storeFlags) {
+func newStoreFlagSet(env *cliEnv, name, usage string, withJSON bool) (*pflag.FlagSet, *storeFlags) {
 	fs := newFlagSet(env, name, usage)
 	var sf storeFlags
-	def := env.getenv("TRANSCRIPT_STORE")
-	if def == "" {
-		def = defaultStoreURL
-	}
-	fs.StringVar(&sf.url, "store", def, "store URL (env TRANSCRIPT_STORE)")
-	fs.StringVar(&sf.namespace, "ns", transcript.DefaultNamespace, "namespace (tenant or user)")
-	fs.StringVar(&sf.agent, "agent", "", "agent id")
-	fs.StringVar(&sf.session, "session", "", "session id")
+	sf.Register(fs, env.getenv, transcript.DefaultNamespace, "namespace (tenant or user)")
 	if withJSON {
 		fs.BoolVar(&sf.json, "json", false, "print the result as JSON")
 	}
@@ -65,50 +44,52 @@ func newStoreFlagSet(env *cliEnv, name, usage string, withJSON bool) (*flag.Flag
 
 // parse parses args, mapping -h to errHelp, bad flags to a usage error, and
 // checks the namespace, agent and session flags.
-func parse(fs *flag.FlagSet, sf *storeFlags, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return usagef("%s: %v", fs.Name(), err)
+func parse(fs *pflag.FlagSet, sf *storeFlags, args []string) error {
+	if err := cmdcli.Parse(fs, args); err != nil {
+		return err
 	}
 	if sf == nil {
 		return nil
 	}
-	for _, p := range []struct{ flag, v string }{{"ns", sf.namespace}, {"agent", sf.agent}, {"session", sf.session}} {
-		if p.v == "" && p.flag != "ns" {
-			continue
-		}
-		if err := transcript.ValidatePart(p.flag, p.v); err != nil {
-			return usagef("%s: --%s %q: %v", fs.Name(), p.flag, p.v, err)
-		}
+	if sf.Namespace == "" {
+		return usagef("%s: --ns must not be empty", fs.Name())
 	}
-	return nil
+	return sf.Validate(fs.Name())
 }
 
 // noArgs is a usage error when fs has positional arguments.
-func noArgs(fs *flag.FlagSet) error {
-	if fs.NArg() != 0 {
-		return usagef("%s takes no arguments (flags go before file arguments): %q", fs.Name(), fs.Args())
-	}
-	return nil
-}
+func noArgs(fs *pflag.FlagSet) error { return cmdcli.NoArgs(fs) }
 
 // ref returns the session named by --ns, --agent and --session, which are required.
 func (f *storeFlags) ref(cmd string) (transcript.TranscriptRef, error) {
-	if f.agent == "" || f.session == "" {
+	if f.Agent == "" || f.Session == "" {
 		return transcript.TranscriptRef{}, usagef("%s needs --agent and --session", cmd)
 	}
-	return transcript.TranscriptRef{Namespace: f.namespace, AgentID: f.agent, SessionID: f.session}, nil
+	return transcript.TranscriptRef{Namespace: f.Namespace, AgentID: f.Agent, SessionID: f.Session}, nil
 }
 
-// openStore opens the store named by f.url, bound to f.namespace.
+// openStore opens the store named by --store, bound to --ns, for a command that
+// only reads: it creates nothing, and a missing directory store is "not found".
 func (f *storeFlags) openStore(ctx context.Context) (*transcript.Store, error) {
-	b, prefix, err := bucketurl.Open(ctx, f.url)
+	return cmdcli.OpenStore(ctx, f.URL, f.Namespace, cmdcli.ReadOnly)
+}
+
+// openStoreToWrite opens the store like openStore, creating a directory store that
+// does not exist yet.
+func (f *storeFlags) openStoreToWrite(ctx context.Context) (*transcript.Store, error) {
+	return cmdcli.OpenStore(ctx, f.URL, f.Namespace, cmdcli.ReadWrite)
+}
+
+// otherNamespaces counts the namespaces of the store other than --ns. It names
+// none of them: a command bound to one namespace shows nothing of another.
+func (f *storeFlags) otherNamespaces(ctx context.Context) (int, error) {
+	all, err := cmdcli.OpenStore(ctx, f.URL, "", cmdcli.ReadOnly)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	return transcript.New(transcript.Config{Bucket: b, Prefix: prefix, Namespace: f.namespace})
+	defer all.Close()
+	nss, err := all.ListNamespaces(ctx)
+	return len(slices.DeleteFunc(nss, func(ns string) bool { return ns == f.Namespace })), err
 }
 
 // notFoundError says that what does not exist; it wraps transcript.ErrNotFound.
@@ -132,39 +113,43 @@ func (f *storeFlags) selectSessions(ctx context.Context, s *transcript.Store) ([
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(nss, f.namespace) {
-		known := "the store has no namespaces"
-		if len(nss) > 0 {
-			known = "the store has: " + strings.Join(nss, ", ")
+	if !slices.Contains(nss, f.Namespace) {
+		others, err := f.otherNamespaces(ctx)
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("%w (%s)", &notFoundError{what: fmt.Sprintf("namespace %q", f.namespace)}, known)
+		known := "the store is empty"
+		if others > 0 {
+			known = fmt.Sprintf("the store has %d other %s; choose one with --ns", others, plural(others, "namespace"))
+		}
+		return nil, fmt.Errorf("%w (%s)", &notFoundError{what: fmt.Sprintf("namespace %q", f.Namespace)}, known)
 	}
-	agents := []string{f.agent}
-	if f.agent == "" {
-		if agents, err = s.ListAgents(ctx, f.namespace); err != nil {
+	agents := []string{f.Agent}
+	if f.Agent == "" {
+		if agents, err = s.ListAgents(ctx, f.Namespace); err != nil {
 			return nil, err
 		}
 	}
 	var refs []transcript.TranscriptRef
 	for _, agent := range agents {
-		sessions, err := s.ListSessions(ctx, f.namespace, agent)
+		sessions, err := s.ListSessions(ctx, f.Namespace, agent)
 		if err != nil {
 			return nil, err
 		}
 		for _, sid := range sessions {
-			if f.session == "" || sid == f.session {
-				refs = append(refs, transcript.TranscriptRef{Namespace: f.namespace, AgentID: agent, SessionID: sid})
+			if f.Session == "" || sid == f.Session {
+				refs = append(refs, transcript.TranscriptRef{Namespace: f.Namespace, AgentID: agent, SessionID: sid})
 			}
 		}
 	}
 	if len(refs) == 0 {
 		switch {
-		case f.session != "" && f.agent != "":
-			return nil, errSessionNotFound(transcript.TranscriptRef{Namespace: f.namespace, AgentID: f.agent, SessionID: f.session})
-		case f.session != "":
-			return nil, &notFoundError{what: fmt.Sprintf("session %q in namespace %q", f.session, f.namespace)}
+		case f.Session != "" && f.Agent != "":
+			return nil, errSessionNotFound(transcript.TranscriptRef{Namespace: f.Namespace, AgentID: f.Agent, SessionID: f.Session})
+		case f.Session != "":
+			return nil, &notFoundError{what: fmt.Sprintf("session %q in namespace %q", f.Session, f.Namespace)}
 		default:
-			return nil, &notFoundError{what: fmt.Sprintf("agent %q in namespace %q", f.agent, f.namespace)}
+			return nil, &notFoundError{what: fmt.Sprintf("agent %q in namespace %q", f.Agent, f.Namespace)}
 		}
 	}
 	return refs, nil
@@ -174,7 +159,7 @@ func (f *storeFlags) selectSessions(ctx context.Context, s *transcript.Store) ([
 // namespace: no positional arguments, --parallel (when not nil) at least 1, then
 // check (when not nil) for the command's own flags. It opens the store and selects
 // the sessions (see selectSessions); the caller closes the store.
-func (f *storeFlags) parseSelection(ctx context.Context, fs *flag.FlagSet, args []string, parallel *int, check func() error) (*transcript.Store, []transcript.TranscriptRef, error) {
+func (f *storeFlags) parseSelection(ctx context.Context, fs *pflag.FlagSet, args []string, parallel *int, check func() error) (*transcript.Store, []transcript.TranscriptRef, error) {
 	if err := parse(fs, f, args); err != nil {
 		return nil, nil, err
 	}

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,11 +74,11 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	if *replicas < 1 || *replicas > 64 || *turns < 1 || *turns > 1000 {
 		return usagef("demo: --replicas must be 1..64 and --turns 1..1000")
 	}
-	if sf.agent == "" {
-		sf.agent = "demo-agent"
+	if sf.Agent == "" {
+		sf.Agent = "demo-agent"
 	}
-	if sf.session == "" {
-		sf.session = "demo-" + time.Now().UTC().Format("20060102T150405.000")
+	if sf.Session == "" {
+		sf.Session = "demo-" + time.Now().UTC().Format("20060102T150405.000")
 	}
 	start := time.Now()
 	dir := *workdir
@@ -87,7 +90,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	s, err := sf.openStore(ctx)
+	s, err := sf.openStoreToWrite(ctx)
 	if err != nil {
 		return err
 	}
@@ -108,7 +111,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprintf(env.stdout, format, args...)
 		}
 	}
-	say("session %s on %s: %d replicas x %d turns\n", ref, sf.url, *replicas, *turns)
+	say("session %s on %s: %d replicas x %d turns\n", ref, sf.URL, *replicas, *turns)
 
 	written, err := runReplicas(ctx, s, ref, dir, *replicas, *turns)
 	if err != nil {
@@ -130,8 +133,8 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	want := pi.BuildContextFrom(union, nil)
-	say("union: %d entries (%d written by the replicas, plus the header) in %d segments %v\n",
-		sum.Entries, sum.EntriesWritten, len(res.Segments), sum.Segments)
+	say("union: %d entries (%d written by the replicas, plus the header) in %d segments (%s)\n",
+		sum.Entries, sum.EntriesWritten, len(res.Segments), formatLevels(sum.Segments))
 
 	compactor, err := transcript.NewWriter("compactor-" + rand.Text()[:8])
 	if err != nil {
@@ -149,8 +152,8 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	sum.SegmentsCompact = countLevels(after)
-	say("compacted: %d segments (%d bytes) into %d (%d bytes); the %d inputs are marked for deletion after %s; stored now %v\n",
-		cres.SegmentsIn(), cres.BytesIn(), cres.SegmentsOut(), cres.BytesOut(), cres.Marked, transcript.DefaultDeleteDelay, sum.SegmentsCompact)
+	say("compacted: %d segments (%d bytes) into %d (%d bytes); the %d inputs are marked for deletion after %s; stored now: %s\n",
+		cres.SegmentsIn(), cres.BytesIn(), cres.SegmentsOut(), cres.BytesOut(), cres.Marked, transcript.DefaultDeleteDelay, formatLevels(sum.SegmentsCompact))
 
 	restoreDir := filepath.Join(dir, "restored")
 	restored, err := restoreTree(ctx, s, ref, restoreDir)
@@ -182,7 +185,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	} else {
-		say("next: transcript tree --store '%s' --ns %s --agent %s --session %s\n", sf.url, ref.Namespace, ref.AgentID, ref.SessionID)
+		say("next: transcript tree --store '%s' --ns %s --agent %s --session %s\n", sf.URL, ref.Namespace, ref.AgentID, ref.SessionID)
 	}
 	if !sum.ContextMatches {
 		return fmt.Errorf("demo: the restored session differs from the union (%d of %d entries)", sum.RestoredEntries, sum.Entries)
@@ -300,6 +303,16 @@ func countLevels(segs []transcript.SegmentInfo) map[string]int {
 		out[fmt.Sprintf("L%d", s.Level)]++
 	}
 	return out
+}
+
+// formatLevels prints per-level counts in level order: "L0 10, L1 1".
+func formatLevels(levels map[string]int) string {
+	names := slices.Sorted(maps.Keys(levels))
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %d", name, levels[name])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // countLeaves counts the entries nobody names as parent (the tips of the branches).

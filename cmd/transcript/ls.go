@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -17,9 +19,14 @@ const lsUsage = `
 Usage: transcript ls [flags]
 
 Lists the sessions of --ns (only those of --agent, or the one --session, when given)
-with their entry and segment counts, bytes and last update (the creation time of the
-newest segment). With --segments it lists each session's segments instead. --json
-prints one JSON object per line.
+with their entry counts (the session header not counted), segment counts, bytes and last update (the creation time of the
+newest segment). SEGMENTS counts the segments a read of the session uses: once
+compaction has merged segments into one of the next level, the merged ones are no
+longer read but stay stored until their delete delay has passed, so 'stats' and
+'ls --segments', which count every stored segment, may show more. With --segments
+it lists each session's stored segments instead. --json prints one JSON object per
+line. A session that cannot be read (a corrupt segment) is reported on stderr after
+the others are listed, and the exit code is 1.
 
 Examples:
   transcript ls
@@ -62,13 +69,23 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 		return lsSegments(ctx, env, s, refs, sf.json)
 	}
 	infos := make([]sessionInfo, len(refs))
+	failed := make([]error, len(refs))
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
 		res, err := s.ReadAll(ctx, ref)
+		if err != nil && ctx.Err() == nil {
+			failed[i] = fmt.Errorf("session %s: %w (run transcript verify)", ref, err)
+			return nil
+		}
 		if err != nil {
 			return err
 		}
 		info := sessionInfo{Namespace: ref.Namespace, Agent: ref.AgentID, Session: ref.SessionID,
-			Entries: len(res.Entries), Segments: len(res.Segments)}
+			Segments: len(res.Segments)}
+		for _, e := range res.Entries {
+			if _, err := pi.ParseHeader(e.Raw); err != nil {
+				info.Entries++ // the session header is not counted, as in verify and restore
+			}
+		}
 		for _, seg := range res.Segments {
 			info.Bytes += seg.Size
 			if seg.Time.After(info.Updated) {
@@ -81,9 +98,29 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if sf.json {
+	if err := printSessions(env, infos, failed, sf.json); err != nil {
+		return err
+	}
+	for _, err := range failed {
+		if err != nil {
+			fmt.Fprintf(env.stderr, "Error: %v\n", err)
+		}
+	}
+	if errors.Join(failed...) != nil {
+		return errProblems
+	}
+	return nil
+}
+
+// printSessions prints the sessions read (those without a failure) as a table or as
+// JSON lines.
+func printSessions(env *cliEnv, infos []sessionInfo, failed []error, asJSON bool) error {
+	if asJSON {
 		enc := json.NewEncoder(env.stdout)
-		for _, info := range infos {
+		for i, info := range infos {
+			if failed[i] != nil {
+				continue
+			}
 			if err := enc.Encode(info); err != nil {
 				return err
 			}
@@ -92,7 +129,10 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tAGENT\tSESSION\tENTRIES\tSEGMENTS\tBYTES\tUPDATED")
-	for _, i := range infos {
+	for k, i := range infos {
+		if failed[k] != nil {
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", cmdcli.Escape(i.Namespace), cmdcli.Escape(i.Agent), cmdcli.Escape(i.Session),
 			i.Entries, i.Segments, i.Bytes,
 			i.Updated.Format(time.RFC3339))
@@ -102,6 +142,10 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 
 func lsSegments(ctx context.Context, env *cliEnv, s *transcript.Store, refs []transcript.TranscriptRef, asJSON bool) error {
 	enc := json.NewEncoder(env.stdout)
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(tw, "KEY\tLEVEL\tWRITER\tBYTES")
+	}
 	for _, ref := range refs {
 		segs, err := s.ListSegments(ctx, ref)
 		if err != nil {
@@ -112,14 +156,14 @@ func lsSegments(ctx context.Context, env *cliEnv, s *transcript.Store, refs []tr
 				err = enc.Encode(segmentLine{Session: ref.String(), Key: seg.Key, Level: seg.Level, Writer: seg.WriterID,
 					Seq: seg.Seq, Time: seg.Time, Bytes: seg.Size})
 			} else {
-				_, err = fmt.Fprintf(env.stdout, "%s\t%d\n", cmdcli.Escape(seg.Key), seg.Size)
+				_, err = fmt.Fprintf(tw, "%s\tL%d\t%s\t%d\n", cmdcli.Escape(seg.Key), seg.Level, cmdcli.Escape(seg.WriterID), seg.Size)
 			}
 			if err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	return tw.Flush()
 }
 
 // forEachSession calls fn for every ref, at most parallel at once; the first error

@@ -4,12 +4,13 @@
 //
 // Every subcommand takes the global flags --store URL (env TRANSCRIPT_STORE, default
 // file://./transcripts), --ns NAMESPACE (default "default"), --agent ID and
-// --session ID, and --json where it prints a listing or a summary. Flags follow the
-// subcommand and precede file arguments. Results go to stdout, progress and
-// diagnostics to stderr.
+// --session ID, and --json where it prints a listing or a summary. Flags are GNU
+// style (--flag value or --flag=value), may stand before or after the subcommand
+// and precede file arguments. Results go to stdout, progress and diagnostics to
+// stderr. Commands that only read never create anything.
 //
-// Exit codes: 0 success, 1 failure or corruption found (a missing session is a
-// failure that says "not found"), 2 usage error.
+// Exit codes: 0 success, 1 failure or corruption found (a missing store, namespace
+// or session is a failure that says "not found"), 2 usage error.
 package main
 
 import (
@@ -74,26 +75,53 @@ type cliEnv struct {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	env := &cliEnv{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		if len(args) > 1 {
-			for _, c := range commands() {
-				if c.name == args[1] {
-					return c.run(ctx, env, []string{"-h"})
-				}
-			}
-		}
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		args = append([]string{"help"}, args[1:]...)
+	}
+	name, rest, err := cmdcli.SplitCommand(args, cmdcli.GlobalValueFlags, []string{"json"})
+	if err != nil {
+		return err
+	}
+	switch {
+	case name == "":
 		printUsage(stdout)
-		if len(args) == 0 {
-			return usagef("no command given")
+		return usagef("no command given")
+	case name == "help":
+		if len(rest) == 0 {
+			printUsage(stdout)
+			return nil
 		}
-		return nil
+		if c, ok := findCommand(rest[0]); ok {
+			return c.run(ctx, env, []string{"--help"})
+		}
+		return unknownCommand(rest[0])
 	}
+	if c, ok := findCommand(name); ok {
+		return c.run(ctx, env, rest)
+	}
+	return unknownCommand(name)
+}
+
+// findCommand returns the subcommand called name.
+func findCommand(name string) (command, bool) {
 	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(ctx, env, args[1:])
+		if c.name == name {
+			return c, true
 		}
 	}
-	return usagef("unknown command %q", args[0])
+	return command{}, false
+}
+
+// unknownCommand is the usage error for name, naming the nearest command.
+func unknownCommand(name string) error {
+	names := []string{"help"}
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	if s := cmdcli.Suggest(name, names); s != "" {
+		return usagef("unknown command %q (did you mean %q?)", name, s)
+	}
+	return usagef("unknown command %q", name)
 }
 
 func printUsage(w io.Writer) {
@@ -107,18 +135,23 @@ Commands:
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, `
-Global flags (after the command, before file arguments):
+Global flags (before or after the command, before file arguments):
   --store URL       the store (env TRANSCRIPT_STORE, default %s):
                       file://./rel/dir, file:///abs/dir   a directory laid out like a bucket
-                      s3://BUCKET/PREFIX?endpoint=HOST:PORT&insecure=true&create=true
-                                        S3 or MinIO; credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
+                      s3://BUCKET/PREFIX?endpoint=HOST:PORT&insecure=true&create=true&timeout=5s
+                                        S3 or MinIO; credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY;
+                                        timeout bounds each request (default 30s)
                       mem://            in memory (gone when the command ends)
   --ns NAMESPACE    namespace (tenant or user), default "default"
   --agent ID        agent id
   --session ID      session id
   --json            print a listing or summary as JSON
 
-Exit codes: 0 ok, 1 failure or corruption found (a missing session says "not found"), 2 usage.
+Commands that only read (all but demo, import and append) never create anything: a
+store directory or bucket that does not exist is "not found" (create=true is ignored).
+
+Exit codes: 0 ok, 1 failure or corruption found (a missing store, namespace or session
+says "not found"), 2 usage.
 
 Examples:
   transcript demo
@@ -128,5 +161,5 @@ Examples:
   transcript restore --store file:///mnt/bucket-copy --out ./restored
 
 Run 'transcript help COMMAND' for a command's flags.
-`, defaultStoreURL)
+`, cmdcli.DefaultStoreURL)
 }

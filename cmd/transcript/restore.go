@@ -51,6 +51,9 @@ type restoreSummary struct {
 	Bytes    int64            `json:"bytes"`
 	Seconds  float64          `json:"seconds"`
 	Failures []restoreFailure `json:"failures"`
+	// Interrupted is set when the run was cancelled (Ctrl-C, SIGTERM) before every
+	// session was done; the counts say how far it got.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // restoreFailure names a session restore could not restore.
@@ -100,7 +103,7 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
 	var mu sync.Mutex
-	err = forEachListedSession(ctx, s, *parallel, refs, sf.agent, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
+	err = forEachListedSession(ctx, s, *parallel, refs, sf.Agent, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
 		outcome, entries, n, err := restoreSession(ctx, r, ref, *out, *force)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
@@ -126,9 +129,10 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		return err
 	}
+	sum.Interrupted = err != nil
 	sum.Seconds = time.Since(start).Seconds()
 	if sf.json {
 		if err := writeJSON(env.stdout, sum); err != nil {
@@ -138,8 +142,14 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		for _, f := range sum.Failures {
 			fmt.Fprintf(env.stdout, "failed %s: %s\n", f.Session, f.Error)
 		}
-		fmt.Fprintf(env.stdout, "restored %d, skipped %d (identical), failed %d of %d sessions (%d entries) into %s in %.2fs\n",
+		if sum.Interrupted {
+			fmt.Fprint(env.stdout, "interrupted: ")
+		}
+		fmt.Fprintf(env.stdout, "restored %d, skipped %d (identical), failed %d of %d sessions (%d entries, not counting session headers) into %s in %.2fs\n",
 			sum.Restored, sum.Skipped, sum.Failed, sum.Sessions, sum.Entries, sum.Out, sum.Seconds)
+	}
+	if sum.Interrupted {
+		return fmt.Errorf("restore interrupted after %d of %d sessions: %w", sum.Restored+sum.Skipped+sum.Failed, sum.Sessions, err)
 	}
 	if sum.Failed > 0 {
 		return errProblems

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/mirror"
@@ -69,7 +70,7 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("import %s: %w", path, err)
 	}
-	s, err := sf.openStore(ctx)
+	s, err := sf.openStoreToWrite(ctx)
 	if err != nil {
 		return err
 	}
@@ -208,7 +209,7 @@ func runAppend(ctx context.Context, env *cliEnv, args []string) error {
 	if len(entries) == 0 {
 		return fmt.Errorf("append: stdin holds no entries: %w", transcript.ErrEmptySegment)
 	}
-	s, err := sf.openStore(ctx)
+	s, err := sf.openStoreToWrite(ctx)
 	if err != nil {
 		return err
 	}
@@ -313,7 +314,11 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	if *out == "" {
 		return tree.Export(env.stdout)
 	}
-	return fsutil.WriteFileAtomic(*out, false, tree.Export)
+	if err := fsutil.WriteFileAtomic(*out, false, tree.Export); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(env.stdout, "wrote %s/%s/%s (%d entries and the header) to %s\n", sf.Namespace, sf.Agent, sf.Session, tree.Len(), *out)
+	return err
 }
 
 const contextUsage = `
@@ -341,7 +346,7 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var entries []pi.Entry
 	switch {
-	case *file != "" && sf.session == "":
+	case *file != "" && sf.Session == "":
 		f, err := os.Open(*file)
 		if err != nil {
 			return err
@@ -354,17 +359,31 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 		reportLoad(env, *file, rep)
 		entries = es
 	case *file == "":
-		tree, cleanup, err := sf.fetchTree(ctx, "context")
+		// The context is built from the merged entries as read; no tree is
+		// materialised on disk.
+		res, _, err := sf.readSession(ctx, "context")
 		if err != nil {
 			return err
 		}
-		defer cleanup()
-		entries = tree.Entries()
+		for _, e := range res.Entries {
+			if _, err := pi.ParseHeader(e.Raw); err == nil {
+				continue
+			}
+			pe, err := sessiontree.ParseEntry(e.Raw)
+			if err != nil {
+				fmt.Fprintf(env.stderr, "skipped entry %s: %v\n", e.ID, err)
+				continue
+			}
+			entries = append(entries, pe)
+		}
 	default:
 		return usagef("context takes --agent/--session or --file, not both")
 	}
 	var at *string
 	if *leaf != "" {
+		if !slices.ContainsFunc(entries, func(e sessiontree.Entry) bool { return e.ID() == *leaf }) {
+			return &notFoundError{what: fmt.Sprintf("entry %q (--leaf)", *leaf)}
+		}
 		at = leaf
 	}
 	c := pi.BuildContextFrom(entries, at)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"text/tabwriter"
 
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -15,13 +16,23 @@ Usage: transcript stats [flags]
 
 Counts the sessions and segments of --ns (only those of --agent, or the one
 --session, when given): segments and bytes per level, the uncompressed size of
-their entries and the compression ratio (uncompressed / stored). Reads every
-segment's metadata; changes nothing.
+their entries and the compression ratio (uncompressed / stored). Every stored
+segment is counted, also those compaction has merged into a segment of the next
+level and that wait for their delete delay to pass ('ls' counts only the segments
+a read uses). Reads every segment's metadata; changes nothing.
 
 Examples:
   transcript stats
   transcript stats --json --store 's3://transcripts?endpoint=127.0.0.1:9000&insecure=true'
 `
+
+// plural returns noun for one and noun+"s" for any other count.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
+}
 
 // levelStats counts the segments of one level.
 type levelStats struct {
@@ -50,7 +61,7 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer s.Close()
-	st := storeStats{Namespace: sf.namespace, Sessions: len(refs), PerLevel: map[string]levelStats{}}
+	st := storeStats{Namespace: sf.Namespace, Sessions: len(refs), PerLevel: map[string]levelStats{}}
 	agents := map[string]bool{}
 	for _, ref := range refs {
 		agents[ref.AgentID] = true
@@ -94,8 +105,12 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	if sf.json {
 		return writeJSON(env.stdout, st)
 	}
-	fmt.Fprintf(env.stdout, "namespace  %s\nagents     %d\nsessions   %d\nsegments   %d\nbytes      %d\nraw bytes  %d\ncompression %.2fx\n",
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "namespace\t%s\nagents\t%d\nsessions\t%d\nsegments\t%d\nbytes\t%d\nraw bytes\t%d\ncompression\t%.2fx\n",
 		st.Namespace, st.Agents, st.Sessions, st.Segments, st.Bytes, st.RawBytes, st.CompressionRatio)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	levels := make([]string, 0, len(st.PerLevel))
 	for l := range st.PerLevel {
 		levels = append(levels, l)
@@ -103,7 +118,7 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	sort.Strings(levels)
 	for _, name := range levels {
 		l := st.PerLevel[name]
-		fmt.Fprintf(env.stdout, "  %-4s %6d segments %12d bytes\n", name, l.Segments, l.Bytes)
+		fmt.Fprintf(env.stdout, "  %-4s %6d %-8s %12d bytes\n", name, l.Segments, plural(l.Segments, "segment"), l.Bytes)
 	}
 	return nil
 }

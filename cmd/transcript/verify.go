@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -43,14 +44,15 @@ type verifyProblem struct {
 type verifySummary struct {
 	Sessions int             `json:"sessions"`
 	Segments int             `json:"segments"`
-	Entries  int             `json:"entries"`
+	Entries  int             `json:"entries"` // distinct entry ids, session headers not counted
+	Headers  int             `json:"headers"` // session headers
 	Problems []verifyProblem `json:"problems"`
 }
 
 // sessionCheck is what verify found in one session.
 type sessionCheck struct {
-	segments, entries int
-	problems          []verifyProblem
+	segments, entries, headers int
+	problems                   []verifyProblem
 }
 
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {
@@ -74,6 +76,7 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	for _, c := range checks {
 		sum.Segments += c.segments
 		sum.Entries += c.entries
+		sum.Headers += c.headers
 		sum.Problems = append(sum.Problems, c.problems...)
 	}
 	if sf.json {
@@ -88,8 +91,8 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 				fmt.Fprintf(env.stdout, "%s: %s\n", p.Session, cmdcli.Escape(p.Problem))
 			}
 		}
-		fmt.Fprintf(env.stdout, "%d problems in %d segments of %d sessions (%d entries)\n",
-			len(sum.Problems), sum.Segments, sum.Sessions, sum.Entries)
+		fmt.Fprintf(env.stdout, "%d problems in %d segments of %d sessions (%d entries, not counting %d session headers)\n",
+			len(sum.Problems), sum.Segments, sum.Sessions, sum.Entries, sum.Headers)
 	}
 	if len(sum.Problems) > 0 {
 		return errProblems
@@ -148,6 +151,9 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 			if !ok {
 				seen[e.ID] = first{raw: raw, key: info.Key, parentID: e.ParentID}
 				order = append(order, e.ID)
+				if _, err := pi.ParseHeader(raw); err == nil {
+					c.headers++
+				}
 				continue
 			}
 			if string(prev.raw) != string(raw) {
@@ -165,7 +171,7 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	for _, k := range stray {
 		report(k, "not a segment, deletion mark or head of this session's key layout (readers ignore it)")
 	}
-	c.entries = len(order)
+	c.entries = len(order) - c.headers
 	// Tree integrity: every parent exists, and no parent chain loops.
 	const (
 		unvisited = iota

@@ -27,7 +27,7 @@ var allowed = []struct {
 	{"internal/fsutil", nil},
 	{"internal/jsonscan", nil},
 	{"internal/churn", []string{"transcript"}},
-	{"internal/cli", nil},
+	{"internal/cli", []string{"transcript"}},
 	{"transcript", []string{"segment", "pi", "transcript", "internal/fsutil", "internal/jsonscan"}},
 	{"mirror", []string{"segment", "pi", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},
 	{"sessiontree", []string{"segment", "pi", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},

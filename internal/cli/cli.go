@@ -1,12 +1,21 @@
-// Package cli holds what the project's commands share about errors and exit codes:
-// 0 success (or help shown), 1 failure or problems found, 2 usage error.
+// Package cli is the command layer the project's three commands (transcript,
+// transcript-compact, transcript-bench) share: the store flags and
+// TRANSCRIPT_STORE, GNU-style flag parsing (pflag) with suggestions for mistyped
+// flags and commands, opening a store without creating anything for a command that
+// only reads, and one mapping from errors to exit codes:
+//
+//	0  success, or help shown
+//	1  failure, or problems found (a missing store, namespace or session says "not found")
+//	2  usage error (bad flag, bad value, bad store URL, unknown command)
 package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // UsageError marks a bad command line (exit code 2).
@@ -24,7 +33,7 @@ func Usagef(format string, args ...any) error {
 var ErrProblems = errors.New("problems found")
 
 // ErrHelp reports that help was asked for and shown (exit code 0).
-var ErrHelp = flag.ErrHelp
+var ErrHelp = pflag.ErrHelp
 
 // ExitCode returns the exit code for err and prints what the user needs to stderr:
 // the message of a failure, or of a usage error followed by "Run '<hint>' for usage.".
@@ -43,4 +52,99 @@ func ExitCode(err error, stderr io.Writer, hint string) int {
 		fmt.Fprintf(stderr, "Error: %s\n", Escape(err.Error()))
 		return 1
 	}
+}
+
+// NewFlagSet returns a flag set named name whose help (-h, --help) prints usage,
+// trimmed, then "Flags:" and the flags, to w. Parse errors are returned, not
+// printed: Parse turns them into short usage errors.
+func NewFlagSet(name, usage string, w io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.SortFlags = false
+	fs.SetInterspersed(false) // flags precede file arguments
+	fs.Usage = func() {
+		fmt.Fprintf(w, "%s\n\nFlags:\n%s", strings.TrimSpace(usage), fs.FlagUsages())
+	}
+	return fs
+}
+
+// Parse parses args into fs. Help gives ErrHelp; a bad flag or value gives a
+// UsageError of one line, prefixed with the flag set's name, that names the
+// nearest known flag for a mistyped one ("unknown flag --sesion (did you mean
+// --session?)"), also for a Go-style single-dash long flag such as -session.
+func Parse(fs *pflag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err == nil || errors.Is(err, pflag.ErrHelp) {
+		return err
+	}
+	msg := err.Error()
+	if name, ok := unknownFlag(msg, args); ok {
+		msg = "unknown flag " + name
+		var known []string
+		fs.VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden {
+				known = append(known, "--"+f.Name)
+			}
+		})
+		if s := Suggest("--"+strings.TrimLeft(name, "-"), known); s != "" {
+			msg += " (did you mean " + s + "?)"
+		}
+	}
+	return Usagef("%s: %s", fs.Name(), msg)
+}
+
+// unknownFlag returns the flag a pflag "unknown flag" error is about, as the user
+// typed it.
+func unknownFlag(msg string, args []string) (string, bool) {
+	if name, ok := strings.CutPrefix(msg, "unknown flag: "); ok {
+		return name, true
+	}
+	// "unknown shorthand flag: 'e' in -session": the whole word is what was meant.
+	if _, rest, ok := strings.Cut(msg, "unknown shorthand flag: "); ok {
+		if _, word, ok := strings.Cut(rest, " in "); ok {
+			return word, true
+		}
+	}
+	return "", false
+}
+
+// Suggest returns the candidate nearest to word (at most a third of its letters
+// apart, and at most 3), or "" when none is near.
+func Suggest(word string, candidates []string) string {
+	best, bestD := "", min(3, max(1, len(word)/3))+1
+	for _, c := range candidates {
+		if d := distance(word, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance between a and b, in bytes.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// NoArgs is a usage error when fs was given positional arguments.
+func NoArgs(fs *pflag.FlagSet) error {
+	if fs.NArg() != 0 {
+		return Usagef("%s takes no arguments (flags go before file arguments): %q", fs.Name(), fs.Args())
+	}
+	return nil
 }

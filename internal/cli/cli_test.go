@@ -33,3 +33,61 @@ func TestExitCode(t *testing.T) {
 		})
 	}
 }
+
+func TestSuggest(t *testing.T) {
+	cases := []struct {
+		word, want string
+	}{
+		{"lss", "ls"},
+		{"--sesion", "--session"},
+		{"restor", "restore"},
+		{"frobnicate", ""},
+		{"x", ""},
+	}
+	for _, tc := range cases {
+		require.Equal(t, tc.want, cli.Suggest(tc.word, []string{"ls", "restore", "stats", "--session", "--store"}), tc.word)
+	}
+}
+
+func TestSplitCommand(t *testing.T) {
+	value, boolean := []string{"store", "agent"}, []string{"json"}
+	cases := []struct {
+		name    string
+		args    []string
+		cmd     string
+		rest    []string
+		wantErr string
+	}{
+		{"command first", []string{"ls", "--agent", "a"}, "ls", []string{"--agent", "a"}, ""},
+		{"flags first", []string{"--agent", "a", "--json", "ls", "x"}, "ls", []string{"--agent", "a", "--json", "x"}, ""},
+		{"flag=value", []string{"--store=mem://", "ls"}, "ls", []string{"--store=mem://"}, ""},
+		{"no command", []string{"--json"}, "", []string{"--json"}, ""},
+		{"missing value", []string{"--agent"}, "", nil, "needs a value"},
+		{"unknown", []string{"--agnet", "a", "ls"}, "", nil, "did you mean --agent?"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd, rest, err := cli.SplitCommand(tc.args, value, boolean)
+			if tc.wantErr != "" {
+				var ue *cli.UsageError
+				require.ErrorAs(t, err, &ue)
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.cmd, cmd)
+			require.Equal(t, tc.rest, rest)
+		})
+	}
+}
+
+func TestParse(t *testing.T) {
+	fs := cli.NewFlagSet("x", "Usage: x", &bytes.Buffer{})
+	var sf cli.StoreFlags
+	sf.Register(fs, func(string) string { return "mem://" }, "default", "namespace")
+	err := cli.Parse(fs, []string{"--sesion", "s"})
+	require.EqualError(t, err, "x: unknown flag --sesion (did you mean --session?)")
+	require.NoError(t, cli.Parse(fs, []string{"--agent", "a"}))
+	require.Equal(t, cli.StoreFlags{URL: "mem://", Namespace: "default", Agent: "a"}, sf, "TRANSCRIPT_STORE sets the default store")
+	require.ErrorIs(t, cli.Parse(fs, []string{"--help"}), cli.ErrHelp)
+}

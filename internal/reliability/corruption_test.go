@@ -176,7 +176,7 @@ func verifyNames(t *testing.T, dir, key string) {
 	t.Fatalf("verify does not name %s: %s", key, stdout.String())
 }
 
-// TestCorruption is item 4 of issue 9: every byte of a stored segment is flipped,
+// TestCorruption: every byte of a stored segment is flipped,
 // and the segment is truncated at every length. Each damage is detected with a
 // typed error naming the segment (or, for a bit zstd ignores, leaves the entries
 // exactly as written), never a panic; a reader that skips corrupt segments names it

@@ -1,5 +1,5 @@
-// Package reliability holds the reliability and security suite of the store
-// (issue 9): black-box tests over the exported APIs and the real binaries that
+// Package reliability holds the reliability and security suite of the store:
+// black-box tests over the exported APIs and the real binaries that
 // kill writers, break the network, lose a drive, corrupt segments, feed hostile
 // input, probe tenant isolation and look for leaked secrets. RELIABILITY.md at the
 // repository root lists what each test tries and what it found lost (nothing).

@@ -41,7 +41,7 @@ func allKeys(t *testing.T, ctx context.Context, b bucket.Bucket) []string {
 	return keys
 }
 
-// TestHostile_Names is part of item 5 of issue 9: every store operation and
+// TestHostile_Names: every store operation and
 // SessionTree constructor refuses ids with "..", "/", NUL, control characters,
 // invalid UTF-8 or excessive length, and none of them reads, writes or deletes
 // anything, in the bucket or on the local disk. "%2e%2e" is a plain (valid) name:

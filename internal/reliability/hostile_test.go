@@ -76,7 +76,7 @@ const (
 	okEntry2 = `{"type":"message","id":"ok2","parentId":"ok1","message":{"role":"user","content":"fine too"}}`
 )
 
-// TestHostile_Segments is part of item 5 of issue 9: objects that a hostile or
+// TestHostile_Segments: objects that a hostile or
 // broken writer of the bucket could store under valid segment keys. Each is
 // detected (a typed error, or reported in MergeResult) or harmless, never a
 // panic, never an unbounded allocation, and never hides another segment's entries.

@@ -25,7 +25,7 @@ var trickyOwners = []repository.Owner{
 	{Tenant: "acme", User: "alice@acme.com"}, {Tenant: "acme", User: "alice%40acme.com"},
 }
 
-// TestIsolation_Repository is item 6 of issue 9 for the repository: an owner's
+// TestIsolation_Repository (for the repository): an owner's
 // Repository can neither open, read, fork, list, append to, overwrite nor delete
 // another owner's sessions (plain and strict), also through crafted ids, and
 // hears exactly what it hears for a session that never existed. Distinct owners,

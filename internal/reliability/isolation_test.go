@@ -73,7 +73,7 @@ func requireNotFound(t *testing.T, err error, what string) {
 	require.ErrorIs(t, err, transcript.ErrNotFound, what)
 }
 
-// TestIsolation_Store is item 6 of issue 9 at the store level: a store bound to
+// TestIsolation_Store (at the store level): a store bound to
 // tenant A can neither read, list, write, overwrite, compact nor delete anything of
 // tenant B, by refs or by crafted keys, and always hears "not found" (or an empty
 // listing, which says the same).

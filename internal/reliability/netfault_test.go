@@ -75,7 +75,7 @@ type netWriter struct {
 	acked map[transcript.TranscriptRef][]string
 }
 
-// TestNetFaults is item 2 of issue 9: toxiproxy sits between every client and a
+// TestNetFaults: toxiproxy sits between every client and a
 // MinIO of this test; four writers (each a replica with its own Mirror), a
 // compaction job and two readers run while the network resets connections, slows
 // down, cuts bandwidth and connections, goes away for seconds, and MinIO restarts.

@@ -31,7 +31,7 @@ func formats(v any) string {
 	return fmt.Sprintf("%v|%+v|%#v|%s|%q|%d|%x", v, v, v, v, v, v, v)
 }
 
-// TestSecrets is item 7 of issue 9: a secret key given to the S3 backend, through
+// TestSecrets: a secret key given to the S3 backend, through
 // the environment or a config, never shows in errors, logs, --json output, panic
 // messages or formatted configs, whether the endpoint is wrong, the credentials are
 // wrong, or everything works.

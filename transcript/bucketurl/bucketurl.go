@@ -188,17 +188,23 @@ func Redact(rawURL string) string {
 		return "REDACTED"
 	}
 	u.User = nil
-	if u.RawQuery != "" {
-		q := u.Query()
-		for name := range q {
-			lower := strings.ToLower(name)
-			for _, word := range []string{"secret", "key", "token", "password", "credential", "signature"} {
-				if strings.Contains(lower, word) {
-					q.Set(name, "REDACTED")
-				}
+	// The parameters keep their order and spelling (endpoint=127.0.0.1:9000 stays
+	// readable); only the values of secret-looking ones are replaced.
+	params := strings.Split(u.RawQuery, "&")
+	for i, p := range params {
+		rawName, _, _ := strings.Cut(p, "=")
+		name, err := url.QueryUnescape(rawName)
+		if err != nil {
+			name = rawName
+		}
+		lower := strings.ToLower(name)
+		for _, word := range []string{"secret", "key", "token", "password", "credential", "signature"} {
+			if strings.Contains(lower, word) {
+				params[i] = rawName + "=REDACTED"
+				break
 			}
 		}
-		u.RawQuery = q.Encode()
 	}
+	u.RawQuery = strings.Join(params, "&")
 	return u.String()
 }

@@ -82,9 +82,9 @@ func TestParse_Errors(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"s3://b/p?endpoint=h:9000", "s3://b/p?endpoint=h%3A9000"},
+		{"s3://b/p?endpoint=h:9000&insecure=true", "s3://b/p?endpoint=h:9000&insecure=true"},
 		{"s3://user:hunter2@b/p", "s3://b/p"},
-		{"s3://b/p?secret_key=hunter2&region=x", "s3://b/p?region=x&secret_key=REDACTED"},
+		{"s3://b/p?secret_key=hunter2&region=x", "s3://b/p?secret_key=REDACTED&region=x"},
 		{"s3://b/p?X-Amz-Signature=abc", "s3://b/p?X-Amz-Signature=REDACTED"},
 		{"s3://u:hunter2@b/%zz", "s3://REDACTED"},
 	}

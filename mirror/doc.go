@@ -1,0 +1,22 @@
+// Package mirror copies what a SessionTree flushes to the transcript store.
+//
+// The contract between a SessionTree and its remote side is the Uploader interface:
+// Flush hands it exactly the entries that are new since the previous flush, once,
+// as a Batch. Three Uploaders implement it:
+//
+//   - Mirror, the one to run in production: Upload writes the batch as one segment
+//     into a local outbox (tmp/, then pending/, fsynced) and returns; a bounded pool
+//     of workers uploads pending segments in the background, retrying with backoff
+//     and jitter, and removes each only once the store has confirmed it. A process
+//     killed at any moment loses nothing: the next New on the same outbox uploads
+//     what is left. Segments the store refuses for good go to failed/ for an
+//     operator. Status and Collector (Prometheus) report the backlog, failures and
+//     retries; AwaitQuiescence waits until everything is uploaded.
+//   - Sync stores the segment in the caller's goroutine (tests, tools, the demo).
+//   - Legacy uploads the session's two whole files after every flush, the old
+//     full-file mirror kept for backward compatibility and as the benchmarks'
+//     baseline (ModeLegacy).
+//
+// Create one Mirror per process and share it between all SessionTrees. The outbox
+// layout is described in docs/STORAGE.md at the repository root.
+package mirror

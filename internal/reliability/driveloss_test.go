@@ -16,7 +16,7 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// TestDriveLoss is item 3 of issue 9: a MinIO of this test runs in erasure-coded
+// TestDriveLoss: a MinIO of this test runs in erasure-coded
 // mode on four drive directories; while writers flush and readers read, the
 // contents of one drive directory are wiped. Every session still reads, and
 // nothing flushed before, during or after the loss is missing.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -425,6 +426,9 @@ func parseBatch(raws [][]byte) ([]sessiontree.Entry, error) {
 	out := make([]sessiontree.Entry, 0, len(raws))
 	seen := map[string][]byte{}
 	for i, raw := range raws {
+		if err := segment.CheckEntrySize(len(raw)); err != nil {
+			return nil, fmt.Errorf("%w: entry %d: %w", ErrInvalid, i, err)
+		}
 		e, err := sessiontree.ParseEntry(bytes.Clone(raw))
 		if err != nil {
 			return nil, fmt.Errorf("%w: entry %d: %w", ErrInvalid, i, err)

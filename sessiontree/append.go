@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/transcriptstore/transcript/segment"
 )
 
 // Typed constructors. Each builds a new entry in Pi's field order
@@ -133,6 +135,9 @@ func (t *Tree) AppendRaw(raw []byte) (Entry, error) {
 	if bytes.ContainsAny(raw, "\n\r") {
 		raw = compactJSON(raw) // a newline would break the JSONL line
 	}
+	if err := checkSize(raw); err != nil {
+		return Entry{}, err
+	}
 	e, err := ParseEntry(raw)
 	if err != nil {
 		return Entry{}, err
@@ -185,7 +190,11 @@ func (t *Tree) appendNewChecked(typ string, refs []string, fields ...kv) (Entry,
 	o := object{{"type", jstr(typ)}, {"id", jstr(id)}, {"parentId", parent},
 		{"timestamp", jstr(FormatTimestamp(t.cfg.now()))}}
 	o = append(o, fields...)
-	e, err := ParseEntry(o.marshal())
+	raw := o.marshal()
+	if err := checkSize(raw); err != nil {
+		return Entry{}, fmt.Errorf("append %s: %w", typ, err)
+	}
+	e, err := ParseEntry(raw)
 	if err != nil {
 		return Entry{}, fmt.Errorf("append %s: %w", typ, err)
 	}
@@ -202,6 +211,17 @@ func (t *Tree) appendLocked(e Entry) {
 		t.rewriteCtx = true
 	}
 	t.advance(i)
+}
+
+// checkSize refuses an entry larger than the store holds, before anything is
+// buffered: accepted, it could never be uploaded and would hold back every later
+// flush of the session. The error wraps ErrInvalidEntry and
+// segment.ErrEntryTooLarge.
+func checkSize(raw []byte) error {
+	if err := segment.CheckEntrySize(len(raw)); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidEntry, err)
+	}
+	return nil
 }
 
 func jstr(s string) []byte { return appendJSONString(nil, s) }

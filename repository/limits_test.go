@@ -1,7 +1,6 @@
 package repository_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -17,31 +16,27 @@ import (
 // writing nothing; the session keeps taking appends. Default and strict appends
 // share the check (parseBatch) and the encoder.
 func TestSession_StoreLimits(t *testing.T) {
-	for _, strict := range []bool{false} {
-		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
-			ctx := t.Context()
-			e := newEnv(t, membucket.New())
-			r := e.repo(alice)
-			s, err := r.Create(ctx, repository.CreateOptions{ID: "big", Strict: strict})
-			require.NoError(t, err)
-			future := []byte(`{"type":"message","id":"future","parentId":null,"timestamp":"2300-01-01T00:00:00.000Z","message":{"role":"user","content":"later"}}`)
-			require.NoError(t, s.Append(ctx, future))
-			require.NoError(t, s.Append(ctx, msg("large", "future", strings.Repeat("x", 20<<20))))
+	ctx := t.Context()
+	e := newEnv(t, membucket.New())
+	r := e.repo(alice)
+	s, err := r.Create(ctx, repository.CreateOptions{ID: "big"})
+	require.NoError(t, err)
+	future := []byte(`{"type":"message","id":"future","parentId":null,"timestamp":"2300-01-01T00:00:00.000Z","message":{"role":"user","content":"later"}}`)
+	require.NoError(t, s.Append(ctx, future))
+	require.NoError(t, s.Append(ctx, msg("large", "future", strings.Repeat("x", 20<<20))))
 
-			before := keys(t, e.bucket, "")
-			err = s.Append(ctx, msg("huge", "large", strings.Repeat("y", 70<<20)))
-			require.ErrorIs(t, err, repository.ErrInvalid)
-			require.ErrorIs(t, err, segment.ErrEntryTooLarge)
-			require.ErrorContains(t, err, "64 MiB")
-			require.Equal(t, before, keys(t, e.bucket, ""), "a refused append writes nothing")
+	before := keys(t, e.bucket, "")
+	err = s.Append(ctx, msg("huge", "large", strings.Repeat("y", 70<<20)))
+	require.ErrorIs(t, err, repository.ErrInvalid)
+	require.ErrorIs(t, err, segment.ErrEntryTooLarge)
+	require.ErrorContains(t, err, "64 MiB")
+	require.Equal(t, before, keys(t, e.bucket, ""), "a refused append writes nothing")
 
-			require.NoError(t, s.Append(ctx, msg("after", "large", "still flowing")))
-			got, err := r.Open(ctx, "big")
-			require.NoError(t, err)
-			entries, err := got.Entries(ctx)
-			require.NoError(t, err)
-			require.Subset(t, ids(entries), []string{"future", "large", "after"})
-			require.NotContains(t, ids(entries), "huge")
-		})
-	}
+	require.NoError(t, s.Append(ctx, msg("after", "large", "still flowing")))
+	got, err := r.Open(ctx, "big")
+	require.NoError(t, err)
+	entries, err := got.Entries(ctx)
+	require.NoError(t, err)
+	require.Subset(t, ids(entries), []string{"future", "large", "after"})
+	require.NotContains(t, ids(entries), "huge")
 }

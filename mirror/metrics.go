@@ -15,6 +15,10 @@ const (
 	MetricUploadRetries        = "transcript_mirror_upload_retries_total"
 	MetricQuarantinedSegments  = "transcript_mirror_quarantined_segments"
 	MetricLastErrorTimestamp   = "transcript_mirror_last_error_timestamp_seconds"
+	MetricStuckSessions        = "transcript_mirror_stuck_sessions"
+	// MetricStuckSessionEntries has one series per stuck session, labelled with
+	// the session and the error, whose value is the number of entries held back.
+	MetricStuckSessionEntries = "transcript_mirror_stuck_session_entries"
 )
 
 // collector exports a Mirror's Status as Prometheus metrics, computed at scrape time.
@@ -23,6 +27,7 @@ type collector struct {
 	pending, pendingBytes, oldest              *prometheus.Desc
 	uploaded, uploadedBytes, failures, retries *prometheus.Desc
 	quarantined, lastError                     *prometheus.Desc
+	stuck, stuckEntries                        *prometheus.Desc
 }
 
 // Collector returns a Prometheus collector of the Mirror's Status, with
@@ -44,13 +49,16 @@ func (m *Mirror) Collector() prometheus.Collector {
 		retries:       d(MetricUploadRetries, "Upload attempts made after a transient failure."),
 		quarantined:   d(MetricQuarantinedSegments, "Segments in the outbox quarantine, rejected by the store for good."),
 		lastError:     d(MetricLastErrorTimestamp, "Unix time of the last failed upload attempt (0 if none)."),
+		stuck:         d(MetricStuckSessions, "Sessions whose uploads are held back after the store refused a segment or batch for good."),
+		stuckEntries: prometheus.NewDesc(MetricStuckSessionEntries,
+			"Entries held back per stuck session, with the error that stopped it.", []string{"session", "error"}, l),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.pending, c.pendingBytes, c.oldest, c.uploaded, c.uploadedBytes,
-		c.failures, c.retries, c.quarantined, c.lastError} {
+		c.failures, c.retries, c.quarantined, c.lastError, c.stuck, c.stuckEntries} {
 		ch <- d
 	}
 }
@@ -75,4 +83,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		last = float64(st.LastErrorTime.UnixNano()) / 1e9
 	}
 	g(c.lastError, last)
+	g(c.stuck, float64(len(st.Stuck)))
+	for _, s := range st.Stuck {
+		ch <- prometheus.MustNewConstMetric(c.stuckEntries, prometheus.GaugeValue, float64(s.Entries), s.Session, shortError(s.Error))
+	}
+}
+
+// shortError bounds an error message used as a label value.
+func shortError(msg string) string {
+	const limit = 200
+	if len(msg) > limit {
+		return msg[:limit] + "..."
+	}
+	return msg
 }

@@ -48,7 +48,7 @@ transcript_mirror_upload_retries_total{replica="r1"} 2
 transcript_mirror_quarantined_segments{replica="r1"} 0
 `), mirror.MetricPendingSegments, mirror.MetricUploadedSegments, mirror.MetricUploadFailures,
 		mirror.MetricUploadRetries, mirror.MetricQuarantinedSegments))
-	require.Equal(t, 9, testutil.CollectAndCount(m.Collector()))
+	require.Equal(t, 10, testutil.CollectAndCount(m.Collector()), "nine figures and no stuck session")
 	require.Equal(t, float64(st.UploadedBytes), gauge(t, reg, mirror.MetricUploadedBytes))
 	require.Equal(t, float64(st.LastErrorTime.UnixNano())/1e9, gauge(t, reg, mirror.MetricLastErrorTimestamp))
 	require.NoError(t, testutil.CollectAndCompare(m.Collector(), strings.NewReader(`

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 // Sentinel errors of the Mirror, tested with errors.Is.
@@ -61,6 +63,8 @@ type Mirror struct {
 	// Uploads blocked on a full outbox.
 	room  chan struct{}
 	stats counters
+	// stuck holds the stuck sessions by "namespace/agent/session" (see stuck.go).
+	stuck map[string]*StuckSession
 }
 
 // job is one segment on its way to the store.
@@ -68,6 +72,7 @@ type job struct {
 	key      string
 	session  string // the key's session prefix (see sessionOf)
 	size     int64
+	entries  int    // entry count, 0 when not known (read from the file if needed)
 	data     []byte // nil for segments found in the outbox at start: read on upload
 	enqueued time.Time
 	done     chan struct{} // closed when the segment left the outbox (uploaded or quarantined)
@@ -100,8 +105,14 @@ func New(cfg Config) (*Mirror, error) {
 		pending: make(map[*job]struct{}, len(files)),
 		busy:    make(map[string]bool),
 		room:    make(chan struct{}),
+		stuck:   map[string]*StuckSession{},
 	}
 	m.stats.quarantined = failed
+	if err := m.loadStuck(); err != nil {
+		cancel()
+		box.close()
+		return nil, fmt.Errorf("mirror: %w", err)
+	}
 	for _, f := range files {
 		j := &job{key: f.key, session: sessionOf(f.key), size: f.size, enqueued: f.mtime, done: make(chan struct{})}
 		m.pending[j] = struct{}{}
@@ -143,18 +154,37 @@ func (m *Mirror) Upload(ctx context.Context, b Batch) error {
 			return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
 		}
 	}
-	obj, err := m.cfg.Store.PrepareSegment(b.Ref, b.Entries, m.cfg.Writer)
+	objs, err := m.cfg.Store.PrepareSegments(b.Ref, b.Entries, m.cfg.Writer)
 	if err != nil {
+		if permanentBatch(err) {
+			m.refuseBatch(b.Ref, len(b.Entries), err)
+			return fmt.Errorf("mirror upload %s: %w: %w", b.Ref, ErrStuck, err)
+		}
 		return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
 	}
+	// A batch larger than a segment holds becomes several, uploaded in order. If
+	// one of them is not accepted, the caller hands the whole batch over again:
+	// the segments accepted before hold identical copies, which readers collapse.
+	for _, obj := range objs {
+		if err := m.accept(ctx, obj); err != nil {
+			return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
+		}
+	}
+	m.acceptedBatch(b.Ref)
+	return nil
+}
+
+// accept writes one prepared segment to the outbox and enqueues it.
+func (m *Mirror) accept(ctx context.Context, obj transcript.SegmentObject) error {
 	j, err := m.reserve(ctx, obj.Info.Key, obj.Data)
 	if err != nil {
-		return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
+		return err
 	}
 	defer m.uploads.Done()
+	j.entries = int(obj.Meta.EntryCount)
 	if err := m.box.write(j.key, j.data); err != nil {
 		m.release(j)
-		return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
+		return err
 	}
 	m.push(j)
 	return nil

@@ -27,6 +27,10 @@ type Status struct {
 	// LastErrorTime.
 	LastError     string
 	LastErrorTime time.Time
+	// Stuck lists the sessions whose uploads are held back, in name order: the
+	// store refused one of their segments or batches for good. Other sessions
+	// keep uploading. See Mirror.Release.
+	Stuck []StuckSession
 }
 
 // counters are the cumulative figures of Status, guarded by Mirror.mu.
@@ -54,6 +58,7 @@ func (m *Mirror) Status() Status {
 		Quarantined:   m.stats.quarantined,
 		LastError:     m.stats.lastError,
 		LastErrorTime: m.stats.lastErrorTime,
+		Stuck:         m.stuckSnapshot(),
 	}
 	var oldest time.Time
 	for j := range m.pending {
@@ -86,10 +91,4 @@ func (m *Mirror) countFailure(err error) {
 	m.stats.failures++
 	m.stats.lastError = err.Error()
 	m.stats.lastErrorTime = time.Now()
-}
-
-func (m *Mirror) countQuarantined() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.stats.quarantined++
 }

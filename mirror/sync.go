@@ -19,7 +19,8 @@ type Sync struct {
 
 var _ Uploader = (*Sync)(nil)
 
-// Upload writes b.Entries as one segment of b.Ref.
+// Upload writes b.Entries as one segment of b.Ref, or several when they exceed
+// segment.DefaultMaxSegmentSize.
 func (s *Sync) Upload(ctx context.Context, b Batch) error {
 	if s.Store == nil || s.Writer == nil {
 		return errors.New("mirror: Sync needs a store and a writer")
@@ -27,6 +28,6 @@ func (s *Sync) Upload(ctx context.Context, b Batch) error {
 	if len(b.Entries) == 0 {
 		return nil
 	}
-	_, err := s.Store.AppendSegment(ctx, b.Ref, b.Entries, s.Writer)
+	_, err := s.Store.AppendSegments(ctx, b.Ref, b.Entries, s.Writer)
 	return err
 }

@@ -39,8 +39,17 @@ func (m *Mirror) work() {
 func (m *Mirror) pop() (*job, []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i, j := range m.queue {
+	for i := 0; i < len(m.queue); i++ {
+		j := m.queue[i]
 		if m.busy[j.session] {
+			continue
+		}
+		if m.heldBackLocked(j) {
+			// Behind a quarantined segment of its session: uploading it would
+			// put entries in the bucket whose parents are not there.
+			m.queue = slices.Delete(m.queue, i, i+1)
+			i--
+			m.holdBackLocked(j)
 			continue
 		}
 		m.busy[j.session] = true
@@ -111,11 +120,8 @@ func (m *Mirror) upload(j *job, data []byte) {
 		}
 		m.countFailure(err)
 		if permanent(err) {
-			log.Error("mirror: store rejected segment; moving it to quarantine", "err", err)
-			if qerr := m.box.quarantine(j.key); qerr != nil {
-				log.Error("mirror: quarantine failed; the segment stays pending for the next start", "err", qerr)
-			}
-			m.countQuarantined()
+			log.Error("mirror: store rejected segment; moving it to quarantine; its session is stuck until released", "err", err)
+			m.quarantineJob(j, data, err)
 			m.done(j, fmt.Errorf("%w: %w", ErrQuarantined, err))
 			return
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -438,6 +439,9 @@ func parseBatch(raws [][]byte) ([]pi.Entry, error) {
 	out := make([]pi.Entry, 0, len(raws))
 	seen := map[string][]byte{}
 	for i, raw := range raws {
+		if err := segment.CheckEntrySize(len(raw)); err != nil {
+			return nil, fmt.Errorf("%w: entry %d: %w", ErrInvalid, i, err)
+		}
 		e, err := pi.ParseEntry(bytes.Clone(raw))
 		if err != nil {
 			return nil, fmt.Errorf("%w: entry %d: %w", ErrInvalid, i, err)

@@ -12,12 +12,12 @@ const FormatVersion = 2
 // when Meta.Version asks for it, so that tests can build old segments.
 const Version1 = 1
 
-// DefaultMaxEntrySize is the default limit on the size of one entry (without
-// its newline), for both Encoder and Decoder.
-const DefaultMaxEntrySize = 16 << 20 // 16 MiB
+// DefaultMaxEntrySize is the largest entry (without its newline) the store
+// holds, and the default limit of Encoder and Decoder (see limits.go).
+const DefaultMaxEntrySize = 64 << 20 // 64 MiB
 
-// DefaultMaxSegmentSize is the default limit on the uncompressed size of a
-// segment (its JSONL bytes). Decode rejects larger segments before it
+// DefaultMaxSegmentSize is the largest segment the store writes, and the default
+// limit on the uncompressed size of a segment (its JSONL bytes; see limits.go). Decode rejects larger segments before it
 // decompresses anything; Encode refuses to write them.
 const DefaultMaxSegmentSize = 256 << 20 // 256 MiB
 

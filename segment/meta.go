@@ -156,16 +156,18 @@ func metaPayloadSize(m *Meta) (int, error) {
 	return size, nil
 }
 
-// encodeTime maps t to int64 Unix nanoseconds; the zero Time maps to 0.
-func encodeTime(name string, t time.Time) (int64, error) {
+// encodeTime maps t to int64 Unix nanoseconds; the zero Time maps to 0. A time
+// outside the int64 nanosecond span is clamped to its nearest end (ClampTime):
+// entry times are never a reason to refuse a segment.
+func encodeTime(_ string, t time.Time) (int64, error) {
 	if t.IsZero() {
 		return 0, nil
 	}
-	// UnixNano is undefined outside roughly 1678..2262.
-	if t.Year() < 1678 || t.Year() > 2261 {
-		return 0, fmt.Errorf("%s %v outside the int64 nanosecond range: %w", name, t, ErrInvalidMeta)
+	ns := ClampTime(t).UnixNano()
+	if ns == 0 {
+		ns = 1 // the epoch itself: 0 would read back as "unknown"
 	}
-	return t.UnixNano(), nil
+	return ns, nil
 }
 
 func decodeTime(ns int64) time.Time {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -78,6 +79,40 @@ func TestSegment_EntriesDoNotAlias(t *testing.T) {
 	require.Equal(t, "{2}", string(seg.Entries[1]))
 }
 
+// TestEncoder_ClampsTimes: entry times outside the int64 nanosecond span are
+// recorded at its nearest end, never refused.
+func TestEncoder_ClampsTimes(t *testing.T) {
+	enc, dec := newCodec(t)
+	lo, hi := time.Unix(0, math.MinInt64).UTC(), time.Unix(0, math.MaxInt64).UTC()
+	for _, tc := range []struct {
+		name             string
+		min, max         time.Time
+		wantMin, wantMax time.Time
+	}{
+		{"2300", time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), hi, hi},
+		{"year 9999 and year 1", time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), lo, hi},
+		{"in range", time.Unix(10, 0).UTC(), time.Unix(20, 0).UTC(), time.Unix(10, 0).UTC(), time.Unix(20, 0).UTC()},
+		{"the epoch stays known", time.Unix(0, 0).UTC(), time.Unix(0, 0).UTC(), time.Unix(0, 1).UTC(), time.Unix(0, 1).UTC()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, meta, err := enc.Encode(segment.Meta{MinTime: tc.min, MaxTime: tc.max}, [][]byte{[]byte("{}")})
+			require.NoError(t, err)
+			require.Equal(t, tc.wantMin, meta.MinTime)
+			require.Equal(t, tc.wantMax, meta.MaxTime)
+			seg, err := dec.Decode(data)
+			require.NoError(t, err)
+			require.Equal(t, meta, seg.Meta)
+		})
+	}
+}
+
+func TestCheckEntrySize(t *testing.T) {
+	require.NoError(t, segment.CheckEntrySize(segment.DefaultMaxEntrySize))
+	err := segment.CheckEntrySize(segment.DefaultMaxEntrySize + 1)
+	require.ErrorIs(t, err, segment.ErrEntryTooLarge)
+	require.ErrorContains(t, err, "64 MiB")
+}
+
 func TestEncoder_EncodeRejects(t *testing.T) {
 	enc, err := segment.NewEncoder(segment.WithEncoderMaxEntrySize(10), segment.WithEncoderMaxSegmentSize(25))
 	require.NoError(t, err)
@@ -97,7 +132,6 @@ func TestEncoder_EncodeRejects(t *testing.T) {
 		{"segment too large", segment.Meta{}, [][]byte{[]byte("{1234567}"), []byte("{1234567}"), []byte("{1234567}")}, segment.ErrTooLarge},
 		{"long writer id", segment.Meta{WriterID: long}, [][]byte{[]byte("{}")}, segment.ErrInvalidMeta},
 		{"long input", segment.Meta{Inputs: []string{"k", long}}, [][]byte{[]byte("{}")}, segment.ErrInvalidMeta},
-		{"time out of range", segment.Meta{MinTime: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}, [][]byte{[]byte("{}")}, segment.ErrInvalidMeta},
 		{"min after max", segment.Meta{MinTime: time.Unix(10, 0), MaxTime: time.Unix(5, 0)}, [][]byte{[]byte("{}")}, segment.ErrInvalidMeta},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

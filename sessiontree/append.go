@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/segment"
 )
 
 // Typed constructors. Each builds a new entry in Pi's field order
@@ -135,6 +136,9 @@ func (t *Tree) AppendRaw(raw []byte) (Entry, error) {
 	if bytes.ContainsAny(raw, "\n\r") {
 		raw = pi.CompactJSON(raw) // a newline would break the JSONL line
 	}
+	if err := checkSize(raw); err != nil {
+		return Entry{}, err
+	}
 	e, err := ParseEntry(raw)
 	if err != nil {
 		return Entry{}, err
@@ -186,6 +190,9 @@ func (t *Tree) appendNewChecked(typ string, refs []string, fields ...pi.Member) 
 		parent = t.entries[t.leaf].ID()
 	}
 	e, err := pi.NewEntry(typ, id, parent, t.cfg.now(), fields...)
+	if err == nil {
+		err = checkSize(e.Raw())
+	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("append %s: %w", typ, err)
 	}
@@ -202,6 +209,17 @@ func (t *Tree) appendLocked(e Entry) {
 		t.rewriteCtx = true
 	}
 	t.advance(i)
+}
+
+// checkSize refuses an entry larger than the store holds, before anything is
+// buffered: accepted, it could never be uploaded and would hold back every later
+// flush of the session. The error wraps ErrInvalidEntry and
+// segment.ErrEntryTooLarge.
+func checkSize(raw []byte) error {
+	if err := segment.CheckEntrySize(len(raw)); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidEntry, err)
+	}
+	return nil
 }
 
 func jstr(s string) []byte { return pi.AppendString(nil, s) }

@@ -6,11 +6,13 @@ import (
 	"io"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/segment"
 )
 
 // MaxLineBytes is the longest line the loader accepts; longer lines are skipped
-// and reported as malformed.
-const MaxLineBytes = 64 << 20
+// and reported as malformed. It is the store's largest entry: a line the tree
+// holds is an entry a segment can hold.
+const MaxLineBytes = segment.DefaultMaxEntrySize
 
 // LineError describes one line the loader skipped.
 type LineError struct {
@@ -100,8 +102,8 @@ func splitLines(data []byte, rep *LoadReport) ([]rawLine, int64) {
 		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		if len(l) > MaxLineBytes {
-			rep.Malformed = append(rep.Malformed, LineError{line, start, fmt.Errorf("%w: line of %d bytes exceeds %d", ErrInvalidEntry, len(l), MaxLineBytes)})
+		if err := checkSize(l); err != nil {
+			rep.Malformed = append(rep.Malformed, LineError{line, start, err})
 			continue
 		}
 		out = append(out, rawLine{l, line, start})

@@ -213,6 +213,9 @@ func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level in
 		meta.Index = make([]segment.IndexEntry, len(entries))
 	}
 	for i, raw := range entries {
+		if err := segment.CheckEntrySize(len(raw)); err != nil {
+			return SegmentObject{}, fmt.Errorf("prepare segment: entry %d: %w", i, err)
+		}
 		e, err := ParseEntry(raw)
 		if err != nil {
 			return SegmentObject{}, fmt.Errorf("prepare segment: entry %d: %w", i, err)

@@ -389,13 +389,72 @@ func TestJob_KilledAtRandomPoints(t *testing.T) {
 			r := runBinary(t, context.Background(), "--store", url, "--delete-delay", "0", "--min-segments", "2", "--json")
 			require.Equal(t, 0, r.code, r.stderr)
 			checkEntries(t, s, want)
-			for _, ref := range refs {
-				res, err := s.ReadAll(context.Background(), ref)
-				require.NoError(t, err)
-				require.LessOrEqual(t, len(res.Segments), 2, "%s opens with one or two segments", ref)
-			}
+			requireSettled(t, s, refs, 2)
 		})
 	}
+}
+
+// TestJob_SettlesOneSegmentPerLevel replays, without kills, the appends that one
+// session received in a run of TestJob_KilledAtRandomPoints: ten segments, then five
+// late ones between job runs. With --min-segments 2 a settled session keeps one
+// segment on each of three levels (L2 from two L1s, a later L1, the newest L0): the
+// number of segments a session opens with grows with its levels, not a constant.
+func TestJob_SettlesOneSegmentPerLevel(t *testing.T) {
+	for name, newURL := range stores() {
+		t.Run(name, func(t *testing.T) {
+			url := newURL(t)
+			s := openStore(t, url)
+			refs, want := populate(t, s, 10)
+			ref := refs[0]
+			job := func() {
+				r := runBinary(t, context.Background(), "--store", url, "--delete-delay", "0", "--min-segments", "2", "--json")
+				require.Equal(t, 0, r.code, r.stderr)
+			}
+			appendLate := func(n int) {
+				w, err := transcript.NewWriter(fmt.Sprintf("late-%d", n))
+				require.NoError(t, err)
+				id := fmt.Sprintf("%s-k%d", ref.SessionID, n)
+				_, err = s.AppendSegment(context.Background(), ref, [][]byte{entry(id, want[ref][len(want[ref])-1])}, w)
+				require.NoError(t, err)
+				want[ref] = append(want[ref], id)
+			}
+			job() // 10 x L0 -> L1
+			for n := range 5 {
+				appendLate(n)
+				job() // L0+L0 -> L1 after the 2nd and 4th; L1+L1 -> L2 after the 2nd
+			}
+			checkEntries(t, s, want)
+			requireSettled(t, s, refs, 2)
+			res, err := s.ReadAll(context.Background(), ref)
+			require.NoError(t, err)
+			var levels []int
+			for _, in := range res.Segments {
+				levels = append(levels, in.Level)
+			}
+			require.ElementsMatch(t, []int{0, 1, 2}, levels)
+		})
+	}
+}
+
+// requireSettled fails unless the job has left nothing to do: in every session each
+// level holds fewer than minSegments segments, and the bucket holds nothing but
+// those segments (no superseded input, no deletion mark).
+func requireSettled(t *testing.T, s *transcript.Store, refs []transcript.TranscriptRef, minSegments int) {
+	t.Helper()
+	live := map[string]int64{}
+	for _, ref := range refs {
+		res, err := s.ReadAll(context.Background(), ref)
+		require.NoError(t, err)
+		perLevel := map[int]int{}
+		for _, in := range res.Segments {
+			perLevel[in.Level]++
+			live[in.Key] = in.Size
+		}
+		for level, n := range perLevel {
+			require.Less(t, n, minSegments, "%s: L%d holds %d segments after a final run", ref, level, n)
+		}
+	}
+	require.Equal(t, live, snapshot(t, s.Bucket()), "only live segments remain")
 }
 
 // TestJob_WhileReplicasWriteAndRead runs the job binary repeatedly while writers

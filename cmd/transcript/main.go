@@ -63,6 +63,7 @@ func commands() []command {
 		{"restore", "disaster recovery: rebuild local session files from the bucket", runRestore},
 		{"verify", "check every segment and session tree of a namespace", runVerify},
 		{"stats", "segments per level, bytes, compression ratio, sessions", runStats},
+		{"outbox", "list the stuck sessions of a mirror outbox; release one", runOutbox},
 	}
 }
 

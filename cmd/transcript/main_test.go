@@ -644,3 +644,40 @@ func TestDemo_DefaultStore(t *testing.T) {
 	_, err = os.Stat(filepath.Join(other, "default", "demo-agent"))
 	require.NoError(t, err)
 }
+
+// TestCLI_StoreLimits: import and append store an entry dated 2300-01-01 and one
+// of 20 MiB, and refuse one of 70 MiB naming the limit, storing nothing.
+func TestCLI_StoreLimits(t *testing.T) {
+	store := "file://" + t.TempDir()
+	dir := t.TempDir()
+	header := `{"type":"session","version":3,"id":"limits","timestamp":"2300-01-01T00:00:00.000Z","cwd":"/w"}`
+	e1 := `{"type":"message","id":"e1","parentId":null,"timestamp":"2300-01-01T00:00:00.000Z","message":{"role":"user","content":"later"}}`
+	e2 := `{"type":"message","id":"e2","parentId":"e1","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"toolResult","content":"` + strings.Repeat("x", 20<<20) + `"}}`
+	huge := `{"type":"message","id":"e3","parentId":"e2","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"toolResult","content":"` + strings.Repeat("y", 70<<20) + `"}}`
+	write := func(name string, lines ...string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+		return p
+	}
+
+	ok(t, "import", "--store", store, "--agent", "a", "--session", "ok", write("ok.jsonl", header, e1, e2))
+	out := ok(t, "cat", "--store", store, "--agent", "a", "--session", "ok")
+	require.Contains(t, out, `"id":"e1"`)
+	require.Contains(t, out, `"id":"e2"`)
+
+	r := cli(t, "import", "--store", store, "--agent", "a", "--session", "huge", write("huge.jsonl", header, e1, huge))
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, "64 MiB")
+	r = cli(t, "cat", "--store", store, "--agent", "a", "--session", "huge")
+	require.NotEqual(t, 0, r.code, "nothing of a refused import is stored")
+
+	appendTo := func(session, stdin string) result {
+		return cliWith(t, cmdOpts{stdin: stdin}, "append", "--store", store, "--agent", "a", "--session", session)
+	}
+	r = appendTo("app", e1+"\n"+e2+"\n")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = appendTo("app2", e1+"\n"+huge+"\n")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, "64 MiB")
+	require.NotEqual(t, 0, cli(t, "cat", "--store", store, "--agent", "a", "--session", "app2").code)
+}

@@ -9,10 +9,12 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -41,11 +43,14 @@ func (c *batchCapture) Upload(_ context.Context, b mirror.Batch) error {
 
 // importSummary is import's result.
 type importSummary struct {
-	Session  string `json:"session"`
-	Lines    int    `json:"lines"` // the header and the entries
-	Added    int    `json:"added"`
-	Segment  string `json:"segment,omitempty"`
-	Existing bool   `json:"existing"`
+	Session string `json:"session"`
+	Lines   int    `json:"lines"` // the header and the entries
+	Added   int    `json:"added"`
+	Segment string `json:"segment,omitempty"`
+	// Segments lists every segment written when the entries needed more than one
+	// (each holds at most segment.DefaultMaxSegmentSize of JSONL).
+	Segments []string `json:"segments,omitempty"`
+	Existing bool     `json:"existing"`
 }
 
 func runImport(ctx context.Context, env *cliEnv, args []string) error {
@@ -101,11 +106,16 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum := importSummary{Session: ref.Norm().String(), Lines: len(lines), Added: len(missing), Existing: len(stored) > 0}
 	if len(missing) > 0 {
-		info, err := s.AppendSegment(ctx, ref, missing, w)
+		infos, err := s.AppendSegments(ctx, ref, missing, w)
 		if err != nil {
 			return err
 		}
-		sum.Segment = info.Key
+		sum.Segment = infos[0].Key
+		if len(infos) > 1 {
+			for _, in := range infos {
+				sum.Segments = append(sum.Segments, in.Key)
+			}
+		}
 	}
 	if sf.json {
 		return writeJSON(env.stdout, sum)
@@ -114,7 +124,11 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 		_, err = fmt.Fprintf(env.stdout, "%s\t%d lines\tunchanged (already imported)\n", sum.Session, sum.Lines)
 		return err
 	}
-	_, err = fmt.Fprintf(env.stdout, "%s\t%d lines\t%d added as %s\n", sum.Session, sum.Lines, sum.Added, sum.Segment)
+	as := sum.Segment
+	if len(sum.Segments) > 1 {
+		as = strings.Join(sum.Segments, " ")
+	}
+	_, err = fmt.Fprintf(env.stdout, "%s\t%d lines\t%d added as %s\n", sum.Session, sum.Lines, sum.Added, as)
 	return err
 }
 
@@ -214,14 +228,22 @@ func runAppend(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer s.Close()
-	info, err := s.AppendSegment(ctx, ref, entries, w)
+	infos, err := s.AppendSegments(ctx, ref, entries, w)
 	if err != nil {
 		return err
 	}
-	if sf.json {
-		return writeJSON(env.stdout, map[string]any{"session": ref.Norm().String(), "entries": len(entries), "segment": info.Key})
+	keys := make([]string, len(infos))
+	for i, in := range infos {
+		keys[i] = in.Key
 	}
-	_, err = fmt.Fprintf(env.stdout, "%s\t%d entries\t%s\n", ref.Norm(), len(entries), info.Key)
+	if sf.json {
+		out := map[string]any{"session": ref.Norm().String(), "entries": len(entries), "segment": keys[0]}
+		if len(keys) > 1 {
+			out["segments"] = keys
+		}
+		return writeJSON(env.stdout, out)
+	}
+	_, err = fmt.Fprintf(env.stdout, "%s\t%d entries\t%s\n", ref.Norm(), len(entries), strings.Join(keys, " "))
 	return err
 }
 
@@ -231,7 +253,9 @@ func readEntryLines(r io.Reader) ([][]byte, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), sessiontree.MaxLineBytes)
 	var out [][]byte
-	for n := 1; sc.Scan(); n++ {
+	n := 0
+	for sc.Scan() {
+		n++
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
@@ -246,6 +270,10 @@ func readEntryLines(r io.Reader) ([][]byte, error) {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		out = append(out, raw)
+	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		// The scanner stops at a line longer than its buffer, the store's limit.
+		return nil, fmt.Errorf("line %d: %w", n+1, segment.CheckEntrySize(sessiontree.MaxLineBytes+1))
 	}
 	return out, sc.Err()
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript"
@@ -67,14 +68,27 @@ func (srv s3Server) open(t testing.TB, name, endpoint string, create bool, timeo
 	if endpoint == "" {
 		endpoint = srv.endpoint
 	}
-	b, err := s3bucket.New(context.Background(), s3bucket.Config{
+	cfg := s3bucket.Config{
 		Endpoint: endpoint, Bucket: name, Region: "us-east-1",
 		AccessKey: srv.access, SecretKey: srv.secret, Insecure: true, Create: create,
 		RequestTimeout: timeout, MaxRetries: retries,
-	})
+	}
+	// A server that has just started may answer "not initialized" for a moment
+	// after it reports write quorum; that is retried with a bounded backoff.
+	b, err := s3bucket.New(context.Background(), cfg)
+	for wait := 50 * time.Millisecond; err != nil && notInitialized(err) && wait <= 3*time.Second; wait *= 2 {
+		time.Sleep(wait)
+		b, err = s3bucket.New(context.Background(), cfg)
+	}
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	return b
+}
+
+// notInitialized reports MinIO's answer while it is still forming its erasure set.
+func notInitialized(err error) bool {
+	var resp minio.ErrorResponse
+	return errors.As(err, &resp) && resp.Code == "XMinioServerNotInitialized"
 }
 
 // newBucket creates a fresh bucket on srv and removes it (with its objects) when the

@@ -85,13 +85,17 @@ func startMinIO(t testing.TB, dirs ...string) *minioServer {
 	return m
 }
 
-// start starts the server process and waits (at most 60 s) until it is live.
+// start starts the server process and waits (at most 60 s) until it is ready to
+// serve writes. A live server (/minio/health/live) may still be forming its
+// erasure set and answer "server not initialized"; /minio/health/cluster answers
+// 200 only once the drives give write quorum.
 func (m *minioServer) start() {
 	m.t.Helper()
 	m.mu.Lock()
 	cmd := exec.Command(m.bin, m.args...)
-	// MINIO_CI_CD lets an erasure set use drives on the root file system, as the
-	// directories of a test are; without it MinIO waits for them forever.
+	// MINIO_CI_CD lets an erasure-coded server use drives on the root file system
+	// (where t.TempDir usually is); without it MinIO reports such drives as "not
+	// found" and never forms the erasure set.
 	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+m.srv.access, "MINIO_ROOT_PASSWORD="+m.srv.secret,
 		"MINIO_BROWSER=off", "MINIO_CI_CD=1")
 	cmd.Stdout, cmd.Stderr = m.log, m.log
@@ -112,7 +116,7 @@ func (m *minioServer) start() {
 		time.Sleep(200 * time.Millisecond)
 	}
 	logData, _ := os.ReadFile(m.log.Name())
-	m.t.Fatalf("MinIO on %s not ready after 60s; log:\n%s", m.srv.endpoint, logData)
+	m.t.Fatalf("MinIO on %s has no write quorum after 60s; log:\n%s", m.srv.endpoint, logData)
 }
 
 // stop terminates the server (SIGTERM, then SIGKILL after 10 s) and waits for it.

@@ -39,7 +39,7 @@ func (b *Bucket) write(ctx context.Context, key string, r io.Reader, size int64,
 	}
 	final := b.path(key)
 	dir := filepath.Dir(final)
-	tmp, err := b.createTemp(dir)
+	tmp, err := b.createTemp(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -99,38 +99,65 @@ func (b *Bucket) write(ctx context.Context, key string, r io.Reader, size int64,
 	return fsutil.SyncDir(dir)
 }
 
-// createTemp creates the directory (fsyncing the parents of what it creates) and a
-// temp file in it. A concurrent Delete may prune the fresh directory before the
-// temp file exists; then it tries again.
-func (b *Bucket) createTemp(dir string) (*os.File, error) {
-	for attempt := 0; ; attempt++ {
-		if err := b.mkdirs(dir); err != nil {
-			return nil, err
-		}
-		f, err := os.CreateTemp(dir, TempPrefix+"*")
+// maxCreateAttempts bounds how often createTemp starts over after a concurrent
+// Delete pruned a directory it was creating. Each new attempt needs another prune
+// to land in a window of a few system calls, so the bound is never reached in
+// practice; it only turns a file system that keeps losing directories into an error.
+const maxCreateAttempts = 1000
+
+// createTemp creates the directory and a temp file in it, then fsyncs the parents
+// of any directory it created so that the new entries survive a crash. Delete prunes
+// the directories it leaves empty, so until the temp file is in place any directory
+// on the path may vanish: between two levels of MkdirAll, or before CreateTemp.
+// When a step meets a missing directory, the whole create starts again. Once the
+// temp file exists its directories are not empty and no prune can remove them, so
+// the fsyncs that follow cannot meet a vanished directory.
+func (b *Bucket) createTemp(ctx context.Context, dir string) (*os.File, error) {
+	created := false
+	for attempt := 1; ; attempt++ {
+		made, err := b.mkdirs(dir)
+		created = created || made
+		var f *os.File
 		if err == nil {
+			f, err = os.CreateTemp(dir, TempPrefix+"*")
+		}
+		if err == nil {
+			if created {
+				if err := b.syncParents(dir); err != nil {
+					f.Close()
+					os.Remove(f.Name())
+					return nil, err
+				}
+			}
 			return f, nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) || attempt == 10 {
+		if !errors.Is(err, fs.ErrNotExist) || attempt == maxCreateAttempts {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// mkdirs creates dir and its parents. When it creates any, it fsyncs each parent up
-// to the root so that the new entries survive a crash.
-func (b *Bucket) mkdirs(dir string) error {
+// mkdirs creates dir and its parents and reports whether it had to create any.
+func (b *Bucket) mkdirs(dir string) (bool, error) {
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-		return nil
+		return false, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
 			rel, _ := filepath.Rel(b.root, dir)
-			return fmt.Errorf("%w: %s is an object, not a directory of keys",
+			return false, fmt.Errorf("%w: %s is an object, not a directory of keys",
 				bucket.ErrInvalidKey, filepath.ToSlash(rel))
 		}
-		return err
+		return true, err
 	}
+	return true, nil
+}
+
+// syncParents fsyncs each parent of dir up to the root.
+func (b *Bucket) syncParents(dir string) error {
 	for d := dir; d != b.root; {
 		p := filepath.Dir(d)
 		if err := fsutil.SyncDir(p); err != nil {

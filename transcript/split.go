@@ -1,0 +1,73 @@
+package transcript
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/transcriptstore/transcript/segment"
+)
+
+// SplitBatch cuts entries, in order, into runs whose segments stay within maxBytes
+// of JSONL (each entry and its newline); maxBytes <= 0 means
+// segment.DefaultMaxSegmentSize. An entry larger than maxBytes gets a run of its
+// own (the encoder then refuses it, naming the limit). The runs share entries'
+// backing arrays.
+func SplitBatch(entries [][]byte, maxBytes int64) [][][]byte {
+	if maxBytes <= 0 {
+		maxBytes = segment.DefaultMaxSegmentSize
+	}
+	var runs [][][]byte
+	start, size := 0, int64(0)
+	for i, e := range entries {
+		n := int64(len(e)) + 1
+		if i > start && size+n > maxBytes {
+			runs = append(runs, entries[start:i:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(entries) {
+		runs = append(runs, entries[start:])
+	}
+	return runs
+}
+
+// PrepareSegments validates and encodes entries as one or more level-0 segments of
+// ref, in order, each within segment.DefaultMaxSegmentSize, so that a batch of any
+// size can be stored. Nothing is written; an entry the store cannot hold fails the
+// whole batch.
+func (s *Store) PrepareSegments(ref TranscriptRef, entries [][]byte, w *Writer) ([]SegmentObject, error) {
+	if len(entries) == 0 {
+		return nil, ErrEmptySegment
+	}
+	runs := SplitBatch(entries, 0)
+	objs := make([]SegmentObject, 0, len(runs))
+	for _, run := range runs {
+		obj, err := s.PrepareSegment(ref, run, w)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, obj)
+	}
+	return objs, nil
+}
+
+// AppendSegments writes entries as one or more new segments of ref (see
+// PrepareSegments), in order, and returns their descriptions. Every segment is
+// encoded before the first is stored, so a refused entry writes nothing. If a
+// write fails, the segments before it are stored; writing the same entries again
+// is harmless, as readers collapse identical duplicates.
+func (s *Store) AppendSegments(ctx context.Context, ref TranscriptRef, entries [][]byte, w *Writer) ([]SegmentInfo, error) {
+	objs, err := s.PrepareSegments(ref, entries, w)
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]SegmentInfo, 0, len(objs))
+	for i, obj := range objs {
+		if err := s.PutSegment(ctx, obj.Info.Key, obj.Data); err != nil {
+			return infos, fmt.Errorf("segment %d of %d: %w", i+1, len(objs), err)
+		}
+		infos = append(infos, obj.Info)
+	}
+	return infos, nil
+}

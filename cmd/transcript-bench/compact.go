@@ -11,9 +11,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 )
 
 // runCompact is item 7: Store.Compact of every fleet session (DeleteAtOnce, so the
@@ -24,7 +24,7 @@ import (
 func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
 	sz := e.cfg.Sizes
-	counted := mirrortest.Wrap(e.bucket)
+	counted := faultbucket.Wrap(e.bucket)
 	store, err := openFleet(ctx, e, counted, &res)
 	if err != nil {
 		return res, err

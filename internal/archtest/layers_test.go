@@ -26,7 +26,7 @@ var allowed = []struct {
 	{"pi", []string{"internal/jsonscan"}},
 	{"internal/fsutil", nil},
 	{"internal/jsonscan", nil},
-	{"internal/churn", []string{"transcript"}},
+	{"internal/churntest", []string{"transcript"}},
 	{"internal/cli", []string{"transcript"}},
 	{"transcript", []string{"segment", "pi", "transcript", "internal/fsutil", "internal/jsonscan"}},
 	{"mirror", []string{"segment", "pi", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},

@@ -21,11 +21,6 @@ func (s *Store) StrayKeys(ctx context.Context, ref TranscriptRef) ([]string, err
 	return ls.stray, err
 }
 
-// HeadName is the object name of a strict session's head (see package repository),
-// under the session's key prefix. Compact leaves a session that has one alone: the
-// head names the committed segments, and only the repository may move it.
-const HeadName = "HEAD.json"
-
 // sessionListing is what one listing of a session's prefix found.
 type sessionListing struct {
 	infos  []SegmentInfo       // the segments, in key order

@@ -248,6 +248,12 @@ func (s *Store) ReadSegment(ctx context.Context, key string) (*segment.Segment, 
 	return seg, nil
 }
 
+// DecodeSegment verifies and decodes the bytes of one segment (read from anywhere: an
+// outbox file, a copy) with the store's codec.
+func (s *Store) DecodeSegment(data []byte) (*segment.Segment, error) {
+	return s.dec.Decode(data)
+}
+
 // Delete removes every object of ref (segments of all levels and anything else under
 // the session's prefix). Deleting a session that does not exist is not an error.
 func (s *Store) Delete(ctx context.Context, ref TranscriptRef) error {

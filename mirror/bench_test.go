@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 	"github.com/transcriptstore/transcript/transcript/storetest"
 )
@@ -75,7 +75,7 @@ type benchResult struct {
 // runSegments flushes the session through the segment Mirror, one Upload per turn,
 // and waits until the store has everything.
 func runSegments(b *testing.B, bk bucket.Bucket, sess benchSession, sid string) benchResult {
-	fb := mirrortest.Wrap(bk)
+	fb := faultbucket.Wrap(bk)
 	store := newStore(b, fb, "bench")
 	w, err := transcript.NewWriter("bench")
 	require.NoError(b, err)
@@ -100,7 +100,7 @@ func runSegments(b *testing.B, bk bucket.Bucket, sess benchSession, sid string) 
 // runLegacy flushes the session through the legacy full-file mirror: each turn is
 // appended to the local log and context files, and both are uploaded whole.
 func runLegacy(b *testing.B, bk bucket.Bucket, sess benchSession, sid string) benchResult {
-	fb := mirrortest.Wrap(bk)
+	fb := faultbucket.Wrap(bk)
 	l := &mirror.Legacy{Bucket: fb, Prefix: "legacy"}
 	dir := b.TempDir()
 	cp, lp := filepath.Join(dir, sid+".jsonl"), filepath.Join(dir, sid+".log.jsonl")

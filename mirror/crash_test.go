@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 )
 
@@ -57,8 +57,8 @@ func TestCrashChild(t *testing.T) {
 		b = openFileBucket(t, spec)
 	}
 	// A random delay per PUT keeps uploads in flight when the kill comes.
-	fb := mirrortest.Wrap(b)
-	fb.SetDelay(mirrortest.OpPut, time.Duration(rand.IntN(20))*time.Millisecond)
+	fb := faultbucket.Wrap(b)
+	fb.SetDelay(faultbucket.OpPut, time.Duration(rand.IntN(20))*time.Millisecond)
 	store, err := transcript.New(transcript.Config{Bucket: fb, Prefix: "crash"})
 	require.NoError(t, err)
 	round := os.Getenv(crashRoundEnv)

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -45,7 +45,7 @@ func TestLegacy_Upload(t *testing.T) {
 		"delete and put": func() bucket.Bucket { return noReplace{membucket.New()} },
 	} {
 		t.Run(name, func(t *testing.T) {
-			fb := mirrortest.Wrap(inner())
+			fb := faultbucket.Wrap(inner())
 			l := &mirror.Legacy{Bucket: fb, Prefix: "legacy"}
 			dir := t.TempDir()
 			cp, lp := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "s.log.jsonl")

@@ -16,9 +16,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -186,8 +186,8 @@ func requireOnce(t testing.TB, store *transcript.Store, ref transcript.Transcrip
 // hungMirror is a Mirror over a store that answers no PUT until fb.Heal(): the
 // setup of every test that needs segments to stay pending.
 type hungMirror struct {
-	mem   *membucket.Bucket  // the bucket behind the fault wrapper
-	fb    *mirrortest.Bucket // the wrapper, hanging PUTs
+	mem   *membucket.Bucket   // the bucket behind the fault wrapper
+	fb    *faultbucket.Bucket // the wrapper, hanging PUTs
 	store *transcript.Store
 	dir   string // the outbox
 	m     *mirror.Mirror
@@ -198,8 +198,8 @@ type hungMirror struct {
 func newHungMirror(t *testing.T, tune func(*mirror.Config)) *hungMirror {
 	t.Helper()
 	h := &hungMirror{mem: membucket.New(), dir: t.TempDir(), s: newSession("a", "s"), ctx: ctxTimeout(t, 10*time.Second)}
-	h.fb = mirrortest.Wrap(h.mem)
-	h.fb.Hang(mirrortest.OpPut)
+	h.fb = faultbucket.Wrap(h.mem)
+	h.fb.Hang(faultbucket.OpPut)
 	h.store = newStore(t, h.fb, "")
 	h.m = newMirror(t, h.store, h.dir, tune)
 	return h

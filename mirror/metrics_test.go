@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
 func TestMirror_Collector(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
-	fb.FailNext(mirrortest.OpPut, 2, nil)
+	fb := faultbucket.Wrap(membucket.New())
+	fb.FailNext(faultbucket.OpPut, 2, nil)
 	m := newMirror(t, newStore(t, fb, ""), "", func(c *mirror.Config) {
 		c.Workers = 1
 		c.MetricLabels = prometheus.Labels{"replica": "r1"}

@@ -70,7 +70,7 @@ type Mirror struct {
 // job is one segment on its way to the store.
 type job struct {
 	key      string
-	session  string // the key's session prefix (see sessionOf)
+	session  string // the key's session prefix (see transcript.SessionOfKey)
 	size     int64
 	entries  int    // entry count, 0 when not known (read from the file if needed)
 	data     []byte // nil for segments found in the outbox at start: read on upload
@@ -114,7 +114,7 @@ func New(cfg Config) (*Mirror, error) {
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
 	for _, f := range files {
-		j := &job{key: f.key, session: sessionOf(f.key), size: f.size, enqueued: f.mtime, done: make(chan struct{})}
+		j := &job{key: f.key, session: transcript.SessionOfKey(f.key), size: f.size, enqueued: f.mtime, done: make(chan struct{})}
 		m.pending[j] = struct{}{}
 		m.bytes += j.size
 		m.queue = append(m.queue, j)
@@ -243,7 +243,7 @@ func (m *Mirror) reserve(ctx context.Context, key string, data []byte) (*job, er
 		m.mu.Lock()
 	}
 	defer m.mu.Unlock()
-	j := &job{key: key, session: sessionOf(key), size: size, data: data, enqueued: time.Now(), done: make(chan struct{})}
+	j := &job{key: key, session: transcript.SessionOfKey(key), size: size, data: data, enqueued: time.Now(), done: make(chan struct{})}
 	m.pending[j] = struct{}{}
 	m.bytes += size
 	m.uploads.Add(1)

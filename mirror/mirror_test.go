@@ -16,9 +16,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -70,8 +70,8 @@ func TestMirror_UploadAndAwait(t *testing.T) {
 // and on Uploads blocked on a full outbox.
 func TestMirror_CloseLeavesNoGoroutine(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	fb := mirrortest.Wrap(membucket.New())
-	fb.Hang(mirrortest.OpPut)
+	fb := faultbucket.Wrap(membucket.New())
+	fb.Hang(faultbucket.OpPut)
 	store := newStore(t, fb, "")
 	w, _ := transcript.NewWriter("w")
 	m, err := mirror.New(mirror.Config{Store: store, Writer: w, OutboxDir: t.TempDir(), Workers: 8, MaxPending: 3, BlockWhenFull: true})
@@ -259,13 +259,13 @@ func TestMirror_AwaitQuiescenceReportsPending(t *testing.T) {
 
 // AwaitQuiescence waits only for what was accepted before the call.
 func TestMirror_AwaitQuiescenceWatermark(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
+	fb := faultbucket.Wrap(membucket.New())
 	m := newMirror(t, newStore(t, fb, ""), "", nil)
 	ctx := ctxTimeout(t, 10*time.Second)
 	s1, s2 := newSession("a", "s1"), newSession("a", "s2")
 	require.NoError(t, m.Upload(ctx, s1.batch(1)))
 	require.NoError(t, m.AwaitQuiescence(ctx))
-	fb.Hang(mirrortest.OpPut)
+	fb.Hang(faultbucket.OpPut)
 	require.NoError(t, m.Upload(ctx, s2.batch(1)))
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
@@ -274,8 +274,8 @@ func TestMirror_AwaitQuiescenceWatermark(t *testing.T) {
 }
 
 func TestMirror_RetriesTransientFailures(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
-	fb.FailNext(mirrortest.OpPut, 5, errors.New("503 slow down"))
+	fb := faultbucket.Wrap(membucket.New())
+	fb.FailNext(faultbucket.OpPut, 5, errors.New("503 slow down"))
 	store := newStore(t, fb, "")
 	m := newMirror(t, store, "", func(c *mirror.Config) { c.Workers = 1 })
 	s := newSession("a", "s")
@@ -296,8 +296,8 @@ func TestMirror_RetriesTransientFailures(t *testing.T) {
 // A lost response makes the retry meet its own first write: the store takes it as
 // success, not as a conflict.
 func TestMirror_LostResponseIsIdempotent(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
-	fb.LoseNextResponses(mirrortest.OpPut, 3)
+	fb := faultbucket.Wrap(membucket.New())
+	fb.LoseNextResponses(faultbucket.OpPut, 3)
 	store := newStore(t, fb, "")
 	m := newMirror(t, store, "", nil)
 	s := newSession("a", "s")
@@ -359,8 +359,8 @@ func TestMirror_ConflictWithSameBytesIsSuccess(t *testing.T) {
 // A backend that reports a conflict it could not check (ErrExists, but nothing
 // readable under the key) does not get the segment quarantined: it is retried.
 func TestMirror_UnverifiedConflictIsRetried(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
-	fb.FailNext(mirrortest.OpPut, 2, bucket.ErrExists)
+	fb := faultbucket.Wrap(membucket.New())
+	fb.FailNext(faultbucket.OpPut, 2, bucket.ErrExists)
 	store := newStore(t, fb, "")
 	m := newMirror(t, store, "", nil)
 	s := newSession("a", "s")
@@ -379,8 +379,8 @@ func TestMirror_UnverifiedConflictIsRetried(t *testing.T) {
 func TestMirror_ForeignPrefixQuarantined(t *testing.T) {
 	mb := membucket.New()
 	dir := t.TempDir()
-	fb := mirrortest.Wrap(mb)
-	fb.Hang(mirrortest.OpPut)
+	fb := faultbucket.Wrap(mb)
+	fb.Hang(faultbucket.OpPut)
 	m := newMirror(t, newStore(t, fb, "one"), dir, nil)
 	ctx := ctxTimeout(t, 10*time.Second)
 	require.NoError(t, m.Upload(ctx, newSession("a", "s").batch(1)))

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -44,7 +44,7 @@ func TestMirror_SessionOrder(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ob := &orderBucket{Bucket: membucket.New()}
-			fb := mirrortest.Wrap(ob)
+			fb := faultbucket.Wrap(ob)
 			store := newStore(t, fb, "")
 			outbox := t.TempDir()
 			s1, s2 := newSession("a", "s1"), newSession("a", "s2")
@@ -55,7 +55,7 @@ func TestMirror_SessionOrder(t *testing.T) {
 			}
 			if restart {
 				// An earlier process accepted the segments but stored none.
-				fb.Hang(mirrortest.OpPut)
+				fb.Hang(faultbucket.OpPut)
 				m := newMirror(t, store, outbox, tune)
 				for range 6 {
 					require.NoError(t, m.Upload(ctx, s1.batch(2)))
@@ -67,7 +67,7 @@ func TestMirror_SessionOrder(t *testing.T) {
 			}
 			// The first PUT fails (transiently) and is retried after a backoff during
 			// which the other workers are idle.
-			fb.FailNext(mirrortest.OpPut, 1, nil)
+			fb.FailNext(faultbucket.OpPut, 1, nil)
 			m := newMirror(t, store, outbox, tune)
 			for range 6 {
 				require.NoError(t, m.Upload(ctx, s1.batch(2)))

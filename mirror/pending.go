@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"sort"
 
-	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -42,11 +41,6 @@ func (m *Mirror) PendingEntries(ctx context.Context, ref transcript.TranscriptRe
 		return nil, nil
 	}
 	sort.Strings(keys)
-	dec, err := segment.NewDecoder()
-	if err != nil {
-		return nil, err
-	}
-	defer dec.Close()
 	var out [][]byte
 	for _, k := range keys {
 		if err := ctx.Err(); err != nil {
@@ -59,7 +53,7 @@ func (m *Mirror) PendingEntries(ctx context.Context, ref transcript.TranscriptRe
 		if err != nil {
 			return nil, fmt.Errorf("read pending segment %s: %w", k, err)
 		}
-		seg, err := dec.Decode(data)
+		seg, err := m.cfg.Store.DecodeSegment(data)
 		if err != nil {
 			return nil, fmt.Errorf("read pending segment %s: %w", k, err)
 		}

@@ -47,7 +47,7 @@ func newS3TestBucket(t testing.TB) string {
 	t.Helper()
 	suffix := make([]byte, 6)
 	_, _ = rand.Read(suffix)
-	name := "mirrortest-" + hex.EncodeToString(suffix)
+	name := "faultbucket-" + hex.EncodeToString(suffix)
 	b := newS3Client(t, name, s3Options{create: true})
 	t.Cleanup(func() { // runs before the client is closed
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

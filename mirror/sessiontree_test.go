@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -20,14 +20,14 @@ import (
 // and then, and every flushed entry (with the session header) reaches the store; a
 // tree restored from the store alone has the same entries.
 func TestMirror_SessionTrees(t *testing.T) {
-	fb := mirrortest.Wrap(membucket.New())
+	fb := faultbucket.Wrap(membucket.New())
 	store := newStore(t, fb, "")
 	m := newMirror(t, store, "", func(c *mirror.Config) { c.Workers = 2 })
 	ctx := ctxTimeout(t, 30*time.Second)
 	cfg := sessiontree.Config{Root: t.TempDir(), Uploader: m, Remote: store}
 	rc := sessiontree.RuntimeContext{Namespace: "tenant1"}
 
-	fb.FailNext(mirrortest.OpPut, 3, nil)
+	fb.FailNext(faultbucket.OpPut, 3, nil)
 	trees := make([]*sessiontree.Tree, 4)
 	var wg sync.WaitGroup
 	for i := range trees {

@@ -63,16 +63,6 @@ func (o *outbox) reasonPath(key string) string {
 	return filepath.Join(o.dir, outboxReasons, filepath.FromSlash(key))
 }
 
-// sessionName is the "namespace/agent/session" part of a segment key: the last
-// three elements of its session prefix, whatever the store prefix.
-func sessionName(key string) string {
-	parts := strings.Split(sessionOf(key), "/")
-	if len(parts) > 3 {
-		parts = parts[len(parts)-3:]
-	}
-	return strings.Join(parts, "/")
-}
-
 // permanentBatch reports whether PrepareSegments refused a batch for a reason that
 // handing it over again cannot change.
 func permanentBatch(err error) bool {
@@ -111,7 +101,7 @@ func (m *Mirror) acceptedBatch(ref transcript.TranscriptRef) {
 
 // stuckLocked records j's segment as quarantined for reason (caller holds mu).
 func (m *Mirror) stuckLocked(j *job, reason string) {
-	name := sessionName(j.key)
+	name := transcript.SessionNameOfKey(j.key)
 	st := m.stuck[name]
 	if st == nil || st.Segments == 0 {
 		st = &StuckSession{Session: name, Error: reason, Since: time.Now()}
@@ -124,7 +114,7 @@ func (m *Mirror) stuckLocked(j *job, reason string) {
 // heldBackLocked reports whether j's session has segments in the quarantine, so j
 // must wait behind them (caller holds mu).
 func (m *Mirror) heldBackLocked(j *job) bool {
-	st := m.stuck[sessionName(j.key)]
+	st := m.stuck[transcript.SessionNameOfKey(j.key)]
 	return st != nil && st.Segments > 0
 }
 
@@ -139,7 +129,7 @@ func (m *Mirror) holdBackLocked(j *job) {
 		m.cfg.Logger.Error("mirror: hold back segment", "key", j.key, "err", err)
 	}
 	m.box.writeReason(j.key, reason)
-	m.stuckLocked(j, m.stuck[sessionName(j.key)].Error)
+	m.stuckLocked(j, m.stuck[transcript.SessionNameOfKey(j.key)].Error)
 	m.stats.quarantined++
 	j.err = fmt.Errorf("%w: %s", ErrQuarantined, reason)
 	m.finishLocked(j)
@@ -188,7 +178,7 @@ func (m *Mirror) Release(ctx context.Context, ref transcript.TranscriptRef) (int
 		if err != nil {
 			return len(jobs), fmt.Errorf("mirror release %s: %w", name, err)
 		}
-		j := &job{key: k, session: sessionOf(k), size: fi.Size(), enqueued: time.Now(), done: make(chan struct{})}
+		j := &job{key: k, session: transcript.SessionOfKey(k), size: fi.Size(), enqueued: time.Now(), done: make(chan struct{})}
 		m.pending[j] = struct{}{}
 		m.bytes += j.size
 		m.stats.quarantined--
@@ -287,7 +277,7 @@ func (o *outbox) quarantinedOf(session string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(keys, func(k string) bool { return sessionName(k) != session }), nil
+	return slices.DeleteFunc(keys, func(k string) bool { return transcript.SessionNameOfKey(k) != session }), nil
 }
 
 // stuck groups the quarantine by session.
@@ -298,7 +288,7 @@ func (o *outbox) stuck() ([]StuckSession, error) {
 	}
 	var out []StuckSession
 	for _, k := range keys {
-		name := sessionName(k)
+		name := transcript.SessionNameOfKey(k)
 		if len(out) == 0 || out[len(out)-1].Session != name {
 			reason := o.readReason(k)
 			var since time.Time

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"slices"
 	"time"
 )
@@ -68,12 +67,6 @@ func (m *Mirror) signal() {
 	case m.wake <- struct{}{}:
 	default:
 	}
-}
-
-// sessionOf returns the session part of a segment key, "{prefix}/{ns}/{agent}/
-// {session}": the key without its last two elements (level and file name).
-func sessionOf(key string) string {
-	return path.Dir(path.Dir(key))
 }
 
 // upload stores one segment, retrying transient failures with backoff until it

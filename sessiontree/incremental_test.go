@@ -9,14 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
 // gets counts GETs of b since the last call.
-func gets(b *mirrortest.Bucket) int {
+func gets(b *faultbucket.Bucket) int {
 	n := b.Counts().Get
 	b.ResetCounts()
 	return int(n)
@@ -27,7 +27,7 @@ func gets(b *mirrortest.Bucket) int {
 // missing or damaged segments file only costs a full read.
 func TestSyncFromRemote_Incremental(t *testing.T) {
 	ctx := context.Background()
-	gc := mirrortest.Wrap(membucket.New())
+	gc := faultbucket.Wrap(membucket.New())
 	store, err := transcript.New(transcript.Config{Bucket: gc})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })

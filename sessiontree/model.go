@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 // The session model (entries, header, context and the tree rules) belongs to
@@ -29,7 +30,9 @@ var (
 	// with a valid "session" header line.
 	ErrInvalidHeader = pi.ErrInvalidHeader
 	// ErrNotFound is wrapped when an entry id, a session or its files do not exist.
-	ErrNotFound = errors.New("not found")
+	// It is transcript.ErrNotFound, so one errors.Is answers for the store and the
+	// tree alike.
+	ErrNotFound = transcript.ErrNotFound
 	// ErrConflict is wrapped when an entry id already exists with other bytes.
 	ErrConflict = errors.New("entry id conflict")
 )

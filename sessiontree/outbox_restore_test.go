@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -23,8 +23,8 @@ import (
 func TestOpen_RestoresFromOutbox(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	fb := mirrortest.Wrap(membucket.New())
-	fb.Hang(mirrortest.OpPut) // the store is down: segments stay in the outbox
+	fb := faultbucket.Wrap(membucket.New())
+	fb.Hang(faultbucket.OpPut) // the store is down: segments stay in the outbox
 	store, err := transcript.New(transcript.Config{Bucket: fb})
 	require.NoError(t, err)
 	defer store.Close()

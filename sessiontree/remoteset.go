@@ -75,7 +75,7 @@ func (t *Tree) syncIncremental(ctx context.Context, r IncrementalReader) (LoadRe
 	have := t.remoteHave()
 	t.mu.Unlock()
 	inc, err := r.ReadNew(ctx, t.ref, have)
-	if errors.Is(err, transcript.ErrNotFound) || errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		return LoadReport{}, nil
 	}
 	if err != nil {

@@ -13,11 +13,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/internal/churn"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
+	"github.com/transcriptstore/transcript/internal/churntest"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -156,7 +156,7 @@ func TestCompact_DeleteDelay(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	mem := membucket.New()
 	mem.SetClock(clock) // mark ages are the bucket's
-	counted := mirrortest.Wrap(mem)
+	counted := faultbucket.Wrap(mem)
 	s := newStore(t, counted, transcript.Config{Now: func() time.Time { return time.Unix(0, 0) }})
 	appendChain(t, s, ref, newWriter(t, "w"), "e", "", 20)
 
@@ -407,7 +407,7 @@ func TestCompact_WhileWritingAndReading(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			s := newStore(t, newBucket(t), transcript.Config{})
-			res, err := churn.Run(ctx, churn.Config{
+			res, err := churntest.Run(ctx, churntest.Config{
 				Store: s, Refs: []transcript.TranscriptRef{ref}, Writers: 3, PerWriter: 15, Entry: entry,
 				Job: func(ctx context.Context) error {
 					_, err := s.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 3, DeleteDelay: 500 * time.Millisecond})
@@ -442,7 +442,7 @@ func TestCompact_CopyUnderAnotherPrefix(t *testing.T) {
 	_, err := s.Compact(ctx, ref, transcript.CompactOptions{})
 	require.NoError(t, err)
 
-	dst := mirrortest.Wrap(membucket.New())
+	dst := faultbucket.Wrap(membucket.New())
 	for _, k := range allKeys(t, src) {
 		rc, oi, err := src.Get(ctx, k)
 		require.NoError(t, err)

@@ -3,15 +3,17 @@ package transcript
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/transcriptstore/transcript/pi"
 )
 
 // ErrInvalidEntry is wrapped by errors about an entry the store cannot keep: not a JSON
 // object, no string id, a parentId that is neither a string nor null, or a line break
-// inside the raw bytes.
-var ErrInvalidEntry = errors.New("invalid entry")
+// inside the raw bytes. It is pi.ErrInvalidEntry, the one sentinel for an entry that
+// is not one.
+var ErrInvalidEntry = pi.ErrInvalidEntry
 
 // Entry is one raw session entry as the store sees it. The store reads only id,
 // parentId and timestamp; Raw is kept byte-for-byte.

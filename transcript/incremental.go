@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -13,56 +12,6 @@ import (
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
-
-// SegmentSet is the set of segments of one session whose entries a reader holds,
-// each named relative to its session ("L0/{name}.jsonl.zst", see sessionRelKey), so
-// that a set survives a copy of the bucket under another prefix. The zero value is
-// the empty set. A SegmentSet is a value: ReadNew returns a new one and never
-// changes the one it is given.
-type SegmentSet struct {
-	m map[string]struct{}
-}
-
-// NewSegmentSet returns the set of the given segment keys (full or relative).
-func NewSegmentSet(keys ...string) SegmentSet {
-	s := SegmentSet{m: make(map[string]struct{}, len(keys))}
-	for _, k := range keys {
-		s.m[sessionRelKey(k)] = struct{}{}
-	}
-	return s
-}
-
-// Has reports whether the segment at key (full or relative) is in the set.
-func (s SegmentSet) Has(key string) bool {
-	_, ok := s.m[sessionRelKey(key)]
-	return ok
-}
-
-// Len returns the number of segments in the set.
-func (s SegmentSet) Len() int { return len(s.m) }
-
-// Keys returns the relative keys of the set in lexical order.
-func (s SegmentSet) Keys() []string {
-	out := make([]string, 0, len(s.m))
-	for k := range s.m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// Equal reports whether both sets hold the same segments.
-func (s SegmentSet) Equal(o SegmentSet) bool {
-	if len(s.m) != len(o.m) {
-		return false
-	}
-	for k := range s.m {
-		if _, ok := o.m[k]; !ok {
-			return false
-		}
-	}
-	return true
-}
 
 // Increment is what ReadNew found beyond the segments a reader holds.
 type Increment struct {
@@ -266,106 +215,6 @@ func (s *Store) readNew(ctx context.Context, infos []SegmentInfo, have SegmentSe
 	res.Corrupt = corrupt
 	slices.SortFunc(covered, func(a, b SegmentInfo) int { return strings.Compare(a.Key, b.Key) })
 	return &Increment{MergeResult: res, Have: SegmentSet{m: next}, Listed: len(infos), Covered: covered}, nil
-}
-
-// planner decides which new compacted segments a reader already holds.
-type planner struct {
-	have   SegmentSet
-	listed map[string]SegmentInfo
-	metas  map[string]segment.Meta // new compacted segments whose metadata was read
-	state  map[string]int8         // covered memo: 1 yes, -1 no, 2 being decided
-}
-
-// inputs returns the relative keys of the inputs of the new compacted segment rel
-// that a compacted segment of its level supersedes (lower levels only).
-func (p *planner) inputs(rel string) []string {
-	m, ok := p.metas[rel]
-	if !ok {
-		return nil
-	}
-	lv := p.listed[rel].Level
-	var out []string
-	for _, in := range m.Inputs {
-		if k := sessionRelKey(in); relLevel(k) < lv {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// covered reports whether the reader holds every entry of segment rel: it is in
-// have, or it is a listed compacted segment whose inputs are all covered.
-func (p *planner) covered(rel string) bool {
-	if p.have.Has(rel) {
-		return true
-	}
-	switch p.state[rel] {
-	case 1:
-		return true
-	case -1, 2:
-		return false
-	}
-	m, ok := p.metas[rel]
-	if !ok || len(m.Inputs) == 0 {
-		p.state[rel] = -1
-		return false
-	}
-	p.state[rel] = 2
-	ins := p.inputs(rel)
-	ok = len(ins) == len(m.Inputs)
-	for _, k := range ins {
-		if !ok {
-			break
-		}
-		ok = p.covered(k)
-	}
-	if ok {
-		p.state[rel] = 1
-	} else {
-		p.state[rel] = -1
-	}
-	return ok
-}
-
-// cheaperByInputs reports whether the entries of compacted segment rel that the
-// reader lacks are all in listed level-0 inputs, few (at most one round of parallel
-// fetches) and together smaller than the compacted segment itself.
-func (p *planner) cheaperByInputs(rel string, limit int) bool {
-	m, ok := p.metas[rel]
-	if !ok || len(m.Inputs) == 0 {
-		return false
-	}
-	ins := p.inputs(rel)
-	if len(ins) != len(m.Inputs) {
-		return false
-	}
-	var n int
-	var size int64
-	for _, k := range ins {
-		if p.covered(k) {
-			continue
-		}
-		in, ok := p.listed[k]
-		if !ok || in.Level != 0 {
-			return false
-		}
-		n++
-		size += in.Size
-	}
-	return n <= limit && size < p.listed[rel].Size
-}
-
-// relLevel returns the level of a relative segment key ("L{n}/..."), or -1.
-func relLevel(rel string) int {
-	lv, _, ok := strings.Cut(sessionRelKey(rel), "/")
-	if !ok || !strings.HasPrefix(lv, "L") {
-		return -1
-	}
-	n, err := strconv.Atoi(lv[1:])
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 // metaProbe is how many bytes a first ranged read of a segment asks for: enough

@@ -3,6 +3,7 @@ package transcript
 import (
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -153,3 +154,29 @@ func sessionRelKey(key string) string {
 	j := strings.LastIndexByte(key[:i], '/')
 	return key[j+1:]
 }
+
+// SessionOfKey returns the session part of a segment key, "{prefix}/{ns}/{agent}/
+// {session}": the key without its last two elements (level and file name). It does
+// not check the key; segments of one session give one value.
+func SessionOfKey(key string) string {
+	return path.Dir(path.Dir(key))
+}
+
+// SessionNameOfKey returns the "namespace/agent/session" part of a segment key: the
+// last three elements of its session prefix, whatever the store prefix. It does not
+// check the key.
+func SessionNameOfKey(key string) string {
+	parts := strings.Split(SessionOfKey(key), "/")
+	if len(parts) > 3 {
+		parts = parts[len(parts)-3:]
+	}
+	return strings.Join(parts, "/")
+}
+
+// HeadName is the object name of a strict session's head (see package repository),
+// under the session's key prefix. It is part of the key layout this package owns, so
+// it is declared here, the layer below the repository that writes the head: listings
+// tell it from segments and marks, and Compact leaves a session that has one alone
+// (the head names the committed segments, and only the repository may move it).
+// Package repository re-exports it as repository.HeadName.
+const HeadName = "HEAD.json"

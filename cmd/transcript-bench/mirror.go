@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 )
 
 // S3 Standard list prices in us-east-1 (USD per request), the assumption of item 8.
@@ -24,22 +24,22 @@ const (
 )
 
 // cost prices the requests of c.
-func cost(c mirrortest.Counts) float64 {
+func cost(c faultbucket.Counts) float64 {
 	return float64(c.Put+c.Replace+c.List)*pricePutList + float64(c.Get+c.Stat)*priceGet
 }
 
-func scaled(c mirrortest.Counts, f float64) mirrortest.Counts {
+func scaled(c faultbucket.Counts, f float64) faultbucket.Counts {
 	r := func(n int64) int64 { return int64(float64(n)*f + 0.5) }
-	return mirrortest.Counts{Get: r(c.Get), Stat: r(c.Stat), List: r(c.List), Put: r(c.Put),
+	return faultbucket.Counts{Get: r(c.Get), Stat: r(c.Stat), List: r(c.List), Put: r(c.Put),
 		Delete: r(c.Delete), Replace: r(c.Replace), BytesUp: r(c.BytesUp)}
 }
 
-func add(a, b mirrortest.Counts) mirrortest.Counts {
-	return mirrortest.Counts{Get: a.Get + b.Get, Stat: a.Stat + b.Stat, List: a.List + b.List, Put: a.Put + b.Put,
+func add(a, b faultbucket.Counts) faultbucket.Counts {
+	return faultbucket.Counts{Get: a.Get + b.Get, Stat: a.Stat + b.Stat, List: a.List + b.List, Put: a.Put + b.Put,
 		Delete: a.Delete + b.Delete, Replace: a.Replace + b.Replace, BytesUp: a.BytesUp + b.BytesUp}
 }
 
-func breakdown(c mirrortest.Counts) string {
+func breakdown(c faultbucket.Counts) string {
 	return fmt.Sprintf("PUT %d, GET %d, HEAD %d, LIST %d, DELETE %d", c.Put+c.Replace, c.Get, c.Stat, c.List, c.Delete)
 }
 
@@ -56,7 +56,7 @@ func runMirror(ctx context.Context, e *env) (ItemResult, error) {
 	step := max(1, turns/50)
 
 	// Segment mirror.
-	segB := mirrortest.Wrap(e.bucket)
+	segB := faultbucket.Wrap(e.bucket)
 	store, err := e.newStore(segB, "mirror")
 	if err != nil {
 		return res, err
@@ -92,7 +92,7 @@ func runMirror(ctx context.Context, e *env) (ItemResult, error) {
 	e.logf("segment mirror: %d turns, %d bytes, %d requests, %v", turns, segWrite.BytesUp, segWrite.Requests(), segWall)
 
 	// Legacy mirror.
-	legB := mirrortest.Wrap(e.bucket)
+	legB := faultbucket.Wrap(e.bucket)
 	legacy := &mirror.Legacy{Bucket: legB, Prefix: e.key("legacy")}
 	legCurve := Series{Chart: "mirror", Name: "legacy full-file mirror"}
 	legWall, err := timeIt(func() error {
@@ -119,7 +119,7 @@ func runMirror(ctx context.Context, e *env) (ItemResult, error) {
 
 	// Item 8: requests of reading and compacting, per 1,000 turns.
 	ref := transcript.TranscriptRef{AgentID: "bench", SessionID: "mirror"}
-	measure := func(c *mirrortest.Bucket, fn func() error) (mirrortest.Counts, error) {
+	measure := func(c *faultbucket.Bucket, fn func() error) (faultbucket.Counts, error) {
 		c.ResetCounts()
 		err := fn()
 		return c.Counts(), err

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 )
 
 // runSync is items 9 and 10.
@@ -38,7 +38,7 @@ func runSync(ctx context.Context, e *env) (ItemResult, error) {
 
 func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 	sz := e.cfg.Sizes
-	counted := mirrortest.Wrap(e.bucket)
+	counted := faultbucket.Wrap(e.bucket)
 	store, err := e.newStore(counted, "sync")
 	if err != nil {
 		return err
@@ -73,7 +73,7 @@ func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 			return err
 		}
 		var ds []time.Duration
-		var reqs mirrortest.Counts
+		var reqs faultbucket.Counts
 		for i := range sz.SyncReps + 1 {
 			if _, err := store.AppendSegment(ctx, ref, turns[n+i], w); err != nil {
 				return err

@@ -19,7 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/internal/churn"
+	"github.com/transcriptstore/transcript/internal/churntest"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
@@ -469,7 +469,7 @@ func TestJob_WhileReplicasWriteAndRead(t *testing.T) {
 			url := newURL(t)
 			s := openStore(t, url)
 			refs, initial := populate(t, s, 1, 1, 1)
-			res, err := churn.Run(ctx, churn.Config{
+			res, err := churntest.Run(ctx, churntest.Config{
 				Store: s, Refs: refs, Writers: 4, PerWriter: 25, WriterPause: 5 * time.Millisecond, Entry: entry,
 				Job: func(ctx context.Context) error {
 					r := runBinary(t, ctx, "--store", url, "--min-segments", "3", "--delete-delay", "1s", "--json")

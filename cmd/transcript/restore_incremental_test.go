@@ -10,14 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
 // gets counts GETs of b since the last call.
-func gets(b *mirrortest.Bucket) int {
+func gets(b *faultbucket.Bucket) int {
 	n := b.Counts().Get
 	b.ResetCounts()
 	return int(n)
@@ -27,7 +27,7 @@ func gets(b *mirrortest.Bucket) int {
 // since, unless the files changed meanwhile.
 func TestRestoreSession_Incremental(t *testing.T) {
 	ctx := context.Background()
-	cb := mirrortest.Wrap(membucket.New())
+	cb := faultbucket.Wrap(membucket.New())
 	s, err := transcript.New(transcript.Config{Bucket: cb})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
@@ -103,7 +103,7 @@ func entryIDs(entries []sessiontree.Entry) []string {
 // A whole restore lists the namespace once, and restores every session from it.
 func TestForEachListedSession_OneListing(t *testing.T) {
 	ctx := context.Background()
-	cb := mirrortest.Wrap(membucket.New())
+	cb := faultbucket.Wrap(membucket.New())
 	s, err := transcript.New(transcript.Config{Bucket: cb})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })

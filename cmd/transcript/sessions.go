@@ -283,7 +283,7 @@ func readEntryLines(r io.Reader) ([][]byte, error) {
 func restoreTree(ctx context.Context, s sessiontree.RemoteReader, ref transcript.TranscriptRef, root string) (*sessiontree.Tree, error) {
 	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
 	tree, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: root, Remote: s}, rc, ref.AgentID, ref.SessionID)
-	if errors.Is(err, sessiontree.ErrNotFound) || errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, transcript.ErrNotFound) {
 		return nil, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
 	return tree, err

@@ -19,9 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
@@ -62,8 +62,8 @@ func TestCrashChild(t *testing.T) {
 	b, prefix, err := bucketurl.Open(ctx, os.Getenv(crashStoreEnv))
 	require.NoError(t, err)
 	// A random delay per PUT keeps uploads in flight when the kill comes.
-	fb := mirrortest.Wrap(b)
-	fb.SetDelay(mirrortest.OpPut, time.Duration(mrand.IntN(15))*time.Millisecond)
+	fb := faultbucket.Wrap(b)
+	fb.SetDelay(faultbucket.OpPut, time.Duration(mrand.IntN(15))*time.Millisecond)
 	store, err := transcript.New(transcript.Config{Bucket: fb, Prefix: prefix})
 	require.NoError(t, err)
 	round := os.Getenv(crashRoundEnv)

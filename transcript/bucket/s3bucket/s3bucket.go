@@ -232,8 +232,10 @@ func check(ctx context.Context, key string) error {
 	return bucket.ValidateKey(key)
 }
 
-// errPrecondition marks a 412 answer to a create-only PUT.
-var errPrecondition = errors.New("precondition failed")
+// errPrecondition marks a 412 answer to a create-only PUT. It is
+// bucket.ErrPreconditionFailed: callers map it to what the operation means
+// (bucket.ErrExists for a create-only PUT).
+var errPrecondition = bucket.ErrPreconditionFailed
 
 // accessProbeKey is the key that ensureBucket reads to tell a refusal from wrong
 // credentials; no store ever writes it.

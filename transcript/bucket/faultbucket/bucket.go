@@ -1,6 +1,7 @@
-// Package mirrortest provides a fault-injecting, request-counting bucket wrapper for
-// testing and benchmarking the mirror (and anything else built on bucket.Bucket).
-package mirrortest
+// Package faultbucket is test support: a fault-injecting, request-counting wrapper of
+// a bucket.Bucket, the test double of the bucket layer for the tests and benchmarks of
+// every layer built on it (the store, the mirror, the session tree, the commands).
+package faultbucket
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package mirrortest_test
+package faultbucket_test
 
 import (
 	"bytes"
@@ -10,15 +10,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/mirror/mirrortest"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // The wrapper without faults is a conforming bucket.
 func TestBucket_Conformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) bucket.Bucket { return mirrortest.Wrap(membucket.New()) })
+	storetest.Run(t, func(t *testing.T) bucket.Bucket { return faultbucket.Wrap(membucket.New()) })
 }
 
 func put(ctx context.Context, b bucket.Bucket, key, data string) error {
@@ -27,12 +27,12 @@ func put(ctx context.Context, b bucket.Bucket, key, data string) error {
 
 func TestBucket_FailNext(t *testing.T) {
 	ctx := context.Background()
-	b := mirrortest.Wrap(membucket.New())
+	b := faultbucket.Wrap(membucket.New())
 	boom := errors.New("boom")
-	b.FailNext(mirrortest.OpPut, 2, boom)
+	b.FailNext(faultbucket.OpPut, 2, boom)
 	for range 2 {
 		err := put(ctx, b, "a", "x")
-		require.ErrorIs(t, err, mirrortest.ErrInjected)
+		require.ErrorIs(t, err, faultbucket.ErrInjected)
 		require.ErrorIs(t, err, boom)
 	}
 	require.NoError(t, put(ctx, b, "a", "x"))
@@ -47,17 +47,17 @@ func TestBucket_FailNext(t *testing.T) {
 
 func TestBucket_LoseNextResponses(t *testing.T) {
 	ctx := context.Background()
-	b := mirrortest.Wrap(membucket.New())
-	b.LoseNextResponses(mirrortest.OpPut, 1)
-	require.ErrorIs(t, put(ctx, b, "a", "x"), mirrortest.ErrInjected)
+	b := faultbucket.Wrap(membucket.New())
+	b.LoseNextResponses(faultbucket.OpPut, 1)
+	require.ErrorIs(t, put(ctx, b, "a", "x"), faultbucket.ErrInjected)
 	_, err := b.Stat(ctx, "a")
 	require.NoError(t, err, "the write went through")
 	require.NoError(t, put(ctx, b, "a", "x"), "a retry of the same write succeeds")
 }
 
 func TestBucket_HangAndDelay(t *testing.T) {
-	b := mirrortest.Wrap(membucket.New())
-	b.Hang(mirrortest.OpPut)
+	b := faultbucket.Wrap(membucket.New())
+	b.Hang(faultbucket.OpPut)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, put(ctx, b, "a", "x"), context.DeadlineExceeded)
@@ -68,7 +68,7 @@ func TestBucket_HangAndDelay(t *testing.T) {
 	b.Heal()
 	require.NoError(t, <-done)
 
-	b.SetDelay(mirrortest.OpGet, 30*time.Millisecond)
+	b.SetDelay(faultbucket.OpGet, 30*time.Millisecond)
 	start := time.Now()
 	rc, _, err := b.Get(context.Background(), "a")
 	require.NoError(t, err)
@@ -79,14 +79,14 @@ func TestBucket_HangAndDelay(t *testing.T) {
 type noReplace struct{ bucket.Bucket }
 
 func TestBucket_ReplaceUnsupported(t *testing.T) {
-	b := mirrortest.Wrap(noReplace{membucket.New()})
+	b := faultbucket.Wrap(noReplace{membucket.New()})
 	err := b.Replace(context.Background(), "a", bytes.NewReader(nil), 0, bucket.PutOptions{})
 	require.ErrorIs(t, err, errors.ErrUnsupported)
 }
 
 func TestBucket_DeleteBatchCountsOneRequest(t *testing.T) {
 	ctx := context.Background()
-	b := mirrortest.Wrap(membucket.New())
+	b := faultbucket.Wrap(membucket.New())
 	for _, k := range []string{"a/1", "a/2", "a/3"} {
 		require.NoError(t, b.Put(ctx, k, strings.NewReader("x"), 1, bucket.PutOptions{}))
 	}

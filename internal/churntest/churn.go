@@ -1,8 +1,9 @@
-// Package churn runs the workload that proves a store keeps every write under load:
+// Package churntest runs the workload that proves a store keeps every write under load:
 // writers appending chains of entries to sessions, readers opening the sessions in a
 // loop and checking what they see, and a background job (compaction, say) run again
-// and again, all at once. Tests of several packages share it.
-package churn
+// and again, all at once. It is test support, not part of any command: tests of several
+// packages share it.
+package churntest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package mirrortest
+package faultbucket
 
 import (
 	"context"

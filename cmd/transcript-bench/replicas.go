@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"sync"
+
+	"github.com/minio/minio-go/v7"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// recorder is a bucket that remembers every object put through it, so that the
+// baseline can upload exactly the same objects.
+type recorder struct {
+	bucket.Bucket
+	mu   sync.Mutex
+	objs []object
+}
+
+type object struct {
+	key  string
+	data []byte
+}
+
+// Put implements bucket.Bucket.
+func (r *recorder) Put(ctx context.Context, key string, rd io.Reader, size int64, opts bucket.PutOptions) error {
+	data, err := io.ReadAll(rd)
+	if err != nil {
+		return err
+	}
+	if err := r.Bucket.Put(ctx, key, bytes.NewReader(data), int64(len(data)), opts); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.objs = append(r.objs, object{key, data})
+	r.mu.Unlock()
+	return nil
+}
+
+// runReplicas is item 5: Replicas processes (each its own connection, Writer,
+// outbox and Mirror with the default workers) flush ReplicaTurns turns of
+// ReplicaSessions sessions each, all at once; the time runs until every Mirror is
+// quiescent. The baseline PUTs the very same objects with minio-go PutObject at the
+// same concurrency (replicas × workers).
+func runReplicas(ctx context.Context, e *env) (ItemResult, error) {
+	var res ItemResult
+	sz := e.cfg.Sizes
+	type replica struct {
+		rec      *recorder
+		store    *transcript.Store
+		m        *mirror.Mirror
+		sessions [][][][]byte
+	}
+	reps := make([]*replica, sz.Replicas)
+	for i := range reps {
+		b, err := e.openBucket(ctx)
+		if err != nil {
+			return res, err
+		}
+		if c, ok := b.(io.Closer); ok {
+			defer c.Close()
+		}
+		r := &replica{rec: &recorder{Bucket: b}}
+		if r.store, err = e.newStore(r.rec, "replicas"); err != nil {
+			return res, err
+		}
+		defer r.store.Close()
+		w, err := transcript.NewWriter(fmt.Sprintf("replica-%d", i))
+		if err != nil {
+			return res, err
+		}
+		if r.m, err = mirror.New(mirror.Config{Store: r.store, Writer: w, OutboxDir: filepath.Join(e.tmp, fmt.Sprintf("outbox-%d", i)), BlockWhenFull: true}); err != nil {
+			return res, err
+		}
+		defer r.m.Close(context.WithoutCancel(ctx))
+		for s := range sz.ReplicaSessions {
+			r.sessions = append(r.sessions, session(fmt.Sprintf("r%d-s%03d", i, s), uint64(i*10000+s), sz.ReplicaTurns))
+		}
+		reps[i] = r
+	}
+	wall, err := timeIt(func() error {
+		g, gctx := errgroup.WithContext(ctx)
+		for i, r := range reps {
+			g.Go(func() error {
+				for t := range sz.ReplicaTurns {
+					for s, batches := range r.sessions {
+						ref := transcript.TranscriptRef{AgentID: "bench", SessionID: fmt.Sprintf("r%d-s%03d", i, s)}
+						if err := r.m.Upload(gctx, mirror.Batch{Ref: ref, Entries: batches[t]}); err != nil {
+							return err
+						}
+					}
+				}
+				return r.m.AwaitQuiescence(gctx)
+			})
+		}
+		return g.Wait()
+	})
+	if err != nil {
+		return res, err
+	}
+	var objs []object
+	var size int64
+	for _, r := range reps {
+		objs = append(objs, r.rec.objs...)
+	}
+	for _, o := range objs {
+		size += int64(len(o.data))
+	}
+	if want := sz.Replicas * sz.ReplicaSessions * sz.ReplicaTurns; len(objs) != want {
+		return res, fmt.Errorf("replicas stored %d segments, want %d", len(objs), want)
+	}
+	conc := sz.Replicas * mirror.DefaultWorkers
+	client, name := e.s3().Client(), e.s3().Name()
+	rawPrefix := e.key("raw", "replicas") + "/"
+	rawWall, err := timeIt(func() error {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(conc)
+		for _, o := range objs {
+			g.Go(func() error {
+				_, err := client.PutObject(gctx, name, rawPrefix+path.Base(o.key), bytes.NewReader(o.data), int64(len(o.data)), minio.PutObjectOptions{})
+				return err
+			})
+		}
+		return g.Wait()
+	})
+	if err != nil {
+		return res, err
+	}
+	n := float64(len(objs))
+	note := fmt.Sprintf("%d replicas × %d sessions × %d flushes = %d segments, %.1f MB; concurrency %d", sz.Replicas, sz.ReplicaSessions,
+		sz.ReplicaTurns, len(objs), float64(size)/mb, conc)
+	res.Rows = append(res.Rows,
+		row(5, fmt.Sprintf("aggregate flush throughput, %d replicas", sz.Replicas), "flushes/s", n/wall.Seconds(), "minio-go PutObject of the same objects", n/rawWall.Seconds(), true, note),
+		row(5, fmt.Sprintf("aggregate upload throughput, %d replicas", sz.Replicas), "MB/s", float64(size)/mb/wall.Seconds(), "minio-go PutObject", float64(size)/mb/rawWall.Seconds(), true,
+			"store: Upload (encode + outbox write with fsync) until every Mirror is quiescent"))
+	return res, nil
+}

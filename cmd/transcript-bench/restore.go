@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucketurl"
+	"github.com/transcriptstore/transcript/transcript/storetest"
+)
+
+// runRestore is item 6: restore every session of the fleet from the bucket alone
+// into local SessionTree files (one recursive listing, then sessiontree.Restore +
+// Flush per session from it, as `transcript restore` does), Parallel sessions at a
+// time, against copying the same objects with minio-go
+// (one listing, then GetObject into files, Parallel at a time) and, when installed,
+// `rclone copy --transfers Parallel`.
+func runRestore(ctx context.Context, e *env) (ItemResult, error) {
+	var res ItemResult
+	sz := e.cfg.Sizes
+	store, err := openFleet(ctx, e, e.bucket, &res)
+	if err != nil {
+		return res, err
+	}
+	defer store.Close()
+	root := filepath.Join(e.tmp, "restored")
+	var entries atomic.Int64
+	var restored atomic.Int64
+	d, err := timeIt(func() error {
+		// One recursive listing of the fleet; each session is restored from it as
+		// soon as the listing has passed it, Parallel sessions at a time.
+		err := store.ForEachListedSession(ctx, "", fleetAgent, sz.Parallel, func(ctx context.Context, l *transcript.Listed) error {
+			sid := l.Ref().SessionID
+			tree, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: root, Remote: l, NoSync: true}, sessiontree.RuntimeContext{}, fleetAgent, sid)
+			if err != nil {
+				return fmt.Errorf("restore %s: %w", sid, err)
+			}
+			entries.Add(int64(tree.Len()))
+			restored.Add(1)
+			return tree.Flush(ctx)
+		})
+		if err == nil && restored.Load() != int64(sz.Sessions) {
+			err = fmt.Errorf("restored %d sessions, want %d", restored.Load(), sz.Sessions)
+		}
+		return err
+	})
+	if err != nil {
+		return res, err
+	}
+	if want := int64(sz.Sessions * sz.SessionSegments * 3); entries.Load() != want {
+		return res, fmt.Errorf("restored %d entries, want %d", entries.Load(), want)
+	}
+	e.logf("restore: %d sessions in %v", sz.Sessions, d)
+
+	// The store restores Parallel sessions at a time, each fetching up to
+	// DefaultReadConcurrency segments at once: the baselines get as many requests in
+	// flight.
+	inflight := sz.Parallel * transcript.DefaultReadConcurrency
+	client, name := e.s3().Client(), e.s3().Name()
+	prefix := store.Prefix() + "/"
+	rawDir := filepath.Join(e.tmp, "raw")
+	var objects, bytesIn atomic.Int64
+	rawD, err := timeIt(func() error {
+		var keys []string
+		for o := range client.ListObjects(ctx, name, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+			if o.Err != nil {
+				return o.Err
+			}
+			keys = append(keys, o.Key)
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(inflight)
+		for _, k := range keys {
+			g.Go(func() error {
+				obj, err := client.GetObject(gctx, name, k, minio.GetObjectOptions{})
+				if err != nil {
+					return err
+				}
+				defer obj.Close()
+				p := filepath.Join(rawDir, filepath.FromSlash(strings.TrimPrefix(k, prefix)))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					return err
+				}
+				f, err := os.Create(p)
+				if err != nil {
+					return err
+				}
+				n, err := io.Copy(f, obj)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				objects.Add(1)
+				bytesIn.Add(n)
+				return err
+			})
+		}
+		return g.Wait()
+	})
+	if err != nil {
+		return res, err
+	}
+	e.logf("minio-go copy: %d objects in %v", objects.Load(), rawD)
+	n := float64(sz.Sessions)
+	note := fmt.Sprintf("%d sessions × %d segments (%d objects, %.1f MB); store: %d sessions at a time × %d segment GETs each; "+
+		"baselines: %d requests in flight; restore writes the two SessionTree files per session (no fsync, like the baselines)",
+		sz.Sessions, sz.SessionSegments, objects.Load(), float64(bytesIn.Load())/mb, sz.Parallel, transcript.DefaultReadConcurrency, inflight)
+	res.Rows = append(res.Rows, row(6, "restore sessions from the bucket", "sessions/s", n/d.Seconds(),
+		fmt.Sprintf("minio-go list + %d parallel GetObject into files", inflight), n/rawD.Seconds(), true, note))
+
+	if bin, err := exec.LookPath("rclone"); err != nil {
+		res.Rows = append(res.Rows, Row{Item: 6, Name: "restore vs rclone copy", Skipped: "rclone not on PATH"})
+	} else {
+		rcD, err := rcloneCopy(ctx, e, bin, name, prefix, filepath.Join(e.tmp, "rclone"), inflight)
+		if err != nil {
+			return res, err
+		}
+		e.logf("rclone copy: %v", rcD)
+		res.Rows = append(res.Rows, row(6, "restore sessions from the bucket", "sessions/s", n/d.Seconds(),
+			fmt.Sprintf("rclone copy --transfers %d", inflight), n/rcD.Seconds(), true, ""))
+	}
+	return res, nil
+}
+
+// rcloneCopy copies bucket/prefix into dir with rclone, configured through the
+// environment only (remote "bench"), and returns how long it took.
+func rcloneCopy(ctx context.Context, e *env, bin, bucketName, prefix, dir string, transfers int) (time.Duration, error) {
+	loc, err := bucketurl.Parse(e.cfg.Store)
+	if err != nil {
+		return 0, err
+	}
+	scheme := "https://"
+	if loc.S3.Insecure {
+		scheme = "http://"
+	}
+	p := fmt.Sprint(transfers)
+	cmd := storetest.RcloneCommand(ctx, bin, storetest.RcloneRemote{
+		Name:     "bench",
+		Endpoint: scheme + loc.S3.Endpoint,
+		Access:   os.Getenv("AWS_ACCESS_KEY_ID"),
+		Secret:   os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		Region:   loc.S3.Region,
+	}, "copy", "bench:"+bucketName+"/"+prefix, dir, "--transfers", p, "--checkers", p)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	d, err := timeIt(cmd.Run)
+	if err != nil {
+		return 0, fmt.Errorf("rclone copy: %w: %s", err, out.Bytes())
+	}
+	return d, nil
+}

@@ -1,0 +1,160 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// CreateOptions are the fields of a new session.
+type CreateOptions struct {
+	// ID is the session id; empty means a new random UUID. See ValidateID.
+	ID string
+	// Name, if set, is stored as a first session_info entry. See ValidateName.
+	Name string
+	// Cwd is recorded in the session header.
+	Cwd string
+	// Strict creates the session in strict mode (a head object advanced by
+	// conditional writes; the bucket must implement bucket.Conditional).
+	Strict bool
+}
+
+// Create starts a new session and stores its header (and name) at once, so that
+// it is listed and can be opened before the first append. An id that exists
+// gives ErrExists. Two Creates of one id racing each other are decided by the head
+// object in strict mode (one gets ErrExists); in default mode both may succeed
+// and the session keeps the header first in merge order.
+func (r *Repository) Create(ctx context.Context, opts CreateOptions) (*Session, error) {
+	if opts.ID == "" {
+		id, err := uuid.NewRandomFromReader(r.cfg.Rand)
+		if err != nil {
+			return nil, fmt.Errorf("create session: %w", err)
+		}
+		opts.ID = id.String()
+	}
+	var entries [][]byte
+	if opts.Name != "" {
+		if err := ValidateName(opts.Name); err != nil {
+			return nil, err
+		}
+		e, err := r.sessionInfo(opts.Name)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, e)
+	}
+	return r.create(ctx, opts, "", entries)
+}
+
+// create stores a new session: header (with parentSession) and entries in one
+// segment, then, for a strict session, its head.
+func (r *Repository) create(ctx context.Context, opts CreateOptions, parent string, entries [][]byte) (*Session, error) {
+	s, err := r.newSession(opts.ID)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Strict {
+		if _, ok := r.bucket.(bucket.Conditional); !ok {
+			return nil, fmt.Errorf("create session %q: strict: %w", opts.ID, ErrNotConditional)
+		}
+	}
+	if exists, err := r.exists(ctx, s); err != nil {
+		return nil, err
+	} else if exists {
+		return nil, fmt.Errorf("create session %q: %w", opts.ID, ErrExists)
+	}
+	h := pi.NewHeader(opts.ID, r.now(), opts.Cwd, parent)
+	var batch []pi.Entry
+	if len(entries) > 0 {
+		if batch, err = parseBatch(entries); err != nil {
+			return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
+		}
+	}
+	obj, err := r.store.PrepareSegment(s.ref, append([][]byte{h.Raw()}, entries...), r.writer)
+	if err != nil {
+		return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
+	}
+	if err := r.store.PutSegment(ctx, obj.Info.Key, obj.Data); err != nil {
+		return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
+	}
+	s.header, s.entries, s.updated = h, batch, obj.Info.Time
+	s.byID = map[string][]byte{h.ID(): h.Raw()}
+	s.seen = map[string]bool{obj.Info.Key: true}
+	for _, e := range batch {
+		s.byID[e.ID()] = e.Raw()
+	}
+	s.leaf = pi.ActiveLeafID(batch)
+	if opts.Strict {
+		hs, err := r.writeHead(ctx, s.headKey(), head{}.commit(s.relName(obj.Info.Key), s.leaf), bucket.Cond{IfNoneMatch: true})
+		if err != nil {
+			_ = r.bucket.Delete(ctx, obj.Info.Key) // best effort: it is not committed
+			if errors.Is(err, bucket.ErrPreconditionFailed) {
+				return nil, fmt.Errorf("create session %q: %w", opts.ID, ErrExists)
+			}
+			return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
+		}
+		s.strict, s.hs = true, hs
+	}
+	return s, nil
+}
+
+// sessionInfo builds a session_info entry naming the session, as a root.
+func (r *Repository) sessionInfo(name string) ([]byte, error) {
+	id, err := pi.NewID(r.cfg.Rand, nil)
+	if err != nil {
+		return nil, err
+	}
+	e, err := pi.NewEntry(pi.TypeSessionInfo, id, "", r.now(), pi.Member{Key: "name", Value: pi.AppendString(nil, name)})
+	if err != nil {
+		return nil, err
+	}
+	return e.Raw(), nil
+}
+
+// Fork creates a new session whose history is the path from the root to entry
+// atEntryID of session id (byte-for-byte), with parentSession set to id in its
+// header. The fork is strict if the source is. It returns the new session.
+func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, error) {
+	src, err := r.Open(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	path, ok := pi.PathToRoot(src.entries, pi.NewIndex(src.entries), atEntryID)
+	if !ok {
+		return nil, fmt.Errorf("fork session %q: entry %q: %w", id, atEntryID, ErrNotFound)
+	}
+	newID, err := uuid.NewRandomFromReader(r.cfg.Rand)
+	if err != nil {
+		return nil, fmt.Errorf("fork session %q: %w", id, err)
+	}
+	opts := CreateOptions{ID: newID.String(), Cwd: src.header.Cwd(), Strict: src.strict}
+	return r.create(ctx, opts, id, rawsOf(path))
+}
+
+// Delete removes every object of session id (segments of all levels, deletion
+// marks, the head). Afterwards every reader gets ErrNotFound. A session that does
+// not exist, or is another owner's, gives ErrNotFound. A default-mode append
+// racing the delete may leave its segment behind (a strict one cannot commit: its
+// head write fails, and it removes its segment).
+func (r *Repository) Delete(ctx context.Context, id string) error {
+	s, err := r.newSession(id)
+	if err != nil {
+		return err
+	}
+	exists, err := r.exists(ctx, s)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return notFound(id)
+	}
+	if err := r.store.Delete(ctx, s.ref); err != nil {
+		return fmt.Errorf("delete session %q: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package transcript
+
+import (
+	"fmt"
+)
+
+// Compaction is one merge of a level's segments into one segment of the next level.
+type Compaction struct {
+	// Level is the level of the inputs; the output is Level+1.
+	Level int
+	// Inputs are the merged segments, in key order.
+	Inputs []SegmentInfo
+	// Output is the written segment (zero in a dry run).
+	Output SegmentInfo
+	// Entries is how many entries the output holds.
+	Entries int
+	// BytesIn and BytesOut are the stored sizes of inputs and output.
+	BytesIn, BytesOut int64
+}
+
+// CompactResult reports what Compact did (or, in a dry run, would do) to one session.
+type CompactResult struct {
+	Ref TranscriptRef
+	// Segments is how many segments were listed.
+	Segments int
+	// Compactions lists the merges, lowest level first.
+	Compactions []Compaction
+	// Marked counts deletion marks written (for this run's inputs and for inputs of
+	// an earlier run that stopped before marking them).
+	Marked int
+	// Deleted counts superseded segments deleted because their mark was due.
+	Deleted int
+	// Pending counts marked segments whose delete delay has not passed.
+	Pending int
+	// Contended reports that the session kept changing under this run (another
+	// compaction deleted what it had listed, Config.MaxRelists+1 times): it stopped
+	// and left the session to the other job.
+	Contended bool
+	// SkippedRecent reports a session left alone for CompactOptions.OlderThan.
+	SkippedRecent bool
+	// SkippedStrict reports a strict session (one with a HeadName object), which
+	// Compact leaves as it is.
+	SkippedStrict bool
+	// StaleMarks counts marked segments kept because nothing present supersedes them
+	// any more (their mark is removed).
+	StaleMarks int
+	// Unverified counts marked segments kept because the segment that claims to
+	// supersede them lacks some of their entries (a forged or damaged superseder;
+	// Compact then returns an error wrapping ErrCompactInput naming both).
+	Unverified int
+}
+
+// SegmentsIn returns how many segments were merged; SegmentsOut how many were written.
+func (r *CompactResult) SegmentsIn() int {
+	n := 0
+	for _, c := range r.Compactions {
+		n += len(c.Inputs)
+	}
+	return n
+}
+
+// SegmentsOut returns how many compacted segments were written (or planned).
+func (r *CompactResult) SegmentsOut() int { return len(r.Compactions) }
+
+// BytesIn returns the stored bytes of every input; BytesOut those of every output.
+func (r *CompactResult) BytesIn() int64 {
+	var n int64
+	for _, c := range r.Compactions {
+		n += c.BytesIn
+	}
+	return n
+}
+
+// BytesOut returns the stored bytes of the written segments.
+func (r *CompactResult) BytesOut() int64 {
+	var n int64
+	for _, c := range r.Compactions {
+		n += c.BytesOut
+	}
+	return n
+}
+
+// UnheldInput reports a compacted segment that names as its input a segment whose
+// entry it does not hold (a forged or damaged superseder). It wraps ErrCompactInput.
+type UnheldInput struct {
+	// Superseder is the key of the segment that claims the input; Input the key of
+	// the claimed segment.
+	Superseder, Input string
+	// Entry names the first missing entry: its id, quoted, or its position.
+	Entry string
+}
+
+// Error names both segments and the missing entry.
+func (u *UnheldInput) Error() string {
+	return fmt.Sprintf("%v: segment %s names %s as an input but lacks its entry %s",
+		ErrCompactInput, u.Superseder, u.Input, u.Entry)
+}
+
+// Unwrap returns ErrCompactInput.
+func (u *UnheldInput) Unwrap() error { return ErrCompactInput }

@@ -1,0 +1,59 @@
+package transcript
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// ListSessions lists the session ids of agent in namespace (empty: the default), in
+// lexical order. A store bound to another namespace sees none.
+func (s *Store) ListSessions(ctx context.Context, namespace, agent string) ([]string, error) {
+	ref, visible, err := s.checkRef(TranscriptRef{Namespace: namespace, AgentID: agent, SessionID: "x"})
+	if err != nil || !visible {
+		return nil, err
+	}
+	return s.listChildren(ctx, keyPrefix(s.cfg.Prefix, ref.Namespace, ref.AgentID))
+}
+
+// ListAgents lists the agent ids that have sessions in namespace (empty: the default).
+func (s *Store) ListAgents(ctx context.Context, namespace string) ([]string, error) {
+	ref, visible, err := s.checkRef(TranscriptRef{Namespace: namespace, AgentID: "x", SessionID: "x"})
+	if err != nil || !visible {
+		return nil, err
+	}
+	return s.listChildren(ctx, keyPrefix(s.cfg.Prefix, ref.Namespace))
+}
+
+// ListNamespaces lists the namespaces that hold sessions; a bound store sees only its own.
+func (s *Store) ListNamespaces(ctx context.Context) ([]string, error) {
+	all, err := s.listChildren(ctx, keyPrefix(s.cfg.Prefix))
+	if err != nil || s.cfg.Namespace == "" {
+		return all, err
+	}
+	for _, ns := range all {
+		if ns == s.cfg.Namespace {
+			return []string{ns}, nil
+		}
+	}
+	return nil, nil
+}
+
+func (s *Store) listChildren(ctx context.Context, prefix string) ([]string, error) {
+	var out []string
+	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: prefix, Delimited: true}, func(oi bucket.ObjectInfo) error {
+		if oi.IsPrefix {
+			name := strings.TrimSuffix(strings.TrimPrefix(oi.Key, prefix), "/")
+			if ValidatePart("name", name) == nil {
+				out = append(out, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	return out, nil
+}

@@ -119,7 +119,9 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET", "/v1/sessions/{id}/entries", s.auth(s.entries))
 	s.handle("POST", "/v1/sessions/{id}/entries", s.auth(s.append))
 	s.handle("POST", "/v1/sessions/{id}/fork", s.auth(s.fork))
-	s.handle("GET", "/healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	s.handle("GET", "/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
 	s.handle("GET", "/readyz", s.ready)
 	s.handle("GET", "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}).ServeHTTP)
 	return s, nil

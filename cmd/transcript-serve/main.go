@@ -41,7 +41,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	os.Exit(cli.ExitCode(err, os.Stderr, "transcript-serve -h"))
+	os.Exit(exitCode(err, os.Stderr))
 }
 
 const usage = `transcript-serve serves the transcript store over HTTP.
@@ -246,3 +246,6 @@ func authenticator(f serveFlags, getenv func(string) string) (server.Authenticat
 	}
 	return a, nil
 }
+
+// exitCode maps err to the process exit code (see cli.ExitCode).
+func exitCode(err error, stderr io.Writer) int { return cli.ExitCode(err, stderr, "transcript-serve -h") }

@@ -248,4 +248,6 @@ func authenticator(f serveFlags, getenv func(string) string) (server.Authenticat
 }
 
 // exitCode maps err to the process exit code (see cli.ExitCode).
-func exitCode(err error, stderr io.Writer) int { return cli.ExitCode(err, stderr, "transcript-serve -h") }
+func exitCode(err error, stderr io.Writer) int {
+	return cli.ExitCode(err, stderr, "transcript-serve -h")
+}

@@ -127,6 +127,7 @@ var groups = []group{
 	{"replicas", []int{5}, []string{"flush throughput of concurrent replicas vs raw minio-go PUTs"}, true, runReplicas},
 	{"restore", []int{6}, []string{"restore vs raw minio-go GETs and rclone copy"}, true, runRestore},
 	{"compact", []int{7}, []string{"compaction throughput"}, false, runCompact},
+	{"serve", []int{9}, []string{"appends through transcript serve vs the Go repository"}, true, runServe},
 }
 
 func (g group) skippedRows(why string) []Row {

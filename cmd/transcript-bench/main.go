@@ -121,8 +121,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if *itemList != "" {
 		for _, f := range strings.Split(*itemList, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 || n > 8 {
-				return o, fmt.Errorf("--items: %q is not an item number 1-8", f)
+			if err != nil || n < 1 || n > 9 {
+				return o, fmt.Errorf("--items: %q is not an item number 1-9", f)
 			}
 			o.items = append(o.items, n)
 		}

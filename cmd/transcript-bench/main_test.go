@@ -40,7 +40,7 @@ func TestRun_Quick(t *testing.T) {
 		// skipped are the items that must be reported as skipped.
 		skipped []int
 	}{
-		{"mem", func(*testing.T) string { return "mem://" }, []int{5, 6}},
+		{"mem", func(*testing.T) string { return "mem://" }, []int{5, 6, 9}},
 		{"minio", minioURL, nil},
 	}
 	for _, tt := range tests {
@@ -70,7 +70,7 @@ func TestRun_Quick(t *testing.T) {
 					byItem[r.Item] = append(byItem[r.Item], r)
 				}
 			}
-			for item := 1; item <= 8; item++ {
+			for item := 1; item <= 9; item++ {
 				rows := byItem[item]
 				require.NotEmpty(t, rows, "item %d missing from the report", item)
 				for _, r := range rows {
@@ -145,7 +145,7 @@ func TestParseFlags(t *testing.T) {
 			require.Equal(t, filepath.Join("x", "docs", "bench"), o.chartsDir)
 			require.Equal(t, []int{3, 8}, o.items)
 		}},
-		{args: []string{"--items", "9"}, wantErr: "not an item number"},
+		{args: []string{"--items", "10"}, wantErr: "not an item number"},
 		{args: []string{"--scale", "2"}, wantErr: "--scale"},
 		{args: []string{"extra"}, wantErr: "unexpected arguments"},
 	}

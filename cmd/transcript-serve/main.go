@@ -137,12 +137,12 @@ type serveFlags struct {
 	maxBody                                                int64
 }
 
-func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+// newServeFlagSet returns the flag set of serve and the flags it fills.
+func newServeFlagSet(getenv func(string) string, stderr io.Writer) (*flag.FlagSet, *serveFlags) {
 	fs := newFlagSet("serve", stderr)
 	var f serveFlags
-	def := getenv("TRANSCRIPT_STORE")
 	fs.StringVar(&f.addr, "addr", ":8080", "listen address")
-	fs.StringVar(&f.store, "store", def, "store URL (env TRANSCRIPT_STORE), e.g. s3://bucket/prefix?endpoint=host:9000")
+	fs.StringVar(&f.store, "store", getenv("TRANSCRIPT_STORE"), "store URL (env TRANSCRIPT_STORE), e.g. s3://bucket/prefix?endpoint=host:9000")
 	fs.StringVar(&f.keyFile, "jwt-key-file", "", "HS256 key file (default $TRANSCRIPT_JWT_KEY)")
 	fs.StringVar(&f.pubFile, "jwt-public-key-file", "", "PEM public key (RSA: RS256, Ed25519: EdDSA)")
 	fs.StringVar(&f.issuer, "jwt-issuer", "", "required iss claim")
@@ -153,9 +153,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "time in-flight requests get on shutdown")
 	fs.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body, in bytes")
 	fs.StringVar(&f.logFormat, "log", "json", "log format: json or text")
+	return fs, &f
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs, fp := newServeFlagSet(getenv, stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	f := *fp
 	if f.store == "" {
 		return cli.Usagef("serve: --store or $TRANSCRIPT_STORE is required")
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 	"github.com/transcriptstore/transcript/transcript/storetest"
@@ -236,4 +237,31 @@ func TestUsage(t *testing.T) {
 	}, &out, io.Discard)
 	require.NoError(t, err)
 	require.Len(t, strings.Split(strings.TrimSpace(out.String()), "."), 3)
+}
+
+// TestManifestArgs checks that the Deployment's args parse as serve flags.
+func TestManifestArgs(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/k8s/serve-deployment.yaml")
+	require.NoError(t, err)
+	var doc struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Args []string `yaml:"args"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &doc))
+	require.Equal(t, "Deployment", doc.Kind)
+	require.Len(t, doc.Spec.Template.Spec.Containers, 1)
+	args := doc.Spec.Template.Spec.Containers[0].Args
+	require.NotEmpty(t, args)
+	fs, f := newServeFlagSet(func(string) string { return "" }, io.Discard)
+	require.NoError(t, parse(fs, args))
+	require.Equal(t, "$(TRANSCRIPT_STORE)", f.store)
+	require.Equal(t, ":8080", f.addr)
 }

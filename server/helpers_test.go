@@ -2,9 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,14 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/server"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
-	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
@@ -39,32 +34,7 @@ var backends = []struct {
 		require.NoError(t, err)
 		return b
 	}},
-	{"minio", newMinioBucket},
-}
-
-// newMinioBucket creates a uniquely named bucket on the test MinIO (failing under
-// CI=true when it is unreachable) and removes it afterwards.
-func newMinioBucket(t *testing.T) bucket.Bucket {
-	endpoint, access, secret := storetest.S3Endpoint(t)
-	suffix := make([]byte, 6)
-	_, _ = rand.Read(suffix)
-	b, err := s3bucket.New(t.Context(), s3bucket.Config{
-		Endpoint: endpoint, AccessKey: access, SecretKey: secret, Region: "us-east-1",
-		Insecure: true, Create: true, Bucket: "serve-" + hex.EncodeToString(suffix),
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		c := b.Client()
-		for oi := range c.ListObjectsIter(ctx, b.Name(), minio.ListObjectsOptions{Recursive: true}) {
-			if oi.Err == nil {
-				_ = c.RemoveObject(ctx, b.Name(), oi.Key, minio.RemoveObjectOptions{})
-			}
-		}
-		_ = c.RemoveBucketWithOptions(ctx, b.Name(), minio.RemoveBucketOptions{ForceDelete: true})
-		_ = b.Close()
-	})
-	return b
+	{"minio", func(t *testing.T) bucket.Bucket { return storetest.NewS3Bucket(t, "serve-") }},
 }
 
 // syncBuffer is a log sink safe for concurrent writes.

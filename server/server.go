@@ -92,6 +92,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AgentID == "" {
 		cfg.AgentID = repository.DefaultAgentID
 	}
+	if err := transcript.ValidatePart("agent id", cfg.AgentID); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
@@ -211,7 +214,7 @@ func (s *Server) auth(h ownerHandler) http.HandlerFunc {
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		repo, err := repository.New(s.cfg.Store, owner, repository.Config{AgentID: s.cfg.AgentID, Now: s.cfg.Now})
 		if err != nil {
-			s.fail(w, r, http.StatusUnauthorized, "unauthorized", "invalid owner", err)
+			s.failStore(w, r, err)
 			return
 		}
 		defer repo.Close()

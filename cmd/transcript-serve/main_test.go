@@ -3,9 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,11 +16,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/minio/minio-go/v7"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
@@ -48,27 +43,9 @@ func TestMain(m *testing.M) {
 
 // minioURL creates a bucket on the test MinIO and returns its store URL.
 func minioURL(t *testing.T) string {
-	endpoint, access, secret := storetest.S3Endpoint(t)
-	suffix := make([]byte, 6)
-	_, _ = rand.Read(suffix)
-	name := "serve-cmd-" + hex.EncodeToString(suffix)
-	b, err := s3bucket.New(t.Context(), s3bucket.Config{
-		Endpoint: endpoint, AccessKey: access, SecretKey: secret, Region: "us-east-1",
-		Insecure: true, Create: true, Bucket: name,
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		c := b.Client()
-		for oi := range c.ListObjectsIter(ctx, name, minio.ListObjectsOptions{Recursive: true}) {
-			if oi.Err == nil {
-				_ = c.RemoveObject(ctx, name, oi.Key, minio.RemoveObjectOptions{})
-			}
-		}
-		_ = c.RemoveBucketWithOptions(ctx, name, minio.RemoveBucketOptions{ForceDelete: true})
-		_ = b.Close()
-	})
-	return fmt.Sprintf("s3://%s/sessions?endpoint=%s&insecure=true&region=us-east-1", name, endpoint)
+	b := storetest.NewS3Bucket(t, "serve-cmd-")
+	endpoint, _, _ := storetest.S3Endpoint(t)
+	return fmt.Sprintf("s3://%s/sessions?endpoint=%s&insecure=true&region=us-east-1", b.Name(), endpoint)
 }
 
 // process is a running transcript-serve.

@@ -14,7 +14,7 @@ const module = "github.com/transcriptstore/transcript/"
 
 // allowed maps a package prefix (relative to the module) to the project packages it
 // may import (prefixes too). A package imports only those below it:
-// segment ← transcript ← mirror ← sessiontree ← repository ← cmd; internal/ helpers
+// segment ← transcript ← mirror ← sessiontree ← repository ← server ← cmd; internal/ helpers
 // are shared. pi, the Pi session model, stands beside segment: it imports no
 // storage package, transcript may use it only for entry parsing, and sessiontree,
 // repository and the commands use it for every question about a session.
@@ -32,6 +32,8 @@ var allowed = []struct {
 	{"mirror", []string{"segment", "pi", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},
 	{"sessiontree", []string{"segment", "pi", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},
 	{"repository", []string{"segment", "pi", "transcript", "internal/fsutil", "internal/jsonscan", "mirror", "sessiontree", "repository"}},
+	// server is the HTTP API over repository, used by commands.
+	{"server", []string{"segment", "pi", "transcript", "internal/fsutil", "internal/jsonscan", "mirror", "sessiontree", "repository"}},
 	{"cmd/", []string{""}},
 	{"internal/archtest", nil},
 	// The reliability suite tests everything from outside, like a command.

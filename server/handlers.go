@@ -97,6 +97,7 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, repo *repository.R
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {
+	s.handles.drop(handleKey{ns: repo.Namespace(), id: r.PathValue("id")})
 	if err := repo.Delete(r.Context(), r.PathValue("id")); err != nil {
 		s.failStore(w, r, err)
 		return
@@ -207,11 +208,13 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 		raws[i] = raw
 	}
 	id := r.PathValue("id")
-	sess, err := repo.Open(r.Context(), id)
+	hd, err := s.openHandle(r, repo, id)
 	if err != nil {
 		s.failStore(w, r, err)
 		return
 	}
+	defer s.handles.release(hd)
+	sess := hd.sess
 	expected := ""
 	if req.ExpectedHead != nil {
 		expected = *req.ExpectedHead
@@ -220,6 +223,9 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 		err = sess.AppendIf(r.Context(), expected, raws...)
 	} else {
 		err = sess.Append(r.Context(), raws...)
+	}
+	if err != nil && !errors.Is(err, repository.ErrConflict) {
+		s.handles.drop(hd.key) // the next append starts from a fresh read
 	}
 	switch {
 	case err == nil:
@@ -237,6 +243,25 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 	default:
 		s.failStore(w, r, err)
 	}
+}
+
+// openHandle returns the cached handle of session id of repo's owner, or opens the
+// session with a repository of its own and caches it. The caller releases it.
+func (s *Server) openHandle(r *http.Request, repo *repository.Repository, id string) (*handle, error) {
+	key := handleKey{ns: repo.Namespace(), id: id}
+	if hd := s.handles.acquire(key); hd != nil {
+		return hd, nil
+	}
+	own, err := repository.New(s.cfg.Store, repo.Owner(), repository.Config{AgentID: s.cfg.AgentID, Now: s.cfg.Now})
+	if err != nil {
+		return nil, err
+	}
+	sess, err := own.Open(r.Context(), id)
+	if err != nil {
+		_ = own.Close()
+		return nil, err
+	}
+	return s.handles.add(&handle{key: key, repo: own, sess: sess}), nil
 }
 
 // ForkRequest is the body of POST /v1/sessions/{id}/fork.

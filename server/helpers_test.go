@@ -77,7 +77,10 @@ func newServer(t *testing.T, b bucket.Bucket, cfg server.Config) *testServer {
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+	})
 	return &testServer{Server: hs, srv: srv, log: logs}
 }
 

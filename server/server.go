@@ -57,17 +57,24 @@ type Config struct {
 	MaxPage int
 	// Now is the clock of repositories (default time.Now).
 	Now func() time.Time
+	// MaxCachedSessions bounds the session handles kept between appends (default
+	// DefaultMaxCachedSessions; negative: none). See Server.
+	MaxCachedSessions int
 }
 
 // Server is the HTTP API over repository: sessions of the authenticated owner,
 // created, listed, opened, read, appended to (strict mode, with an expected head),
-// forked and deleted. It keeps no state between requests; any number of servers
-// may serve one bucket. Its Handler is safe for concurrent use.
+// forked and deleted. All state is in the bucket; any number of servers may serve
+// one bucket. To spare appends a read of the whole session, it keeps the handles of
+// recently appended-to sessions, which catch up with the bucket on every append
+// (see Config.MaxCachedSessions). Its Handler is safe for concurrent use; Close
+// releases the handles.
 type Server struct {
 	cfg     Config
 	metrics *metrics
 	mux     *http.ServeMux
 	routes  []Route
+	handles *handles
 }
 
 // Route is one method and path pattern of the router.
@@ -110,11 +117,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.MaxCachedSessions == 0 {
+		cfg.MaxCachedSessions = DefaultMaxCachedSessions
+	}
 	m, err := newMetrics(cfg.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
-	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux(), handles: newHandles(cfg.MaxCachedSessions)}
 	s.handle("POST", "/v1/sessions", s.auth(s.create))
 	s.handle("GET", "/v1/sessions", s.auth(s.list))
 	s.handle("GET", "/v1/sessions/{id}", s.auth(s.open))
@@ -129,6 +139,10 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET", "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}).ServeHTTP)
 	return s, nil
 }
+
+// Close releases the cached session handles. Call it after the HTTP server has
+// shut down.
+func (s *Server) Close() { s.handles.close() }
 
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }

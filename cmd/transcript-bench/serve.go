@@ -40,6 +40,7 @@ func runServe(ctx context.Context, e *env) (ItemResult, error) {
 	if err != nil {
 		return res, err
 	}
+	defer srv.Close()
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	total := max(e.cfg.Sizes.MirrorTurns, 5)

@@ -189,6 +189,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return err

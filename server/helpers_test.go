@@ -14,11 +14,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/server"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // testKey is the HS256 key of the test servers.
@@ -34,7 +34,7 @@ var backends = []struct {
 		require.NoError(t, err)
 		return b
 	}},
-	{"minio", func(t *testing.T) bucket.Bucket { return storetest.NewS3Bucket(t, "serve-") }},
+	{"minio", func(t *testing.T) bucket.Bucket { return s3test.NewS3Bucket(t, "serve-") }},
 }
 
 // syncBuffer is a log sink safe for concurrent writes.

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 
 // minioURL creates a bucket on the test MinIO and returns its store URL.
 func minioURL(t *testing.T) string {
-	b := storetest.NewS3Bucket(t, "serve-cmd-")
+	b := s3test.NewS3Bucket(t, "serve-cmd-")
 	endpoint, _, _ := storetest.S3Endpoint(t)
 	return fmt.Sprintf("s3://%s/sessions?endpoint=%s&insecure=true&region=us-east-1", b.Name(), endpoint)
 }

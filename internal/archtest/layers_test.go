@@ -28,6 +28,7 @@ var allowed = []struct {
 	{"internal/jsonscan", nil},
 	{"internal/churn", []string{"transcript"}},
 	{"internal/cli", nil},
+	{"internal/s3test", []string{"transcript"}},
 	{"transcript", []string{"segment", "pi", "transcript", "internal/fsutil", "internal/jsonscan"}},
 	{"mirror", []string{"segment", "pi", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},
 	{"sessiontree", []string{"segment", "pi", "transcript", "internal/fsutil", "internal/jsonscan", "mirror"}},

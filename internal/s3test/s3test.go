@@ -1,4 +1,7 @@
-package storetest
+// Package s3test gives tests a fresh bucket on the S3 test server. It lives
+// outside transcript/ because it uses minio-go directly (to remove the bucket),
+// which only the S3 backend may do there.
+package s3test
 
 import (
 	"context"
@@ -10,14 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
+	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // NewS3Bucket creates a bucket named namePrefix plus a random suffix on the S3 test
-// server (see S3Endpoint: it fails under CI=true when none is configured, and
+// server (see storetest.S3Endpoint: it fails under CI=true when none is configured, and
 // skips otherwise) and removes the bucket and its objects when the test ends.
 func NewS3Bucket(t testing.TB, namePrefix string) *s3bucket.Bucket {
 	t.Helper()
-	endpoint, access, secret := S3Endpoint(t)
+	endpoint, access, secret := storetest.S3Endpoint(t)
 	suffix := make([]byte, 6)
 	_, _ = rand.Read(suffix)
 	b, err := s3bucket.New(t.Context(), s3bucket.Config{

@@ -19,6 +19,7 @@ import {
 	type SessionStats,
 	type SessionStorage,
 	type SessionTreeEntry,
+	uuidv7,
 } from "@earendil-works/pi-agent-core";
 
 /** Metadata of a session kept by transcript serve. */
@@ -314,14 +315,14 @@ export class HttpSessionRepo implements SessionRepo<HttpSessionMetadata, HttpSes
 
 	/** Creates a session (strict: appends carry an expected head). */
 	async create(options: HttpSessionCreateOptions = {}): Promise<Session<HttpSessionMetadata>> {
+		// The id is chosen here (a UUIDv7, as Pi's repositories do), so that a
+		// create retried after a lost response answers the session it created (200)
+		// instead of creating a second one.
 		const res = await this.api.request<ServerMetadata>("POST", "/v1/sessions", {
-			id: options.id,
+			id: options.id ?? uuidv7(),
 			name: options.name,
 			cwd: options.cwd,
 		});
-		// A retried create with a generated id cannot be recognised, so the
-		// server gives every create without id a fresh session; with an id, a
-		// retry answers the existing session (200).
 		if (res.status !== 201 && res.status !== 200) throw toSessionError("create session", res);
 		return new Session(await HttpSessionStorage.load(this.api, res.body.id));
 	}

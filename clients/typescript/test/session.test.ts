@@ -196,6 +196,25 @@ test("a lost append response is retried without a duplicate", async () => {
 	await repo.delete(await s.getMetadata());
 });
 
+test("a create whose response was lost is retried without a second session", async () => {
+	let dropped = 0;
+	const lossy: typeof fetch = async (input, init) => {
+		const res = await fetch(input, init);
+		if (init?.method === "POST" && String(input).endsWith("/v1/sessions") && dropped === 0) {
+			dropped++;
+			await res.text();
+			throw new TypeError("connection reset after the request was sent");
+		}
+		return res;
+	};
+	const repo = new HttpSessionRepo({ ...alice, fetch: lossy });
+	const before = (await repo.list()).length;
+	const s = await repo.create({ cwd: "/retry" });
+	assert.equal(dropped, 1);
+	assert.equal((await repo.list()).length, before + 1);
+	await repo.delete(await s.getMetadata());
+});
+
 test("another owner's session is not found", async () => {
 	const repo = new HttpSessionRepo(alice);
 	const s = await repo.create({ id: `owned-${Date.now()}` });

@@ -144,6 +144,7 @@ var groups = []group{
 	{"restore", []int{6}, []string{"restore vs raw minio-go GETs and rclone copy"}, true, runRestore},
 	{"compact", []int{7}, []string{"compaction throughput"}, false, runCompact},
 	{"sync", []int{9, 10}, []string{"per-turn sync cost by session length", "Watch latency"}, false, runSync},
+	{"serve", []int{11}, []string{"appends through transcript serve vs the Go repository"}, true, runServe},
 }
 
 func (g group) skippedRows(why string) []Row {

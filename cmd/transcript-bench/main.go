@@ -127,8 +127,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if *itemList != "" {
 		for _, f := range strings.Split(*itemList, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 || n > 10 {
-				return o, cli.Usagef("--items: %q is not an item number 1-10", f)
+			if err != nil || n < 1 || n > 11 {
+				return o, cli.Usagef("--items: %q is not an item number 1-11", f)
 			}
 			o.items = append(o.items, n)
 		}

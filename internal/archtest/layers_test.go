@@ -28,6 +28,9 @@ var allowed = []struct {
 	// The reliability suite tests everything from outside, like a command.
 	{"internal/reliability", []string{""}},
 	{"internal/churntest", []string{"transcript"}},
+	{"internal/s3test", []string{"transcript"}},
+	// server is the HTTP API over repository, used by commands.
+	{"server", []string{"repository", "sessiontree", "mirror", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"repository", []string{"sessiontree", "mirror", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"sessiontree", []string{"mirror", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"mirror", []string{"transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/transcriptstore/transcript/internal/s3test"
+	"github.com/transcriptstore/transcript/transcript/storetest"
+)
+
+const testKey = "0123456789abcdef0123456789abcdef-cmd-test"
+
+// binary is the transcript-serve built for the process tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "transcript-serve-test")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "transcript-serve")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		panic(fmt.Sprintf("go build: %v\n%s", err, out))
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// minioURL creates a bucket on the test MinIO and returns its store URL.
+func minioURL(t *testing.T) string {
+	b := s3test.NewS3Bucket(t, "serve-cmd-")
+	endpoint, _, _ := storetest.S3Endpoint(t)
+	return fmt.Sprintf("s3://%s/sessions?endpoint=%s&insecure=true&region=us-east-1", b.Name(), endpoint)
+}
+
+// process is a running transcript-serve.
+type process struct {
+	cmd  *exec.Cmd
+	addr string
+	done chan error
+}
+
+// start runs transcript-serve serve on store and waits for its "listening" line.
+func start(t *testing.T, store string) *process {
+	t.Helper()
+	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--store", store)
+	cmd.Env = append(os.Environ(), "TRANSCRIPT_JWT_KEY="+testKey)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	p := &process{cmd: cmd, done: make(chan error, 1)}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		var line struct{ Msg, Addr string }
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
+			p.addr = line.Addr
+			break
+		}
+	}
+	require.NotEmpty(t, p.addr, "no listening line")
+	go func() {
+		_, _ = io.Copy(io.Discard, stderr)
+		p.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// mint runs transcript-serve token.
+func mint(t *testing.T, tenant, user string) string {
+	cmd := exec.Command(binary, "token", "--tenant", tenant, "--user", user)
+	cmd.Env = append(os.Environ(), "TRANSCRIPT_JWT_KEY="+testKey)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
+}
+
+func call(t *testing.T, addr, token, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+addr+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(data)
+}
+
+func entry(id, parent string) string {
+	p := "null"
+	if parent != "" {
+		p = `"` + parent + `"`
+	}
+	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-03-01T12:00:00.000Z","message":{"role":"user","content":"x","timestamp":1}}`, id, p)
+}
+
+// TestTwoProcessesRace runs two server processes on one MinIO bucket and 8
+// clients appending at one expected head through them: exactly one wins.
+func TestTwoProcessesRace(t *testing.T) {
+	store := minioURL(t)
+	procs := []*process{start(t, store), start(t, store)}
+	tok := mint(t, "acme", "alice")
+	code, body := call(t, procs[0].addr, tok, "POST", "/v1/sessions", `{"id":"race"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = call(t, procs[1].addr, tok, "POST", "/v1/sessions/race/entries", `{"expectedHead":null,"entries":[`+entry("root", "")+`]}`)
+	require.Equal(t, http.StatusOK, code, body)
+	codes := make([]int, 8)
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Go(func() {
+			codes[i], _ = call(t, procs[i%2].addr, tok, "POST", "/v1/sessions/race/entries",
+				`{"expectedHead":"root","entries":[`+entry(fmt.Sprintf("c%d", i), "root")+`]}`)
+		})
+	}
+	wg.Wait()
+	wins := 0
+	for _, c := range codes {
+		if c == http.StatusOK {
+			wins++
+		} else {
+			require.Equal(t, http.StatusConflict, c, "codes %v", codes)
+		}
+	}
+	require.Equal(t, 1, wins, "codes %v", codes)
+	for _, p := range procs {
+		code, body := call(t, p.addr, tok, "GET", "/v1/sessions/race", "")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, `"entryCount":2`)
+	}
+}
+
+// TestShutdownFinishesInFlightAppend sends SIGTERM while an append's body is
+// still arriving: the server stops accepting connections, then commits the
+// append, answers it, and exits 0.
+func TestShutdownFinishesInFlightAppend(t *testing.T) {
+	p := start(t, "file://"+t.TempDir())
+	tok := mint(t, "acme", "alice")
+	code, body := call(t, p.addr, tok, "POST", "/v1/sessions", `{"id":"s"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+
+	payload := `{"expectedHead":null,"entries":[` + entry("u1", "") + `]}`
+	conn, err := net.Dial("tcp", p.addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /v1/sessions/s/entries HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		tok, len(payload), payload[:10])
+	require.NoError(t, err)
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	for { // shutdown has begun once new connections are refused
+		c, err := net.Dial("tcp", p.addr)
+		if err != nil {
+			break
+		}
+		c.Close()
+	}
+	_, err = io.WriteString(conn, payload[10:])
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(data))
+	require.Contains(t, string(data), `"head":"u1"`)
+	require.NoError(t, <-p.done, "clean exit")
+	p.done <- nil // for the cleanup
+}
+
+// TestUsage checks the command line errors.
+func TestUsage(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		code int
+	}{
+		{"no store", []string{"serve"}, map[string]string{"TRANSCRIPT_JWT_KEY": testKey}, 2},
+		{"no key", []string{"serve", "--store", "mem://"}, nil, 2},
+		{"token without owner", []string{"token"}, map[string]string{"TRANSCRIPT_JWT_KEY": testKey}, 2},
+		{"token without key", []string{"token", "--tenant", "a", "--user", "b"}, nil, 2},
+		{"bad flag", []string{"serve", "--nope"}, nil, 2},
+		{"help", []string{"-h"}, nil, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(t.Context(), tc.args, func(k string) string { return tc.env[k] }, &out, &errb)
+			require.Equal(t, tc.code, exitCode(err, &errb), errb.String())
+		})
+	}
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"token", "--tenant", "a", "--user", "b"}, func(k string) string {
+		return map[string]string{"TRANSCRIPT_JWT_KEY": testKey}[k]
+	}, &out, io.Discard)
+	require.NoError(t, err)
+	require.Len(t, strings.Split(strings.TrimSpace(out.String()), "."), 3)
+}
+
+// TestManifestArgs checks that the Deployment's args parse as serve flags.
+func TestManifestArgs(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/k8s/serve-deployment.yaml")
+	require.NoError(t, err)
+	var doc struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Args []string `yaml:"args"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &doc))
+	require.Equal(t, "Deployment", doc.Kind)
+	require.Len(t, doc.Spec.Template.Spec.Containers, 1)
+	args := doc.Spec.Template.Spec.Containers[0].Args
+	require.NotEmpty(t, args)
+	fs, f := newServeFlagSet(func(string) string { return "" }, io.Discard)
+	require.NoError(t, parse(fs, args))
+	require.Equal(t, "$(TRANSCRIPT_STORE)", f.store)
+	require.Equal(t, ":8080", f.addr)
+}

@@ -1,0 +1,12 @@
+# Image of transcript-serve (serve-deployment.yaml). Build it from the repository root:
+#   docker build -f deploy/k8s/serve.Dockerfile -t ghcr.io/transcriptstore/transcript-serve .
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -o /out/transcript-serve ./cmd/transcript-serve
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/transcript-serve /transcript-serve
+ENTRYPOINT ["/transcript-serve", "serve"]

@@ -1,0 +1,44 @@
+// Package s3test gives tests a fresh bucket on the S3 test server. It lives
+// outside transcript/ because it uses minio-go directly (to remove the bucket),
+// which only the S3 backend may do there.
+package s3test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
+	"github.com/transcriptstore/transcript/transcript/storetest"
+)
+
+// NewS3Bucket creates a bucket named namePrefix plus a random suffix on the S3 test
+// server (see storetest.S3Endpoint: it fails under CI=true when none is configured, and
+// skips otherwise) and removes the bucket and its objects when the test ends.
+func NewS3Bucket(t testing.TB, namePrefix string) *s3bucket.Bucket {
+	t.Helper()
+	endpoint, access, secret := storetest.S3Endpoint(t)
+	suffix := make([]byte, 6)
+	_, _ = rand.Read(suffix)
+	b, err := s3bucket.New(t.Context(), s3bucket.Config{
+		Endpoint: endpoint, AccessKey: access, SecretKey: secret, Region: "us-east-1",
+		Insecure: true, Create: true, Bucket: namePrefix + hex.EncodeToString(suffix),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		c := b.Client()
+		for oi := range c.ListObjectsIter(ctx, b.Name(), minio.ListObjectsOptions{Recursive: true}) {
+			if oi.Err == nil {
+				_ = c.RemoveObject(ctx, b.Name(), oi.Key, minio.RemoveObjectOptions{})
+			}
+		}
+		_ = c.RemoveBucketWithOptions(ctx, b.Name(), minio.RemoveBucketOptions{ForceDelete: true})
+		_ = b.Close()
+	})
+	return b
+}

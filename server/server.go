@@ -1,0 +1,371 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// Defaults of Config.
+const (
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultReadyTimeout   = 5 * time.Second
+	// DefaultMaxBodyBytes bounds a request body: an append batch.
+	DefaultMaxBodyBytes = 64 << 20
+	// DefaultMaxPage is the most entries one read returns.
+	DefaultMaxPage = 1000
+)
+
+// Config configures a Server. Store and Auth are required.
+type Config struct {
+	// Store holds the sessions. It must not be bound to a namespace: each request
+	// binds a repository to the authenticated owner's namespace.
+	Store *transcript.Store
+	// Auth derives the owner of every /v1 request.
+	Auth Authenticator
+	// Logger receives one structured line per request (default: discard). Lines
+	// carry route, status, latency and owner; never tokens or entry contents.
+	Logger *slog.Logger
+	// Registry receives the server's metrics and is served on /metrics (default: a
+	// new registry).
+	Registry *prometheus.Registry
+	// AgentID is the agent id of the served sessions (default
+	// repository.DefaultAgentID).
+	AgentID string
+	// RequestTimeout bounds the work of one request (default DefaultRequestTimeout).
+	RequestTimeout time.Duration
+	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// MaxEntryBytes bounds one entry (default segment.DefaultMaxEntrySize, the
+	// store's limit).
+	MaxEntryBytes int
+	// MaxPage bounds the entries of one read (default DefaultMaxPage).
+	MaxPage int
+	// Now is the clock of repositories (default time.Now).
+	Now func() time.Time
+	// MaxCachedSessions bounds the session handles kept between appends (default
+	// DefaultMaxCachedSessions; negative: none). See Server.
+	MaxCachedSessions int
+}
+
+// Server is the HTTP API over repository: sessions of the authenticated owner,
+// created, listed, opened, read, appended to (strict mode, with an expected head),
+// forked and deleted. All state is in the bucket; any number of servers may serve
+// one bucket. To spare appends a read of the whole session, it keeps the handles of
+// recently appended-to sessions, which catch up with the bucket on every append
+// (see Config.MaxCachedSessions). Its Handler is safe for concurrent use; Close
+// releases the handles.
+type Server struct {
+	cfg     Config
+	metrics *metrics
+	mux     *http.ServeMux
+	routes  []Route
+	handles *handles
+}
+
+// Route is one method and path pattern of the router.
+type Route struct {
+	Method, Path string
+}
+
+// New returns a server over cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: no store")
+	}
+	if cfg.Auth == nil {
+		return nil, errors.New("server: no authenticator")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.AgentID == "" {
+		cfg.AgentID = repository.DefaultAgentID
+	}
+	if err := transcript.ValidatePart("agent id", cfg.AgentID); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxEntryBytes <= 0 {
+		cfg.MaxEntryBytes = segment.DefaultMaxEntrySize
+	}
+	if cfg.MaxPage <= 0 {
+		cfg.MaxPage = DefaultMaxPage
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxCachedSessions == 0 {
+		cfg.MaxCachedSessions = DefaultMaxCachedSessions
+	}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("server: metrics: %w", err)
+	}
+	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux(), handles: newHandles(cfg.MaxCachedSessions)}
+	s.handle("POST", "/v1/sessions", s.auth(s.create))
+	s.handle("GET", "/v1/sessions", s.auth(s.list))
+	s.handle("GET", "/v1/sessions/{id}", s.auth(s.open))
+	s.handle("DELETE", "/v1/sessions/{id}", s.auth(s.delete))
+	s.handle("GET", "/v1/sessions/{id}/entries", s.auth(s.entries))
+	s.handle("POST", "/v1/sessions/{id}/entries", s.auth(s.append))
+	s.handle("POST", "/v1/sessions/{id}/fork", s.auth(s.fork))
+	s.handle("GET", "/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.handle("GET", "/readyz", s.ready)
+	s.handle("GET", "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}).ServeHTTP)
+	return s, nil
+}
+
+// Close releases the cached session handles. Call it after the HTTP server has
+// shut down.
+func (s *Server) Close() { s.handles.close() }
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Routes returns every method and path pattern the router serves.
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
+
+// handle registers h under method and path, counted and timed by route pattern
+// and logged.
+func (s *Server) handle(method, path string, h http.HandlerFunc) {
+	s.routes = append(s.routes, Route{Method: method, Path: path})
+	pattern := method + " " + path
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		ri := &requestInfo{}
+		h(rec, r.WithContext(context.WithValue(r.Context(), infoKey{}, ri)))
+		d := time.Since(start)
+		s.metrics.requests.WithLabelValues(pattern, strconv.Itoa(rec.code)).Inc()
+		s.metrics.latency.WithLabelValues(pattern).Observe(d.Seconds())
+		attrs := []slog.Attr{
+			slog.String("route", pattern), slog.Int("status", rec.code),
+			slog.Duration("duration", d),
+		}
+		if ri.owner != nil {
+			attrs = append(attrs, slog.String("tenant", ri.owner.Tenant), slog.String("user", ri.owner.User))
+		}
+		if ri.err != nil {
+			attrs = append(attrs, slog.String("error", ri.err.Error()))
+		}
+		level := slog.LevelInfo
+		if rec.code >= 500 {
+			level = slog.LevelError
+		}
+		s.cfg.Logger.LogAttrs(r.Context(), level, "request", attrs...)
+	})
+}
+
+// requestInfo collects what a handler learned for the request log line.
+type requestInfo struct {
+	owner *repository.Owner
+	err   error
+}
+
+type infoKey struct{}
+
+func infoOf(r *http.Request) *requestInfo {
+	if ri, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
+		return ri
+	}
+	return &requestInfo{}
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// ownerHandler is a /v1 handler that runs with the request owner's repository.
+type ownerHandler func(w http.ResponseWriter, r *http.Request, repo *repository.Repository)
+
+// auth authenticates the request, bounds its body and its time, and opens the
+// owner's repository for h. Work runs on a context detached from the client's
+// connection (with the request timeout), so an append whose client hangs up, or
+// that is in flight at shutdown, finishes rather than stopping half way.
+func (s *Server) auth(h ownerHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		owner, err := s.cfg.Auth.Authenticate(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="transcript"`)
+			s.fail(w, r, http.StatusUnauthorized, "unauthorized", "missing, invalid or expired credentials", err)
+			return
+		}
+		infoOf(r).owner = &owner
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		repo, err := repository.New(s.cfg.Store, owner, repository.Config{AgentID: s.cfg.AgentID, Now: s.cfg.Now})
+		if err != nil {
+			s.failStore(w, r, err)
+			return
+		}
+		defer repo.Close()
+		h(w, r, repo)
+	}
+}
+
+// errorBody is the JSON of every error response.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	// Code is a stable machine-readable reason.
+	Code string `json:"code"`
+	// Message is for people; it never holds entry contents.
+	Message string `json:"message"`
+	// Head is the committed head of a stale_head conflict (null: no entries).
+	Head *string `json:"head,omitempty"`
+}
+
+// fail writes an error response; err (possibly nil) goes to the log only.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, reason, msg string, err error) {
+	if err != nil {
+		infoOf(r).err = err
+	}
+	writeJSON(w, code, errorBody{Error: errorDetail{Code: reason, Message: msg}})
+}
+
+// failStore maps a repository error to its response.
+func (s *Server) failStore(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, repository.ErrNotFound):
+		s.fail(w, r, http.StatusNotFound, "not_found", "session not found", err)
+	case errors.Is(err, repository.ErrStaleHead):
+		s.metrics.conflicts.WithLabelValues("stale_head").Inc()
+		s.fail(w, r, http.StatusConflict, "stale_head", "the expected head is not the committed head", err)
+	case errors.Is(err, repository.ErrConflict):
+		s.metrics.conflicts.WithLabelValues("entry_conflict").Inc()
+		s.fail(w, r, http.StatusConflict, "entry_conflict", "an entry id exists with other bytes", err)
+	case errors.Is(err, repository.ErrExists):
+		s.fail(w, r, http.StatusConflict, "exists", "session already exists", err)
+	case errors.Is(err, repository.ErrHeadMismatch):
+		s.fail(w, r, http.StatusInternalServerError, "invalid_session", "the session's head does not match its entries", err)
+	case errors.Is(err, repository.ErrInvalid):
+		s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error(), err)
+	case errors.Is(err, context.DeadlineExceeded):
+		s.fail(w, r, http.StatusGatewayTimeout, "timeout", "the request timed out", err)
+	default:
+		s.fail(w, r, http.StatusInternalServerError, "storage", "storage error", err)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		code, data = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"encoding failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(data, '\n'))
+}
+
+// errStop ends the readiness listing after its first object.
+var errStop = errors.New("stop")
+
+// ready reports whether the bucket answers a listing.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), DefaultReadyTimeout)
+	defer cancel()
+	err := s.cfg.Store.Bucket().List(ctx, bucket.ListOptions{Delimited: true}, func(bucket.ObjectInfo) error { return errStop })
+	if err != nil && !errors.Is(err, errStop) {
+		s.fail(w, r, http.StatusServiceUnavailable, "not_ready", "bucket unreachable", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// SessionMetadata is the JSON of a session in responses.
+type SessionMetadata struct {
+	ID        string `json:"id"`
+	CreatedAt string `json:"createdAt"`
+	UpdatedAt string `json:"updatedAt,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Cwd       string `json:"cwd"`
+	// ParentSession is the id of the session this one was forked from.
+	ParentSession string `json:"parentSession,omitempty"`
+	// Head is the committed head (strict) or active leaf; null for none.
+	Head *string `json:"head"`
+	// EntryCount counts the entries; sequence numbers run from 0 to EntryCount.
+	EntryCount int  `json:"entryCount"`
+	Strict     bool `json:"strict"`
+}
+
+func headPtr(h string) *string {
+	if h == "" {
+		return nil
+	}
+	return &h
+}
+
+func metadataOf(info repository.SessionInfo, cwd string) SessionMetadata {
+	m := SessionMetadata{
+		ID: info.ID, Name: info.Name, Cwd: cwd, ParentSession: info.ParentSession,
+		Head: headPtr(info.Leaf), EntryCount: info.Entries, Strict: info.Strict,
+	}
+	if !info.Created.IsZero() {
+		m.CreatedAt = pi.FormatTimestamp(info.Created)
+	}
+	if !info.Updated.IsZero() {
+		m.UpdatedAt = pi.FormatTimestamp(info.Updated)
+	}
+	return m
+}
+
+// sessionMetadata builds the metadata of a session handle from its cache (no
+// read).
+func sessionMetadata(sess *repository.Session, entries []pi.Entry) SessionMetadata {
+	h := sess.Header()
+	return SessionMetadata{
+		ID: sess.ID(), CreatedAt: h.Timestamp(), Name: pi.SessionName(entries), Cwd: h.Cwd(),
+		ParentSession: h.ParentSession(), Head: headPtr(sess.Head()), EntryCount: len(entries),
+		Strict: sess.Strict(),
+	}
+}
+
+// decode reads a JSON body into v: 413 when over the limit, 400 when malformed.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.fail(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", s.cfg.MaxBodyBytes), err)
+			return false
+		}
+		s.fail(w, r, http.StatusBadRequest, "invalid_request", "malformed JSON body", err)
+		return false
+	}
+	return true
+}

@@ -52,32 +52,11 @@ func (inc *Increment) Changed(have SegmentSet) bool {
 // listed (a claim to supersede hides nothing that exists, see fetchSession). A session without
 // segments gives an error wrapping ErrNotFound. A listed segment that vanishes
 // before it is fetched (compaction removed it) makes ReadNew list again, at most
-// Config.MaxRelists times.
+// Config.MaxRelists times, then it fails with ErrVanished.
 func (s *Store) ReadNew(ctx context.Context, ref TranscriptRef, have SegmentSet) (*Increment, error) {
-	ref, visible, err := s.checkRef(ref)
-	if err != nil {
-		return nil, err
-	}
-	if !visible {
-		return nil, fmt.Errorf("read %s: %w", ref, ErrNotFound)
-	}
-	for attempt := 0; ; attempt++ {
-		infos, err := s.ListSegments(ctx, ref)
-		if err != nil {
-			return nil, err
-		}
-		if len(infos) == 0 {
-			return nil, fmt.Errorf("read %s: %w", ref, ErrNotFound)
-		}
-		inc, err := s.readNew(ctx, infos, have)
-		if errors.Is(err, ErrNotFound) && attempt < s.cfg.MaxRelists {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", ref, err)
-		}
-		return inc, nil
-	}
+	return readListed(ctx, s, ref, func(infos []SegmentInfo) (*Increment, error) {
+		return s.readNew(ctx, infos, have)
+	})
 }
 
 // readNew plans and runs the fetches of ReadNew over one listing (infos, in key

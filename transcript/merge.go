@@ -97,33 +97,55 @@ func (r *MergeResult) Missing(want []string) []string {
 // ReadAll reads every segment of ref and union-merges their entries (see MergeResult).
 // A session without segments gives an error wrapping ErrNotFound. If a listed segment
 // vanishes before it is fetched (a compaction replaced it), ReadAll lists again, at
-// most Config.MaxRelists times.
+// most Config.MaxRelists times, then it fails with ErrVanished (which a reader must
+// not take for a missing session).
 func (s *Store) ReadAll(ctx context.Context, ref TranscriptRef) (*MergeResult, error) {
-	ref, visible, err := s.checkRef(ref)
-	if err != nil {
-		return nil, err
-	}
-	if !visible {
-		return nil, fmt.Errorf("read %s: %w", ref, ErrNotFound)
-	}
-	for attempt := 0; ; attempt++ {
-		infos, err := s.ListSegments(ctx, ref)
+	return readListed(ctx, s, ref, func(infos []SegmentInfo) (*MergeResult, error) {
+		segs, corrupt, err := s.fetchSession(ctx, infos)
 		if err != nil {
 			return nil, err
-		}
-		if len(infos) == 0 {
-			return nil, fmt.Errorf("read %s: %w", ref, ErrNotFound)
-		}
-		segs, corrupt, err := s.fetchSession(ctx, infos)
-		if errors.Is(err, ErrNotFound) && attempt < s.cfg.MaxRelists {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", ref, err)
 		}
 		res := merge(infos, segs)
 		res.Corrupt = corrupt
 		return res, nil
+	})
+}
+
+// ErrVanished is wrapped when a read kept meeting listed segments that were gone
+// by the time it fetched them (a compaction deleting them), Config.MaxRelists+1
+// times in a row. It does not wrap ErrNotFound: the session exists.
+var ErrVanished = errors.New("segments keep vanishing while read")
+
+// readListed lists ref's segments and calls read with them. A session without
+// segments gives an error wrapping ErrNotFound; when read meets a listed segment
+// that is gone (ErrNotFound), it lists again, at most Config.MaxRelists times,
+// then fails with ErrVanished.
+func readListed[T any](ctx context.Context, s *Store, ref TranscriptRef, read func([]SegmentInfo) (T, error)) (T, error) {
+	var zero T
+	ref, visible, err := s.checkRef(ref)
+	if err != nil {
+		return zero, err
+	}
+	if !visible {
+		return zero, fmt.Errorf("read %s: %w", ref, ErrNotFound)
+	}
+	for attempt := 0; ; attempt++ {
+		infos, err := s.ListSegments(ctx, ref)
+		if err != nil {
+			return zero, err
+		}
+		if len(infos) == 0 {
+			return zero, fmt.Errorf("read %s: %w", ref, ErrNotFound)
+		}
+		out, err := read(infos)
+		switch {
+		case err == nil:
+			return out, nil
+		case !errors.Is(err, ErrNotFound):
+			return zero, fmt.Errorf("read %s: %w", ref, err)
+		case attempt >= s.cfg.MaxRelists:
+			return zero, fmt.Errorf("read %s: %w (%d listings): %v", ref, ErrVanished, attempt+1, err)
+		}
 	}
 }
 

@@ -444,3 +444,22 @@ func TestMergeResult_DanglingAndMissing(t *testing.T) {
 		})
 	}
 }
+
+// TestStore_ReadVanishedIsNotMissing: a read that keeps meeting vanished segments
+// fails with ErrVanished, never with ErrNotFound, so no reader takes a session that
+// exists for one that does not (and starts it again with a second header).
+func TestStore_ReadVanishedIsNotMissing(t *testing.T) {
+	ctx := context.Background()
+	mem := membucket.New()
+	appendChain(t, newStore(t, mem, transcript.Config{}), ref, newWriter(t, "w"), "e", "", 3)
+	r := newStore(t, alwaysVanishing{mem}, transcript.Config{MaxRelists: 2})
+	for name, read := range map[string]func() error{
+		"ReadAll":     func() error { _, err := r.ReadAll(ctx, ref); return err },
+		"ReadNew":     func() error { _, err := r.ReadNew(ctx, ref, transcript.SegmentSet{}); return err },
+		"ReadEntries": func() error { _, err := r.ReadEntries(ctx, ref); return err },
+	} {
+		err := read()
+		require.ErrorIs(t, err, transcript.ErrVanished, name)
+		require.NotErrorIs(t, err, transcript.ErrNotFound, name)
+	}
+}

@@ -158,7 +158,9 @@ func TestDocs_LinksResolveInsideTheRepository(t *testing.T) {
 			continue
 		}
 		require.NoError(t, err)
-		require.NotContains(t, string(b), "../shared", name)
+		// The team's notes beside a checkout are not part of it (spelled in two
+		// pieces so this file does not name that folder itself).
+		require.NotContains(t, string(b), "../"+"shared", name)
 		for _, m := range mdLink.FindAllStringSubmatch(string(b), -1) {
 			target, _, _ := strings.Cut(m[1], "#")
 			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {

@@ -2,24 +2,20 @@ package repository_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
-	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -41,28 +37,7 @@ var backends = []struct {
 
 // newMinioBucket creates a uniquely named bucket on the test MinIO (failing under
 // CI=true when it is unreachable, skipping otherwise) and removes it afterwards.
-func newMinioBucket(t testing.TB) bucket.Bucket {
-	endpoint, access, secret := storetest.S3Endpoint(t)
-	suffix := make([]byte, 6)
-	_, _ = rand.Read(suffix)
-	b, err := s3bucket.New(t.Context(), s3bucket.Config{
-		Endpoint: endpoint, AccessKey: access, SecretKey: secret, Region: "us-east-1",
-		Insecure: true, Create: true, Bucket: "repository-" + hex.EncodeToString(suffix),
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		c := b.Client()
-		for oi := range c.ListObjectsIter(ctx, b.Name(), minio.ListObjectsOptions{Recursive: true}) {
-			if oi.Err == nil {
-				_ = c.RemoveObject(ctx, b.Name(), oi.Key, minio.RemoveObjectOptions{})
-			}
-		}
-		_ = c.RemoveBucketWithOptions(ctx, b.Name(), minio.RemoveBucketOptions{ForceDelete: true})
-		_ = b.Close()
-	})
-	return b
-}
+func newMinioBucket(t testing.TB) bucket.Bucket { return s3test.NewS3Bucket(t, "repository-") }
 
 // clock is a settable test clock.
 type clock struct {

@@ -101,32 +101,4 @@ func BenchmarkStore_ReadAll(b *testing.B) {
 
 // BenchmarkStore_ReadCompacted opens a session of 1,000 level-0 segments (10
 // entries each) that compaction merged into one compacted segment.
-func BenchmarkStore_ReadCompacted(b *testing.B) {
-	ctx := context.Background()
-	s, err := transcript.New(transcript.Config{Bucket: membucket.New(), Prefix: "bench"})
-	require.NoError(b, err)
-	defer s.Close()
-	w := transcript.NewRandomWriter()
-	r := ref
-	r.SessionID = "compacted-" + w.ID()
-	size := 0
-	for i := range 1000 {
-		batch := benchBatch(i*10, 10)
-		for _, e := range batch {
-			size += len(e) + 1
-		}
-		_, err := s.AppendSegment(ctx, r, batch, w)
-		require.NoError(b, err)
-	}
-	_, err = s.Compact(ctx, r, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
-	require.NoError(b, err)
-	b.SetBytes(int64(size))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		res, err := s.ReadAll(ctx, r)
-		require.NoError(b, err)
-		require.Len(b, res.Entries, 10000)
-		require.Len(b, res.Segments, 1)
-	}
-}
+func BenchmarkStore_ReadCompacted(b *testing.B) { benchReadCompacted(b, 1000, 10) }

@@ -264,9 +264,16 @@ func supersededIn(sup map[string]SegmentInfo, info SegmentInfo) (SegmentInfo, bo
 // then by origin. The result depends on the set of (entry, origin) pairs only,
 // not on which segments hold them or on the listing order.
 func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
-	res := &MergeResult{}
+	total := 0
+	for _, seg := range segs {
+		if seg != nil {
+			total += len(seg.Entries)
+		}
+	}
+	// Sized for the common case of distinct ids, so neither grows while merging.
+	res := &MergeResult{Entries: make([]Entry, 0, total)}
 	sup := superseders(infos, segs)
-	byID := map[string]int{}      // id -> index in res.Entries of the current winner
+	byID := make(map[string]int, total) // id -> index in res.Entries of the current winner
 	var others map[string][]Entry // id -> further versions (other bytes), rare
 	for i, seg := range segs {
 		if seg == nil {

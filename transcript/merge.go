@@ -274,7 +274,7 @@ func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
 	res := &MergeResult{Entries: make([]Entry, 0, total)}
 	sup := superseders(infos, segs)
 	byID := make(map[string]int, total) // id -> index in res.Entries of the current winner
-	var others map[string][]Entry // id -> further versions (other bytes), rare
+	var others map[string][]Entry       // id -> further versions (other bytes), rare
 	for i, seg := range segs {
 		if seg == nil {
 			continue

@@ -124,16 +124,22 @@ func (l *Listed) ReadNew(ctx context.Context, ref TranscriptRef, have SegmentSet
 // agent is "") with one recursive listing (ListSessionSegments) and runs fn for each
 // session, parallel at a time, with a reader that uses the listing: reads start
 // while the listing goes on and send no LIST of their own, so a whole namespace is
-// read with one listing and up to parallel × Config.ReadConcurrency GETs in
-// flight. The first error stops the run and is returned.
+// read with one listing and parallel × Config.ReadConcurrency GETs in flight,
+// shared by the sessions being read. The first error stops the run and is returned.
 func (s *Store) ForEachListedSession(ctx context.Context, namespace, agent string, parallel int, fn func(ctx context.Context, l *Listed) error) error {
+	// The sessions' reads share parallel × Config.ReadConcurrency GET slots: a
+	// session fetches all its segments at once as slots free up, so that while
+	// some sessions decode and write, the others keep every slot busy (instead of
+	// each session fetching in rounds of its own and leaving slots idle).
+	shared := *s
+	shared.gets = make(chan struct{}, max(1, parallel)*s.cfg.ReadConcurrency)
 	g, gctx := errgroup.WithContext(ctx)
 	work := make(chan *Listed)
 	g.Go(func() error {
 		defer close(work)
 		return s.ListSessionSegments(gctx, namespace, agent, func(ref TranscriptRef, infos []SegmentInfo) error {
 			select {
-			case work <- s.Listed(ref, infos):
+			case work <- shared.Listed(ref, infos):
 				return nil
 			case <-gctx.Done():
 				return gctx.Err()

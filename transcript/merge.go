@@ -197,15 +197,26 @@ func (s *Store) fetchSession(ctx context.Context, infos []SegmentInfo) ([]*segme
 	return segs, corrupt, nil
 }
 
-// fetchAll fetches and decodes the segments in parallel (bounded). A nil element of
-// the result is a segment skipped as corrupt (only when skipCorrupt is set).
+// fetchAll fetches and decodes the segments in parallel, bounded by readLimit, or
+// by the shared GET slots of s.gets when set. A nil element of the result is a
+// segment skipped as corrupt (only when skipCorrupt is set).
 func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt bool) ([]*segment.Segment, []CorruptSegment, error) {
 	segs := make([]*segment.Segment, len(infos))
 	errs := make([]error, len(infos))
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.readLimit(len(infos)))
+	if s.gets == nil {
+		g.SetLimit(s.readLimit(len(infos)))
+	}
 	for i, info := range infos {
 		g.Go(func() error {
+			if s.gets != nil {
+				select {
+				case s.gets <- struct{}{}:
+					defer func() { <-s.gets }()
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
 			seg, err := s.ReadSegment(gctx, info.Key)
 			if err == nil && seg.Meta.Checksum != info.Hash {
 				err = fmt.Errorf("read segment %s: %w: key names checksum %016x, segment has %016x",
@@ -264,10 +275,17 @@ func supersededIn(sup map[string]SegmentInfo, info SegmentInfo) (SegmentInfo, bo
 // then by origin. The result depends on the set of (entry, origin) pairs only,
 // not on which segments hold them or on the listing order.
 func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
-	res := &MergeResult{}
+	total := 0
+	for _, seg := range segs {
+		if seg != nil {
+			total += len(seg.Entries)
+		}
+	}
+	// Sized for the common case of distinct ids, so neither grows while merging.
+	res := &MergeResult{Entries: make([]Entry, 0, total)}
 	sup := superseders(infos, segs)
-	byID := map[string]int{}      // id -> index in res.Entries of the current winner
-	var others map[string][]Entry // id -> further versions (other bytes), rare
+	byID := make(map[string]int, total) // id -> index in res.Entries of the current winner
+	var others map[string][]Entry       // id -> further versions (other bytes), rare
 	for i, seg := range segs {
 		if seg == nil {
 			continue

@@ -79,6 +79,11 @@ func sortByOrigin(entries []Entry) (sorted []Entry, moved bool) {
 // parents are placed, the one with the earliest origin goes first. Entries whose
 // parent is unknown are roots. Cycles are broken at their earliest entry,
 // deterministically. byID indexes entries; nil means topoOrder builds it.
+//
+// When every parent already comes before its children (what a compacted segment
+// or an in-order log holds), that order is the answer: each entry is ready when
+// its turn comes and is the earliest ready one, so entries are returned as given
+// and no heap is built.
 func topoOrder(entries []Entry, byID map[string]int) ([]Entry, int) {
 	n := len(entries)
 	if byID == nil {
@@ -87,11 +92,23 @@ func topoOrder(entries []Entry, byID map[string]int) ([]Entry, int) {
 			byID[e.ID] = i
 		}
 	}
+	parents := make([]int, n) // index of the parent, -1 for a root
+	inOrder := true
+	for i, e := range entries {
+		parents[i] = -1
+		if p, ok := byID[e.ParentID]; ok && e.ParentID != "" && p != i {
+			parents[i] = p
+			inOrder = inOrder && p < i
+		}
+	}
+	if inOrder {
+		return entries, 0
+	}
 	children := make([][]int, n)
 	pending := make([]int, n) // 1 while the parent is not placed yet
 	ready := &intHeap{}
-	for i, e := range entries {
-		if p, ok := byID[e.ParentID]; ok && e.ParentID != "" && p != i {
+	for i, p := range parents {
+		if p >= 0 {
 			children[p] = append(children[p], i)
 			pending[i] = 1
 		} else {

@@ -16,7 +16,8 @@ func TestStore_ReadLimit(t *testing.T) {
 		want     int
 	}{
 		{"small session", 0, 10, DefaultReadConcurrency},
-		{"100 segments", 0, 100, 12},
+		{"20 segments", 0, 20, 10},
+		{"100 segments", 0, 100, 50},
 		{"1,000 segments", 0, 1000, MaxAdaptiveReadConcurrency},
 		{"set explicitly", 3, 1000, 3},
 	}

@@ -63,6 +63,10 @@ type Store struct {
 	ownCodec bool
 	// adaptiveReads: Config.ReadConcurrency was left zero (see readLimit).
 	adaptiveReads bool
+	// gets, when set, holds the GET slots shared by every read through this Store
+	// value (a copy made by ForEachListedSession): each fetch takes one, so the
+	// reads of many sessions keep the pool full instead of each bounding itself.
+	gets chan struct{}
 }
 
 // New returns a Store over cfg.Bucket.

@@ -64,9 +64,8 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	}
 	e.logf("restore: %d sessions in %v", sz.Sessions, d)
 
-	// The store restores Parallel sessions at a time, each fetching up to
-	// DefaultReadConcurrency segments at once: the baselines get as many requests in
-	// flight.
+	// The store restores Parallel sessions at a time, sharing Parallel ×
+	// DefaultReadConcurrency GET slots: the baselines get as many requests in flight.
 	inflight := sz.Parallel * transcript.DefaultReadConcurrency
 	client, name := e.s3().Client(), e.s3().Name()
 	prefix := store.Prefix() + "/"
@@ -113,9 +112,9 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	}
 	e.logf("minio-go copy: %d objects in %v", objects.Load(), rawD)
 	n := float64(sz.Sessions)
-	note := fmt.Sprintf("%d sessions × %d segments (%d objects, %.1f MB); store: %d sessions at a time × %d segment GETs each; "+
+	note := fmt.Sprintf("%d sessions × %d segments (%d objects, %.1f MB); store: %d sessions at a time sharing %d GETs in flight; "+
 		"baselines: %d requests in flight; restore writes the two SessionTree files per session (no fsync, like the baselines)",
-		sz.Sessions, sz.SessionSegments, objects.Load(), float64(bytesIn.Load())/mb, sz.Parallel, transcript.DefaultReadConcurrency, inflight)
+		sz.Sessions, sz.SessionSegments, objects.Load(), float64(bytesIn.Load())/mb, sz.Parallel, inflight, inflight)
 	res.Rows = append(res.Rows, row(6, "restore sessions from the bucket", "sessions/s", n/d.Seconds(),
 		fmt.Sprintf("minio-go list + %d parallel GetObject into files", inflight), n/rawD.Seconds(), true, note))
 

@@ -66,6 +66,11 @@ func New(ctx context.Context, cfg Config) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open s3 bucket %s: %w", cfg.Bucket, err)
 	}
+	// A read of a large session keeps up to 64 GETs in flight and a restore more;
+	// minio-go keeps 16 idle connections per host, so every request above that
+	// would close its connection and the next would dial (and, over TLS,
+	// handshake) again. Keep as many idle as the transport may hold in all.
+	transport.MaxIdleConnsPerHost = max(transport.MaxIdleConnsPerHost, transport.MaxIdleConns)
 	clock := &serverClock{}
 	client, err := minio.New(cfg.Endpoint, &minio.Options{
 		Creds:      credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),

@@ -166,10 +166,9 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 		for _, k := range m.Inputs {
 			_, present := st.present[k]
 			out, superseded := st.supersededBy(k)
-			_, outPresent := st.present[out]
 			switch {
 			case !present || counted[k]:
-			case !superseded || !outPresent:
+			case !superseded || !st.wholeNow(out):
 				res.StaleMarks++
 			case opts.DeleteDelay > 0 && (m.fresh || now.Sub(m.MarkedAt) < opts.DeleteDelay):
 				res.Pending++

@@ -141,6 +141,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // compactState is one session's listing with what Compact learned about it.
 type compactState struct {
+	ref   TranscriptRef
 	infos []SegmentInfo
 	segs  map[string]*segment.Segment // decoded segments by key
 	// contents holds the raw entries of output groups, by group id, once
@@ -228,7 +229,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		res.SkippedStrict = true
 		return res, nil
 	}
-	st := &compactState{infos: infos, segs: map[string]*segment.Segment{}, present: map[string]SegmentInfo{},
+	st := &compactState{ref: ref, infos: infos, segs: map[string]*segment.Segment{}, present: map[string]SegmentInfo{},
 		contents: map[string]entrySet{}, groupOf: map[string]*segGroup{}}
 	for _, in := range infos {
 		st.present[in.Key] = in
@@ -289,7 +290,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	}
 	for _, out := range outs {
 		if !opts.DryRun {
-			m, err := s.putMark(ctx, ref, out, unmarked[out])
+			m, err := s.scheduleDelete(ctx, ref, out, unmarked[out], opts)
 			if err != nil {
 				return res, err
 			}
@@ -328,7 +329,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		for i, in := range live {
 			inputs[i] = in.Key
 		}
-		m, err := s.putMark(ctx, ref, c.Output.Key, inputs)
+		m, err := s.scheduleDelete(ctx, ref, c.Output.Key, inputs, opts)
 		if err != nil {
 			return res, err
 		}

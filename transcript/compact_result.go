@@ -30,8 +30,10 @@ type CompactResult struct {
 	Segments int
 	// Compactions lists the merges, lowest level first.
 	Compactions []Compaction
-	// Marked counts deletion marks written (for this run's inputs and for inputs of
-	// an earlier run that stopped before marking them).
+	// Marked counts inputs scheduled for deletion (this run's inputs and inputs of
+	// an earlier run that stopped before marking them); with a delete delay each
+	// compaction's are recorded in one mark object, without one they are deleted in
+	// the same run and no mark object is written.
 	Marked int
 	// Deleted counts superseded segments deleted because their mark was due.
 	Deleted int

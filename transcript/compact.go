@@ -234,19 +234,18 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	for _, in := range infos {
 		st.present[in.Key] = in
 	}
-	// Read every compacted segment: their inputs are superseded.
+	// Plan from the metadata frames of the compacted segments (their inputs and
+	// groups), read with ranged GETs: their entries are fetched only when a check
+	// or a merge needs them.
 	var upper []SegmentInfo
 	for _, in := range infos {
 		if in.Level > 0 {
 			upper = append(upper, in)
 		}
 	}
-	if err := s.readInto(ctx, st, upper); err != nil {
+	upperSegs, err := s.readMetasOf(ctx, upper)
+	if err != nil {
 		return res, err
-	}
-	upperSegs := make([]*segment.Segment, len(upper))
-	for i, in := range upper {
-		upperSegs[i] = st.segs[in.Key]
 	}
 	st.sup = superseders(upper, upperSegs)
 	for _, g := range groupsOf(upper, upperSegs) {
@@ -280,7 +279,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	var outs []string
 	for _, in := range resume {
 		out, _ := st.supersededBy(in.Key)
-		if err := s.checkContained(st, in, out); err != nil {
+		if err := s.checkContained(ctx, st, in, out); err != nil {
 			return res, err
 		}
 		if unmarked[out] == nil {

@@ -260,7 +260,10 @@ func (s *Store) verifiedDue(ctx context.Context, st *compactState, keys []string
 			continue // corrupt, reported above
 		}
 		out, _ := st.supersededBy(k)
-		if err := s.checkContained(st, st.present[k], out); err != nil {
+		if err := s.checkContained(ctx, st, st.present[k], out); err != nil {
+			if !errors.Is(err, ErrCompactInput) {
+				return nil, err
+			}
 			errs = append(errs, err)
 			continue
 		}

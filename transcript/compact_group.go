@@ -152,16 +152,17 @@ func (s entrySet) has(raw []byte) bool {
 	return false
 }
 
-// groupEntries returns the raw entries of every part of g as one set.
-func groupEntries(g *segGroup) entrySet {
+// groupEntries returns the raw entries of segs (the decoded parts of a group) as
+// one set.
+func groupEntries(segs []*segment.Segment) entrySet {
 	n := 0
-	for _, seg := range g.segs {
+	for _, seg := range segs {
 		if seg != nil {
 			n += len(seg.Entries)
 		}
 	}
 	have := make(entrySet, n)
-	for _, seg := range g.segs {
+	for _, seg := range segs {
 		if seg == nil {
 			continue
 		}

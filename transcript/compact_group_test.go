@@ -329,3 +329,33 @@ func TestIncompleteGroups_NamesMissingPart(t *testing.T) {
 	require.Len(t, got[0].Present, len(parts)-1)
 	require.Contains(t, got[0].Error(), "missing part(s) [2]")
 }
+
+// fullGets counts whole-object GETs; ranged reads (bucket.RangeReader) pass through
+// uncounted.
+type fullGets struct {
+	*membucket.Bucket
+	gets atomic.Int32
+}
+
+func (b *fullGets) Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
+	b.gets.Add(1)
+	return b.Bucket.Get(ctx, key)
+}
+
+// TestCompact_PlansFromMetadata: a run over a compacted session with nothing to
+// merge reads the compacted segments' metadata frames only, never their entries.
+func TestCompact_PlansFromMetadata(t *testing.T) {
+	ctx := context.Background()
+	b := &fullGets{Bucket: membucket.New()}
+	s := newStore(t, b, transcript.Config{})
+	want := appendChain(t, s, ref, newWriter(t, "w"), "e", "", groupEntries)
+	_, err := s.Compact(ctx, ref, groupOpts(4, transcript.DeleteAtOnce))
+	require.NoError(t, err)
+	appendChain(t, s, ref, newWriter(t, "w2"), "f", want[len(want)-1], 2)
+
+	b.gets.Store(0)
+	res, err := s.Compact(ctx, ref, groupOpts(4, transcript.DeleteAtOnce))
+	require.NoError(t, err)
+	require.Empty(t, res.Compactions)
+	require.Zero(t, b.gets.Load(), "no compacted segment is fetched whole to plan")
+}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/transcriptstore/transcript/segment"
 )
 
@@ -32,19 +34,54 @@ func (s *Store) readInto(ctx context.Context, st *compactState, infos []SegmentI
 	return nil
 }
 
+// readMetasOf reads the metadata frames of the segments infos (ranged GETs, see
+// ReadMeta) and returns them as segments without entries, one per element. A frame
+// that fails verification, or names another checksum than the key, gives an error
+// wrapping ErrCompactInput.
+func (s *Store) readMetasOf(ctx context.Context, infos []SegmentInfo) ([]*segment.Segment, error) {
+	out := make([]*segment.Segment, len(infos))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.readLimit(len(infos)))
+	for i, in := range infos {
+		g.Go(func() error {
+			m, err := s.ReadMeta(gctx, in.Key)
+			switch {
+			case errors.Is(err, segment.ErrCorrupt), errors.Is(err, segment.ErrUnsupportedVersion):
+				return fmt.Errorf("%w: %w", ErrCompactInput, err)
+			case err != nil:
+				return err
+			case m.Checksum != in.Hash:
+				return fmt.Errorf("%w: read segment %s: %w: key names checksum %016x, metadata has %016x",
+					ErrCompactInput, in.Key, segment.ErrChecksum, in.Hash, m.Checksum)
+			}
+			out[i] = &segment.Segment{Meta: m}
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
 // checkContained verifies that segment in, superseded by out (a part of a group,
 // or a segment of its own), holds no entry that out's whole group lacks (byte for
 // byte), before in is marked or deleted on the word of out's metadata. in must have
-// been read (readInto). A group that is not whole (a part missing now) gives an
-// *IncompleteGroup error wrapping ErrCompactInput.
-func (s *Store) checkContained(st *compactState, in SegmentInfo, out string) error {
+// been read (readInto); the parts are read here when needed. A group that is not
+// whole (a part missing now) gives an *IncompleteGroup error wrapping
+// ErrCompactInput.
+func (s *Store) checkContained(ctx context.Context, st *compactState, in SegmentInfo, out string) error {
 	g := st.groupOf[out]
 	if g == nil || !st.wholeNow(out) {
 		return fmt.Errorf("%w: %s: %w", ErrCompactInput, in.Key, st.incomplete(out))
 	}
 	have := st.contents[g.id]
 	if have == nil {
-		have = groupEntries(g)
+		if err := s.readInto(ctx, st, g.parts); err != nil {
+			return err
+		}
+		parts := make([]*segment.Segment, len(g.parts))
+		for i, p := range g.parts {
+			parts[i] = st.segs[p.Key]
+		}
+		have = groupEntries(parts)
 		st.contents[g.id] = have
 	}
 	if pos := firstMissing(have, st.segs[in.Key]); pos >= 0 {
@@ -98,7 +135,7 @@ func UnheldInputs(infos []SegmentInfo, segs []*segment.Segment) []*UnheldInput {
 			continue
 		}
 		if sets[g.id] == nil {
-			sets[g.id] = groupEntries(g)
+			sets[g.id] = groupEntries(g.segs)
 		}
 		if pos := firstMissing(sets[g.id], segs[i]); pos >= 0 {
 			errs = append(errs, unheldError(out.Key, in.Key, segs[i].Entries[pos], pos))

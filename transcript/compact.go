@@ -79,6 +79,12 @@ type CompactOptions struct {
 // reports CompactResult.Contended. A segment that fails verification stops the
 // session with an error wrapping ErrCompactInput and changes nothing.
 func (s *Store) Compact(ctx context.Context, ref TranscriptRef, opts CompactOptions) (CompactResult, error) {
+	return s.compact(ctx, ref, opts, nil)
+}
+
+// compact is Compact, with the session's listing in hand when ls is not nil (its
+// first attempt then sends no LIST; a retry lists again).
+func (s *Store) compact(ctx context.Context, ref TranscriptRef, opts CompactOptions, ls *sessionListing) (CompactResult, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
 		return CompactResult{}, err
@@ -105,7 +111,8 @@ func (s *Store) Compact(ctx context.Context, ref TranscriptRef, opts CompactOpti
 		opts.TargetSegmentSize = segment.DefaultMaxSegmentSize
 	}
 	for attempt := 0; ; attempt++ {
-		res, err := s.compactOnce(ctx, ref, opts)
+		res, err := s.compactOnce(ctx, ref, opts, ls)
+		ls = nil
 		if errors.Is(err, ErrNotFound) {
 			// A listed segment or mark vanished: another job is compacting the
 			// session. Look again a little later; if it keeps changing, leave it to
@@ -207,11 +214,16 @@ func (st *compactState) unit(key string) string {
 	return key
 }
 
-func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts CompactOptions) (CompactResult, error) {
+func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts CompactOptions, listed *sessionListing) (CompactResult, error) {
 	res := CompactResult{Ref: ref}
-	ls, err := s.sessionObjects(ctx, ref)
-	if err != nil {
-		return res, err
+	var ls sessionListing
+	if listed != nil {
+		ls = *listed
+	} else {
+		var err error
+		if ls, err = s.sessionObjects(ctx, ref); err != nil {
+			return res, err
+		}
 	}
 	infos, markKeys, strict := ls.infos, ls.marks, ls.strict
 	res.Segments = len(infos)

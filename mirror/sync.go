@@ -20,7 +20,7 @@ type Sync struct {
 var _ Uploader = (*Sync)(nil)
 
 // Upload writes b.Entries as one segment of b.Ref, or several when they exceed
-// segment.DefaultMaxSegmentSize.
+// segment.DefaultTargetSegmentSize.
 func (s *Sync) Upload(ctx context.Context, b Batch) error {
 	if s.Store == nil || s.Writer == nil {
 		return errors.New("mirror: Sync needs a store and a writer")

@@ -166,8 +166,8 @@ func completeMeta(meta Meta) (Meta, int64, int64, error) {
 // checkPerEntry checks that Origins and Index, when given, hold one record per
 // entry (and Index the entry's length), and that version 1 carries neither.
 func checkPerEntry(m *Meta, entries [][]byte) error {
-	if m.Version < 2 && (m.Origins != nil || m.Index != nil) {
-		return fmt.Errorf("version %d has no origins or index: %w", m.Version, ErrInvalidMeta)
+	if m.Version < 2 && (m.Origins != nil || m.Index != nil || !m.Group.IsZero()) {
+		return fmt.Errorf("version %d has no origins, index or group: %w", m.Version, ErrInvalidMeta)
 	}
 	if m.Origins != nil && len(m.Origins) != len(entries) {
 		return fmt.Errorf("%d origins for %d entries: %w", len(m.Origins), len(entries), ErrInvalidMeta)

@@ -46,7 +46,8 @@ const MaxStringLen = 1<<16 - 1
 const (
 	flagOrigins = 1 << iota // a table of origin keys and one origin per entry
 	flagIndex               // one index record (length, id, parentId) per entry
-	knownFlags  = flagOrigins | flagIndex
+	flagGroup               // the segment is one part of a compaction's output group
+	knownFlags  = flagOrigins | flagIndex | flagGroup
 )
 
 // Layout of the metadata frame, version 1 (see FORMAT.md).

@@ -65,6 +65,24 @@ func goldenCases() []goldenCase {
 			},
 			entries: compacted,
 		},
+		// A part of a compaction output split into a group: the same inputs, a
+		// share of the entries, and the group's id, part number and part count.
+		{
+			name: "compacted-part-v2",
+			meta: segment.Meta{
+				WriterID: "compactor-0", Seq: 43, Level: 1,
+				FirstID: "c01", LastID: "c12",
+				MinTime: t0, MaxTime: t0.Add(time.Minute + 500*time.Millisecond),
+				Inputs: []string{
+					"L0/20250601T120000.000000000Z-replica-a-0000000000000001-0000000000000abc.jsonl.zst",
+					"L0/20250601T120100.000000000Z-replica-b-0000000000000001-0000000000000abd.jsonl.zst",
+				},
+				Origins: origins,
+				Index:   index,
+				Group:   segment.Group{ID: "compactor-0-000000000000002b", Part: 1, Parts: 3},
+			},
+			entries: compacted,
+		},
 		// Version 1 files, as older writers left them in buckets: still read, and
 		// still written when asked for (Meta.Version = Version1).
 		{
@@ -128,6 +146,7 @@ func TestGolden(t *testing.T) {
 			require.Equal(t, gc.meta.Inputs, seg.Meta.Inputs)
 			require.Equal(t, gc.meta.Origins, seg.Meta.Origins)
 			require.Equal(t, gc.meta.Index, seg.Meta.Index)
+			require.Equal(t, gc.meta.Group, seg.Meta.Group)
 			wantVersion := uint16(segment.FormatVersion)
 			if gc.meta.Version == segment.Version1 {
 				wantVersion = segment.Version1
@@ -193,6 +212,10 @@ func TestEncode_PerEntryRecords(t *testing.T) {
 		{"too few origins", segment.Meta{Origins: []segment.Origin{{}}}, false},
 		{"index length wrong", segment.Meta{Index: []segment.IndexEntry{{Len: 9, ID: "a"}, {Len: 25, ID: "b"}}}, false},
 		{"version 1 with origins", segment.Meta{Version: segment.Version1, Origins: []segment.Origin{{}, {}}}, false},
+		{"group part", segment.Meta{Group: segment.Group{ID: "g", Part: 1, Parts: 2}}, true},
+		{"group part out of range", segment.Meta{Group: segment.Group{ID: "g", Part: 2, Parts: 2}}, false},
+		{"group without id", segment.Meta{Group: segment.Group{Part: 0, Parts: 2}}, false},
+		{"version 1 with group", segment.Meta{Version: segment.Version1, Group: segment.Group{ID: "g", Parts: 1}}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

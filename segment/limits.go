@@ -53,3 +53,12 @@ func ClampTime(t time.Time) time.Time {
 	}
 	return t
 }
+
+// DefaultTargetSegmentSize is the size, in bytes of uncompressed JSONL, that
+// writers aim for when they split a large output (compaction, import, append, the
+// mirror): each segment they write holds at most this much, except that an entry
+// larger than it gets a segment of its own. Readers still accept segments up to
+// DefaultMaxSegmentSize, so segments written before this target existed stay
+// readable. Smaller segments bound a writer's and a reader's memory per segment
+// and let a large session be fetched in parallel.
+const DefaultTargetSegmentSize = 64 << 20 // 64 MiB

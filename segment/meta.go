@@ -53,6 +53,40 @@ type Meta struct {
 	// nil when the segment carries none. Encode requires one per entry, each
 	// Len equal to the entry's length.
 	Index []IndexEntry
+	// Group (version 2, optional) says that the segment is one part of a group:
+	// the output of one compaction, split into parts of bounded size. The zero
+	// Group means the segment stands alone.
+	Group Group
+}
+
+// Group identifies a compaction output split into several segments: every part
+// carries the group's ID, its own Part number (0 .. Parts-1) and the number of
+// Parts, and names the same inputs. The parts together hold the union of the
+// inputs; one part alone holds only its share, so a reader or compactor trusts a
+// group's claim over its inputs only when all Parts parts exist.
+type Group struct {
+	// ID names the group; unique per compaction.
+	ID string
+	// Part is this segment's position in the group, from 0.
+	Part uint32
+	// Parts is how many segments the group has; 0 means no group.
+	Parts uint32
+}
+
+// IsZero reports whether g names no group.
+func (g Group) IsZero() bool { return g == Group{} }
+
+// checkGroup checks that g is either zero or a valid part of a group.
+func checkGroup(g Group) error {
+	switch {
+	case g.IsZero():
+		return nil
+	case g.ID == "" || len(g.ID) > MaxStringLen:
+		return fmt.Errorf("group id of %d bytes (1..%d): %w", len(g.ID), MaxStringLen, ErrInvalidMeta)
+	case g.Parts == 0 || g.Part >= g.Parts:
+		return fmt.Errorf("group part %d of %d: %w", g.Part, g.Parts, ErrInvalidMeta)
+	}
+	return nil
 }
 
 // Origin locates the first stored copy of an entry: the key of a level-0
@@ -117,6 +151,12 @@ func extSize(m *Meta, keys []string) (int, error) {
 		if size > MaxMetaSize {
 			break
 		}
+	}
+	if !m.Group.IsZero() {
+		if err := checkGroup(m.Group); err != nil {
+			return 0, err
+		}
+		size += 2 + len(m.Group.ID) + 4 + 4
 	}
 	return size, nil
 }
@@ -215,6 +255,9 @@ func putMeta(frame []byte, m *Meta, minNS, maxNS int64) {
 		if m.Index != nil {
 			flags |= flagIndex
 		}
+		if !m.Group.IsZero() {
+			flags |= flagGroup
+		}
 		p[i] = flags
 		i++
 		if m.Origins != nil {
@@ -235,6 +278,12 @@ func putMeta(frame []byte, m *Meta, minNS, maxNS int64) {
 			i += 4
 			put(ie.ID)
 			put(ie.ParentID)
+		}
+		if !m.Group.IsZero() {
+			put(m.Group.ID)
+			le.PutUint32(p[i:], m.Group.Part)
+			le.PutUint32(p[i+4:], m.Group.Parts)
+			i += 8
 		}
 	}
 	sumAt := len(frame) - metaChecksumSize
@@ -412,6 +461,20 @@ func parseExt(m *Meta, body []byte, i int) (int, error) {
 		}
 		if total != m.RawLen {
 			return bad(i, "index lengths add up to %d, raw length is %d", total, m.RawLen)
+		}
+	}
+	if flags&flagGroup != 0 {
+		id, err := sub(body, &i, "group id")
+		if err != nil {
+			return 0, err
+		}
+		if len(body)-i < 8 {
+			return bad(i, "group part overruns metadata")
+		}
+		m.Group = Group{ID: id, Part: le.Uint32(body[i:]), Parts: le.Uint32(body[i+4:])}
+		i += 8
+		if checkGroup(m.Group) != nil || m.Group.IsZero() {
+			return bad(i-8, "group %q part %d of %d", id, m.Group.Part, m.Group.Parts)
 		}
 	}
 	return i, nil

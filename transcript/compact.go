@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/transcriptstore/transcript/segment"
@@ -47,16 +48,28 @@ type CompactOptions struct {
 	OlderThan time.Duration
 	// Writer names the compacted segments (default: NewRandomWriter).
 	Writer *Writer
+	// TargetSegmentSize bounds the JSONL of each segment Compact writes (default
+	// segment.DefaultTargetSegmentSize, at most segment.DefaultMaxSegmentSize): a
+	// merged output above it is written as a group of parts of one level (an
+	// entry larger than it makes a part of its own).
+	TargetSegmentSize int64
 }
 
 // Compact merges the segments of ref level by level: a level with at least
-// MinSegments segments that no other segment supersedes becomes one segment of the
-// next level holding their union (deduplicated, in merge order, conflicting versions
-// of an id kept after the chosen one) and naming them as its inputs. Only after that
-// segment is stored are the inputs marked for deletion; an input is deleted once its
-// mark object is DeleteDelay old on the bucket's clock and a segment that exists now
-// and supersedes it holds every one of its entries, byte for byte (checked before the
-// delete, whoever wrote the mark or the superseding segment).
+// MinSegments units that no other segment supersedes (a unit is a segment, or all
+// the parts of one output group) becomes the next level, holding their union
+// (deduplicated, in merge order, conflicting versions of an id kept after the
+// chosen one) and naming them as its inputs: one segment, or a group of parts of
+// at most TargetSegmentSize each, every part naming all the inputs. Only after the
+// whole output is stored are the inputs marked for deletion; an input is deleted
+// once its mark object is DeleteDelay old on the bucket's clock and the output that
+// supersedes it exists now, whole (every part of its group listed and verified),
+// and holds every one of its entries, byte for byte (checked before the delete,
+// whoever wrote the mark or the superseding segments).
+//
+// A group that is not whole (a run that stopped between two part PUTs) supersedes
+// nothing: the next run compacts its inputs again into a new group, and the parts
+// left over are ordinary segments of their level, merged at the next level.
 //
 // Compact never touches a segment it did not read: a segment written while it runs is
 // neither an input nor marked. It is idempotent and resumable: run again after a crash
@@ -66,6 +79,12 @@ type CompactOptions struct {
 // reports CompactResult.Contended. A segment that fails verification stops the
 // session with an error wrapping ErrCompactInput and changes nothing.
 func (s *Store) Compact(ctx context.Context, ref TranscriptRef, opts CompactOptions) (CompactResult, error) {
+	return s.compact(ctx, ref, opts, nil)
+}
+
+// compact is Compact, with the session's listing in hand when ls is not nil (its
+// first attempt then sends no LIST; a retry lists again).
+func (s *Store) compact(ctx context.Context, ref TranscriptRef, opts CompactOptions, ls *sessionListing) (CompactResult, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
 		return CompactResult{}, err
@@ -85,8 +104,15 @@ func (s *Store) Compact(ctx context.Context, ref TranscriptRef, opts CompactOpti
 	if opts.Writer == nil {
 		opts.Writer = NewRandomWriter()
 	}
+	switch {
+	case opts.TargetSegmentSize <= 0:
+		opts.TargetSegmentSize = segment.DefaultTargetSegmentSize
+	case opts.TargetSegmentSize > segment.DefaultMaxSegmentSize:
+		opts.TargetSegmentSize = segment.DefaultMaxSegmentSize
+	}
 	for attempt := 0; ; attempt++ {
-		res, err := s.compactOnce(ctx, ref, opts)
+		res, err := s.compactOnce(ctx, ref, opts, ls)
+		ls = nil
 		if errors.Is(err, ErrNotFound) {
 			// A listed segment or mark vanished: another job is compacting the
 			// session. Look again a little later; if it keeps changing, leave it to
@@ -122,11 +148,14 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // compactState is one session's listing with what Compact learned about it.
 type compactState struct {
+	ref   TranscriptRef
 	infos []SegmentInfo
 	segs  map[string]*segment.Segment // decoded segments by key
-	// contents holds the raw entries of compacted segments, by key, once
+	// contents holds the raw entries of output groups, by group id, once
 	// checkContained needed them.
-	contents map[string]map[string]bool
+	contents map[string]entrySet
+	// groupOf maps the key of every compacted segment to its output group.
+	groupOf map[string]*segGroup
 	// sup holds the segments that supersede others (see superseders).
 	sup     map[string]SegmentInfo
 	present map[string]SegmentInfo
@@ -143,11 +172,58 @@ func (st *compactState) supersededBy(key string) (string, bool) {
 	return by.Key, ok
 }
 
-func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts CompactOptions) (CompactResult, error) {
+// wholeNow reports whether the output group of the compacted segment out is whole
+// and every part of it is still present (none deleted by this run).
+func (st *compactState) wholeNow(out string) bool {
+	g := st.groupOf[out]
+	if g == nil || !g.whole() {
+		return false
+	}
+	for _, p := range g.parts {
+		if _, ok := st.present[p.Key]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// incomplete describes the group of out when it is not whole now.
+func (st *compactState) incomplete(out string) *IncompleteGroup {
+	ig := &IncompleteGroup{Group: out}
+	g := st.groupOf[out]
+	if g == nil {
+		return ig
+	}
+	ig.Group, ig.Level, ig.Parts, ig.Broken = strings.TrimPrefix(g.id, "g:"), g.level, len(g.parts), g.broken
+	for i, p := range g.parts {
+		if _, ok := st.present[p.Key]; ok && p.Key != "" {
+			ig.Present = append(ig.Present, p.Key)
+		} else {
+			ig.Missing = append(ig.Missing, i)
+		}
+	}
+	return ig
+}
+
+// unit returns what a segment counts as toward MinSegments: its output group, or
+// itself.
+func (st *compactState) unit(key string) string {
+	if g := st.groupOf[key]; g != nil {
+		return g.id
+	}
+	return key
+}
+
+func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts CompactOptions, listed *sessionListing) (CompactResult, error) {
 	res := CompactResult{Ref: ref}
-	ls, err := s.sessionObjects(ctx, ref)
-	if err != nil {
-		return res, err
+	var ls sessionListing
+	if listed != nil {
+		ls = *listed
+	} else {
+		var err error
+		if ls, err = s.sessionObjects(ctx, ref); err != nil {
+			return res, err
+		}
 	}
 	infos, markKeys, strict := ls.infos, ls.marks, ls.strict
 	res.Segments = len(infos)
@@ -165,26 +241,32 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		res.SkippedStrict = true
 		return res, nil
 	}
-	st := &compactState{infos: infos, segs: map[string]*segment.Segment{}, present: map[string]SegmentInfo{},
-		contents: map[string]map[string]bool{}}
+	st := &compactState{ref: ref, infos: infos, segs: map[string]*segment.Segment{}, present: map[string]SegmentInfo{},
+		contents: map[string]entrySet{}, groupOf: map[string]*segGroup{}}
 	for _, in := range infos {
 		st.present[in.Key] = in
 	}
-	// Read every compacted segment: their inputs are superseded.
+	// Plan from the metadata frames of the compacted segments (their inputs and
+	// groups), read with ranged GETs: their entries are fetched only when a check
+	// or a merge needs them.
 	var upper []SegmentInfo
 	for _, in := range infos {
 		if in.Level > 0 {
 			upper = append(upper, in)
 		}
 	}
-	if err := s.readInto(ctx, st, upper); err != nil {
+	upperSegs, err := s.readMetasOf(ctx, upper)
+	if err != nil {
 		return res, err
 	}
-	upperSegs := make([]*segment.Segment, len(upper))
-	for i, in := range upper {
-		upperSegs[i] = st.segs[in.Key]
-	}
 	st.sup = superseders(upper, upperSegs)
+	for _, g := range groupsOf(upper, upperSegs) {
+		for _, p := range g.parts {
+			if p.Key != "" {
+				st.groupOf[p.Key] = g
+			}
+		}
+	}
 	marks, err := s.readMarks(ctx, ref, markKeys)
 	if err != nil {
 		return res, err
@@ -209,7 +291,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	var outs []string
 	for _, in := range resume {
 		out, _ := st.supersededBy(in.Key)
-		if err := s.checkContained(st, in, out); err != nil {
+		if err := s.checkContained(ctx, st, in, out); err != nil {
 			return res, err
 		}
 		if unmarked[out] == nil {
@@ -219,7 +301,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	}
 	for _, out := range outs {
 		if !opts.DryRun {
-			m, err := s.putMark(ctx, ref, out, unmarked[out])
+			m, err := s.scheduleDelete(ctx, ref, out, unmarked[out], opts)
 			if err != nil {
 				return res, err
 			}
@@ -231,17 +313,19 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	// counts toward the next level.
 	for level := 0; level < 255; level++ {
 		var live []SegmentInfo
+		units := map[string]bool{}
 		maxLevel := 0
 		for _, in := range st.infos {
 			maxLevel = max(maxLevel, in.Level)
 			if _, sup := st.supersededBy(in.Key); in.Level == level && !sup {
 				live = append(live, in)
+				units[st.unit(in.Key)] = true
 			}
 		}
 		if level > maxLevel {
 			break
 		}
-		if len(live) < opts.MinSegments {
+		if len(units) < opts.MinSegments {
 			continue
 		}
 		c, err := s.compactLevel(ctx, ref, st, live, opts)
@@ -256,7 +340,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		for i, in := range live {
 			inputs[i] = in.Key
 		}
-		m, err := s.putMark(ctx, ref, c.Output.Key, inputs)
+		m, err := s.scheduleDelete(ctx, ref, c.Output.Key, inputs, opts)
 		if err != nil {
 			return res, err
 		}

@@ -39,6 +39,9 @@ type deletionMark struct {
 	// fresh marks a mark this run wrote: it is never due in the same run unless
 	// the delete delay is zero.
 	fresh bool
+	// unstored marks a schedule with no mark object (see scheduleDelete): collect
+	// stores it only if it must keep one of the inputs.
+	unstored bool
 }
 
 // markKey returns the key of the deletion mark of the inputs of the compacted
@@ -114,6 +117,21 @@ func (s *Store) readMark(ctx context.Context, oi bucket.ObjectInfo) (deletionMar
 	return m, nil
 }
 
+// scheduleDelete schedules the deletion of inputs, superseded by out. With a delete
+// delay it stores their mark (putMark). Without one, collect deletes them in this
+// same run, so the mark object would be written and deleted again at once: the
+// schedule stays in memory, and collect stores it only if an input must be kept
+// (its superseder lacks an entry of it). Nothing is lost by a crash before the
+// deletes: the next run finds the inputs superseded and unmarked and schedules them
+// again, after the same containment check.
+func (s *Store) scheduleDelete(ctx context.Context, ref TranscriptRef, out string, inputs []string, opts CompactOptions) (deletionMark, error) {
+	if opts.DeleteDelay > 0 {
+		return s.putMark(ctx, ref, out, inputs)
+	}
+	return deletionMark{SupersededBy: out, Inputs: inputs, MarkedAt: s.cfg.Now().UTC(), key: s.markKey(ref, out),
+		fresh: true, unstored: true}, nil
+}
+
 // putMark stores the deletion mark of inputs, superseded by out. A mark for out
 // already there (another job's) is kept as it is, with its own age.
 func (s *Store) putMark(ctx context.Context, ref TranscriptRef, out string, inputs []string) (deletionMark, error) {
@@ -166,10 +184,9 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 		for _, k := range m.Inputs {
 			_, present := st.present[k]
 			out, superseded := st.supersededBy(k)
-			_, outPresent := st.present[out]
 			switch {
 			case !present || counted[k]:
-			case !superseded || !outPresent:
+			case !superseded || !st.wholeNow(out):
 				res.StaleMarks++
 			case opts.DeleteDelay > 0 && (m.fresh || now.Sub(m.MarkedAt) < opts.DeleteDelay):
 				res.Pending++
@@ -199,7 +216,14 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 		for _, k := range due {
 			delete(st.present, k)
 		}
-		if !waiting {
+		switch {
+		case m.unstored && waiting:
+			// Kept inputs keep their mark: it is the operator's lead.
+			if _, err := s.putMark(ctx, st.ref, m.SupersededBy, m.Inputs); err != nil {
+				return err
+			}
+		case m.unstored:
+		case !waiting:
 			if err := s.cfg.Bucket.Delete(ctx, m.key); err != nil {
 				return fmt.Errorf("delete deletion mark %s: %w", m.key, err)
 			}
@@ -236,7 +260,10 @@ func (s *Store) verifiedDue(ctx context.Context, st *compactState, keys []string
 			continue // corrupt, reported above
 		}
 		out, _ := st.supersededBy(k)
-		if err := s.checkContained(st, st.present[k], out); err != nil {
+		if err := s.checkContained(ctx, st, st.present[k], out); err != nil {
+			if !errors.Is(err, ErrCompactInput) {
+				return nil, err
+			}
 			errs = append(errs, err)
 			continue
 		}

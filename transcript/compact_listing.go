@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -37,24 +39,7 @@ func (s *Store) sessionObjects(ctx context.Context, ref TranscriptRef) (sessionL
 	sp := sessionPrefix(s.cfg.Prefix, ref)
 	var ls sessionListing
 	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sp}, func(oi bucket.ObjectInfo) error {
-		rel := strings.TrimPrefix(oi.Key, sp)
-		switch {
-		case rel == HeadName:
-			ls.strict = true
-		case isMarkName(rel):
-			ls.marks = append(ls.marks, oi)
-		default:
-			info, err := ParseKey(s.cfg.Prefix, oi.Key)
-			if err != nil {
-				ls.stray = append(ls.stray, oi.Key)
-				return nil
-			}
-			info.Size = oi.Size
-			ls.infos = append(ls.infos, info)
-			if oi.ModTime.After(ls.newest) {
-				ls.newest = oi.ModTime
-			}
-		}
+		s.addListed(&ls, sp, oi)
 		return nil
 	})
 	if err != nil {
@@ -62,4 +47,112 @@ func (s *Store) sessionObjects(ctx context.Context, ref TranscriptRef) (sessionL
 	}
 	s.observe(ref, ls.infos)
 	return ls, nil
+}
+
+// addListed adds oi, listed under the session prefix sp, to ls.
+func (s *Store) addListed(ls *sessionListing, sp string, oi bucket.ObjectInfo) {
+	rel := strings.TrimPrefix(oi.Key, sp)
+	switch {
+	case rel == HeadName:
+		ls.strict = true
+	case isMarkName(rel):
+		ls.marks = append(ls.marks, oi)
+	default:
+		info, err := ParseKey(s.cfg.Prefix, oi.Key)
+		if err != nil {
+			ls.stray = append(ls.stray, oi.Key)
+			return
+		}
+		info.Size = oi.Size
+		ls.infos = append(ls.infos, info)
+		if oi.ModTime.After(ls.newest) {
+			ls.newest = oi.ModTime
+		}
+	}
+}
+
+// CompactAll runs Compact on every session of agent in namespace (every agent of
+// the namespace when agent is "") that keep (nil: every one) selects, parallel
+// sessions at a time, and calls done with each result, from several goroutines at
+// once. One recursive listing finds the sessions and their segments and marks:
+// compactions start while the listing goes on, and a session's first attempt sends
+// no LIST of its own (a retry after contention lists it again). Sessions without a
+// segment are not visited. An error of one session goes to done and does not stop
+// the others; CompactAll returns an error only when the listing fails or ctx ends.
+func (s *Store) CompactAll(ctx context.Context, namespace, agent string, parallel int, opts CompactOptions,
+	keep func(TranscriptRef) bool, done func(TranscriptRef, CompactResult, error)) error {
+	probe := TranscriptRef{Namespace: namespace, AgentID: agent, SessionID: "x"}
+	if agent == "" {
+		probe.AgentID = "x"
+	}
+	ref, visible, err := s.checkRef(probe)
+	if err != nil || !visible {
+		return err
+	}
+	prefix := keyPrefix(s.cfg.Prefix, ref.Namespace)
+	type listed struct {
+		ref TranscriptRef
+		ls  sessionListing
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	work := make(chan listed)
+	g.Go(func() error {
+		defer close(work)
+		var cur *listed
+		var sp string
+		flush := func() error {
+			if cur == nil || len(cur.ls.infos) == 0 || (keep != nil && !keep(cur.ref)) {
+				return nil
+			}
+			s.observe(cur.ref, cur.ls.infos)
+			select {
+			case work <- *cur:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		lp := prefix
+		if agent != "" {
+			lp = keyPrefix(s.cfg.Prefix, ref.Namespace, ref.AgentID)
+		}
+		err := s.cfg.Bucket.List(gctx, bucket.ListOptions{Prefix: lp}, func(oi bucket.ObjectInfo) error {
+			// {agent}/{session}/...: the keys of one session are contiguous.
+			parts := strings.SplitN(strings.TrimPrefix(oi.Key, prefix), "/", 3)
+			if len(parts) < 3 {
+				return nil
+			}
+			if cur == nil || parts[0] != cur.ref.AgentID || parts[1] != cur.ref.SessionID {
+				if err := flush(); err != nil {
+					return err
+				}
+				cur = &listed{ref: TranscriptRef{Namespace: ref.Namespace, AgentID: parts[0], SessionID: parts[1]}}
+				sp = prefix + parts[0] + "/" + parts[1] + "/"
+				if cur.ref.Validate() != nil {
+					cur.ref.AgentID = "" // not a session: its keys are skipped
+				}
+			}
+			if cur.ref.AgentID != "" {
+				s.addListed(&cur.ls, sp, oi)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("list sessions under %s: %w", lp, err)
+		}
+		return flush()
+	})
+	for range max(1, parallel) {
+		g.Go(func() error {
+			for l := range work {
+				if gctx.Err() != nil {
+					return gctx.Err()
+				}
+				res, err := s.compact(gctx, l.ref, opts, &l.ls)
+				done(l.ref, res, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/transcriptstore/transcript/segment"
 )
 
@@ -32,14 +34,55 @@ func (s *Store) readInto(ctx context.Context, st *compactState, infos []SegmentI
 	return nil
 }
 
-// checkContained verifies that segment in, superseded by out, holds no entry that
-// out lacks (byte for byte), before in is marked or deleted on the word of out's
-// metadata. in must have been read (readInto).
-func (s *Store) checkContained(st *compactState, in SegmentInfo, out string) error {
-	have := st.contents[out]
+// readMetasOf reads the metadata frames of the segments infos (ranged GETs, see
+// ReadMeta) and returns them as segments without entries, one per element. A frame
+// that fails verification, or names another checksum than the key, gives an error
+// wrapping ErrCompactInput.
+func (s *Store) readMetasOf(ctx context.Context, infos []SegmentInfo) ([]*segment.Segment, error) {
+	out := make([]*segment.Segment, len(infos))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.readLimit(len(infos)))
+	for i, in := range infos {
+		g.Go(func() error {
+			m, err := s.ReadMeta(gctx, in.Key)
+			switch {
+			case errors.Is(err, segment.ErrCorrupt), errors.Is(err, segment.ErrUnsupportedVersion):
+				return fmt.Errorf("%w: %w", ErrCompactInput, err)
+			case err != nil:
+				return err
+			case m.Checksum != in.Hash:
+				return fmt.Errorf("%w: read segment %s: %w: key names checksum %016x, metadata has %016x",
+					ErrCompactInput, in.Key, segment.ErrChecksum, in.Hash, m.Checksum)
+			}
+			out[i] = &segment.Segment{Meta: m}
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+// checkContained verifies that segment in, superseded by out (a part of a group,
+// or a segment of its own), holds no entry that out's whole group lacks (byte for
+// byte), before in is marked or deleted on the word of out's metadata. in must have
+// been read (readInto); the parts are read here when needed. A group that is not
+// whole (a part missing now) gives an *IncompleteGroup error wrapping
+// ErrCompactInput.
+func (s *Store) checkContained(ctx context.Context, st *compactState, in SegmentInfo, out string) error {
+	g := st.groupOf[out]
+	if g == nil || !st.wholeNow(out) {
+		return fmt.Errorf("%w: %s: %w", ErrCompactInput, in.Key, st.incomplete(out))
+	}
+	have := st.contents[g.id]
 	if have == nil {
-		have = entrySet(st.segs[out])
-		st.contents[out] = have
+		if err := s.readInto(ctx, st, g.parts); err != nil {
+			return err
+		}
+		parts := make([]*segment.Segment, len(g.parts))
+		for i, p := range g.parts {
+			parts[i] = st.segs[p.Key]
+		}
+		have = groupEntries(parts)
+		st.contents[g.id] = have
 	}
 	if pos := firstMissing(have, st.segs[in.Key]); pos >= 0 {
 		return unheldError(out, in.Key, st.segs[in.Key].Entries[pos], pos)
@@ -47,20 +90,11 @@ func (s *Store) checkContained(st *compactState, in SegmentInfo, out string) err
 	return nil
 }
 
-// entrySet returns the raw entries of seg as a set.
-func entrySet(seg *segment.Segment) map[string]bool {
-	have := make(map[string]bool, len(seg.Entries))
-	for _, raw := range seg.Entries {
-		have[string(raw)] = true
-	}
-	return have
-}
-
 // firstMissing returns the position of the first entry of in that is not in have,
 // or -1.
-func firstMissing(have map[string]bool, in *segment.Segment) int {
+func firstMissing(have entrySet, in *segment.Segment) int {
 	for pos, raw := range in.Entries {
-		if !have[string(raw)] {
+		if !have.has(raw) {
 			return pos
 		}
 	}
@@ -79,33 +113,41 @@ func unheldError(out, in string, raw []byte, pos int) *UnheldInput {
 
 // UnheldInputs checks the claims of the compacted segments among segs (decoded, one
 // per element of infos, nil for one that could not be read): for every segment that
-// one of them supersedes (see superseders) and that was read, it returns an error
-// (an *UnheldInput, naming both keys) if the superseder lacks an entry of it.
-// Readers keep reading such inputs while they exist, and Compact never deletes them.
+// a whole group of them supersedes (see superseders) and that was read, it returns
+// an error (an *UnheldInput, naming the claiming part and the input) if the group's
+// parts together lack an entry of it. Readers keep reading such inputs while they
+// exist, and Compact never deletes them. Groups that are not whole claim nothing
+// (see IncompleteGroups).
 func UnheldInputs(infos []SegmentInfo, segs []*segment.Segment) []*UnheldInput {
 	sup := superseders(infos, segs)
-	byKey := make(map[string]*segment.Segment, len(infos))
-	for i, in := range infos {
-		byKey[in.Key] = segs[i]
+	groupOf := map[string]*segGroup{}
+	for _, g := range groupsOf(infos, segs) {
+		for _, p := range g.parts {
+			groupOf[p.Key] = g
+		}
 	}
-	sets := map[string]map[string]bool{}
+	sets := map[string]entrySet{}
 	var errs []*UnheldInput
 	for i, in := range infos {
 		out, ok := supersededIn(sup, in)
-		if !ok || segs[i] == nil || byKey[out.Key] == nil {
+		g := groupOf[out.Key]
+		if !ok || segs[i] == nil || g == nil {
 			continue
 		}
-		if sets[out.Key] == nil {
-			sets[out.Key] = entrySet(byKey[out.Key])
+		if sets[g.id] == nil {
+			sets[g.id] = groupEntries(g.segs)
 		}
-		if pos := firstMissing(sets[out.Key], segs[i]); pos >= 0 {
+		if pos := firstMissing(sets[g.id], segs[i]); pos >= 0 {
 			errs = append(errs, unheldError(out.Key, in.Key, segs[i].Entries[pos], pos))
 		}
 	}
 	return errs
 }
 
-// compactLevel merges live (segments of one level) into one segment of the next.
+// compactLevel merges live (segments of one level) into the next level: one
+// segment, or, when the merged entries exceed opts.TargetSegmentSize, a group of
+// parts (in merge order) that each name every input. Parts are encoded and stored
+// one at a time, so only one part's encoded bytes are held at once.
 func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compactState, live []SegmentInfo, opts CompactOptions) (Compaction, error) {
 	c := Compaction{Level: live[0].Level, Inputs: live}
 	for _, in := range live {
@@ -131,29 +173,59 @@ func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compact
 		entries[i] = e.Raw
 		origins[i] = segment.Origin{Key: e.Origin.Key, Pos: uint32(e.Origin.Pos)}
 	}
+	m, all = nil, nil
 	c.Entries = len(entries)
 	inputs := make([]string, len(live))
 	for i, in := range live {
 		inputs[i] = sessionRelKey(in.Key)
 	}
-	obj, err := s.prepare(ref, entries, opts.Writer, c.Level+1, inputs, origins)
-	if err != nil {
-		return c, fmt.Errorf("%w: %w", ErrCompactInput, err)
+	runs := SplitBatch(entries, opts.TargetSegmentSize)
+	var group segment.Group
+	if len(runs) > 1 {
+		id, err := newGroupID(opts.Writer)
+		if err != nil {
+			return c, err
+		}
+		group = segment.Group{ID: id, Parts: uint32(len(runs))}
 	}
-	c.BytesOut = int64(len(obj.Data))
+	g := &segGroup{level: c.Level + 1, parts: make([]SegmentInfo, len(runs)),
+		segs: make([]*segment.Segment, len(runs)), inputs: inputs}
+	off := 0
+	for i, run := range runs {
+		if !group.IsZero() {
+			group.Part = uint32(i)
+		}
+		obj, err := s.prepare(ref, run, opts.Writer, c.Level+1, inputs, origins[off:off+len(run)], group)
+		if err != nil {
+			return c, fmt.Errorf("%w: %w", ErrCompactInput, err)
+		}
+		off += len(run)
+		c.BytesOut += int64(len(obj.Data))
+		if opts.DryRun {
+			continue
+		}
+		if err := s.PutSegment(ctx, obj.Info.Key, obj.Data); err != nil {
+			if len(runs) > 1 {
+				err = fmt.Errorf("part %d of %d: %w", i+1, len(runs), err)
+			}
+			return c, err
+		}
+		c.Outputs = append(c.Outputs, obj.Info)
+		g.parts[i], g.segs[i] = obj.Info, &segment.Segment{Meta: obj.Meta, Entries: run}
+	}
 	if opts.DryRun {
 		return c, nil
 	}
-	if err := s.PutSegment(ctx, obj.Info.Key, obj.Data); err != nil {
-		return c, err
+	c.Output = c.Outputs[0]
+	g.id, _, _ = groupID(g.parts[0], g.segs[0])
+	for i, p := range g.parts {
+		st.segs[p.Key] = g.segs[i]
+		st.infos = append(st.infos, p)
+		st.present[p.Key] = p
+		st.groupOf[p.Key] = g
 	}
-	c.Output = obj.Info
-	seg := &segment.Segment{Meta: obj.Meta, Entries: entries}
-	st.segs[obj.Info.Key] = seg
-	st.infos = append(st.infos, obj.Info)
-	st.present[obj.Info.Key] = obj.Info
 	for _, in := range live {
-		st.sup[sessionRelKey(in.Key)] = obj.Info
+		st.sup[sessionRelKey(in.Key)] = c.Output
 	}
 	return c, nil
 }

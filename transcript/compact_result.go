@@ -4,14 +4,19 @@ import (
 	"fmt"
 )
 
-// Compaction is one merge of a level's segments into one segment of the next level.
+// Compaction is one merge of a level's segments into the next level: one segment,
+// or a group of parts when the merged entries exceed the target segment size.
 type Compaction struct {
 	// Level is the level of the inputs; the output is Level+1.
 	Level int
 	// Inputs are the merged segments, in key order.
 	Inputs []SegmentInfo
-	// Output is the written segment (zero in a dry run).
+	// Output is the written segment, or the first part of the written group (zero
+	// in a dry run).
 	Output SegmentInfo
+	// Outputs lists every written segment: Output alone, or the group's parts in
+	// part order (nil in a dry run).
+	Outputs []SegmentInfo
 	// Entries is how many entries the output holds.
 	Entries int
 	// BytesIn and BytesOut are the stored sizes of inputs and output.
@@ -25,8 +30,10 @@ type CompactResult struct {
 	Segments int
 	// Compactions lists the merges, lowest level first.
 	Compactions []Compaction
-	// Marked counts deletion marks written (for this run's inputs and for inputs of
-	// an earlier run that stopped before marking them).
+	// Marked counts inputs scheduled for deletion (this run's inputs and inputs of
+	// an earlier run that stopped before marking them); with a delete delay each
+	// compaction's are recorded in one mark object, without one they are deleted in
+	// the same run and no mark object is written.
 	Marked int
 	// Deleted counts superseded segments deleted because their mark was due.
 	Deleted int
@@ -59,8 +66,15 @@ func (r *CompactResult) SegmentsIn() int {
 	return n
 }
 
-// SegmentsOut returns how many compacted segments were written (or planned).
-func (r *CompactResult) SegmentsOut() int { return len(r.Compactions) }
+// SegmentsOut returns how many compacted segments were written (in a dry run: how
+// many compactions were planned).
+func (r *CompactResult) SegmentsOut() int {
+	n := 0
+	for _, c := range r.Compactions {
+		n += max(len(c.Outputs), 1)
+	}
+	return n
+}
 
 // BytesIn returns the stored bytes of every input; BytesOut those of every output.
 func (r *CompactResult) BytesIn() int64 {

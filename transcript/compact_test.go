@@ -269,7 +269,7 @@ func TestCompact_ResumesAfterCrashBeforeMarks(t *testing.T) {
 	s := newStore(t, fb, transcript.Config{})
 	want := appendChain(t, s, ref, newWriter(t, "w"), "e", "", 8)
 	fb.failing.Store(true)
-	_, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
+	_, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: time.Hour})
 	require.ErrorIs(t, err, errInjected)
 	require.Equal(t, map[int]int{0: 8, 1: 1}, levels(t, s, ref), "output written, inputs unmarked")
 
@@ -279,6 +279,27 @@ func TestCompact_ResumesAfterCrashBeforeMarks(t *testing.T) {
 	require.Empty(t, res.Compactions, "the output already there is reused, not written again")
 	require.Equal(t, 8, res.Marked)
 	require.Equal(t, 8, res.Deleted)
+	got, err := s.ReadAll(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, want, ids(got))
+}
+
+// TestCompact_DeleteAtOnceStoresNoMark: without a delete delay the inputs are
+// deleted in the run that supersedes them, so no mark object is written (or
+// deleted): marks would be refused here, and the run still succeeds.
+func TestCompact_DeleteAtOnceStoresNoMark(t *testing.T) {
+	ctx := context.Background()
+	fb := &failingMarks{Bucket: membucket.New()}
+	s := newStore(t, fb, transcript.Config{})
+	want := appendChain(t, s, ref, newWriter(t, "w"), "e", "", 8)
+	fb.failing.Store(true)
+	res, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
+	require.NoError(t, err)
+	require.Equal(t, 8, res.Marked, "scheduled")
+	require.Equal(t, 8, res.Deleted)
+	for _, k := range allKeys(t, fb) {
+		require.NotContains(t, k, "/gc/")
+	}
 	got, err := s.ReadAll(ctx, ref)
 	require.NoError(t, err)
 	require.Equal(t, want, ids(got))
@@ -528,7 +549,7 @@ func TestCompact_ResumeKeepsConflictingVersions(t *testing.T) {
 		require.NoError(t, err)
 	}
 	fb.failing.Store(true)
-	_, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
+	_, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: time.Hour})
 	require.ErrorIs(t, err, errInjected)
 	fb.failing.Store(false)
 	res, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})

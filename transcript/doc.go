@@ -68,10 +68,16 @@
 //
 // # Compaction and garbage collection
 //
-// Compact merges a level's segments into one segment of the next level that names
-// them as its inputs, marks the inputs for deletion (one mark object per compaction
-// under the session's gc/ prefix) and deletes marked inputs once their delete delay
-// has passed and a superseding segment is verified to hold all their entries.
+// Compact merges a level's segments into the next level, naming them as its inputs:
+// one segment, or, when the merged JSONL exceeds the target segment size
+// (segment.DefaultTargetSegmentSize, 64 MiB), a group of parts of one level, each
+// naming every input and its place in the group (segment.Group). It marks the inputs
+// for deletion (one mark object per compaction under the session's gc/ prefix) and
+// deletes marked inputs once their delete delay has passed and the superseding output
+// is verified, right then, to be whole (every part of its group exists and decodes)
+// and to hold all their entries. A group that is not whole claims nothing: readers
+// and the compactor treat its inputs as unsuperseded, and the parts of one whole group
+// count as one segment toward the next compaction.
 // cmd/transcript-compact runs it over a whole bucket.
 //
 // DESIGN.md at the repository root explains the design and the order rules;

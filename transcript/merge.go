@@ -245,11 +245,13 @@ func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt b
 // superseders maps the session-relative key (sessionRelKey) of every segment that a
 // decoded segment names as an input to the segment naming it; of several, the
 // highest level wins, then the first in key order. Only compacted segments (level
-// above 0) count: a level-0 segment naming inputs is not what Compact writes.
+// above 0) count: a level-0 segment naming inputs is not what Compact writes; and
+// of a compaction written as a group of parts, only a whole group (see groupsOf).
 func superseders(infos []SegmentInfo, segs []*segment.Segment) map[string]SegmentInfo {
 	sup := map[string]SegmentInfo{}
+	whole := wholeParts(infos, segs)
 	for i, seg := range segs {
-		if seg == nil || infos[i].Level == 0 {
+		if seg == nil || infos[i].Level == 0 || !whole[i] {
 			continue
 		}
 		for _, in := range seg.Meta.Inputs {

@@ -9,12 +9,12 @@ import (
 
 // SplitBatch cuts entries, in order, into runs whose segments stay within maxBytes
 // of JSONL (each entry and its newline); maxBytes <= 0 means
-// segment.DefaultMaxSegmentSize. An entry larger than maxBytes gets a run of its
+// segment.DefaultTargetSegmentSize. An entry larger than maxBytes gets a run of its
 // own (the encoder then refuses it, naming the limit). The runs share entries'
 // backing arrays.
 func SplitBatch(entries [][]byte, maxBytes int64) [][][]byte {
 	if maxBytes <= 0 {
-		maxBytes = segment.DefaultMaxSegmentSize
+		maxBytes = segment.DefaultTargetSegmentSize
 	}
 	var runs [][][]byte
 	start, size := 0, int64(0)
@@ -33,7 +33,7 @@ func SplitBatch(entries [][]byte, maxBytes int64) [][][]byte {
 }
 
 // PrepareSegments validates and encodes entries as one or more level-0 segments of
-// ref, in order, each within segment.DefaultMaxSegmentSize, so that a batch of any
+// ref, in order, each within segment.DefaultTargetSegmentSize, so that a batch of any
 // size can be stored. Nothing is written; an entry the store cannot hold fails the
 // whole batch.
 func (s *Store) PrepareSegments(ref TranscriptRef, entries [][]byte, w *Writer) ([]SegmentObject, error) {

@@ -32,7 +32,7 @@ func entry(id, parent string) []byte {
 	return []byte(fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-09-25T22:29:10.000Z","message":{"role":"user","content":"hi %s"}}`, id, p, id))
 }
 
-func newStore(t *testing.T, b bucket.Bucket, cfg transcript.Config) *transcript.Store {
+func newStore(t testing.TB, b bucket.Bucket, cfg transcript.Config) *transcript.Store {
 	t.Helper()
 	cfg.Bucket = b
 	s, err := transcript.New(cfg)
@@ -41,7 +41,7 @@ func newStore(t *testing.T, b bucket.Bucket, cfg transcript.Config) *transcript.
 	return s
 }
 
-func newWriter(t *testing.T, id string) *transcript.Writer {
+func newWriter(t testing.TB, id string) *transcript.Writer {
 	t.Helper()
 	w, err := transcript.NewWriter(id)
 	require.NoError(t, err)

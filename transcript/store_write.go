@@ -25,13 +25,13 @@ type SegmentObject struct {
 // PrepareSegment validates and encodes entries as the next level-0 segment of ref
 // written by w. Each entry must be one JSON object with a string id (see ParseEntry).
 func (s *Store) PrepareSegment(ref TranscriptRef, entries [][]byte, w *Writer) (SegmentObject, error) {
-	return s.prepare(ref, entries, w, 0, nil, nil)
+	return s.prepare(ref, entries, w, 0, nil, nil, segment.Group{})
 }
 
 // prepare encodes entries as a segment of the given level. A compacted segment
 // (level above 0) names its inputs, records each entry's origin (one per entry)
-// and carries an entry index.
-func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level int, inputs []string, origins []segment.Origin) (SegmentObject, error) {
+// and carries an entry index; one of a group of parts carries group.
+func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level int, inputs []string, origins []segment.Origin, group segment.Group) (SegmentObject, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
 		return SegmentObject{}, err
@@ -45,7 +45,7 @@ func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level in
 	if len(entries) == 0 {
 		return SegmentObject{}, ErrEmptySegment
 	}
-	meta := segment.Meta{WriterID: w.ID(), Level: uint8(level), Inputs: inputs, Origins: origins}
+	meta := segment.Meta{WriterID: w.ID(), Level: uint8(level), Inputs: inputs, Origins: origins, Group: group}
 	if level > 0 {
 		meta.Index = make([]segment.IndexEntry, len(entries))
 	}

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,8 +18,10 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 )
 
-// runCompact is item 7: Store.Compact of every fleet session (DeleteAtOnce, so the
-// run marks and deletes its inputs too), Parallel sessions at a time. The baseline
+// runCompact is item 7: Store.CompactAll over the fleet's sessions (DeleteAtOnce, so
+// the run deletes its inputs too), Parallel sessions at a time, as
+// cmd/transcript-compact runs it: one recursive listing feeds the sessions to the
+// workers. The baseline
 // is the bucket-level floor of the same work: per session one LIST, a GET of every
 // segment and one PUT of their concatenation, without decoding, verifying,
 // merging, encoding, marks or deletes.
@@ -86,17 +90,22 @@ func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 	e.logf("floor: %d sessions in %v", len(sids), floorD)
 	counted.ResetCounts()
 	var in, out, segsIn atomic.Int64
-	d, err := forEach(func(ctx context.Context, sid string) error {
-		r, err := store.Compact(ctx, transcript.TranscriptRef{AgentID: fleetAgent, SessionID: sid},
-			transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
-		if err != nil {
-			return err
-		}
-		in.Add(r.BytesIn())
-		out.Add(r.BytesOut())
-		segsIn.Add(int64(r.SegmentsIn()))
-		return nil
+	var errs errList
+	d, err := timeIt(func() error {
+		return store.CompactAll(ctx, "", fleetAgent, sz.Parallel, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce}, nil,
+			func(_ transcript.TranscriptRef, r transcript.CompactResult, err error) {
+				if err != nil {
+					errs.add(err)
+					return
+				}
+				in.Add(r.BytesIn())
+				out.Add(r.BytesOut())
+				segsIn.Add(int64(r.SegmentsIn()))
+			})
 	})
+	if err == nil {
+		err = errs.err()
+	}
 	if err != nil {
 		return res, err
 	}
@@ -113,4 +122,22 @@ func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 		row(7, "compaction throughput (stored bytes in)", "MB/s", float64(in.Load())/mb/d.Seconds(), "floor (same bytes)", float64(floorBytes.Load())/mb/floorD.Seconds(), true,
 			fmt.Sprintf("%.1f MB in → %.1f MB out", float64(in.Load())/mb, float64(out.Load())/mb)))
 	return res, nil
+}
+
+// errList collects errors from concurrent callbacks.
+type errList struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errList) add(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, err)
+}
+
+func (l *errList) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return errors.Join(l.errs...)
 }

@@ -120,9 +120,60 @@ func (j *job) sessions(ctx context.Context) ([]transcript.TranscriptRef, error) 
 func (j *job) run(ctx context.Context) (*summary, error) {
 	start := time.Now()
 	sum := &summary{Shard: fmt.Sprintf("%d/%d", j.shard, j.shards), DryRun: j.opts.DryRun, Errors: []string{}}
+	var err error
+	if j.session == "" {
+		err = j.runListed(ctx, sum)
+	} else {
+		err = j.runRefs(ctx, sum)
+	}
+	j.progress.Finish()
+	sum.DurationSeconds = time.Since(start).Seconds()
+	if sum.DurationSeconds > 0 {
+		sum.SessionsPerSecond = float64(sum.SessionsScanned) / sum.DurationSeconds
+		sum.InputMBPerSecond = float64(sum.BytesIn) / 1e6 / sum.DurationSeconds
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return sum, err
+}
+
+// runListed compacts the selected sessions of each selected namespace as one
+// recursive listing finds them (Store.CompactAll): no LIST per session, and
+// compactions start while the listing goes on.
+func (j *job) runListed(ctx context.Context, sum *summary) error {
+	namespaces := []string{j.namespace}
+	if j.namespace == "" {
+		var err error
+		if namespaces, err = j.store.ListNamespaces(ctx); err != nil {
+			return fmt.Errorf("list sessions: %w", err)
+		}
+	}
+	j.progress.Total(-1)
+	opts := j.opts
+	opts.OlderThan = j.olderThan
+	keep := func(ref transcript.TranscriptRef) bool { return inShard(ref, j.shard, j.shards) }
+	for _, ns := range namespaces {
+		err := j.store.CompactAll(ctx, ns, j.agent, j.parallel, opts, keep,
+			func(ref transcript.TranscriptRef, res transcript.CompactResult, err error) {
+				defer j.progress.Done()
+				j.mu.Lock()
+				sum.SessionsListed++
+				j.mu.Unlock()
+				j.record(sum, ref, res, err)
+			})
+		if err != nil {
+			return fmt.Errorf("list sessions: %w", err)
+		}
+	}
+	return nil
+}
+
+// runRefs compacts the sessions j.sessions selects, j.parallel at a time.
+func (j *job) runRefs(ctx context.Context, sum *summary) error {
 	refs, err := j.sessions(ctx)
 	if err != nil {
-		return sum, fmt.Errorf("list sessions: %w", err)
+		return fmt.Errorf("list sessions: %w", err)
 	}
 	sum.SessionsListed = len(refs)
 	j.progress.Total(len(refs))
@@ -138,17 +189,7 @@ func (j *job) run(ctx context.Context) (*summary, error) {
 			return nil
 		})
 	}
-	err = g.Wait()
-	j.progress.Finish()
-	sum.DurationSeconds = time.Since(start).Seconds()
-	if sum.DurationSeconds > 0 {
-		sum.SessionsPerSecond = float64(sum.SessionsScanned) / sum.DurationSeconds
-		sum.InputMBPerSecond = float64(sum.BytesIn) / 1e6 / sum.DurationSeconds
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	return sum, err
+	return g.Wait()
 }
 
 // one compacts one session and adds its result to sum.
@@ -156,6 +197,11 @@ func (j *job) one(ctx context.Context, ref transcript.TranscriptRef, sum *summar
 	opts := j.opts
 	opts.OlderThan = j.olderThan
 	res, err := j.store.Compact(ctx, ref, opts)
+	j.record(sum, ref, res, err)
+}
+
+// record adds the result of one session's compaction to sum.
+func (j *job) record(sum *summary, ref transcript.TranscriptRef, res transcript.CompactResult, err error) {
 	if errors.Is(err, transcript.ErrNotFound) {
 		err = nil // deleted while the job ran: nothing to do
 	}
@@ -188,7 +234,7 @@ func (j *job) one(ctx context.Context, ref transcript.TranscriptRef, sum *summar
 	sum.PendingDeletions += res.Pending
 	if j.opts.DryRun {
 		for _, c := range res.Compactions {
-			fmt.Fprintf(j.out, "plan %s: %d L%d segments (%d bytes) -> 1 L%d segment of %d entries (%d bytes)\n",
+			fmt.Fprintf(j.out, "plan %s: %d L%d segments (%d bytes) -> L%d of %d entries (%d bytes)\n",
 				ref, len(c.Inputs), c.Level, c.BytesIn, c.Level+1, c.Entries, c.BytesOut)
 		}
 		if res.Marked > 0 || res.Deleted > 0 {

@@ -2,8 +2,9 @@
 // segmented transcript store.
 //
 // For every selected session with at least --min-segments segments at a level it
-// writes one segment of the next level holding their union and naming them, then marks
-// them for deletion; a marked segment is deleted once its mark is --delete-delay old
+// writes the next level holding their union and naming them (one segment, or a group
+// of parts of at most --target-segment-size bytes of JSONL each), then marks them for
+// deletion; a marked segment is deleted once its mark is --delete-delay old
 // and the segment that supersedes it is found, right then, to hold every one of its
 // entries. Ages (--older-than, --delete-delay) are measured on the bucket's clock from
 // the times the bucket reports for its objects, never from key times or this job's
@@ -33,6 +34,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/internal/cli"
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -86,6 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.BoolVar(&j.opts.DryRun, "dry-run", false, "print the plan and change nothing")
 	fs.BoolVar(&jsonOut, "json", false, "print the summary as JSON on stdout")
 	fs.StringVar(&writerID, "writer", "", "writer `ID` of the compacted segments (default: host name and random hex)")
+	fs.Int64Var(&j.opts.TargetSegmentSize, "target-segment-size", segment.DefaultTargetSegmentSize,
+		"split an output above this many `BYTES` of JSONL into a group of parts of one level")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -106,6 +110,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return cli.Usagef("--parallel %d: want at least 1", j.parallel)
 	case j.olderThan < 0:
 		return cli.Usagef("--older-than %s: want 0 or more", j.olderThan)
+	case j.opts.TargetSegmentSize < 1 || j.opts.TargetSegmentSize > segment.DefaultMaxSegmentSize:
+		return cli.Usagef("--target-segment-size %d: want 1 to %d", j.opts.TargetSegmentSize, segment.DefaultMaxSegmentSize)
 	case j.session != "" && j.agent == "":
 		return cli.Usagef("--session needs --agent")
 	}

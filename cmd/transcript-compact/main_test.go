@@ -251,6 +251,7 @@ func TestJob_Usage(t *testing.T) {
 		{"shard out of range", []string{"--shard", "4/4"}, "--shard"},
 		{"shard malformed", []string{"--shard", "x"}, "--shard"},
 		{"min segments", []string{"--min-segments", "1"}, "--min-segments"},
+		{"target segment size", []string{"--target-segment-size", "0"}, "--target-segment-size"},
 		{"parallel", []string{"--parallel", "0"}, "--parallel"},
 		{"negative delay", []string{"--delete-delay", "-1s"}, "--delete-delay"},
 		{"session without agent", []string{"--session", "s1"}, "--session needs --agent"},
@@ -490,6 +491,38 @@ func TestJob_WhileReplicasWriteAndRead(t *testing.T) {
 				require.Empty(t, got.Missing(want))
 				require.Empty(t, got.Conflicts)
 			}
+		})
+	}
+}
+
+// TestJob_SessionAboveTarget: a session larger than --target-segment-size compacts
+// into a group of parts of one level, reads back the same, and a second run leaves
+// it alone.
+func TestJob_SessionAboveTarget(t *testing.T) {
+	for name, newURL := range stores() {
+		t.Run(name, func(t *testing.T) {
+			url := newURL(t)
+			s := openStore(t, url)
+			refs, want := populate(t, s, 30)
+			args := []string{"--store", url, "--delete-delay", "0", "--target-segment-size", "1024", "--json"}
+			r := runBinary(t, context.Background(), args...)
+			require.Equal(t, 0, r.code, r.stderr)
+			sum := r.summary(t)
+			require.Equal(t, 30, sum.SegmentsIn)
+			require.Greater(t, sum.SegmentsOut, 1, "the output is split into parts")
+			require.Equal(t, 30, sum.Deletions)
+			checkEntries(t, s, want)
+			infos, err := s.ListSegments(context.Background(), refs[0])
+			require.NoError(t, err)
+			require.Len(t, infos, sum.SegmentsOut)
+			for _, in := range infos {
+				require.Equal(t, 1, in.Level, "all parts are of one level")
+			}
+
+			r = runBinary(t, context.Background(), args...)
+			require.Equal(t, 0, r.code, r.stderr)
+			sum = r.summary(t)
+			require.Zero(t, sum.SessionsCompacted+sum.Marks+sum.Deletions, "the group counts as one segment")
 		})
 	}
 }

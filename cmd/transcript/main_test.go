@@ -215,6 +215,7 @@ func runSuite(t *testing.T, b backend) {
 		{"Restore", testRestore},
 		{"Demo", testDemo},
 		{"ForgedSuperseder", testForgedSuperseder},
+		{"IncompleteGroup", testIncompleteGroup},
 		{"HostileIds", testHostileIds},
 	}
 	for _, tt := range tests {

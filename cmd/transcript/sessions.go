@@ -48,7 +48,7 @@ type importSummary struct {
 	Added   int    `json:"added"`
 	Segment string `json:"segment,omitempty"`
 	// Segments lists every segment written when the entries needed more than one
-	// (each holds at most segment.DefaultMaxSegmentSize of JSONL).
+	// (each holds at most segment.DefaultTargetSegmentSize of JSONL).
 	Segments []string `json:"segments,omitempty"`
 	Existing bool     `json:"existing"`
 }

@@ -123,10 +123,12 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	seen := map[string]first{}
 	var order []string
 	decoded := make([]*segment.Segment, len(segs))
+	vanished := 0
 	for i, info := range segs {
 		c.segments++
 		seg, err := s.ReadSegment(ctx, info.Key)
 		if errors.Is(err, transcript.ErrNotFound) {
+			vanished++
 			continue // deleted since the listing (compaction): not a problem
 		}
 		if err != nil {
@@ -163,6 +165,11 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	}
 	for _, u := range transcript.UnheldInputs(segs, decoded) {
 		report(u.Superseder, "forged or damaged superseder: names %s as an input but lacks its entry %s", u.Input, u.Entry)
+	}
+	if vanished == 0 { // a part deleted since the listing is not missing
+		for _, g := range transcript.IncompleteGroups(segs, decoded) {
+			report(g.Present[0], "%v", g)
+		}
 	}
 	stray, err := s.StrayKeys(ctx, ref)
 	if err != nil {

@@ -59,7 +59,7 @@ func BenchmarkHugeSession_MinIO(b *testing.B) {
 	b.Logf("generated %d entries, %d bytes of JSONL", entries, st.Size())
 
 	// splitSize is the size above which writers split their output.
-	splitSize := int64(segment.DefaultMaxSegmentSize)
+	splitSize := int64(segment.DefaultTargetSegmentSize)
 	compactBin := filepath.Join(dir, "transcript-compact")
 	build := exec.Command("go", "build", "-o", compactBin, "../transcript-compact")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -83,7 +83,7 @@ func BenchmarkHugeSession_MinIO(b *testing.B) {
 			require.Greater(b, len(levels), 1, "a session of %d MiB is more than one segment", mib)
 		}
 		for _, l := range levels {
-			require.LessOrEqual(b, l.Size, int64(segment.DefaultMaxSegmentSize), "stored segment %s", l.Key)
+			require.LessOrEqual(b, l.Size, splitSize, "stored segment %s", l.Key)
 		}
 
 		step("compact", io.Discard, compactBin, "--store", store, "--min-segments", "2", "--delete-delay", "0")

@@ -121,18 +121,18 @@ type ReconcilePolicy struct {
 // Defaults of ReconcilePolicy.
 //
 // A late segment (below an incremental listing's start) is found within Every
-// syncs or After, whichever comes first: a Watch polling every second within 5 s,
-// one polling every 100 ms within 3.2 s. A reader that syncs less often than After
-// (a runtime taking a turn a minute) lists the whole session every time; such a
-// session grows by one segment a minute and background compaction keeps it to a
-// few dozen keys, so that listing is cheap. A reader that syncs often (a Watch, a
-// burst of turns) is where a session can outgrow compaction, and there a full
-// listing costs 1/Every of a sync: at 1,000 segments, a 60 ms LIST adds 2 ms.
+// syncs or After, whichever comes first: by a Watch polling every second or
+// faster, within 5 s. A reader that syncs less often than After (a runtime taking
+// a turn a minute) lists the whole session every time; such a session grows by a
+// segment a minute and background compaction keeps it to a few dozen keys, so
+// that listing is cheap. A reader that syncs often (a Watch, a burst of turns) is
+// where a session can outgrow compaction, and there a full listing costs
+// 1/(Every+1) of a sync: at 1,000 segments, a 60 ms LIST adds 1 ms to each.
 // The margin covers the time between a key's stamp and its PUT becoming visible,
 // and clock skew between writers that have not read each other's keys, up to two
 // minutes; later arrivals wait for the next full listing.
 const (
-	DefaultReconcileEvery = 32
+	DefaultReconcileEvery = 64
 	DefaultReconcileAfter = 5 * time.Second
 	DefaultListMargin     = 2 * time.Minute
 )

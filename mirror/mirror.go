@@ -94,9 +94,19 @@ func New(cfg Config) (*Mirror, error) {
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
 	files, failed, err := box.scan()
+	var torn []string
+	if err == nil {
+		files, torn, err = box.dropTorn(files, func(data []byte) error {
+			_, err := cfg.Store.DecodeSegment(data)
+			return err
+		})
+	}
 	if err != nil {
 		box.close()
 		return nil, fmt.Errorf("mirror: %w", err)
+	}
+	if len(torn) > 0 {
+		cfg.Logger.Warn("mirror: removed segments that a crash cut short before they were accepted", "keys", torn, "outbox", cfg.OutboxDir)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Mirror{

@@ -5,7 +5,7 @@
 // as a Batch. Three Uploaders implement it:
 //
 //   - Mirror, the one to run in production: Upload writes the batch as one segment
-//     into a local outbox (tmp/, then pending/, fsynced) and returns; a bounded pool
+//     into a local outbox (pending/, file and directory fsynced) and returns; a bounded pool
 //     of workers uploads pending segments in the background, retrying with backoff
 //     and jitter, and removes each only once the store has confirmed it. A process
 //     killed at any moment loses nothing: the next New on the same outbox uploads

@@ -69,11 +69,14 @@ type Mirror struct {
 
 // job is one segment on its way to the store.
 type job struct {
-	key      string
-	session  string // the key's session prefix (see transcript.SessionOfKey)
-	size     int64
-	entries  int    // entry count, 0 when not known (read from the file if needed)
-	data     []byte // nil for segments found in the outbox at start: read on upload
+	key     string
+	session string // the key's session prefix (see transcript.SessionOfKey)
+	size    int64
+	entries int    // entry count, 0 when not known (read from the file if needed)
+	data    []byte // nil for segments found in the outbox at start: read on upload
+	// written: the outbox file is complete (false while Upload still writes it,
+	// when the file may be partial).
+	written  bool
 	enqueued time.Time
 	done     chan struct{} // closed when the segment left the outbox (uploaded or quarantined)
 	err      error         // set before done is closed when the segment failed for good
@@ -94,9 +97,19 @@ func New(cfg Config) (*Mirror, error) {
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
 	files, failed, err := box.scan()
+	var torn []string
+	if err == nil {
+		files, torn, err = box.dropTorn(files, func(data []byte) error {
+			_, err := cfg.Store.DecodeSegment(data)
+			return err
+		})
+	}
 	if err != nil {
 		box.close()
 		return nil, fmt.Errorf("mirror: %w", err)
+	}
+	if len(torn) > 0 {
+		cfg.Logger.Warn("mirror: removed segments that a crash cut short before they were accepted", "keys", torn, "outbox", cfg.OutboxDir)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Mirror{
@@ -114,7 +127,7 @@ func New(cfg Config) (*Mirror, error) {
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
 	for _, f := range files {
-		j := &job{key: f.key, session: transcript.SessionOfKey(f.key), size: f.size, enqueued: f.mtime, done: make(chan struct{})}
+		j := &job{key: f.key, session: transcript.SessionOfKey(f.key), size: f.size, enqueued: f.mtime, done: make(chan struct{}), written: true}
 		m.pending[j] = struct{}{}
 		m.bytes += j.size
 		m.queue = append(m.queue, j)
@@ -273,6 +286,7 @@ func (m *Mirror) finishLocked(j *job) {
 // push hands j to the workers.
 func (m *Mirror) push(j *job) {
 	m.mu.Lock()
+	j.written = true
 	m.queue = append(m.queue, j)
 	m.mu.Unlock()
 	m.signal()

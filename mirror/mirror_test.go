@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -432,4 +433,44 @@ func TestMirror_VanishedOutboxFile(t *testing.T) {
 	require.ErrorIs(t, err, mirror.ErrLost)
 	require.ErrorContains(t, err, "1 of 2 segments failed for good (0 quarantined)")
 	require.Equal(t, uint64(1), m2.Status().Uploaded)
+}
+
+// A segment file that a crash cut short while Upload wrote it (Upload had not
+// returned, so nobody was told it was stored) is removed when a Mirror starts; the
+// complete ones are uploaded.
+func TestMirror_TornOutboxFileRemoved(t *testing.T) {
+	tests := []struct {
+		name string
+		tear func(data []byte) []byte
+	}{
+		{name: "truncated", tear: func(d []byte) []byte { return d[:len(d)/2] }},
+		{name: "empty", tear: func([]byte) []byte { return nil }},
+		{name: "zeros", tear: func(d []byte) []byte { return make([]byte, len(d)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHungMirror(t, nil)
+			for range 3 {
+				require.NoError(t, h.m.Upload(h.ctx, h.s.batch(2)))
+			}
+			short, cancel := context.WithTimeout(h.ctx, 100*time.Millisecond)
+			defer cancel()
+			require.ErrorIs(t, h.m.Close(short), context.DeadlineExceeded)
+			files := outboxFiles(t, h.dir, "pending")
+			require.Len(t, files, 3)
+			slices.Sort(files) // key order is flush order
+			last := filepath.Join(h.dir, "pending", filepath.FromSlash(files[2]))
+			data, err := os.ReadFile(last)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(last, tt.tear(data), 0o644))
+
+			m2 := newMirror(t, h.store, h.dir, nil)
+			require.Equal(t, 2, m2.Status().Pending)
+			require.Equal(t, files[:2], outboxFiles(t, h.dir, "pending"))
+			h.fb.Heal()
+			require.NoError(t, m2.AwaitQuiescence(h.ctx))
+			requireStored(t, h.store, h.s.ref, h.s.ids[:4])
+			require.NoError(t, m2.Close(h.ctx))
+		})
+	}
 }

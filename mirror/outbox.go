@@ -21,9 +21,11 @@ import (
 //	{OutboxDir}/pending/{key}   segments not yet confirmed by the store
 //	{OutboxDir}/failed/{key}    quarantine: segments the store rejected for good
 //
-// A file appears under pending/ atomically (written in tmp/, fsynced, renamed, the
-// directory fsynced), so a file there is always complete. It is removed only after the
-// store confirmed the upload. Files under failed/ are never scanned, retried or
+// A file is written at its place under pending/ and fsynced, then its directory; it
+// is complete once Upload returns, and one that a crash cut short (Upload had not
+// returned) fails decode and is removed when a Mirror starts. It is removed only
+// after the store confirmed the upload. tmp/ holds nothing now but what an older
+// version left there. Files under failed/ are never scanned, retried or
 // deleted by the Mirror: an operator inspects them (they are plain segments, readable
 // with `zstd -dc`) and moves them back under pending/ to retry.
 const (
@@ -145,21 +147,31 @@ func pruneEmptyDirs(root string) {
 	}
 }
 
-// write stores data as the pending segment key, atomically and durably: when write
-// returns nil the file survives a crash of the process or the machine.
+// write stores data as the pending segment key, durably: when write returns nil the
+// file survives a crash of the process or the machine.
+//
+// The file is created at its final path, written and fsynced, and only then are
+// the directories whose entries changed fsynced (its own, with group commit, and
+// the parents of directories it had to create). On a journaling file system the
+// file's fsync commits the directory changes made before it, so those directory
+// fsyncs find nothing left to write; writing in tmp/ and renaming would need a
+// second journal commit per segment. A crash during write can leave a torn file
+// under pending/: write had not returned, so nobody was told it was stored, and
+// scan removes a file that fails verification.
 func (o *outbox) write(key string, data []byte) error {
 	if err := bucket.ValidateKey(key); err != nil {
 		return fmt.Errorf("outbox write: %w", err)
 	}
 	dst := o.pendingPath(key)
-	if err := mkdirAllSync(filepath.Dir(dst)); err != nil {
-		return fmt.Errorf("outbox write: %w", err)
-	}
-	f, err := os.CreateTemp(filepath.Join(o.dir, outboxTmp), "seg-*")
+	dir := filepath.Dir(dst)
+	changed, err := mkdirAll(dir)
 	if err != nil {
 		return fmt.Errorf("outbox write: %w", err)
 	}
-	tmp := f.Name()
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("outbox write: %w", err)
+	}
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
@@ -167,17 +179,39 @@ func (o *outbox) write(key string, data []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
+	for _, d := range changed {
+		if err == nil {
+			err = fsutil.SyncDir(d)
+		}
 	}
 	if err == nil {
-		err = o.dirs.syncDir(filepath.Dir(dst))
+		err = o.dirs.syncDir(dir)
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
+		_ = os.Remove(dst)
 		return fmt.Errorf("outbox write %s: %w", key, err)
 	}
 	return nil
+}
+
+// dropTorn removes the pending files that fail decode (segments a crash cut short
+// while write ran, see write) and returns the others, and the keys it removed. A
+// file that cannot be read is kept: the upload reports the problem.
+func (o *outbox) dropTorn(files []pendingFile, decode func([]byte) error) ([]pendingFile, []string, error) {
+	kept := files[:0]
+	var torn []string
+	for _, f := range files {
+		data, err := o.read(f.key)
+		if err != nil || decode(data) == nil {
+			kept = append(kept, f)
+			continue
+		}
+		if err := os.Remove(o.pendingPath(f.key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("outbox: remove torn segment %s: %w", f.key, err)
+		}
+		torn = append(torn, f.key)
+	}
+	return kept, torn, nil
 }
 
 // read returns the bytes of the pending segment key.
@@ -210,6 +244,31 @@ func (o *outbox) quarantine(key string) error {
 		return fmt.Errorf("outbox quarantine %s: %w", key, err)
 	}
 	return nil
+}
+
+// mkdirAll creates dir and its missing parents, and returns the directories whose
+// entries it changed (the parent of each directory it created), parents first, for
+// the caller to fsync.
+func mkdirAll(dir string) ([]string, error) {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil, nil
+	}
+	var changed []string
+	parent := filepath.Dir(dir)
+	if parent != dir && !strings.HasSuffix(parent, string(filepath.Separator)) {
+		c, err := mkdirAll(parent)
+		if err != nil {
+			return nil, err
+		}
+		changed = c
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return changed, nil // created concurrently
+		}
+		return nil, err
+	}
+	return append(changed, parent), nil
 }
 
 // mkdirAllSync creates dir and its missing parents, fsyncing the parent of every

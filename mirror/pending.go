@@ -29,11 +29,15 @@ var _ PendingReader = (*Mirror)(nil)
 // uploaded meanwhile is skipped: the store has it.
 func (m *Mirror) PendingEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
 	ref = ref.Norm()
+	// A segment whose file Upload is still writing is not accepted yet (and its
+	// file may be partial); one accepted in this process is read from memory.
 	m.mu.Lock()
+	held := map[string][]byte{}
 	var keys []string
 	for j := range m.pending {
-		if info, err := transcript.ParseKey(m.cfg.Store.Prefix(), j.key); err == nil && info.Ref == ref {
+		if info, err := transcript.ParseKey(m.cfg.Store.Prefix(), j.key); err == nil && info.Ref == ref && j.written {
 			keys = append(keys, j.key)
+			held[j.key] = j.data
 		}
 	}
 	m.mu.Unlock()
@@ -46,7 +50,11 @@ func (m *Mirror) PendingEntries(ctx context.Context, ref transcript.TranscriptRe
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		data, err := m.box.read(k)
+		data := held[k]
+		var err error
+		if data == nil {
+			data, err = m.box.read(k)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // stored and removed meanwhile
 		}

@@ -19,11 +19,13 @@ import (
 // entry is delivered once.
 //
 // Watch polls every Config.WatchInterval and runs no goroutine of its own. In
-// default mode it lists the whole session and reads only the segments it does not
-// hold yet (transcript.Store.ReadNew), trusting no key time: a segment that lands
-// late with an old key (an outbox that waited, a writer whose clock is off by
-// hours) is delivered too; each call of fn gets the new entries in merge order
-// (parents first).
+// default mode each poll lists the newest keys of the session (the whole session
+// on the first poll and then every few seconds, see transcript.ReconcilePolicy)
+// and reads only the segments it does not hold yet (transcript.Store.ReadNew). No
+// completeness rests on key time: a segment that lands late with an old key (an
+// outbox that waited, a writer whose clock is off by hours) is delivered by the
+// next full listing; each call of fn gets the new entries in merge order (parents
+// first).
 // In strict mode it reads the head object and delivers only committed entries, in
 // commit order. A session deleted while watched ends the watch with ErrNotFound
 // (strict mode; in default mode a deleted session just stops delivering).

@@ -2,9 +2,11 @@ package sessiontree_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -116,4 +118,71 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 	_, err = b.SyncFromRemote(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, gets(gc))
+}
+
+// Replicas whose clocks are an hour fast and an hour slow flush turns without
+// syncing first, so the slow one's keys land far below the newest key a reader
+// holds; a replica that syncs every turn still holds every entry within one
+// reconciliation period (Reconcile.Every syncs) after the last write.
+func TestSyncFromRemote_SkewedWriters(t *testing.T) {
+	ctx := context.Background()
+	b := membucket.New()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	const every = 4
+	newStore := func(skew time.Duration, policy transcript.ReconcilePolicy) *transcript.Store {
+		s, err := transcript.New(transcript.Config{Bucket: b, Now: func() time.Time { return now.Add(skew) }, Reconcile: policy})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, s.Close()) })
+		return s
+	}
+	replica := func(name string, skew time.Duration) *sessiontree.Tree {
+		s := newStore(skew, transcript.ReconcilePolicy{})
+		w, err := transcript.NewWriter(name)
+		require.NoError(t, err)
+		cfg := testConfig(t)
+		cfg.Uploader, cfg.Remote = &mirror.Sync{Store: s, Writer: w}, s
+		tree, _, err := sessiontree.Open(ctx, cfg, rc, "agent", "skew", sessiontree.HeaderOptions{})
+		require.NoError(t, err)
+		return tree
+	}
+	exact := replica("exact", 0)
+	_, err := exact.AppendMessage(msg(userMsg, "start"))
+	require.NoError(t, err)
+	require.NoError(t, exact.Flush(ctx))
+	writers := []*sessiontree.Tree{replica("fast", time.Hour), replica("slow", -time.Hour), exact}
+
+	cfg := testConfig(t)
+	cfg.Remote = newStore(0, transcript.ReconcilePolicy{Every: every, After: time.Hour})
+	reader, _, err := sessiontree.Open(ctx, cfg, rc, "agent", "skew", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	var late int // turns the reader's sync right after them missed
+	for i := range 6 {
+		w := writers[i%len(writers)]
+		_, err := w.AppendMessage(msg(userMsg, fmt.Sprintf("turn %d", i)))
+		require.NoError(t, err)
+		require.NoError(t, w.Flush(ctx))
+		rep, err := reader.SyncFromRemote(ctx)
+		require.NoError(t, err)
+		if rep.Added == 0 {
+			late++
+		}
+	}
+	require.NotZero(t, late, "the slow replica's turns land below the listing's start")
+	want := map[string]bool{}
+	for _, w := range writers {
+		for _, e := range w.Entries() {
+			want[e.ID()] = true
+		}
+	}
+	for sync := 1; ; sync++ {
+		_, err := reader.SyncFromRemote(ctx)
+		require.NoError(t, err)
+		if len(reader.Entries()) == len(want) {
+			break
+		}
+		require.Less(t, sync, every+1, "every entry within one reconciliation period")
+	}
+	for _, e := range reader.Entries() {
+		require.True(t, want[e.ID()], e.ID())
+	}
 }

@@ -84,9 +84,14 @@ func (t *Tree) syncIncremental(ctx context.Context, r IncrementalReader) (LoadRe
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rep := t.mergeRemote(inc.Raw())
+	// The new set is kept even when it names the same segments: it carries when
+	// the next sync lists the whole session (see transcript.Store.ReadNew). Only a
+	// change of the segments is worth writing down; a restarted tree lists the
+	// whole session once anyway.
 	if inc.Changed(have) {
-		t.remote.have, t.remote.dirty = inc.Have, true
+		t.remote.dirty = true
 	}
+	t.remote.have = inc.Have
 	return rep, t.saveRemoteSet()
 }
 

@@ -37,8 +37,11 @@
 // with the compacted copies (a forged claim therefore costs readers nothing, and an
 // honest one costs the inputs' GETs until their delete delay ends). A segment deleted
 // between the listing and the fetch makes ReadAll list again. ReadNew reads only the
-// segments a reader does not hold yet, for readers that sync often. ListNamespaces, ListAgents and ListSessions walk
-// the key hierarchy.
+// segments a reader does not hold yet, for readers that sync often; it usually lists
+// only the level-0 keys after the newest one the reader holds (less a margin) and the
+// compacted segments, and lists the whole session from time to time
+// (ReconcilePolicy), because key time never proves that nothing older is missing.
+// ListNamespaces, ListAgents and ListSessions walk the key hierarchy.
 //
 // # Order rule
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -31,6 +32,9 @@ type Increment struct {
 	// everything they contain (compacted segments whose inputs it held, and
 	// segments superseded by a fetched compacted one).
 	Covered []SegmentInfo
+	// Full reports whether the listing covered the whole session (see ReadNew);
+	// otherwise it held only the newest level-0 keys and the compacted segments.
+	Full bool
 }
 
 // Changed reports whether the increment holds entries or changes the held set.
@@ -40,28 +44,150 @@ func (inc *Increment) Changed(have SegmentSet) bool {
 
 // ReadNew lists ref and fetches only the segments that are neither in have nor
 // superseded by what have holds, so a reader that syncs often pays for what is new,
-// not for the length of the session. It assumes nothing about key times: a segment
-// that lands late with an old key (an outbox that waited through an outage, a
-// writer with a slow clock) is listed, is not in have, and is fetched.
+// not for the length of the session.
 //
-// A compacted segment holds exactly the union of its inputs. One that is new to
-// the reader is therefore not fetched when every input is held (its metadata frame,
-// read with a ranged GET, names them); when only a few small level-0 inputs are
-// missing and still listed, those are fetched instead of the whole compacted
+// Listing. Most calls list incrementally: the level-0 keys after the newest
+// level-0 key have holds less Config.Reconcile.Margin of key time (a margin for PUT
+// latency and small clock skew), and, in the same request (they sort after
+// "L0/"), every key of the higher levels: compacted segments, which compaction
+// keeps few. Key time is never trusted for completeness: a segment that lands late
+// with a key below that point (an outbox that waited through an outage, a writer
+// whose clock is slow and that had not read the session) is found by the next full
+// listing, which runs on the first ReadNew of a set that has none behind it (a set
+// from NewSegmentSet, as after a restart), after Config.Reconcile.Every incremental
+// ones and once Config.Reconcile.After has passed since the last one; a full
+// listing also drops from the set what compaction deleted. Compacted segments are
+// listed every time because an input the reader never held (a late one) may be
+// deleted once compacted: its entries then exist only in the compacted segment,
+// which is found at the next call, not at the next full listing.
+//
+// Fetching. A compacted segment holds exactly the union of its inputs. One that is
+// new to the reader is therefore not fetched when every input is held (its metadata
+// frame, read with a ranged GET, names them); when only a few small level-0 inputs
+// are missing and still listed, those are fetched instead of the whole compacted
 // segment; otherwise it is fetched, and so are those of its inputs that are still
-// listed (a claim to supersede hides nothing that exists, see fetchSession). A session without
-// segments gives an error wrapping ErrNotFound. A listed segment that vanishes
-// before it is fetched (compaction removed it) makes ReadNew list again, at most
-// Config.MaxRelists times, then it fails with ErrVanished.
+// listed (a claim to supersede hides nothing that exists, see fetchSession; an
+// input below an incremental listing's start is read at the next full listing).
+//
+// A session without segments gives an error wrapping ErrNotFound (found by a full
+// listing; an incremental one that lists nothing reports nothing new). A listed
+// segment that vanishes before it is fetched (compaction removed it) makes ReadNew
+// list again, at most Config.MaxRelists times, then it fails with ErrVanished.
 func (s *Store) ReadNew(ctx context.Context, ref TranscriptRef, have SegmentSet) (*Increment, error) {
-	return readListed(ctx, s, ref, func(infos []SegmentInfo) (*Increment, error) {
-		return s.readNew(ctx, infos, have)
-	})
+	after, ok := s.listFrom(have)
+	if !ok {
+		return readListed(ctx, s, ref, func(infos []SegmentInfo) (*Increment, error) {
+			return s.readNew(ctx, infos, have)
+		})
+	}
+	ref, visible, err := s.checkRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	if !visible {
+		return nil, fmt.Errorf("read %s: %w", ref, ErrNotFound)
+	}
+	for attempt := 0; ; attempt++ {
+		infos, err := s.ListSegmentsAfter(ctx, ref, sessionPrefix(s.cfg.Prefix, ref)+after)
+		if err != nil {
+			return nil, err
+		}
+		inc, err := s.readNewScoped(ctx, infos, have, after)
+		switch {
+		case err == nil:
+			return inc, nil
+		case !errors.Is(err, ErrNotFound):
+			return nil, fmt.Errorf("read %s: %w", ref, err)
+		case attempt >= s.cfg.MaxRelists:
+			return nil, fmt.Errorf("read %s: %w (%d listings): %v", ref, ErrVanished, attempt+1, err)
+		}
+	}
 }
 
-// readNew plans and runs the fetches of ReadNew over one listing (infos, in key
-// order).
+// ReconcilePolicy decides when ReadNew lists a whole session instead of only what
+// is new. The zero value takes every default.
+type ReconcilePolicy struct {
+	// Every is how many incremental listings may follow a full one (default
+	// DefaultReconcileEvery); negative: every ReadNew lists the whole session.
+	Every int
+	// After is how long (by Config.Now) after a full listing the next ReadNew
+	// lists the whole session again (default DefaultReconcileAfter).
+	After time.Duration
+	// Margin is how far, in key time, below the newest level-0 key the reader
+	// holds an incremental listing starts (default DefaultListMargin).
+	Margin time.Duration
+}
+
+// Defaults of ReconcilePolicy.
+//
+// A late segment (below an incremental listing's start) is found within Every
+// syncs or After, whichever comes first: by a Watch polling every second or
+// faster, within 5 s. A reader that syncs less often than After (a runtime taking
+// a turn a minute) lists the whole session every time; such a session grows by a
+// segment a minute and background compaction keeps it to a few dozen keys, so
+// that listing is cheap. A reader that syncs often (a Watch, a burst of turns) is
+// where a session can outgrow compaction, and there a full listing costs
+// 1/(Every+1) of a sync: at 1,000 segments, a 60 ms LIST adds 1 ms to each.
+// The margin covers the time between a key's stamp and its PUT becoming visible,
+// and clock skew between writers that have not read each other's keys, up to two
+// minutes; later arrivals wait for the next full listing.
+const (
+	DefaultReconcileEvery = 64
+	DefaultReconcileAfter = 5 * time.Second
+	DefaultListMargin     = 2 * time.Minute
+)
+
+// reconcile returns Config.Reconcile with its defaults filled in.
+func (s *Store) reconcile() ReconcilePolicy {
+	p := s.cfg.Reconcile
+	if p.Every == 0 {
+		p.Every = DefaultReconcileEvery
+	}
+	if p.After <= 0 {
+		p.After = DefaultReconcileAfter
+	}
+	if p.Margin <= 0 {
+		p.Margin = DefaultListMargin
+	}
+	return p
+}
+
+// listFrom returns the relative key after which ReadNew lists have's session
+// incrementally, or false when it must list the whole session.
+func (s *Store) listFrom(have SegmentSet) (string, bool) {
+	p := s.reconcile()
+	if p.Every < 0 || have.fullAt.IsZero() || have.partial >= p.Every || have.mark == "" {
+		return "", false
+	}
+	if since := s.cfg.Now().Sub(have.fullAt); since < 0 || since >= p.After {
+		return "", false
+	}
+	t, err := relKeyTime(have.mark)
+	if err != nil {
+		return "", false
+	}
+	return "L0/" + t.Add(-p.Margin).UTC().Format(keyTimeLayout), true
+}
+
+// relKeyTime returns the key time of a relative segment key.
+func relKeyTime(rel string) (time.Time, error) {
+	_, name, _ := strings.Cut(rel, "/")
+	if len(name) < len(keyTimeLayout) {
+		return time.Time{}, fmt.Errorf("%w: %q", ErrInvalidKey, rel)
+	}
+	return time.Parse(keyTimeLayout, name[:len(keyTimeLayout)])
+}
+
+// readNew plans and runs the fetches of ReadNew over one full listing (infos, in
+// key order).
 func (s *Store) readNew(ctx context.Context, infos []SegmentInfo, have SegmentSet) (*Increment, error) {
+	return s.readNewScoped(ctx, infos, have, "")
+}
+
+// readNewScoped plans and runs the fetches of ReadNew over one listing (infos, in
+// key order) of the level-0 keys after the relative key after ("": every key) and
+// every key of the higher levels. A held key outside that range stays in the set.
+func (s *Store) readNewScoped(ctx context.Context, infos []SegmentInfo, have SegmentSet, after string) (*Increment, error) {
 	listed := make(map[string]SegmentInfo, len(infos))
 	var upper []SegmentInfo // new compacted segments
 	for _, in := range infos {
@@ -82,7 +208,7 @@ func (s *Store) readNew(ctx context.Context, infos []SegmentInfo, have SegmentSe
 	p := planner{have: have, listed: listed, metas: metas, state: map[string]int8{}}
 	next := map[string]struct{}{}
 	for rel := range have.m {
-		if _, ok := listed[rel]; ok {
+		if _, ok := listed[rel]; ok || after != "" && relLevel(rel) == 0 && rel <= after {
 			next[rel] = struct{}{}
 		}
 	}
@@ -193,7 +319,16 @@ func (s *Store) readNew(ctx context.Context, infos []SegmentInfo, have SegmentSe
 	res := merge(sortedInfos, sortedSegs)
 	res.Corrupt = corrupt
 	slices.SortFunc(covered, func(a, b SegmentInfo) int { return strings.Compare(a.Key, b.Key) })
-	return &Increment{MergeResult: res, Have: SegmentSet{m: next}, Listed: len(infos), Covered: covered}, nil
+	inc := &Increment{MergeResult: res, Have: SegmentSet{m: next, mark: have.mark}, Listed: len(infos), Covered: covered, Full: after == ""}
+	for rel := range next {
+		inc.Have.mark = newerMark(inc.Have.mark, rel)
+	}
+	if inc.Full {
+		inc.Have.fullAt = s.cfg.Now()
+	} else {
+		inc.Have.partial, inc.Have.fullAt = have.partial+1, have.fullAt
+	}
+	return inc, nil
 }
 
 // metaProbe is how many bytes a first ranged read of a segment asks for: enough

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -108,37 +107,6 @@ func TestStore_ReadNew_FetchesOnlyNewSegments(t *testing.T) {
 
 	_, err = s.ReadNew(ctx, transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "none"}, transcript.SegmentSet{})
 	require.ErrorIs(t, err, transcript.ErrNotFound)
-}
-
-// A segment whose key is older than every key the reader holds (a writer with a
-// slow clock, an outbox that waited) is still found.
-func TestStore_ReadNew_LateSegmentWithOldKey(t *testing.T) {
-	ctx := context.Background()
-	b := membucket.New()
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name string
-		skew time.Duration
-	}{
-		{"an hour slow", -time.Hour},
-		{"a day slow", -24 * time.Hour},
-		{"an hour fast", time.Hour},
-	}
-	fast := newStore(t, b, transcript.Config{Now: func() time.Time { return now }})
-	have := transcript.SegmentSet{}
-	parent := ""
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ids := appendChain(t, fast, ref, newWriter(t, "fast"), "f"+tt.name[:2], parent, 1)
-			skewed := newStore(t, b, transcript.Config{Now: func() time.Time { return now.Add(tt.skew) }})
-			late := appendChain(t, skewed, ref, newWriter(t, "skewed"), "late"+tt.name[:2], ids[0], 1)
-			inc, err := fast.ReadNew(ctx, ref, have)
-			require.NoError(t, err)
-			require.ElementsMatch(t, append(ids, late...), entryIDs(inc.Entries))
-			require.Equal(t, 2*(i+1), inc.Have.Len())
-			have, parent = inc.Have, late[0]
-		})
-	}
 }
 
 func TestStore_ReadNew_Compaction(t *testing.T) {

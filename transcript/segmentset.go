@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"slices"
+	"time"
 )
 
 // SegmentSet is the set of segments of one session whose entries a reader holds,
@@ -9,17 +10,44 @@ import (
 // that a set survives a copy of the bucket under another prefix. The zero value is
 // the empty set. A SegmentSet is a value: ReadNew returns a new one and never
 // changes the one it is given.
+//
+// Beside the keys, a set returned by ReadNew carries what the next ReadNew needs to
+// list incrementally: the newest level-0 key the reader has held (the watermark its
+// incremental listings start from, less Reconcile.Margin), how many incremental
+// listings followed the last full one, and when that full one ran. A set made by
+// NewSegmentSet (or the zero value) has no full listing behind it, so the first
+// ReadNew with it lists the whole session.
 type SegmentSet struct {
 	m map[string]struct{}
+	// mark is the relative key of the newest level-0 segment this set or a set it
+	// was derived from held; it never moves back (a compaction that deletes held
+	// level-0 segments leaves it where it was).
+	mark string
+	// partial counts the incremental listings since the last full one.
+	partial int
+	// fullAt is when (Config.Now of the reading store) the last full listing ran;
+	// zero: never.
+	fullAt time.Time
 }
 
 // NewSegmentSet returns the set of the given segment keys (full or relative).
 func NewSegmentSet(keys ...string) SegmentSet {
 	s := SegmentSet{m: make(map[string]struct{}, len(keys))}
 	for _, k := range keys {
-		s.m[sessionRelKey(k)] = struct{}{}
+		rel := sessionRelKey(k)
+		s.m[rel] = struct{}{}
+		s.mark = newerMark(s.mark, rel)
 	}
 	return s
+}
+
+// newerMark returns the later of mark and rel as a watermark: rel counts only if it
+// is a level-0 key.
+func newerMark(mark, rel string) string {
+	if relLevel(rel) == 0 && rel > mark {
+		return rel
+	}
+	return mark
 }
 
 // Has reports whether the segment at key (full or relative) is in the set.
@@ -41,7 +69,8 @@ func (s SegmentSet) Keys() []string {
 	return out
 }
 
-// Equal reports whether both sets hold the same segments.
+// Equal reports whether both sets hold the same segments (the listing state they
+// carry is not compared).
 func (s SegmentSet) Equal(o SegmentSet) bool {
 	if len(s.m) != len(o.m) {
 		return false

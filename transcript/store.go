@@ -39,6 +39,9 @@ type Config struct {
 	// MaxRelists bounds how often ReadAll lists again after a listed segment vanished
 	// (compaction removed it); default 3.
 	MaxRelists int
+	// Reconcile decides when ReadNew lists a whole session rather than only the
+	// keys after those its reader holds (see ReadNew); the zero value takes the defaults.
+	Reconcile ReconcilePolicy
 	// SkipCorrupt makes ReadAll skip a segment that fails verification and report it
 	// in MergeResult.Corrupt instead of failing.
 	SkipCorrupt bool
@@ -190,7 +193,7 @@ func (s *Store) ListSegments(ctx context.Context, ref TranscriptRef) ([]SegmentI
 // that waited in a mirror's outbox through an outage, or came from a writer with a
 // slow clock that had not read the session, lands with an older key, so a listing
 // after a key never proves that nothing older is missing: an incremental reader
-// uses ReadNew, which lists the whole session.
+// uses ReadNew, which lists the whole session from time to time.
 func (s *Store) ListSegmentsAfter(ctx context.Context, ref TranscriptRef, startAfter string) ([]SegmentInfo, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {

@@ -58,12 +58,12 @@ func newSizes(quick bool, scale float64) Sizes {
 		OpenTurns: 1000, OpenSegments: []int{1, 10, 100, 1000}, OpenReps: 5,
 		Replicas: 8, ReplicaSessions: 100, ReplicaTurns: 5,
 		Sessions: 500, SessionSegments: 20, Parallel: 8,
-		SyncLengths: []int{10, 100, 1000}, SyncReps: 9,
+		SyncLengths: []int{10, 100, 1000}, SyncReps: 130,
 		WatchSegments: 100, WatchAppends: 20, WatchInterval: 100 * time.Millisecond}
 	if quick {
 		s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenReps = 0.25, 100, 100, 334, 3
 		s.ReplicaSessions, s.ReplicaTurns, s.Sessions = 25, 2, 50
-		s.SyncReps, s.WatchAppends = 5, 10
+		s.SyncReps, s.WatchAppends = 65, 10
 	}
 	if scale < 1 {
 		sc := func(n, least int) int { return max(least, int(math.Round(float64(n)*scale))) }

@@ -20,7 +20,7 @@ import (
 //
 // Watch polls every Config.WatchInterval and runs no goroutine of its own. In
 // default mode each poll lists the newest keys of the session (the whole session
-// on the first poll and then every few seconds, see transcript.ReconcilePolicy)
+// on the first poll and then every watchReconcile, at least)
 // and reads only the segments it does not hold yet (transcript.Store.ReadNew). No
 // completeness rests on key time: a segment that lands late with an old key (an
 // outbox that waited, a writer whose clock is off by hours) is delivered by the
@@ -73,7 +73,15 @@ type watcher struct {
 	hs     headState             // strict: the head delivered so far
 	known  map[string]bool       // entry ids known or delivered
 	have   transcript.SegmentSet // default: the segments whose entries are known
+	// fullAt is when the default mode last listed the whole session.
+	fullAt time.Time
 }
+
+// watchReconcile is how often a Watch in default mode lists the whole session, so
+// that a segment landing late below the incremental listing's start (an outbox
+// that waited, a writer whose clock is off by hours) is delivered within seconds,
+// sooner than the store's ReconcilePolicy would find it for a SessionTree.
+const watchReconcile = 5 * time.Second
 
 func (w *watcher) poll(ctx context.Context) ([]pi.Entry, error) {
 	if w.strict {
@@ -86,6 +94,12 @@ func (w *watcher) poll(ctx context.Context) ([]pi.Entry, error) {
 // gone delivers nothing.
 func (w *watcher) pollList(ctx context.Context) ([]pi.Entry, error) {
 	r := w.s.repo
+	if now := time.Now(); now.Sub(w.fullAt) >= watchReconcile {
+		// A set rebuilt from its keys carries no listing state: ReadNew lists the
+		// whole session.
+		w.have = transcript.NewSegmentSet(w.have.Keys()...)
+		w.fullAt = now
+	}
 	inc, err := r.store.ReadNew(ctx, w.s.ref, w.have)
 	if errors.Is(err, transcript.ErrNotFound) {
 		return nil, nil

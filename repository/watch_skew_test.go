@@ -40,7 +40,18 @@ func TestWatch_SkewedClocks(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, first.Append(ctx, msg("m0", "", "start")))
 
-			w, err := e.repo(alice).Open(ctx, "skew")
+			// The watcher's store never reconciles by itself (no sync count or time
+			// reaches its policy), so what finds the late segment below is the
+			// Watch's own full listing every few seconds.
+			ws, err := transcript.New(transcript.Config{Bucket: e.bucket, Prefix: "data", Now: e.clock.Now,
+				Reconcile: transcript.ReconcilePolicy{Every: 1 << 30, After: 1000 * time.Hour}})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, ws.Close()) })
+			wr, err := repository.New(ws, alice, repository.Config{Writer: transcriptWriter(t, "watcher"),
+				Now: e.clock.Now, WatchInterval: 5 * time.Millisecond})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, wr.Close()) })
+			w, err := wr.Open(ctx, "skew")
 			require.NoError(t, err)
 			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
@@ -66,6 +77,17 @@ func TestWatch_SkewedClocks(t *testing.T) {
 					require.NoError(t, err)
 				}
 			}
+			// A replica whose clock is an hour slow and that never read the session
+			// (an outbox flushing after an outage) stores a segment whose key sorts
+			// far below what the watch has seen: only a full listing finds it.
+			late, err := transcript.New(transcript.Config{Bucket: e.bucket, Prefix: "data",
+				Now: func() time.Time { return e.clock.Now().Add(-time.Hour) }})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, late.Close()) })
+			_, err = late.AppendSegment(ctx, first.Ref(), [][]byte{msg("late", parent, "from the outbox")}, transcriptWriter(t, "late"))
+			require.NoError(t, err)
+			want = append(want, "late")
+
 			var delivered []string
 			deadline := time.After(20 * time.Second)
 			for len(delivered) < len(want) {

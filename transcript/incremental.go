@@ -121,19 +121,19 @@ type ReconcilePolicy struct {
 // Defaults of ReconcilePolicy.
 //
 // A late segment (below an incremental listing's start) is found within Every
-// syncs or After, whichever comes first: by a Watch polling every second or
-// faster, within 5 s. A reader that syncs less often than After (a runtime taking
-// a turn a minute) lists the whole session every time; such a session grows by a
-// segment a minute and background compaction keeps it to a few dozen keys, so
-// that listing is cheap. A reader that syncs often (a Watch, a burst of turns) is
-// where a session can outgrow compaction, and there a full listing costs
-// 1/(Every+1) of a sync: at 1,000 segments, a 60 ms LIST adds 1 ms to each.
+// syncs or After, whichever comes first. A replica taking a turn a minute thus
+// lists the whole session about every hour and pays for what is new on the other
+// turns, so a turn's cost does not grow with the session however slowly it syncs;
+// one that syncs often pays for a full listing in 1/(Every+1) of its syncs: at
+// 1,000 segments, a 60 ms LIST adds 1 ms to each. A reader that needs late
+// segments sooner (repository's Watch reconciles every few seconds) starts a full
+// listing itself by reading with a set rebuilt from its keys (NewSegmentSet).
 // The margin covers the time between a key's stamp and its PUT becoming visible,
 // and clock skew between writers that have not read each other's keys, up to two
 // minutes; later arrivals wait for the next full listing.
 const (
 	DefaultReconcileEvery = 64
-	DefaultReconcileAfter = 5 * time.Second
+	DefaultReconcileAfter = 10 * time.Minute
 	DefaultListMargin     = 2 * time.Minute
 )
 

@@ -93,7 +93,7 @@ func TestStore_ReadNew_ReconcilePolicy(t *testing.T) {
 		{name: "after", policy: transcript.ReconcilePolicy{Every: 100, After: 10 * time.Second}, step: 4 * time.Second,
 			want: []bool{true, false, false, true, false, false, true}},
 		{name: "always", policy: transcript.ReconcilePolicy{Every: -1}, want: []bool{true, true, true}},
-		{name: "defaults", step: time.Second, want: []bool{true, false, false, false, false, true, false}},
+		{name: "defaults", step: 2 * time.Minute, want: []bool{true, false, false, false, false, true, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package transcript_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -158,6 +159,30 @@ func TestCompact_CrashBetweenParts(t *testing.T) {
 				got, err := s.ReadAll(ctx, ref)
 				require.NoError(t, err)
 				require.Equal(t, before.Raw(), got.Raw(), "a partial group hides nothing")
+				if partial > 0 {
+					// An incremental reader agrees, and a part of an incomplete
+					// group excuses no input: a damaged one fails the read, as it
+					// fails ReadAll, instead of being skipped silently.
+					inc, err := s.ReadNew(ctx, ref, transcript.SegmentSet{})
+					require.NoError(t, err)
+					require.Len(t, inc.Entries, len(before.Entries))
+					infos, err := s.ListSegments(ctx, ref)
+					require.NoError(t, err)
+					require.Zero(t, infos[0].Level)
+					rc, _, err := fb.Bucket.Get(ctx, infos[0].Key)
+					require.NoError(t, err)
+					original, err := io.ReadAll(rc)
+					require.NoError(t, err)
+					require.NoError(t, rc.Close())
+					require.NoError(t, fb.Bucket.Delete(ctx, infos[0].Key))
+					require.NoError(t, fb.Bucket.Put(ctx, infos[0].Key, strings.NewReader("damaged"), 7, bucket.PutOptions{}))
+					_, err = s.ReadAll(ctx, ref)
+					require.Error(t, err)
+					_, err = s.ReadNew(ctx, ref, transcript.SegmentSet{})
+					require.Error(t, err, "ReadNew excuses a damaged input by a part of an incomplete group")
+					require.NoError(t, fb.Bucket.Delete(ctx, infos[0].Key))
+					require.NoError(t, fb.Bucket.Put(ctx, infos[0].Key, bytes.NewReader(original), int64(len(original)), bucket.PutOptions{}))
+				}
 
 				// The rerun redoes the job: a new whole group, then the inputs go.
 				res, err := s.Compact(ctx, ref, groupOpts(4, transcript.DeleteAtOnce))

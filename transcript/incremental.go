@@ -233,8 +233,10 @@ func (s *Store) readNewScoped(ctx context.Context, infos []SegmentInfo, have Seg
 			next[rel] = struct{}{}
 		default:
 			fetchUpper = append(fetchUpper, in)
-			for _, k := range p.inputs(rel) {
-				superseded[k] = true
+			if m := p.metas[rel]; m.Group.IsZero() {
+				for _, k := range p.inputs(rel) {
+					superseded[k] = true
+				}
 			}
 		}
 	}
@@ -248,6 +250,13 @@ func (s *Store) readNewScoped(ctx context.Context, infos []SegmentInfo, have Seg
 			continue // corrupt and skipped: not held, tried again next time
 		}
 		next[sessionRelKey(fetchUpper[i].Key)] = struct{}{}
+		if !seg.Meta.Group.IsZero() {
+			// One part of a group holds only some of its inputs' entries, and
+			// an increment does not see whether the group is whole: a part
+			// excuses no input (every listed input is read, as ReadAll reads
+			// them while the group is incomplete).
+			continue
+		}
 		for _, in := range seg.Meta.Inputs {
 			if k := sessionRelKey(in); relLevel(k) < fetchUpper[i].Level {
 				superseded[k] = true

@@ -33,12 +33,14 @@ type LeanResult struct {
 	okeys  []string   // origin keys, by origin number
 	items  []leanItem // the winners, in merge order
 	byID   map[string]int32
+	// oddParents holds the parentId of the entries whose parentId is not the id
+	// of their parent entry: one that names no entry (dangling) or the entry itself.
+	oddParents map[int32]string
 }
 
 // leanItem is one winning entry of a LeanResult.
 type leanItem struct {
 	id         string
-	parentID   string
 	seg, pos   int32
 	okey, opos uint32
 	parent     int32 // merge-order index of the parent entry; -1 for none
@@ -74,8 +76,11 @@ func (r *LeanResult) Index(id string) (int, bool) {
 // Entry returns entry i as ReadAll returns it.
 func (r *LeanResult) Entry(i int) Entry {
 	it := &r.items[i]
-	e := Entry{ID: it.id, ParentID: it.parentID, Raw: r.Raw(i), Segment: r.keys[it.seg], Pos: int(it.pos),
+	e := Entry{ID: it.id, ParentID: r.oddParents[int32(i)], Raw: r.Raw(i), Segment: r.keys[it.seg], Pos: int(it.pos),
 		Origin: Origin{Key: r.okeys[it.okey], Pos: int(it.opos)}}
+	if it.parent >= 0 {
+		e.ParentID = r.items[it.parent].id
+	}
 	if it.parsed {
 		p, _ := parseStoredEntry(e.Raw)
 		e.Time = p.Time
@@ -135,7 +140,16 @@ func leanMerge(infos []SegmentInfo, segs []*segment.Segment) *LeanResult {
 		}
 		return n
 	}
-	byID := map[string]int32{}
+	total := 0
+	for _, seg := range segs {
+		if seg != nil {
+			total += len(seg.Entries)
+		}
+	}
+	// Sized for every entry once: growing them would hold two copies at a time.
+	byID := make(map[string]int32, total)
+	parents := make([]string, 0, total) // parentId of each item
+	res.items = make([]leanItem, 0, total)
 	var others map[string][]leanVersion // id -> further versions, rare
 	less := func(ak, ap, bk, bp uint32) bool {
 		return Origin{Key: res.okeys[ak], Pos: int(ap)}.Compare(Origin{Key: res.okeys[bk], Pos: int(bp)}) < 0
@@ -162,7 +176,8 @@ func leanMerge(infos []SegmentInfo, segs []*segment.Segment) *LeanResult {
 			j, ok := byID[id]
 			if !ok {
 				byID[id] = int32(len(res.items))
-				res.items = append(res.items, leanItem{id: id, seg: v.seg, pos: v.pos, okey: v.okey, opos: v.opos, parsed: parsed, parentID: parent})
+				res.items = append(res.items, leanItem{id: id, seg: v.seg, pos: v.pos, okey: v.okey, opos: v.opos, parsed: parsed})
+				parents = append(parents, parent)
 				continue
 			}
 			kept := &res.items[j]
@@ -201,12 +216,12 @@ func leanMerge(infos []SegmentInfo, segs []*segment.Segment) *LeanResult {
 		it := &res.items[j]
 		for k, v := range vs {
 			if less(v.okey, v.opos, it.okey, it.opos) {
-				cur := leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: it.parentID, parsed: it.parsed}
-				it.seg, it.pos, it.okey, it.opos, it.parsed, it.parentID = v.seg, v.pos, v.okey, v.opos, v.parsed, v.parent
+				cur := leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: parents[j], parsed: it.parsed}
+				it.seg, it.pos, it.okey, it.opos, it.parsed, parents[j] = v.seg, v.pos, v.okey, v.opos, v.parsed, v.parent
 				vs[k] = cur
 			}
 		}
-		w := entryOf(id, leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: it.parentID, parsed: it.parsed})
+		w := entryOf(id, leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: parents[j], parsed: it.parsed})
 		for _, v := range vs {
 			l := entryOf(id, v)
 			res.Losers = append(res.Losers, l)
@@ -216,7 +231,7 @@ func leanMerge(infos []SegmentInfo, segs []*segment.Segment) *LeanResult {
 	}
 	slices.SortFunc(res.Losers, func(a, b Entry) int { return a.Origin.Compare(b.Origin) })
 	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return a.DroppedOrigin.Compare(b.DroppedOrigin) })
-	res.leanOrder(byID)
+	res.leanOrder(byID, parents)
 	return res
 }
 
@@ -232,7 +247,7 @@ func storedIDs(index []segment.IndexEntry, pos int, raw []byte) (id, parent stri
 
 // leanOrder puts the items in merge order (sortByOrigin, then topoOrder, as
 // merge does), resolves their parents to indexes and keeps byID for lookups.
-func (r *LeanResult) leanOrder(byID map[string]int32) {
+func (r *LeanResult) leanOrder(byID map[string]int32, parents []string) {
 	n := len(r.items)
 	// Rank the origin keys once; sort by (rank, position) like sortByOrigin.
 	ranked := make([]uint32, len(r.okeys))
@@ -270,7 +285,7 @@ func (r *LeanResult) leanOrder(byID map[string]int32) {
 	ordered := true // every parent before its child: the sorted order is the merge order
 	for k, s := range sorted {
 		par[k] = -1
-		pid := r.items[s.i].parentID
+		pid := parents[s.i]
 		if p, ok := byID[pid]; ok && pid != "" && at[p] != int32(k) {
 			par[k] = at[p]
 			if par[k] > int32(k) {
@@ -290,22 +305,36 @@ func (r *LeanResult) leanOrder(byID map[string]int32) {
 	} else {
 		order, r.Cycles = leanTopo(par)
 	}
-	// Rebuild the items in merge order, parents as merge-order indexes.
+	// Put the items in merge order in place, parents as merge-order indexes.
 	final := make([]int32, n) // sorted position -> merge-order index
 	for m, k := range order {
 		final[k] = int32(m)
 	}
-	items := make([]leanItem, n)
-	for m, k := range order {
-		items[m] = r.items[sorted[k].i]
-		items[m].parent = -1
-		if p := par[k]; p >= 0 {
-			items[m].parent = final[p]
+	dest := order // item number -> merge-order index, reusing order's memory
+	for k, s := range sorted {
+		dest[s.i] = final[k]
+		p := int32(-1)
+		if par[k] >= 0 {
+			p = final[par[k]]
+		}
+		r.items[s.i].parent = p
+		if pid := parents[s.i]; pid != "" && p < 0 {
+			if r.oddParents == nil {
+				r.oddParents = map[int32]string{}
+			}
+			r.oddParents[final[k]] = pid
 		}
 	}
-	r.items = items
-	for m := range items {
-		byID[items[m].id] = int32(m)
+	sorted, par, final = nil, nil, nil
+	for i := range r.items {
+		for int(dest[i]) != i {
+			j := dest[i]
+			r.items[i], r.items[j] = r.items[j], r.items[i]
+			dest[i], dest[j] = dest[j], j
+		}
+	}
+	for m := range r.items {
+		byID[r.items[m].id] = int32(m)
 	}
 	r.byID = byID
 }

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// readLean reads the session named by the flags with Store.ReadLean (the same
+// entries and order as ReadAll, at a fraction of the memory); a session without
+// segments is an error that says "not found".
+func (f *storeFlags) readLean(ctx context.Context, cmd string) (*transcript.LeanResult, transcript.TranscriptRef, error) {
+	ref, err := f.ref(cmd)
+	if err != nil {
+		return nil, ref, err
+	}
+	s, err := f.openStore(ctx)
+	if err != nil {
+		return nil, ref, err
+	}
+	defer s.Close()
+	res, err := s.ReadLean(ctx, ref)
+	if errors.Is(err, transcript.ErrNotFound) {
+		return nil, ref, errSessionNotFound(ref)
+	}
+	return res, ref.Norm(), err
+}
+
+// What an entry of a merged session is to Pi (leanSession.kind).
+const (
+	kindEntry   uint8 = iota // a Pi entry that can be on a path
+	kindLeaf                 // a "leaf" entry (never on a path)
+	kindHeader               // a session header
+	kindInvalid              // neither: skipped, as a SessionTree skips it
+)
+
+// leanSession is a merged session (LeanResult) as Pi sees it: which entries are
+// headers, which are entries and which are skipped. Entries are parsed again
+// when needed instead of being held (pi.Entry is several times the size of the
+// bytes it describes).
+type leanSession struct {
+	res    *transcript.LeanResult
+	kind   []uint8
+	header int // merge index of the first session header; -1 for none
+	n      int // Pi entries (kindEntry and kindLeaf)
+}
+
+// newLeanSession classifies the entries of res; skipped, when not nil, is told
+// of every entry that is neither a header nor a Pi entry, in order.
+func newLeanSession(res *transcript.LeanResult, skipped func(id string, err error)) *leanSession {
+	s := &leanSession{res: res, kind: make([]uint8, res.Len()), header: -1}
+	for i := range s.kind {
+		raw := res.Raw(i)
+		if _, err := pi.ParseHeader(raw); err == nil {
+			s.kind[i] = kindHeader
+			if s.header < 0 {
+				s.header = i
+			}
+			continue
+		}
+		e, err := pi.ParseEntry(raw)
+		switch {
+		case err != nil:
+			s.kind[i] = kindInvalid
+			if skipped != nil {
+				skipped(res.ID(i), err)
+			}
+			continue
+		case e.Type() == pi.TypeLeaf:
+			s.kind[i] = kindLeaf
+		}
+		s.n++
+	}
+	return s
+}
+
+// entry parses entry i (a kindEntry or kindLeaf).
+func (s *leanSession) entry(i int) pi.Entry {
+	e, _ := pi.ParseEntry(s.res.Raw(i))
+	return e
+}
+
+// writeExport writes the session as a Pi version 3 file (as Tree.Export does
+// after a restore): the first header, then every Pi entry in merge order, each
+// followed by "\n". ok is false, and nothing is written, without a header.
+func (s *leanSession) writeExport(w io.Writer) (ok bool, err error) {
+	if s.header < 0 {
+		return false, nil
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	bw.Write(s.res.Raw(s.header))
+	bw.WriteByte('\n')
+	for i, k := range s.kind {
+		if k == kindEntry || k == kindLeaf {
+			bw.Write(s.res.Raw(i))
+			bw.WriteByte('\n')
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return true, fmt.Errorf("write session: %w", err)
+	}
+	return true, nil
+}
+
+// onPath returns the index of the entry id if it can be on a path (pi.Index).
+func (s *leanSession) onPath(id string) (int, bool) {
+	i, ok := s.res.Index(id)
+	return i, ok && s.kind[i] == kindEntry
+}
+
+// has reports whether id names a Pi entry of the session ("leaf" entries too).
+func (s *leanSession) has(id string) bool {
+	i, ok := s.res.Index(id)
+	return ok && (s.kind[i] == kindEntry || s.kind[i] == kindLeaf)
+}
+
+// activeLeaf is pi.ActiveLeaf over the Pi entries.
+func (s *leanSession) activeLeaf() (int, bool) {
+	isEntry := func(id string) bool { _, ok := s.onPath(id); return ok }
+	for i := len(s.kind) - 1; i >= 0; i-- {
+		if s.kind[i] == kindEntry {
+			return i, true
+		}
+		if s.kind[i] != kindLeaf {
+			continue
+		}
+		switch move, target := pi.LeafMoveOf(s.entry(i), isEntry); move {
+		case pi.MoveToTarget:
+			j, _ := s.onPath(target)
+			return j, true
+		case pi.MoveToNull:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// resolveLeaf is pi.ResolveLeaf over the Pi entries: leafID "" means the active
+// leaf, and so does an id that is unknown or names a "leaf" entry.
+func (s *leanSession) resolveLeaf(leafID string) (int, bool) {
+	if i, ok := s.onPath(leafID); ok && leafID != "" {
+		return i, true
+	}
+	return s.activeLeaf()
+}
+
+// pathTo is pi.PathTo over the Pi entries: the merge indexes from the root to
+// leaf, following parentId; a parent that is missing, not a Pi entry or a
+// "leaf" entry ends the walk, and so does a cycle.
+func (s *leanSession) pathTo(leaf int) []int32 {
+	var rev []int32
+	seen := make([]bool, len(s.kind))
+	for cur := leaf; !seen[cur]; {
+		seen[cur] = true
+		rev = append(rev, int32(cur))
+		p, ok := s.res.Parent(cur)
+		if !ok || s.kind[p] != kindEntry {
+			break
+		}
+		cur = p
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
+
+// writeContext writes the context at leafID (see resolveLeaf) as JSON and a
+// newline, streamed (pi.WriteContextPath).
+func (s *leanSession) writeContext(w io.Writer, leafID string) error {
+	leaf, ok := s.resolveLeaf(leafID)
+	if !ok {
+		return pi.WriteContextPath(w, 0, nil)
+	}
+	path := s.pathTo(leaf)
+	return pi.WriteContextPath(w, len(path), func(k int) pi.Entry { return s.entry(int(path[k])) })
+}

@@ -47,6 +47,15 @@ type leanItem struct {
 	parsed     bool  // read without an entry index (see leanVersion)
 }
 
+// Size returns the size of the merged entries as JSONL (each entry and a newline).
+func (r *LeanResult) Size() int64 {
+	var n int64
+	for i := range r.items {
+		n += int64(len(r.Raw(i))) + 1
+	}
+	return n
+}
+
 // Len returns the number of entries (distinct ids).
 func (r *LeanResult) Len() int { return len(r.items) }
 

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
@@ -28,7 +32,30 @@ func (f *storeFlags) readLean(ctx context.Context, cmd string) (*transcript.Lean
 	if errors.Is(err, transcript.ErrNotFound) {
 		return nil, ref, errSessionNotFound(ref)
 	}
+	if err == nil {
+		boundHeap(res.Size())
+	}
 	return res, ref.Norm(), err
+}
+
+// boundHeap sets a soft memory limit (debug.SetMemoryLimit) for the rest of a
+// command that now holds a session of size bytes of JSONL: the live heap plus
+// half the session size, at least 64 MiB. What the command allocates from here
+// on is garbage (parsed entries, output buffers); without a limit the Go
+// runtime lets it grow to the size of the live heap again before collecting
+// (GOGC=100), which would double the peak. A limit set by GOMEMLIMIT is kept.
+func boundHeap(size int64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	runtime.GC() // the live heap as of now, not as of the last collection
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return
+	}
+	live := int64(sample[0].Value.Uint64())
+	debug.SetMemoryLimit(live + max(size/2, 64<<20))
 }
 
 // What an entry of a merged session is to Pi (leanSession.kind).

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -29,6 +30,7 @@ type LeanResult struct {
 	Cycles    int
 
 	keys   []string   // segment keys, by segment number
+	held   []string   // keys of the segments fetched and verified
 	bodies [][][]byte // entries of each segment (slices of its body)
 	okeys  []string   // origin keys, by origin number
 	items  []leanItem // the winners, in merge order
@@ -125,6 +127,35 @@ func (s *Store) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, e
 	})
 }
 
+// Held returns the set of segments the result holds the entries of: every
+// listed segment that was fetched and verified (a segment skipped as corrupt is
+// not held). A reader that keeps the result can sync from it with ReadNew.
+func (r *LeanResult) Held() SegmentSet { return NewSegmentSet(r.held...) }
+
+// ReadLean is Store.ReadLean that uses the listing in hand the first time it is
+// asked about the listed session (as ReadNew does); a listed segment that has
+// vanished meanwhile makes it list again.
+func (l *Listed) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, error) {
+	l.mu.Lock()
+	infos := l.infos
+	if ref.Norm() == l.ref {
+		l.infos = nil
+	}
+	l.mu.Unlock()
+	if infos != nil && ref.Norm() == l.ref {
+		segs, corrupt, err := l.Store.fetchSession(ctx, infos)
+		if err == nil {
+			res := leanMerge(infos, segs)
+			res.Corrupt = corrupt
+			return res, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("read %s: %w", ref, err)
+		}
+	}
+	return l.Store.ReadLean(ctx, ref)
+}
+
 // leanVersion is a version of an id that lost to, or may replace, the current
 // winner (rare: one id with other bytes).
 type leanVersion struct {
@@ -172,6 +203,7 @@ func leanMerge(infos []SegmentInfo, segs []*segment.Segment) *LeanResult {
 			res.Segments = append(res.Segments, infos[i])
 		}
 		res.bodies[i] = seg.Entries
+		res.held = append(res.held, infos[i].Key)
 		origin := originsOf(infos[i], seg)
 		index := seg.Meta.Index
 		for pos, raw := range seg.Entries {

@@ -2,16 +2,19 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -112,6 +115,17 @@ func (s *leanSession) entry(i int) pi.Entry {
 	return e
 }
 
+// entries yields the bytes of every Pi entry (kindEntry and kindLeaf) in order.
+func (s *leanSession) entries() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for i, k := range s.kind {
+			if (k == kindEntry || k == kindLeaf) && !yield(s.res.Raw(i)) {
+				return
+			}
+		}
+	}
+}
+
 // writeExport writes the session as a Pi version 3 file (as Tree.Export does
 // after a restore): the first header, then every Pi entry in merge order, each
 // followed by "\n". ok is false, and nothing is written, without a header.
@@ -122,11 +136,9 @@ func (s *leanSession) writeExport(w io.Writer) (ok bool, err error) {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	bw.Write(s.res.Raw(s.header))
 	bw.WriteByte('\n')
-	for i, k := range s.kind {
-		if k == kindEntry || k == kindLeaf {
-			bw.Write(s.res.Raw(i))
-			bw.WriteByte('\n')
-		}
+	for raw := range s.entries() {
+		bw.Write(raw)
+		bw.WriteByte('\n')
 	}
 	if err := bw.Flush(); err != nil {
 		return true, fmt.Errorf("write session: %w", err)
@@ -206,4 +218,85 @@ func (s *leanSession) writeContext(w io.Writer, leafID string) error {
 	}
 	path := s.pathTo(leaf)
 	return pi.WriteContextPath(w, len(path), func(k int) pi.Entry { return s.entry(int(path[k])) })
+}
+
+// leanReader reads a session lean (transcript.Store and transcript.Listed do).
+type leanReader interface {
+	ReadLean(ctx context.Context, ref transcript.TranscriptRef) (*transcript.LeanResult, error)
+}
+
+// restoredSession is a session whose local files restoreLean wrote.
+type restoredSession struct {
+	files   sessiontree.RestoredFiles
+	entries int                  // Pi entries, the header not counted
+	has     func(id string) bool // whether the session has a Pi entry of that id
+}
+
+// restoreLean rebuilds ref from the store into local files under root, as
+// sessiontree.Restore and a Flush do, from a lean read of the session and without
+// a SessionTree: its memory is bounded by the session's bytes (see boundHeap).
+func restoreLean(ctx context.Context, s sessiontree.IncrementalReader, ref transcript.TranscriptRef, root string) (restoredSession, error) {
+	lr, ok := s.(leanReader)
+	if !ok {
+		return restoredSession{}, fmt.Errorf("restore %s: %T cannot read a session lean", ref, s)
+	}
+	res, err := lr.ReadLean(ctx, ref)
+	if errors.Is(err, transcript.ErrNotFound) {
+		return restoredSession{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
+	}
+	if err != nil {
+		return restoredSession{}, err
+	}
+	boundHeap(res.Size())
+	sess := newLeanSession(res, nil)
+	if sess.header < 0 {
+		return restoredSession{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
+	}
+	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
+	files, err := sessiontree.WriteRestored(sessiontree.Config{Root: root}, rc, ref.AgentID, ref.SessionID,
+		res.Raw(sess.header), sess.entries(), res.Held())
+	if err != nil {
+		return restoredSession{}, err
+	}
+	return restoredSession{files: files, entries: sess.n, has: sess.has}, nil
+}
+
+// sameFile reports whether the files at a and b hold the same bytes; a missing b
+// is false, without an error. It reads both in pieces.
+func sameFile(a, b string) (bool, error) {
+	fb, err := os.Open(b)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	fa, err := os.Open(a)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	sa, err := fa.Stat()
+	if err != nil {
+		return false, err
+	}
+	sb, err := fb.Stat()
+	if err != nil || sa.Size() != sb.Size() {
+		return false, err
+	}
+	ba, bb := make([]byte, 1<<20), make([]byte, 1<<20)
+	for {
+		na, erra := io.ReadFull(fa, ba)
+		nb, errb := io.ReadFull(fb, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		if erra != nil || errb != nil {
+			if errors.Is(erra, io.EOF) || errors.Is(erra, io.ErrUnexpectedEOF) {
+				return errors.Is(errb, io.EOF) || errors.Is(errb, io.ErrUnexpectedEOF), nil
+			}
+			return false, errors.Join(erra, errb)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -43,12 +44,15 @@ func (f *storeFlags) readLean(ctx context.Context, cmd string) (*transcript.Lean
 
 // boundHeap sets a soft memory limit (debug.SetMemoryLimit) for the rest of a
 // command that now holds a session of size bytes of JSONL: the live heap plus
-// half the session size, at least 64 MiB. What the command allocates from here
-// on is garbage (parsed entries, output buffers); without a limit the Go
-// runtime lets it grow to the size of the live heap again before collecting
-// (GOGC=100), which would double the peak. A limit set by GOMEMLIMIT is kept.
+// half the session size. What the command allocates from here on is garbage
+// (parsed entries, output buffers); without a limit the Go runtime lets it grow
+// to the size of the live heap again before collecting (GOGC=100), which would
+// double the peak. Sessions under 64 MiB are left alone (their garbage is small
+// next to the runtime's own), a limit set by GOMEMLIMIT is kept, and a limit is
+// only ever raised, so that sessions restored in parallel do not lower it under
+// one another.
 func boundHeap(size int64) {
-	if os.Getenv("GOMEMLIMIT") != "" {
+	if size < 64<<20 || os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
 	runtime.GC() // the live heap as of now, not as of the last collection
@@ -57,8 +61,11 @@ func boundHeap(size int64) {
 	if sample[0].Value.Kind() != metrics.KindUint64 {
 		return
 	}
-	live := int64(sample[0].Value.Uint64())
-	debug.SetMemoryLimit(live + max(size/2, 64<<20))
+	limit := int64(sample[0].Value.Uint64()) + size/2
+	if prev := debug.SetMemoryLimit(-1); prev != math.MaxInt64 && prev > limit {
+		return
+	}
+	debug.SetMemoryLimit(limit)
 }
 
 // What an entry of a merged session is to Pi (leanSession.kind).

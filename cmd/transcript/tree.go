@@ -24,6 +24,9 @@ segments still stored; once compaction has deleted them, the compactor with the
 level), and its label.
 Branch points (where replicas diverged) open a new column and say which writers
 continued; compactions are marked; the active leaf is drawn as @ instead of *.
+A wide fan (more than 8 branches, or more columns than 16 in all) is drawn
+collapsed: its branches follow one another in one column, each introduced by a
+": branch K of N from ID" line, so the output grows with the number of entries.
 
 Examples:
   transcript tree --agent coder --session s1

@@ -149,7 +149,7 @@ func TestParseFlags(t *testing.T) {
 			require.Equal(t, filepath.Join("x", "docs", "bench"), o.chartsDir)
 			require.Equal(t, []int{3, 8}, o.items)
 		}},
-		{args: []string{"--items", "12"}, wantErr: "not an item number"},
+		{args: []string{"--items", "13"}, wantErr: "not an item number"},
 		{args: []string{"--items", "9,10"}, check: func(t *testing.T, o options) { require.Equal(t, []int{9, 10}, o.items) }},
 		{args: []string{"--scale", "2"}, wantErr: "--scale"},
 		{args: []string{"extra"}, wantErr: "unexpected arguments"},
@@ -175,7 +175,7 @@ func TestParseFlags_UsageErrorsExit2(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"--quik"}, "unknown flag --quik (did you mean --quick?)"},
-		{[]string{"--items", "12"}, "not an item number"},
+		{[]string{"--items", "13"}, "not an item number"},
 		{[]string{"--store", "ftp://x"}, `unknown scheme "ftp"`},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {

@@ -1,7 +1,9 @@
 package pi
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"strconv"
 	"time"
 )
@@ -37,22 +39,31 @@ func (c Context) JSON() []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if m == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, m...)
-		}
+		b = appendMessage(b, m)
 	}
+	return appendContextEnd(b, c.ThinkingLevel, c.Model)
+}
+
+// appendMessage appends one message of a context's JSON (null for nil).
+func appendMessage(b []byte, m json.RawMessage) []byte {
+	if m == nil {
+		return append(b, "null"...)
+	}
+	return append(b, m...)
+}
+
+// appendContextEnd appends what follows the messages in a context's JSON.
+func appendContextEnd(b []byte, thinkingLevel string, model *Model) []byte {
 	b = append(b, `],"thinkingLevel":`...)
-	b = AppendString(b, c.ThinkingLevel)
+	b = AppendString(b, thinkingLevel)
 	b = append(b, `,"model":`...)
-	if c.Model == nil {
+	if model == nil {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, `{"provider":`...)
-		b = AppendString(b, c.Model.Provider)
+		b = AppendString(b, model.Provider)
 		b = append(b, `,"modelId":`...)
-		b = AppendString(b, c.Model.ModelID)
+		b = AppendString(b, model.ModelID)
 		b = append(b, '}')
 	}
 	return append(b, '}')
@@ -108,21 +119,34 @@ func EmptyContext() Context { return Context{Messages: []json.RawMessage{}, Thin
 // entry with index leaf, by the rules of BuildContextFrom.
 func BuildContext(entries []Entry, idx Index, leaf int) Context {
 	path := PathTo(entries, idx, leaf)
+	at := func(k int) Entry { return entries[path[k]] }
 	c := EmptyContext()
-	comp := -1
-	for k, i := range path {
-		e := entries[i]
+	var comp int
+	c.ThinkingLevel, c.Model, comp = pathSettings(len(path), at)
+	msgs := make([]json.RawMessage, 0, len(path))
+	emitPath(len(path), at, comp, func(m json.RawMessage) { msgs = append(msgs, m) })
+	c.Messages = msgs
+	return c
+}
+
+// pathSettings reads the settings of a context from its path (n entries, root
+// first, entry k given by at): the thinking level, the model, and the position of
+// the last compaction on the path (-1 for none).
+func pathSettings(n int, at func(k int) Entry) (thinkingLevel string, model *Model, comp int) {
+	thinkingLevel, comp = EmptyContext().ThinkingLevel, -1
+	for k := range n {
+		e := at(k)
 		switch e.typ {
 		case TypeThinkingLevelChange:
-			c.ThinkingLevel, _ = jsonString(e.field(fThinkingLevel))
+			thinkingLevel, _ = jsonString(e.field(fThinkingLevel))
 		case TypeModelChange:
 			p, _ := jsonString(e.field(fProvider))
 			m, _ := jsonString(e.field(fModelID))
-			c.Model = &Model{p, m}
+			model = &Model{p, m}
 		case TypeMessage:
 			msg := e.field(fMessage)
 			if len(msg) > 0 && msg[0] == '{' {
-				var role, prov, model []byte
+				var role, prov, mod []byte
 				_ = eachField(msg, func(k string, v []byte, _ int) {
 					switch k {
 					case "role":
@@ -130,55 +154,83 @@ func BuildContext(entries []Entry, idx Index, leaf int) Context {
 					case "provider":
 						prov = v
 					case "model":
-						model = v
+						mod = v
 					}
 				})
 				if r, _ := jsonString(role); r == "assistant" {
 					p, _ := jsonString(prov)
-					m, _ := jsonString(model)
-					c.Model = &Model{p, m}
+					m, _ := jsonString(mod)
+					model = &Model{p, m}
 				}
 			}
 		case TypeCompaction:
 			comp = k
 		}
 	}
-	msgs := make([]json.RawMessage, 0, len(path))
-	emit := func(e Entry) {
+	return thinkingLevel, model, comp
+}
+
+// emitPath passes the messages of a context to emit, in order, given its path (n
+// entries, entry k given by at) and the position of its last compaction.
+func emitPath(n int, at func(k int) Entry, comp int, emit func(json.RawMessage)) {
+	one := func(e Entry) {
 		switch e.typ {
 		case TypeMessage:
-			msgs = append(msgs, e.field(fMessage))
+			emit(e.field(fMessage))
 		case TypeCustomMessage:
-			msgs = append(msgs, synth(e, `{"role":"custom"`, fCustomType, fContent, fDisplay, fDetails))
+			emit(synth(e, `{"role":"custom"`, fCustomType, fContent, fDisplay, fDetails))
 		case TypeBranchSummary:
 			if s, _ := jsonString(e.field(fSummary)); s != "" {
-				msgs = append(msgs, synth(e, `{"role":"branchSummary"`, fSummary, fFromID))
+				emit(synth(e, `{"role":"branchSummary"`, fSummary, fFromID))
 			}
 		}
 	}
 	if comp < 0 {
-		for _, i := range path {
-			emit(entries[i])
+		for k := range n {
+			one(at(k))
 		}
-	} else {
-		ce := entries[path[comp]]
-		msgs = append(msgs, synth(ce, `{"role":"compactionSummary"`, fSummary, fTokensBefore))
-		first, _ := jsonString(ce.field(fFirstKeptEntryID))
-		found := false
-		for _, i := range path[:comp] {
-			if entries[i].id == first {
-				found = true
-			}
-			if found {
-				emit(entries[i])
-			}
+		return
+	}
+	ce := at(comp)
+	emit(synth(ce, `{"role":"compactionSummary"`, fSummary, fTokensBefore))
+	first, _ := jsonString(ce.field(fFirstKeptEntryID))
+	found := false
+	for k := range comp {
+		e := at(k)
+		if e.id == first {
+			found = true
 		}
-		for _, i := range path[comp+1:] {
-			emit(entries[i])
+		if found {
+			one(e)
 		}
 	}
-	c.Messages = msgs
-	return c
+	for k := comp + 1; k < n; k++ {
+		one(at(k))
+	}
+}
+
+// WriteContextPath writes to w, followed by "\n", the JSON of the context whose
+// path (root first) is n entries, entry k given by at: what BuildContext returns
+// for that path, as Context.JSON writes it. It holds no entry and no message
+// beyond the one being written, and reads each entry twice, so at may parse it
+// on demand: a context of a million messages is streamed.
+func WriteContextPath(w io.Writer, n int, at func(k int) Entry) error {
+	thinkingLevel, model, comp := pathSettings(n, at)
+	bw := bufio.NewWriterSize(w, 1<<16)
+	bw.WriteString(`{"messages":[`)
+	first := true
+	var b []byte
+	emitPath(n, at, comp, func(m json.RawMessage) {
+		if !first {
+			bw.WriteByte(',')
+		}
+		first = false
+		b = appendMessage(b[:0], m)
+		bw.Write(b)
+	})
+	bw.Write(appendContextEnd(b[:0], thinkingLevel, model))
+	bw.WriteByte('\n')
+	return bw.Flush()
 }
 
 var fieldJSONName = [nFields]string{

@@ -50,6 +50,9 @@ type Sizes struct {
 	WatchSegments int           `json:"watchSegments"`
 	WatchAppends  int           `json:"watchAppends"`
 	WatchInterval time.Duration `json:"watchInterval"`
+	// MemoryEntries are the session lengths (entries) whose restore, export,
+	// context and verify by the CLI are measured for peak RSS.
+	MemoryEntries []int `json:"memoryEntries"`
 }
 
 // newSizes returns the full sizes (BENCHMARKS.md), or the quick ones, scaled (for tests).
@@ -59,11 +62,13 @@ func newSizes(quick bool, scale float64) Sizes {
 		Replicas: 8, ReplicaSessions: 100, ReplicaTurns: 5,
 		Sessions: 500, SessionSegments: 20, Parallel: 8,
 		SyncLengths: []int{10, 100, 1000}, SyncReps: 130,
-		WatchSegments: 100, WatchAppends: 20, WatchInterval: 100 * time.Millisecond}
+		WatchSegments: 100, WatchAppends: 20, WatchInterval: 100 * time.Millisecond,
+		MemoryEntries: []int{100_000, 1_000_000}}
 	if quick {
 		s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenReps = 0.25, 100, 100, 334, 3
 		s.ReplicaSessions, s.ReplicaTurns, s.Sessions = 25, 2, 50
 		s.SyncReps, s.WatchAppends = 65, 10
+		s.MemoryEntries = []int{10_000, 100_000}
 	}
 	if scale < 1 {
 		sc := func(n, least int) int { return max(least, int(math.Round(float64(n)*scale))) }
@@ -75,6 +80,7 @@ func newSizes(quick bool, scale float64) Sizes {
 		s.OpenReps = 1
 		s.SyncLengths, s.SyncReps = []int{2, 10}, 2
 		s.WatchSegments, s.WatchAppends, s.WatchInterval = 3, 2, 10*time.Millisecond
+		s.MemoryEntries = []int{sc(1000, 10)}
 	}
 	return s
 }
@@ -84,10 +90,11 @@ func (s Sizes) String() string {
 	return fmt.Sprintf("codec %v turns/segment for %.2g s each; flush %d turns; mirror %d turns; "+
 		"open %d turns in %v segments, %d reps; %d replicas × %d sessions × %d turns; "+
 		"restore and compaction %d sessions × %d segments, parallelism %d; "+
-		"per-turn sync at %v segments, %d turns each; Watch %d appends to %d segments, poll %v",
+		"per-turn sync at %v segments, %d turns each; Watch %d appends to %d segments, poll %v; "+
+		"CLI memory at %v entries",
 		s.CodecTurns, s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenSegments, s.OpenReps,
 		s.Replicas, s.ReplicaSessions, s.ReplicaTurns, s.Sessions, s.SessionSegments, s.Parallel,
-		s.SyncLengths, s.SyncReps, s.WatchAppends, s.WatchSegments, s.WatchInterval)
+		s.SyncLengths, s.SyncReps, s.WatchAppends, s.WatchSegments, s.WatchInterval, s.MemoryEntries)
 }
 
 // env is what a group's measurement works with.
@@ -145,6 +152,7 @@ var groups = []group{
 	{"compact", []int{7}, []string{"compaction throughput"}, false, runCompact},
 	{"sync", []int{9, 10}, []string{"per-turn sync cost by session length", "Watch latency"}, false, runSync},
 	{"serve", []int{11}, []string{"appends through transcript serve vs the Go repository"}, true, runServe},
+	{"memory", []int{12}, []string{"peak RSS of restore, export, context and verify vs the session's JSONL"}, false, runMemory},
 }
 
 func (g group) skippedRows(why string) []Row {

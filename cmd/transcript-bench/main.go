@@ -66,6 +66,9 @@ type childConfig struct {
 }
 
 func main() {
+	if os.Getenv(envSpawn) != "" { // before envChild, which a spawner inherits
+		os.Exit(spawnMain(os.Args[1:]))
+	}
 	if g := os.Getenv(envChild); g != "" {
 		os.Exit(childMain(g))
 	}
@@ -127,8 +130,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if *itemList != "" {
 		for _, f := range strings.Split(*itemList, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 || n > 11 {
-				return o, cli.Usagef("--items: %q is not an item number 1-11", f)
+			if err != nil || n < 1 || n > 12 {
+				return o, cli.Usagef("--items: %q is not an item number 1-12", f)
 			}
 			o.items = append(o.items, n)
 		}

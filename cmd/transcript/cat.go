@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 )
@@ -25,7 +26,7 @@ func runCat(ctx context.Context, env *cliEnv, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	res, _, err := sf.readSession(ctx, "cat")
+	res, _, err := sf.readLean(ctx, "cat")
 	if err != nil {
 		return err
 	}
@@ -33,10 +34,9 @@ func runCat(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stderr, "conflict: entry %s differs in %s[%d] (kept) and %s[%d]\n",
 			c.ID, c.KeptSegment, c.KeptPos, c.DroppedSegment, c.DroppedPos)
 	}
-	for _, e := range res.Entries {
-		if _, err := fmt.Fprintf(env.stdout, "%s\n", e.Raw); err != nil {
-			return err
-		}
+	w := bufio.NewWriterSize(env.stdout, 1<<20)
+	if err := res.WriteJSONL(w); err != nil {
+		return err
 	}
-	return nil
+	return w.Flush()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -184,25 +183,6 @@ func (f *storeFlags) parseSelection(ctx context.Context, fs *pflag.FlagSet, args
 		return nil, nil, err
 	}
 	return s, refs, nil
-}
-
-// readSession reads and merges the session named by the flags; a session without
-// segments is an error that says "not found".
-func (f *storeFlags) readSession(ctx context.Context, cmd string) (*transcript.MergeResult, transcript.TranscriptRef, error) {
-	ref, err := f.ref(cmd)
-	if err != nil {
-		return nil, ref, err
-	}
-	s, err := f.openStore(ctx)
-	if err != nil {
-		return nil, ref, err
-	}
-	defer s.Close()
-	res, err := s.ReadAll(ctx, ref)
-	if errors.Is(err, transcript.ErrNotFound) {
-		return nil, ref, errSessionNotFound(ref)
-	}
-	return res, ref.Norm(), err
 }
 
 // writeJSON writes v as indented JSON.

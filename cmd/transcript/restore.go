@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -170,39 +169,32 @@ func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref tr
 		return 0, 0, 0, err
 	}
 	defer os.RemoveAll(scratch)
-	tree, err := restoreTree(ctx, s, ref, scratch)
+	r, err := restoreLean(ctx, s, ref, scratch)
 	if err != nil {
-		return 0, 0, 0, err
-	}
-	if err := tree.Flush(ctx); err != nil {
 		return 0, 0, 0, err
 	}
 	dir := sessiontree.SessionDir(out, ref.Namespace, ref.AgentID)
 	files := []struct{ from, to string }{
-		{tree.LogPath(), filepath.Join(dir, ref.SessionID+sessiontree.LogSuffix)},
-		{tree.ContextPath(), filepath.Join(dir, ref.SessionID+sessiontree.ContextSuffix)},
+		{r.files.Log, filepath.Join(dir, ref.SessionID+sessiontree.LogSuffix)},
+		{r.files.Context, filepath.Join(dir, ref.SessionID+sessiontree.ContextSuffix)},
 	}
 	identical := true
 	var size int64
 	for _, f := range files {
-		want, err := os.ReadFile(f.from)
+		size += fileSize(f.from)
+		same, err := sameFile(f.from, f.to)
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		size += int64(len(want))
-		have, err := os.ReadFile(f.to)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return 0, 0, 0, err
-		}
-		identical = identical && err == nil && bytes.Equal(have, want)
+		identical = identical && same
 	}
 	// The segments file goes last: it says the files hold those segments.
-	segs := struct{ from, to string }{tree.SegmentsPath(), filepath.Join(dir, ref.SessionID+sessiontree.SegmentsSuffix)}
+	segs := struct{ from, to string }{r.files.Segments, filepath.Join(dir, ref.SessionID+sessiontree.SegmentsSuffix)}
 	if identical {
-		return outcomeSkipped, tree.Len(), 0, moveIfExists(segs.from, segs.to)
+		return outcomeSkipped, r.entries, 0, moveIfExists(segs.from, segs.to)
 	}
 	if !force {
-		if err := checkNoLocalOnly(files[0].to, tree); err != nil {
+		if err := checkNoLocalOnly(files[0].to, r.has); err != nil {
 			return 0, 0, 0, err
 		}
 	}
@@ -217,7 +209,7 @@ func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref tr
 			return 0, 0, 0, err
 		}
 	}
-	return outcomeRestored, tree.Len(), size, moveIfExists(segs.from, segs.to)
+	return outcomeRestored, r.entries, size, moveIfExists(segs.from, segs.to)
 }
 
 // moveIfExists renames from to to; a missing from is not an error.
@@ -267,9 +259,9 @@ func fileSize(path string) int64 {
 // errLocalOnly is wrapped when a local log holds entries the bucket lacks.
 var errLocalOnly = errors.New("local log holds entries the bucket lacks")
 
-// checkNoLocalOnly fails when the log file at path exists and holds an entry tree
-// does not have (restore would lose it).
-func checkNoLocalOnly(path string, tree *sessiontree.Tree) error {
+// checkNoLocalOnly fails when the log file at path exists and holds an entry
+// that has reports missing from the restored session (restore would lose it).
+func checkNoLocalOnly(path string, has func(id string) bool) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -283,7 +275,7 @@ func checkNoLocalOnly(path string, tree *sessiontree.Tree) error {
 		return nil // not a session file we could lose anything from
 	}
 	for _, e := range entries {
-		if _, err := tree.Entry(e.ID()); err != nil {
+		if !has(e.ID()) {
 			return fmt.Errorf("%s: entry %s: %w (use --force to replace it)", path, e.ID(), errLocalOnly)
 		}
 	}

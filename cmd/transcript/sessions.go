@@ -289,30 +289,6 @@ func restoreTree(ctx context.Context, s sessiontree.RemoteReader, ref transcript
 	return tree, err
 }
 
-// fetchTree opens the store and rebuilds the session named by the flags from it in
-// a scratch directory, which cleanup removes.
-func (f *storeFlags) fetchTree(ctx context.Context, cmd string) (tree *sessiontree.Tree, cleanup func(), err error) {
-	ref, err := f.ref(cmd)
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err := f.openStore(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer s.Close()
-	scratch, err := os.MkdirTemp("", "transcript-session-")
-	if err != nil {
-		return nil, nil, err
-	}
-	cleanup = func() { os.RemoveAll(scratch) }
-	if tree, err = restoreTree(ctx, s, ref, scratch); err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	return tree, cleanup, nil
-}
-
 const exportUsage = `
 Usage: transcript export [flags]
 
@@ -334,18 +310,25 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	tree, cleanup, err := sf.fetchTree(ctx, "export")
+	res, ref, err := sf.readLean(ctx, "export")
+	if errors.Is(err, transcript.ErrNotFound) {
+		return fmt.Errorf("%w (or it has no session header)", err)
+	}
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	if *out == "" {
-		return tree.Export(env.stdout)
+	sess := newLeanSession(res, nil)
+	if sess.header < 0 {
+		return fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
-	if err := fsutil.WriteFileAtomic(*out, false, tree.Export); err != nil {
+	write := func(w io.Writer) error { _, err := sess.writeExport(w); return err }
+	if *out == "" {
+		return write(env.stdout)
+	}
+	if err := fsutil.WriteFileAtomic(*out, false, write); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(env.stdout, "wrote %s/%s/%s (%d entries and the header) to %s\n", sf.Namespace, sf.Agent, sf.Session, tree.Len(), *out)
+	_, err = fmt.Fprintf(env.stdout, "wrote %s/%s/%s (%d entries and the header) to %s\n", sf.Namespace, sf.Agent, sf.Session, sess.n, *out)
 	return err
 }
 
@@ -372,7 +355,6 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	var entries []pi.Entry
 	switch {
 	case *file != "" && sf.Session == "":
 		f, err := os.Open(*file)
@@ -380,41 +362,36 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 		defer f.Close()
-		_, es, rep, err := sessiontree.ParseSession(f)
+		_, entries, rep, err := sessiontree.ParseSession(f)
 		if err != nil {
 			return fmt.Errorf("%s: %w", *file, err)
 		}
 		reportLoad(env, *file, rep)
-		entries = es
+		var at *string
+		if *leaf != "" {
+			if !slices.ContainsFunc(entries, func(e sessiontree.Entry) bool { return e.ID() == *leaf }) {
+				return &notFoundError{what: fmt.Sprintf("entry %q (--leaf)", *leaf)}
+			}
+			at = leaf
+		}
+		c := pi.BuildContextFrom(entries, at)
+		_, err = fmt.Fprintf(env.stdout, "%s\n", c.JSON())
+		return err
 	case *file == "":
-		// The context is built from the merged entries as read; no tree is
-		// materialised on disk.
-		res, _, err := sf.readSession(ctx, "context")
+		// The context is built from the merged entries as read, streamed: no
+		// tree is materialised, on disk or in memory.
+		res, _, err := sf.readLean(ctx, "context")
 		if err != nil {
 			return err
 		}
-		for _, e := range res.Entries {
-			if _, err := pi.ParseHeader(e.Raw); err == nil {
-				continue
-			}
-			pe, err := sessiontree.ParseEntry(e.Raw)
-			if err != nil {
-				fmt.Fprintf(env.stderr, "skipped entry %s: %v\n", e.ID, err)
-				continue
-			}
-			entries = append(entries, pe)
+		sess := newLeanSession(res, func(id string, err error) {
+			fmt.Fprintf(env.stderr, "skipped entry %s: %v\n", id, err)
+		})
+		if *leaf != "" && !sess.has(*leaf) {
+			return &notFoundError{what: fmt.Sprintf("entry %q (--leaf)", *leaf)}
 		}
+		return sess.writeContext(env.stdout, *leaf)
 	default:
 		return usagef("context takes --agent/--session or --file, not both")
 	}
-	var at *string
-	if *leaf != "" {
-		if !slices.ContainsFunc(entries, func(e sessiontree.Entry) bool { return e.ID() == *leaf }) {
-			return &notFoundError{what: fmt.Sprintf("entry %q (--leaf)", *leaf)}
-		}
-		at = leaf
-	}
-	c := pi.BuildContextFrom(entries, at)
-	_, err := fmt.Fprintf(env.stdout, "%s\n", c.JSON())
-	return err
 }

@@ -24,6 +24,9 @@ segments still stored; once compaction has deleted them, the compactor with the
 level), and its label.
 Branch points (where replicas diverged) open a new column and say which writers
 continued; compactions are marked; the active leaf is drawn as @ instead of *.
+A wide fan (more than 8 branches, or more columns than 16 in all) is drawn
+collapsed: its branches follow one another in one column, each introduced by a
+": branch K of N from ID" line, so the output grows with the number of entries.
 
 Examples:
   transcript tree --agent coder --session s1
@@ -161,7 +164,11 @@ func drawTree(w io.Writer, nodes []treeNode, width int) {
 		active = -1
 	}
 
-	type item struct{ node, col int }
+	// fan, when set, is the line that introduces a branch of a collapsed fan.
+	type item struct {
+		node, col int
+		fan       string
+	}
 	var lanes []bool
 	alloc := func() int {
 		for c, open := range lanes {
@@ -191,7 +198,7 @@ func drawTree(w io.Writer, nodes []treeNode, width int) {
 	visited := make([]bool, len(nodes))
 	var stack []item
 	for i := len(roots) - 1; i >= 0; i-- {
-		stack = append(stack, item{roots[i], -1})
+		stack = append(stack, item{roots[i], -1, ""})
 	}
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
@@ -200,6 +207,10 @@ func drawTree(w io.Writer, nodes []treeNode, width int) {
 			it.col = alloc()
 		}
 		n := nodes[it.node]
+		if it.fan != "" {
+			lanes[it.col] = true // the branch before it in this column closed it
+			fmt.Fprintln(w, strings.TrimRight(graph(it.col, ":")+it.fan, " "))
+		}
 		visited[it.node] = true
 		mark := "*"
 		if it.node == active {
@@ -212,10 +223,14 @@ func drawTree(w io.Writer, nodes []treeNode, width int) {
 		if it.node == active {
 			notes = append(notes, "ACTIVE LEAF")
 		}
+		collapse := len(n.children) > maxFan || len(n.children) > 1 && openLanes(lanes)+len(n.children)-1 > maxColumns
 		if len(n.children) > 1 {
 			var ws []string
 			for _, c := range n.children {
 				ws = append(ws, nodes[c].writer)
+			}
+			if collapse {
+				ws = countWriters(ws)
 			}
 			notes = append(notes, fmt.Sprintf("branch point: %d branches, by %s", len(n.children), strings.Join(ws, ", ")))
 		}
@@ -226,6 +241,16 @@ func drawTree(w io.Writer, nodes []treeNode, width int) {
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 		if len(n.children) == 0 {
 			lanes[it.col] = false
+			continue
+		}
+		if collapse {
+			// A wide fan: its branches follow one another in this column, each
+			// introduced by one line, so that every line stays as narrow as the
+			// columns open above it and the output grows with the entries.
+			for k := len(n.children) - 1; k >= 0; k-- {
+				fan := fmt.Sprintf("branch %d of %d from %s", k+1, len(n.children), shortID(n.entry.ID()))
+				stack = append(stack, item{n.children[k], it.col, fan})
+			}
 			continue
 		}
 		cols := []int{it.col}
@@ -244,7 +269,7 @@ func drawTree(w io.Writer, nodes []treeNode, width int) {
 			fmt.Fprintln(w, strings.TrimRight(string(conn), " "))
 		}
 		for k := len(n.children) - 1; k >= 0; k-- {
-			stack = append(stack, item{n.children[k], cols[k]})
+			stack = append(stack, item{n.children[k], cols[k], ""})
 		}
 	}
 	for i, v := range visited {
@@ -253,6 +278,44 @@ func drawTree(w io.Writer, nodes []treeNode, width int) {
 				shortID(nodes[i].entry.ID()), describe(nodes[i].entry, width), nodes[i].writer)
 		}
 	}
+}
+
+// Wide fans are drawn collapsed (see drawTree): a branch point with more than
+// maxFan children, or one whose children would open more than maxColumns
+// columns in all, draws its branches one after another in its own column.
+const (
+	maxFan     = 8
+	maxColumns = 16
+)
+
+// openLanes counts the open columns.
+func openLanes(lanes []bool) int {
+	n := 0
+	for _, open := range lanes {
+		if open {
+			n++
+		}
+	}
+	return n
+}
+
+// countWriters names each writer of ws once, in order of first appearance, with
+// the number of branches it wrote when more than one ("w ×3").
+func countWriters(ws []string) []string {
+	count := map[string]int{}
+	var order []string
+	for _, w := range ws {
+		if count[w] == 0 {
+			order = append(order, w)
+		}
+		count[w]++
+	}
+	for i, w := range order {
+		if count[w] > 1 {
+			order[i] = fmt.Sprintf("%s ×%d", w, count[w])
+		}
+	}
+	return order
 }
 
 // shortID returns the first 8 bytes of an id, escaped for the terminal.

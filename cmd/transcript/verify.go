@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -115,13 +116,17 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	if len(segs) == 0 {
 		report("", "no segments")
 	}
+	// first is the first version of an id read, by its place in order; seen
+	// indexes it by id. The tree check keeps its state there too, so that a
+	// session costs one map and one slice element per entry.
 	type first struct {
-		raw      []byte
-		key      string
-		parentID string
+		id, parentID string
+		seg, pos     int32 // index in segs, position in the segment
+		state        uint8 // of the cycle search below
 	}
-	seen := map[string]first{}
-	var order []string
+	seen := map[string]int32{}
+	var order []first
+	bodies := make([][][]byte, len(segs)) // entries of each segment read
 	decoded := make([]*segment.Segment, len(segs))
 	vanished := 0
 	for i, info := range segs {
@@ -143,23 +148,24 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 		} else {
 			decoded[i] = seg
 		}
+		bodies[i] = seg.Entries
 		for pos, raw := range seg.Entries {
 			e, err := transcript.ParseEntry(raw)
 			if err != nil {
 				report(info.Key, "entry %d: %v", pos, err)
 				continue
 			}
-			prev, ok := seen[e.ID]
+			k, ok := seen[e.ID]
 			if !ok {
-				seen[e.ID] = first{raw: raw, key: info.Key, parentID: e.ParentID}
-				order = append(order, e.ID)
+				seen[e.ID] = int32(len(order))
+				order = append(order, first{id: e.ID, parentID: e.ParentID, seg: int32(i), pos: int32(pos)})
 				if _, err := pi.ParseHeader(raw); err == nil {
 					c.headers++
 				}
 				continue
 			}
-			if string(prev.raw) != string(raw) {
-				report(info.Key, "id conflict: entry %s (position %d) differs from the one in %s", cmdcli.Escape(e.ID), pos, prev.key)
+			if prev := order[k]; !bytes.Equal(bodies[prev.seg][prev.pos], raw) {
+				report(info.Key, "id conflict: entry %s (position %d) differs from the one in %s", cmdcli.Escape(e.ID), pos, segs[prev.seg].Key)
 			}
 		}
 	}
@@ -185,35 +191,38 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 		onPath
 		done
 	)
-	state := make(map[string]int, len(order))
 	var cycles [][]string
-	for _, id := range order {
-		var path []string
-		cur := id
-		for cur != "" && state[cur] == unvisited {
-			if _, ok := seen[cur]; !ok {
-				break
-			}
-			state[cur] = onPath
+	for k := range order {
+		var path []int32
+		cur, ok := int32(k), true
+		for ok && order[cur].state == unvisited {
+			order[cur].state = onPath
 			path = append(path, cur)
-			cur = seen[cur].parentID
+			cur, ok = -1, false
+			if p := order[path[len(path)-1]].parentID; p != "" {
+				cur, ok = seen[p]
+			}
 		}
-		if cur != "" && state[cur] == onPath {
+		if ok && order[cur].state == onPath {
 			for i, p := range path {
 				if p == cur {
-					cycles = append(cycles, path[i:])
+					cyc := make([]string, 0, len(path)-i)
+					for _, q := range path[i:] {
+						cyc = append(cyc, order[q].id)
+					}
+					cycles = append(cycles, cyc)
 					break
 				}
 			}
 		}
 		for _, p := range path {
-			state[p] = done
+			order[p].state = done
 		}
 	}
-	for _, id := range order {
-		if p := seen[id].parentID; p != "" {
+	for _, f := range order {
+		if p := f.parentID; p != "" {
 			if _, ok := seen[p]; !ok {
-				report(seen[id].key, "dangling parent: entry %s has parentId %s, which no segment holds", cmdcli.Escape(id), cmdcli.Escape(p))
+				report(segs[f.seg].Key, "dangling parent: entry %s has parentId %s, which no segment holds", cmdcli.Escape(f.id), cmdcli.Escape(p))
 			}
 		}
 	}

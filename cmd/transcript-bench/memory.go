@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// memAgent is the agent of the sessions item 12 writes.
+const memAgent = "memory"
+
+// runMemory measures item 12: the peak RSS and the time of the transcript CLI's
+// restore, export, context and verify of one session of each size in
+// Sizes.MemoryEntries, each run as a subprocess (the binary built with go build)
+// against --store, next to the session's JSONL size: the goal is a peak RSS of at
+// most 3× the JSONL size (the baseline is that bound, so a ratio above 1 misses it).
+func runMemory(ctx context.Context, e *env) (ItemResult, error) {
+	var res ItemResult
+	storeURL, err := cliStoreURL(e.cfg.Store, path.Join(e.cfg.RunPrefix, "memory"))
+	if err != nil {
+		res.Rows = []Row{{Item: 12, Name: "peak RSS of restore, export, context and verify", Skipped: err.Error()}}
+		return res, nil
+	}
+	bin := filepath.Join(e.tmp, "transcript")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/transcriptstore/transcript/cmd/transcript")
+	if out, err := build.CombinedOutput(); err != nil {
+		return res, fmt.Errorf("go build the transcript CLI: %w: %s", err, out)
+	}
+	store, err := e.newStore(e.bucket, "memory")
+	if err != nil {
+		return res, err
+	}
+	defer store.Close()
+	for _, n := range e.cfg.Sizes.MemoryEntries {
+		sid := fmt.Sprintf("s%d", n)
+		jsonl, err := writeLinearSession(ctx, store, sid, n)
+		if err != nil {
+			return res, err
+		}
+		e.logf("session of %d entries: %.1f MiB of JSONL", n, mib(jsonl))
+		common := []string{"--store", storeURL, "--agent", memAgent, "--session", sid}
+		runs := []struct {
+			name string
+			args []string
+		}{
+			{"restore", append([]string{"restore", "--out", filepath.Join(e.tmp, "restore-"+sid)}, common...)},
+			{"export", append([]string{"export", "--out", filepath.Join(e.tmp, "export-"+sid+".jsonl")}, common...)},
+			{"context", append([]string{"context"}, common...)},
+			{"verify", append([]string{"verify"}, common...)},
+		}
+		for _, r := range runs {
+			rss, d, err := runMeasured(ctx, bin, r.args)
+			if err != nil {
+				return res, fmt.Errorf("%s of %d entries: %w", r.name, n, err)
+			}
+			e.logf("%s, %d entries: peak RSS %.1f MiB (%.2f× JSONL), %v", r.name, n, mib(rss), float64(rss)/float64(jsonl), d.Round(time.Millisecond))
+			goal := 3 * mib(jsonl)
+			res.Rows = append(res.Rows,
+				Row{Item: 12, Name: fmt.Sprintf("%s of a %s-entry session: peak RSS", r.name, countName(n)), Unit: "MiB",
+					Value: mib(rss), Baseline: "3 × the session's JSONL (the goal)", BaselineValue: goal, Ratio: mib(rss) / goal,
+					Note: fmt.Sprintf("RSS / JSONL = %.2f×; JSONL %.1f MiB, %d entries; CLI subprocess, getrusage ru_maxrss", float64(rss)/float64(jsonl), mib(jsonl), n)},
+				Row{Item: 12, Name: fmt.Sprintf("%s of a %s-entry session: time", r.name, countName(n)), Unit: "s",
+					Value: d.Seconds(), Note: "wall time of the CLI subprocess"})
+		}
+		if err := os.RemoveAll(filepath.Join(e.tmp, "restore-"+sid)); err != nil {
+			return res, err
+		}
+		if err := os.Remove(filepath.Join(e.tmp, "export-"+sid+".jsonl")); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// cliStoreURL returns the URL under which the CLI sees the store --store names
+// with sub appended to its prefix; a mem:// store lives in this process only.
+func cliStoreURL(store, sub string) (string, error) {
+	u, err := url.Parse(store)
+	if err != nil {
+		return "", err
+	}
+	switch u.Scheme {
+	case "file", "s3":
+		u.Path = "/" + strings.TrimPrefix(path.Join(u.Path, sub), "/")
+		return u.String(), nil
+	}
+	return "", fmt.Errorf("needs a file:// or s3:// store that a subprocess can open, not %s://", u.Scheme)
+}
+
+// writeLinearSession writes a session of a header and n message entries of about
+// 100 bytes each, one chain, in segments of at most 100,000 entries (the shape
+// of a long compacted session), and returns its size as JSONL.
+func writeLinearSession(ctx context.Context, s *transcript.Store, sid string, n int) (int64, error) {
+	ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: memAgent, SessionID: sid}
+	w, err := transcript.NewWriter("bench")
+	if err != nil {
+		return 0, err
+	}
+	batch := [][]byte{[]byte(fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}`, sid))}
+	size := int64(len(batch[0]) + 1)
+	parent := "null"
+	for i := range n {
+		id := fmt.Sprintf("%08x", uint32(i+1)*2654435761)
+		raw := fmt.Sprintf(`{"type":"message","id":"%s","parentId":%s,"timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"m%d"}}`, id, parent, i)
+		parent = `"` + id + `"`
+		batch = append(batch, []byte(raw))
+		size += int64(len(raw) + 1)
+		if len(batch) == 100_000 || i == n-1 {
+			if _, err := s.AppendSegments(ctx, ref, batch, w); err != nil {
+				return 0, err
+			}
+			batch = batch[:0]
+		}
+	}
+	return size, nil
+}
+
+// envSpawn makes the bench binary a spawner (spawnMain).
+const envSpawn = "TRANSCRIPT_BENCH_SPAWN"
+
+// runMeasured runs bin with args, output discarded, and returns its peak RSS in
+// bytes and its wall time. It starts bin through a fresh copy of this binary
+// (spawnMain): on Linux a child started from a large process reports that
+// process's peak RSS as its own when it is larger (exec records the peak of the
+// address space it replaces, which the Go runtime's vfork shares with the
+// parent), so bin is started from a process of a few MiB instead.
+func runMeasured(ctx context.Context, bin string, args []string) (int64, time.Duration, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, err
+	}
+	cmd := exec.CommandContext(ctx, self, append([]string{bin}, args...)...)
+	cmd.Env = append(os.Environ(), envSpawn+"=1")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, 0, fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	var rss, ns int64
+	if _, err := fmt.Sscan(stdout.String(), &rss, &ns); err != nil {
+		return 0, 0, fmt.Errorf("spawner said %q: %w", stdout.String(), err)
+	}
+	return rss, time.Duration(ns), nil
+}
+
+// spawnMain runs args[0] with args[1:], its output discarded (stderr kept for
+// errors), and prints its peak RSS in bytes and its wall time in nanoseconds.
+func spawnMain(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "spawn: no command")
+		return 2
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "spawn:", err)
+		return 1
+	}
+	d := time.Since(start)
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		fmt.Fprintln(os.Stderr, "spawn: no rusage")
+		return 1
+	}
+	fmt.Println(ru.Maxrss*1024, d.Nanoseconds()) // Linux reports KiB
+	return 0
+}
+
+// mib converts bytes to MiB.
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// countName writes 100000 as "100k" and 1000000 as "1M".
+func countName(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}

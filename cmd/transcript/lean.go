@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+
+	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// readLean reads the session named by the flags with Store.ReadLean (the same
+// entries and order as ReadAll, at a fraction of the memory); a session without
+// segments is an error that says "not found".
+func (f *storeFlags) readLean(ctx context.Context, cmd string) (*transcript.LeanResult, transcript.TranscriptRef, error) {
+	ref, err := f.ref(cmd)
+	if err != nil {
+		return nil, ref, err
+	}
+	s, err := f.openStore(ctx)
+	if err != nil {
+		return nil, ref, err
+	}
+	defer s.Close()
+	res, err := s.ReadLean(ctx, ref)
+	if errors.Is(err, transcript.ErrNotFound) {
+		return nil, ref, errSessionNotFound(ref)
+	}
+	if err == nil {
+		boundHeap(res.Size())
+	}
+	return res, ref.Norm(), err
+}
+
+// boundHeap sets a soft memory limit (debug.SetMemoryLimit) for the rest of a
+// command that now holds a session of size bytes of JSONL: the live heap plus
+// half the session size. What the command allocates from here on is garbage
+// (parsed entries, output buffers); without a limit the Go runtime lets it grow
+// to the size of the live heap again before collecting (GOGC=100), which would
+// double the peak. Sessions under 64 MiB are left alone (their garbage is small
+// next to the runtime's own), a limit set by GOMEMLIMIT is kept, and a limit is
+// only ever raised, so that sessions restored in parallel do not lower it under
+// one another.
+func boundHeap(size int64) {
+	if size < 64<<20 || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	runtime.GC() // the live heap as of now, not as of the last collection
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return
+	}
+	limit := int64(sample[0].Value.Uint64()) + size/2
+	if prev := debug.SetMemoryLimit(-1); prev != math.MaxInt64 && prev > limit {
+		return
+	}
+	debug.SetMemoryLimit(limit)
+}
+
+// What an entry of a merged session is to Pi (leanSession.kind).
+const (
+	kindEntry   uint8 = iota // a Pi entry that can be on a path
+	kindLeaf                 // a "leaf" entry (never on a path)
+	kindHeader               // a session header
+	kindInvalid              // neither: skipped, as a SessionTree skips it
+)
+
+// leanSession is a merged session (LeanResult) as Pi sees it: which entries are
+// headers, which are entries and which are skipped. Entries are parsed again
+// when needed instead of being held (pi.Entry is several times the size of the
+// bytes it describes).
+type leanSession struct {
+	res    *transcript.LeanResult
+	kind   []uint8
+	header int // merge index of the first session header; -1 for none
+	n      int // Pi entries (kindEntry and kindLeaf)
+}
+
+// newLeanSession classifies the entries of res; skipped, when not nil, is told
+// of every entry that is neither a header nor a Pi entry, in order.
+func newLeanSession(res *transcript.LeanResult, skipped func(id string, err error)) *leanSession {
+	s := &leanSession{res: res, kind: make([]uint8, res.Len()), header: -1}
+	for i := range s.kind {
+		raw := res.Raw(i)
+		if _, err := pi.ParseHeader(raw); err == nil {
+			s.kind[i] = kindHeader
+			if s.header < 0 {
+				s.header = i
+			}
+			continue
+		}
+		e, err := pi.ParseEntry(raw)
+		switch {
+		case err != nil:
+			s.kind[i] = kindInvalid
+			if skipped != nil {
+				skipped(res.ID(i), err)
+			}
+			continue
+		case e.Type() == pi.TypeLeaf:
+			s.kind[i] = kindLeaf
+		}
+		s.n++
+	}
+	return s
+}
+
+// entry parses entry i (a kindEntry or kindLeaf).
+func (s *leanSession) entry(i int) pi.Entry {
+	e, _ := pi.ParseEntry(s.res.Raw(i))
+	return e
+}
+
+// entries yields the bytes of every Pi entry (kindEntry and kindLeaf) in order.
+func (s *leanSession) entries() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for i, k := range s.kind {
+			if (k == kindEntry || k == kindLeaf) && !yield(s.res.Raw(i)) {
+				return
+			}
+		}
+	}
+}
+
+// writeExport writes the session as a Pi version 3 file (as Tree.Export does
+// after a restore): the first header, then every Pi entry in merge order, each
+// followed by "\n". ok is false, and nothing is written, without a header.
+func (s *leanSession) writeExport(w io.Writer) (ok bool, err error) {
+	if s.header < 0 {
+		return false, nil
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	bw.Write(s.res.Raw(s.header))
+	bw.WriteByte('\n')
+	for raw := range s.entries() {
+		bw.Write(raw)
+		bw.WriteByte('\n')
+	}
+	if err := bw.Flush(); err != nil {
+		return true, fmt.Errorf("write session: %w", err)
+	}
+	return true, nil
+}
+
+// onPath returns the index of the entry id if it can be on a path (pi.Index).
+func (s *leanSession) onPath(id string) (int, bool) {
+	i, ok := s.res.Index(id)
+	return i, ok && s.kind[i] == kindEntry
+}
+
+// has reports whether id names a Pi entry of the session ("leaf" entries too).
+func (s *leanSession) has(id string) bool {
+	i, ok := s.res.Index(id)
+	return ok && (s.kind[i] == kindEntry || s.kind[i] == kindLeaf)
+}
+
+// activeLeaf is pi.ActiveLeaf over the Pi entries.
+func (s *leanSession) activeLeaf() (int, bool) {
+	isEntry := func(id string) bool { _, ok := s.onPath(id); return ok }
+	for i := len(s.kind) - 1; i >= 0; i-- {
+		if s.kind[i] == kindEntry {
+			return i, true
+		}
+		if s.kind[i] != kindLeaf {
+			continue
+		}
+		switch move, target := pi.LeafMoveOf(s.entry(i), isEntry); move {
+		case pi.MoveToTarget:
+			j, _ := s.onPath(target)
+			return j, true
+		case pi.MoveToNull:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// resolveLeaf is pi.ResolveLeaf over the Pi entries: leafID "" means the active
+// leaf, and so does an id that is unknown or names a "leaf" entry.
+func (s *leanSession) resolveLeaf(leafID string) (int, bool) {
+	if i, ok := s.onPath(leafID); ok && leafID != "" {
+		return i, true
+	}
+	return s.activeLeaf()
+}
+
+// pathTo is pi.PathTo over the Pi entries: the merge indexes from the root to
+// leaf, following parentId; a parent that is missing, not a Pi entry or a
+// "leaf" entry ends the walk, and so does a cycle.
+func (s *leanSession) pathTo(leaf int) []int32 {
+	var rev []int32
+	seen := make([]bool, len(s.kind))
+	for cur := leaf; !seen[cur]; {
+		seen[cur] = true
+		rev = append(rev, int32(cur))
+		p, ok := s.res.Parent(cur)
+		if !ok || s.kind[p] != kindEntry {
+			break
+		}
+		cur = p
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
+
+// writeContext writes the context at leafID (see resolveLeaf) as JSON and a
+// newline, streamed (pi.WriteContextPath).
+func (s *leanSession) writeContext(w io.Writer, leafID string) error {
+	leaf, ok := s.resolveLeaf(leafID)
+	if !ok {
+		return pi.WriteContextPath(w, 0, nil)
+	}
+	path := s.pathTo(leaf)
+	return pi.WriteContextPath(w, len(path), func(k int) pi.Entry { return s.entry(int(path[k])) })
+}
+
+// leanReader reads a session lean (transcript.Store and transcript.Listed do).
+type leanReader interface {
+	ReadLean(ctx context.Context, ref transcript.TranscriptRef) (*transcript.LeanResult, error)
+}
+
+// restoredSession is a session whose local files restoreLean wrote.
+type restoredSession struct {
+	files   sessiontree.RestoredFiles
+	entries int                  // Pi entries, the header not counted
+	has     func(id string) bool // whether the session has a Pi entry of that id
+}
+
+// restoreLean rebuilds ref from the store into local files under root, as
+// sessiontree.Restore and a Flush do, from a lean read of the session and without
+// a SessionTree: its memory is bounded by the session's bytes (see boundHeap).
+func restoreLean(ctx context.Context, s sessiontree.IncrementalReader, ref transcript.TranscriptRef, root string) (restoredSession, error) {
+	lr, ok := s.(leanReader)
+	if !ok {
+		return restoredSession{}, fmt.Errorf("restore %s: %T cannot read a session lean", ref, s)
+	}
+	res, err := lr.ReadLean(ctx, ref)
+	if errors.Is(err, transcript.ErrNotFound) {
+		return restoredSession{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
+	}
+	if err != nil {
+		return restoredSession{}, err
+	}
+	boundHeap(res.Size())
+	sess := newLeanSession(res, nil)
+	if sess.header < 0 {
+		return restoredSession{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
+	}
+	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
+	files, err := sessiontree.WriteRestored(sessiontree.Config{Root: root}, rc, ref.AgentID, ref.SessionID,
+		res.Raw(sess.header), sess.entries(), res.Held())
+	if err != nil {
+		return restoredSession{}, err
+	}
+	return restoredSession{files: files, entries: sess.n, has: sess.has}, nil
+}
+
+// sameFile reports whether the files at a and b hold the same bytes; a missing b
+// is false, without an error. It reads both in pieces.
+func sameFile(a, b string) (bool, error) {
+	fb, err := os.Open(b)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	fa, err := os.Open(a)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	sa, err := fa.Stat()
+	if err != nil {
+		return false, err
+	}
+	sb, err := fb.Stat()
+	if err != nil || sa.Size() != sb.Size() {
+		return false, err
+	}
+	ba, bb := make([]byte, 1<<20), make([]byte, 1<<20)
+	for {
+		na, erra := io.ReadFull(fa, ba)
+		nb, errb := io.ReadFull(fb, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		if erra != nil || errb != nil {
+			if errors.Is(erra, io.EOF) || errors.Is(erra, io.ErrUnexpectedEOF) {
+				return errors.Is(errb, io.EOF) || errors.Is(errb, io.ErrUnexpectedEOF), nil
+			}
+			return false, errors.Join(erra, errb)
+		}
+	}
+}

@@ -81,15 +81,10 @@ func (s *Store) addListed(ls *sessionListing, sp string, oi bucket.ObjectInfo) {
 // the others; CompactAll returns an error only when the listing fails or ctx ends.
 func (s *Store) CompactAll(ctx context.Context, namespace, agent string, parallel int, opts CompactOptions,
 	keep func(TranscriptRef) bool, done func(TranscriptRef, CompactResult, error)) error {
-	probe := TranscriptRef{Namespace: namespace, AgentID: agent, SessionID: "x"}
-	if agent == "" {
-		probe.AgentID = "x"
-	}
-	ref, visible, err := s.checkRef(probe)
+	prefix, lp, visible, err := s.namespaceListing(namespace, agent)
 	if err != nil || !visible {
 		return err
 	}
-	prefix := keyPrefix(s.cfg.Prefix, ref.Namespace)
 	type listed struct {
 		ref TranscriptRef
 		ls  sessionListing
@@ -112,10 +107,6 @@ func (s *Store) CompactAll(ctx context.Context, namespace, agent string, paralle
 				return gctx.Err()
 			}
 		}
-		lp := prefix
-		if agent != "" {
-			lp = keyPrefix(s.cfg.Prefix, ref.Namespace, ref.AgentID)
-		}
 		err := s.cfg.Bucket.List(gctx, bucket.ListOptions{Prefix: lp}, func(oi bucket.ObjectInfo) error {
 			// {agent}/{session}/...: the keys of one session are contiguous.
 			parts := strings.SplitN(strings.TrimPrefix(oi.Key, prefix), "/", 3)
@@ -126,7 +117,7 @@ func (s *Store) CompactAll(ctx context.Context, namespace, agent string, paralle
 				if err := flush(); err != nil {
 					return err
 				}
-				cur = &listed{ref: TranscriptRef{Namespace: ref.Namespace, AgentID: parts[0], SessionID: parts[1]}}
+				cur = &listed{ref: TranscriptRef{Namespace: namespace, AgentID: parts[0], SessionID: parts[1]}.Norm()}
 				sp = prefix + parts[0] + "/" + parts[1] + "/"
 				if cur.ref.Validate() != nil {
 					cur.ref.AgentID = "" // not a session: its keys are skipped

@@ -20,17 +20,9 @@ import (
 // the listing and is returned as is. A store bound to another namespace sees
 // nothing.
 func (s *Store) ListSessionSegments(ctx context.Context, namespace, agent string, fn func(ref TranscriptRef, infos []SegmentInfo) error) error {
-	probe := TranscriptRef{Namespace: namespace, AgentID: agent, SessionID: "x"}
-	if agent == "" {
-		probe.AgentID = "x"
-	}
-	ref, visible, err := s.checkRef(probe)
+	_, prefix, visible, err := s.namespaceListing(namespace, agent)
 	if err != nil || !visible {
 		return err
-	}
-	prefix := keyPrefix(s.cfg.Prefix, ref.Namespace)
-	if agent != "" {
-		prefix = keyPrefix(s.cfg.Prefix, ref.Namespace, ref.AgentID)
 	}
 	var cur []SegmentInfo
 	flush := func() error {
@@ -157,4 +149,25 @@ func (s *Store) ForEachListedSession(ctx context.Context, namespace, agent strin
 		})
 	}
 	return g.Wait()
+}
+
+// namespaceListing checks namespace and agent ("" for every agent) against the
+// store and returns the key prefix of the namespace and the prefix to list (the
+// agent's, when one is given). visible is false when the store is bound to
+// another namespace: it then sees nothing there.
+func (s *Store) namespaceListing(namespace, agent string) (nsPrefix, listPrefix string, visible bool, err error) {
+	probe := TranscriptRef{Namespace: namespace, AgentID: agent, SessionID: "x"}
+	if agent == "" {
+		probe.AgentID = "x"
+	}
+	ref, visible, err := s.checkRef(probe)
+	if err != nil || !visible {
+		return "", "", visible, err
+	}
+	nsPrefix = keyPrefix(s.cfg.Prefix, ref.Namespace)
+	listPrefix = nsPrefix
+	if agent != "" {
+		listPrefix = keyPrefix(s.cfg.Prefix, ref.Namespace, ref.AgentID)
+	}
+	return nsPrefix, listPrefix, true, nil
 }

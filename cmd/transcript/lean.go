@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 
+	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
@@ -271,39 +271,11 @@ func restoreLean(ctx context.Context, s sessiontree.IncrementalReader, ref trans
 // sameFile reports whether the files at a and b hold the same bytes; a missing b
 // is false, without an error. It reads both in pieces.
 func sameFile(a, b string) (bool, error) {
-	fb, err := os.Open(b)
+	same, err := fsutil.SameContent(a, b)
 	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer fb.Close()
-	fa, err := os.Open(a)
-	if err != nil {
-		return false, err
-	}
-	defer fa.Close()
-	sa, err := fa.Stat()
-	if err != nil {
-		return false, err
-	}
-	sb, err := fb.Stat()
-	if err != nil || sa.Size() != sb.Size() {
-		return false, err
-	}
-	ba, bb := make([]byte, 1<<20), make([]byte, 1<<20)
-	for {
-		na, erra := io.ReadFull(fa, ba)
-		nb, errb := io.ReadFull(fb, bb)
-		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+		if _, serr := os.Stat(b); errors.Is(serr, os.ErrNotExist) {
 			return false, nil
 		}
-		if erra != nil || errb != nil {
-			if errors.Is(erra, io.EOF) || errors.Is(erra, io.ErrUnexpectedEOF) {
-				return errors.Is(errb, io.EOF) || errors.Is(errb, io.ErrUnexpectedEOF), nil
-			}
-			return false, errors.Join(erra, errb)
-		}
 	}
+	return same, err
 }

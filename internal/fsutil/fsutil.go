@@ -4,6 +4,7 @@
 package fsutil
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -63,4 +64,45 @@ func WriteFileAtomic(path string, noSync bool, write func(io.Writer) error) (err
 		return nil
 	}
 	return SyncDir(dir)
+}
+
+// SameContent reports whether the files at a and b hold the same bytes, reading
+// both in pieces so that files of any size compare in bounded memory. It returns
+// the error of opening or reading either file (os.ErrNotExist included).
+func SameContent(a, b string) (bool, error) {
+	fa, err := os.Open(a)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	sa, err := fa.Stat()
+	if err != nil {
+		return false, err
+	}
+	sb, err := fb.Stat()
+	if err != nil || sa.Size() != sb.Size() {
+		return false, err
+	}
+	bufA, bufB := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, errA := io.ReadFull(fa, bufA)
+		nb, errB := io.ReadFull(fb, bufB)
+		if na != nb || !bytes.Equal(bufA[:na], bufB[:nb]) {
+			return false, nil
+		}
+		if errA == io.EOF || errA == io.ErrUnexpectedEOF {
+			return errB == io.EOF || errB == io.ErrUnexpectedEOF, nil
+		}
+		if errA != nil {
+			return false, errA
+		}
+		if errB != nil {
+			return false, errB
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package fsutil_test
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -40,4 +41,40 @@ func TestWriteFileAtomic(t *testing.T) {
 
 	require.Error(t, fsutil.WriteFileAtomic(filepath.Join(dir, "missing", "f"), false, write("x")))
 	require.Error(t, fsutil.SyncDir(filepath.Join(dir, "missing")))
+}
+
+func TestSameContent(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		return p
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 10_000) // several 64 KiB pieces
+	changed := bytes.Clone(big)
+	changed[len(changed)-1] = 'x'
+	a := write("a", big)
+	tests := []struct {
+		name    string
+		b       string
+		want    bool
+		wantErr error
+	}{
+		{"same bytes", write("same", big), true, nil},
+		{"last byte differs", write("changed", changed), false, nil},
+		{"shorter", write("short", big[:len(big)-1]), false, nil},
+		{"empty", write("empty", nil), false, nil},
+		{"missing", filepath.Join(dir, "missing"), false, os.ErrNotExist},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := fsutil.SameContent(a, tt.b)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
 }

@@ -1,7 +1,6 @@
 package filebucket
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -206,45 +205,12 @@ func copyN(ctx context.Context, w io.Writer, r io.Reader, size int64) error {
 // sameContent reports whether the files a and b hold the same bytes. A directory at
 // b is an invalid key for the write, not a conflict.
 func sameContent(a, b string) (bool, error) {
-	fb, err := os.Open(b)
-	if err != nil {
-		return false, err
-	}
-	defer fb.Close()
-	sb, err := fb.Stat()
+	sb, err := os.Stat(b)
 	if err != nil {
 		return false, err
 	}
 	if sb.IsDir() {
 		return false, fmt.Errorf("%w: the key is a directory of other keys", bucket.ErrInvalidKey)
 	}
-	fa, err := os.Open(a)
-	if err != nil {
-		return false, err
-	}
-	defer fa.Close()
-	sa, err := fa.Stat()
-	if err != nil {
-		return false, err
-	}
-	if sa.Size() != sb.Size() {
-		return false, nil
-	}
-	bufA, bufB := make([]byte, 64<<10), make([]byte, 64<<10)
-	for {
-		na, errA := io.ReadFull(fa, bufA)
-		nb, errB := io.ReadFull(fb, bufB)
-		if na != nb || !bytes.Equal(bufA[:na], bufB[:nb]) {
-			return false, nil
-		}
-		if errA == io.EOF || errA == io.ErrUnexpectedEOF {
-			return errB == io.EOF || errB == io.ErrUnexpectedEOF, nil
-		}
-		if errA != nil {
-			return false, errA
-		}
-		if errB != nil {
-			return false, errB
-		}
-	}
+	return fsutil.SameContent(a, b)
 }

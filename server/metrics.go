@@ -10,6 +10,7 @@ type metrics struct {
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	conflicts *prometheus.CounterVec
+	inFlight  prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -27,8 +28,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "transcript_serve_append_conflicts_total",
 			Help: "Appends refused with 409, by reason (stale_head, entry_conflict).",
 		}, []string{"reason"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "transcript_serve_requests_in_flight",
+			Help: "Requests whose handler is running (a graceful shutdown waits for them).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.conflicts} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.conflicts, m.inFlight} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -157,6 +157,8 @@ func (s *Server) handle(method, path string, h http.HandlerFunc) {
 	pattern := method + " " + path
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		s.metrics.inFlight.Inc()
+		defer s.metrics.inFlight.Dec()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		ri := &requestInfo{}
 		h(rec, r.WithContext(context.WithValue(r.Context(), infoKey{}, ri)))

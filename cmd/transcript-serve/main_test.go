@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
@@ -152,7 +153,9 @@ func TestTwoProcessesRace(t *testing.T) {
 
 // TestShutdownFinishesInFlightAppend sends SIGTERM while an append's body is
 // still arriving: the server stops accepting connections, then commits the
-// append, answers it, and exits 0.
+// append, answers it, and exits 0. The signal goes only once the server reports
+// the append in flight: a connection still in the listen queue when the listener
+// closes is dropped by the kernel, which no server can answer.
 func TestShutdownFinishesInFlightAppend(t *testing.T) {
 	p := start(t, "file://"+t.TempDir())
 	tok := mint(t, "acme", "alice")
@@ -166,6 +169,12 @@ func TestShutdownFinishesInFlightAppend(t *testing.T) {
 	_, err = fmt.Fprintf(conn, "POST /v1/sessions/s/entries HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		tok, len(payload), payload[:10])
 	require.NoError(t, err)
+	// The append's handler runs once the gauge counts it beside the /metrics
+	// request that reads it.
+	require.Eventually(t, func() bool {
+		_, body := call(t, p.addr, "", "GET", "/metrics", "")
+		return strings.Contains(body, "\ntranscript_serve_requests_in_flight 2\n")
+	}, 30*time.Second, 10*time.Millisecond, "the append is in flight")
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	for { // shutdown has begun once new connections are refused

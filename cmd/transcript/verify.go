@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"sort"
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
@@ -116,6 +118,7 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	if len(segs) == 0 {
 		report("", "no segments")
 	}
+	tightenGC(segs)
 	// first is the first version of an id read, by its place in order; seen
 	// indexes it by id. The tree check keeps its state there too, so that a
 	// session costs one map and one slice element per entry.
@@ -234,4 +237,22 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 		report("", "cycle: entries %v form a parent loop", cyc)
 	}
 	return c, nil
+}
+
+// tightenGC makes the collector run at half the default heap growth (GOGC 50) once
+// verify meets a session of more than 8 MiB stored (some 30 MiB of JSONL and up):
+// verify holds every segment it read until the session is checked, and with the
+// default growth the heap peaks at twice that, more than 3× the session. It leaves
+// a GOGC setting alone and only ever tightens.
+func tightenGC(segs []transcript.SegmentInfo) {
+	var stored int64
+	for _, in := range segs {
+		stored += in.Size
+	}
+	if stored < 8<<20 || os.Getenv("GOGC") != "" {
+		return
+	}
+	if prev := debug.SetGCPercent(50); prev >= 0 && prev < 50 {
+		debug.SetGCPercent(prev)
+	}
 }

@@ -40,6 +40,22 @@ func goldenCases() []goldenCase {
 		_ = json.Unmarshal(e, &f)
 		index[i] = segment.IndexEntry{Len: uint32(len(e)), ID: fmt.Sprintf("c%02d", i+1), ParentID: f.ParentID}
 	}
+	compactedMeta := segment.Meta{
+		WriterID: "compactor-0", Seq: 42, Level: 1,
+		FirstID: "c01", LastID: "c12",
+		MinTime: t0, MaxTime: t0.Add(time.Minute + 500*time.Millisecond),
+		Inputs: []string{
+			"L0/20250601T120000.000000000Z-replica-a-0000000000000001-0000000000000abc.jsonl.zst",
+			"L0/20250601T120100.000000000Z-replica-b-0000000000000001-0000000000000abd.jsonl.zst",
+		},
+		Origins: origins,
+		Index:   index,
+	}
+	// A part of a compaction output split into a group: the same inputs, a share
+	// of the entries, and the group's id, part number and part count.
+	part := compactedMeta
+	part.Seq = 43
+	part.Group = segment.Group{ID: "compactor-0-000000000000002b", Part: 1, Parts: 3}
 	return []goldenCase{
 		{
 			name: "small-v2",
@@ -50,39 +66,8 @@ func goldenCases() []goldenCase {
 			},
 			entries: small,
 		},
-		{
-			name: "compacted-v2",
-			meta: segment.Meta{
-				WriterID: "compactor-0", Seq: 42, Level: 1,
-				FirstID: "c01", LastID: "c12",
-				MinTime: t0, MaxTime: t0.Add(time.Minute + 500*time.Millisecond),
-				Inputs: []string{
-					"L0/20250601T120000.000000000Z-replica-a-0000000000000001-0000000000000abc.jsonl.zst",
-					"L0/20250601T120100.000000000Z-replica-b-0000000000000001-0000000000000abd.jsonl.zst",
-				},
-				Origins: origins,
-				Index:   index,
-			},
-			entries: compacted,
-		},
-		// A part of a compaction output split into a group: the same inputs, a
-		// share of the entries, and the group's id, part number and part count.
-		{
-			name: "compacted-part-v2",
-			meta: segment.Meta{
-				WriterID: "compactor-0", Seq: 43, Level: 1,
-				FirstID: "c01", LastID: "c12",
-				MinTime: t0, MaxTime: t0.Add(time.Minute + 500*time.Millisecond),
-				Inputs: []string{
-					"L0/20250601T120000.000000000Z-replica-a-0000000000000001-0000000000000abc.jsonl.zst",
-					"L0/20250601T120100.000000000Z-replica-b-0000000000000001-0000000000000abd.jsonl.zst",
-				},
-				Origins: origins,
-				Index:   index,
-				Group:   segment.Group{ID: "compactor-0-000000000000002b", Part: 1, Parts: 3},
-			},
-			entries: compacted,
-		},
+		{name: "compacted-v2", meta: compactedMeta, entries: compacted},
+		{name: "compacted-part-v2", meta: part, entries: compacted},
 		// Version 1 files, as older writers left them in buckets: still read, and
 		// still written when asked for (Meta.Version = Version1).
 		{

@@ -404,7 +404,7 @@ func leanTopo(par []int32) ([]int32, int) {
 		}
 	}
 	fill = nil
-	ready := &int32Heap{}
+	ready := &minHeap[int32]{}
 	for k, p := range par {
 		if p < 0 {
 			heap.Push(ready, int32(k))
@@ -434,21 +434,4 @@ func leanTopo(par []int32) ([]int32, int) {
 		}
 	}
 	return out, cycles
-}
-
-type int32Heap []int32
-
-func (h int32Heap) Len() int { return len(h) }
-
-func (h int32Heap) Less(i, j int) bool { return h[i] < h[j] }
-
-func (h int32Heap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-
-func (h *int32Heap) Push(x any) { *h = append(*h, x.(int32)) }
-
-func (h *int32Heap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }

@@ -106,7 +106,7 @@ func topoOrder(entries []Entry, byID map[string]int) ([]Entry, int) {
 	}
 	children := make([][]int, n)
 	pending := make([]int, n) // 1 while the parent is not placed yet
-	ready := &intHeap{}
+	ready := &minHeap[int]{}
 	for i, p := range parents {
 		if p >= 0 {
 			children[p] = append(children[p], i)
@@ -145,17 +145,19 @@ func topoOrder(entries []Entry, byID map[string]int) ([]Entry, int) {
 	return out, cycles
 }
 
-type intHeap []int
+// minHeap is a container/heap of ordered values, smallest first: the merge
+// places the ready entry with the smallest merge index next.
+type minHeap[T cmp.Ordered] []T
 
-func (h intHeap) Len() int { return len(h) }
+func (h minHeap[T]) Len() int { return len(h) }
 
-func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h minHeap[T]) Less(i, j int) bool { return h[i] < h[j] }
 
-func (h intHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h minHeap[T]) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 
-func (h *intHeap) Push(x any) { *h = append(*h, x.(int)) }
+func (h *minHeap[T]) Push(x any) { *h = append(*h, x.(T)) }
 
-func (h *intHeap) Pop() any {
+func (h *minHeap[T]) Pop() any {
 	old := *h
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]

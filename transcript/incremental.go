@@ -80,28 +80,9 @@ func (s *Store) ReadNew(ctx context.Context, ref TranscriptRef, have SegmentSet)
 			return s.readNew(ctx, infos, have)
 		})
 	}
-	ref, visible, err := s.checkRef(ref)
-	if err != nil {
-		return nil, err
-	}
-	if !visible {
-		return nil, fmt.Errorf("read %s: %w", ref, ErrNotFound)
-	}
-	for attempt := 0; ; attempt++ {
-		infos, err := s.ListSegmentsAfter(ctx, ref, sessionPrefix(s.cfg.Prefix, ref)+after)
-		if err != nil {
-			return nil, err
-		}
-		inc, err := s.readNewScoped(ctx, infos, have, after)
-		switch {
-		case err == nil:
-			return inc, nil
-		case !errors.Is(err, ErrNotFound):
-			return nil, fmt.Errorf("read %s: %w", ref, err)
-		case attempt >= s.cfg.MaxRelists:
-			return nil, fmt.Errorf("read %s: %w (%d listings): %v", ref, ErrVanished, attempt+1, err)
-		}
-	}
+	return readListedAfter(ctx, s, ref, after, func(infos []SegmentInfo) (*Increment, error) {
+		return s.readNewScoped(ctx, infos, have, after)
+	})
 }
 
 // ReconcilePolicy decides when ReadNew lists a whole session instead of only what

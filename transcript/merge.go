@@ -121,6 +121,13 @@ var ErrVanished = errors.New("segments keep vanishing while read")
 // that is gone (ErrNotFound), it lists again, at most Config.MaxRelists times,
 // then fails with ErrVanished.
 func readListed[T any](ctx context.Context, s *Store, ref TranscriptRef, read func([]SegmentInfo) (T, error)) (T, error) {
+	return readListedAfter(ctx, s, ref, "", read)
+}
+
+// readListedAfter is readListed over the segments whose keys sort after the
+// relative key after ("" for all of them). An incremental listing (after set)
+// that finds nothing is not a missing session: read is called with no segments.
+func readListedAfter[T any](ctx context.Context, s *Store, ref TranscriptRef, after string, read func([]SegmentInfo) (T, error)) (T, error) {
 	var zero T
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
@@ -130,11 +137,16 @@ func readListed[T any](ctx context.Context, s *Store, ref TranscriptRef, read fu
 		return zero, fmt.Errorf("read %s: %w", ref, ErrNotFound)
 	}
 	for attempt := 0; ; attempt++ {
-		infos, err := s.ListSegments(ctx, ref)
+		var infos []SegmentInfo
+		if after == "" {
+			infos, err = s.ListSegments(ctx, ref)
+		} else {
+			infos, err = s.ListSegmentsAfter(ctx, ref, sessionPrefix(s.cfg.Prefix, ref)+after)
+		}
 		if err != nil {
 			return zero, err
 		}
-		if len(infos) == 0 {
+		if len(infos) == 0 && after == "" {
 			return zero, fmt.Errorf("read %s: %w", ref, ErrNotFound)
 		}
 		out, err := read(infos)

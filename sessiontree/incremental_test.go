@@ -18,11 +18,7 @@ import (
 )
 
 // gets counts GETs of b since the last call.
-func gets(b *faultbucket.Bucket) int {
-	n := b.Counts().Get
-	b.ResetCounts()
-	return int(n)
-}
+func gets(b *faultbucket.Bucket) int { return int(b.TakeCounts().Get) }
 
 // A replica that syncs every turn fetches only the segments written since its last
 // sync, also after a restart (the segments file beside its local files), and a

@@ -17,11 +17,7 @@ import (
 )
 
 // gets counts GETs of b since the last call.
-func gets(b *faultbucket.Bucket) int {
-	n := b.Counts().Get
-	b.ResetCounts()
-	return int(n)
-}
+func gets(b *faultbucket.Bucket) int { return int(b.TakeCounts().Get) }
 
 // A restore into a directory it restored before fetches only the segments written
 // since, unless the files changed meanwhile.

@@ -137,6 +137,16 @@ func (b *Bucket) Counts() Counts {
 	return b.counts
 }
 
+// TakeCounts returns the counts and sets them to zero, in one step: what a test
+// measures is the requests since its last TakeCounts.
+func (b *Bucket) TakeCounts() Counts {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.counts
+	b.counts = Counts{}
+	return c
+}
+
 // ResetCounts sets every count to zero.
 func (b *Bucket) ResetCounts() {
 	b.mu.Lock()

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strconv"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/transcriptstore/transcript/segment"
 )
 
@@ -40,25 +38,20 @@ func (s *Store) readInto(ctx context.Context, st *compactState, infos []SegmentI
 // wrapping ErrCompactInput.
 func (s *Store) readMetasOf(ctx context.Context, infos []SegmentInfo) ([]*segment.Segment, error) {
 	out := make([]*segment.Segment, len(infos))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.readLimit(len(infos)))
-	for i, in := range infos {
-		g.Go(func() error {
-			m, err := s.ReadMeta(gctx, in.Key)
-			switch {
-			case errors.Is(err, segment.ErrCorrupt), errors.Is(err, segment.ErrUnsupportedVersion):
-				return fmt.Errorf("%w: %w", ErrCompactInput, err)
-			case err != nil:
-				return err
-			case m.Checksum != in.Hash:
-				return fmt.Errorf("%w: read segment %s: %w: key names checksum %016x, metadata has %016x",
-					ErrCompactInput, in.Key, segment.ErrChecksum, in.Hash, m.Checksum)
-			}
-			out[i] = &segment.Segment{Meta: m}
-			return nil
-		})
-	}
-	return out, g.Wait()
+	err := s.eachMeta(ctx, infos, func(_ context.Context, i int, m segment.Meta, err error) error {
+		switch in := infos[i]; {
+		case errors.Is(err, segment.ErrCorrupt), errors.Is(err, segment.ErrUnsupportedVersion):
+			return fmt.Errorf("%w: %w", ErrCompactInput, err)
+		case err != nil:
+			return err
+		case m.Checksum != in.Hash:
+			return fmt.Errorf("%w: read segment %s: %w: key names checksum %016x, metadata has %016x",
+				ErrCompactInput, in.Key, segment.ErrChecksum, in.Hash, m.Checksum)
+		}
+		out[i] = &segment.Segment{Meta: m}
+		return nil
+	})
+	return out, err
 }
 
 // checkContained verifies that segment in, superseded by out (a part of a group,

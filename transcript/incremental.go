@@ -332,27 +332,19 @@ const metaProbe = 32 << 10
 func (s *Store) readMetas(ctx context.Context, infos []SegmentInfo) (map[string]segment.Meta, error) {
 	metas := make([]segment.Meta, len(infos))
 	ok := make([]bool, len(infos))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.readLimit(len(infos)))
-	for i, in := range infos {
-		g.Go(func() error {
-			m, err := s.ReadMeta(gctx, in.Key)
-			switch {
-			case errors.Is(err, ErrNotFound):
-				return err
-			case err != nil:
-				if gctx.Err() != nil {
-					return gctx.Err()
-				}
-				return nil
-			case m.Checksum != in.Hash:
-				return nil
-			}
-			metas[i], ok[i] = m, true
+	err := s.eachMeta(ctx, infos, func(ctx context.Context, i int, m segment.Meta, err error) error {
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return err
+		case err != nil:
+			return ctx.Err()
+		case m.Checksum != infos[i].Hash:
 			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+		}
+		metas[i], ok[i] = m, true
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]segment.Meta, len(infos))
@@ -362,6 +354,21 @@ func (s *Store) readMetas(ctx context.Context, infos []SegmentInfo) (map[string]
 		}
 	}
 	return out, nil
+}
+
+// eachMeta reads the metadata frames of infos (ReadMeta), at most readLimit at
+// once, and hands each result to fn with its index; the first error fn returns
+// stops the rest (their ctx is cancelled) and is returned.
+func (s *Store) eachMeta(ctx context.Context, infos []SegmentInfo, fn func(ctx context.Context, i int, m segment.Meta, err error) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.readLimit(len(infos)))
+	for i, in := range infos {
+		g.Go(func() error {
+			m, err := s.ReadMeta(gctx, in.Key)
+			return fn(gctx, i, m, err)
+		})
+	}
+	return g.Wait()
 }
 
 // ReadMeta reads and verifies only the metadata frame of the segment at key, with

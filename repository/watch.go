@@ -95,9 +95,7 @@ func (w *watcher) poll(ctx context.Context) ([]pi.Entry, error) {
 func (w *watcher) pollList(ctx context.Context) ([]pi.Entry, error) {
 	r := w.s.repo
 	if now := time.Now(); now.Sub(w.fullAt) >= watchReconcile {
-		// A set rebuilt from its keys carries no listing state: ReadNew lists the
-		// whole session.
-		w.have = transcript.NewSegmentSet(w.have.Keys()...)
+		w.have = w.have.Reconcile()
 		w.fullAt = now
 	}
 	inc, err := r.store.ReadNew(ctx, w.s.ref, w.have)

@@ -108,7 +108,7 @@ type ReconcilePolicy struct {
 // one that syncs often pays for a full listing in 1/(Every+1) of its syncs: at
 // 1,000 segments, a 60 ms LIST adds 1 ms to each. A reader that needs late
 // segments sooner (repository's Watch reconciles every few seconds) starts a full
-// listing itself by reading with a set rebuilt from its keys (NewSegmentSet).
+// listing itself with SegmentSet.Reconcile.
 // The margin covers the time between a key's stamp and its PUT becoming visible,
 // and clock skew between writers that have not read each other's keys, up to two
 // minutes; later arrivals wait for the next full listing.

@@ -88,12 +88,15 @@ func TestStore_ReadNew_ReconcilePolicy(t *testing.T) {
 		policy transcript.ReconcilePolicy
 		step   time.Duration // the reader's clock between syncs
 		want   []bool        // Full of syncs 1..n
+		asked  int           // sync (1..n) before which the reader calls Reconcile; 0: none
 	}{
 		{name: "every", policy: transcript.ReconcilePolicy{Every: 2, After: time.Hour}, want: []bool{true, false, false, true, false}},
 		{name: "after", policy: transcript.ReconcilePolicy{Every: 100, After: 10 * time.Second}, step: 4 * time.Second,
 			want: []bool{true, false, false, true, false, false, true}},
 		{name: "always", policy: transcript.ReconcilePolicy{Every: -1}, want: []bool{true, true, true}},
 		{name: "defaults", step: 2 * time.Minute, want: []bool{true, false, false, false, false, true, false}},
+		{name: "asked", policy: transcript.ReconcilePolicy{Every: 100, After: time.Hour}, asked: 3,
+			want: []bool{true, false, true, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +106,10 @@ func TestStore_ReadNew_ReconcilePolicy(t *testing.T) {
 			appendChain(t, newStore(t, b, transcript.Config{}), ref, newWriter(t, "w"), "a", "", 1)
 			have := transcript.SegmentSet{}
 			var got []bool
-			for range tt.want {
+			for i := range tt.want {
+				if i+1 == tt.asked {
+					have = have.Reconcile()
+				}
 				inc, err := reader.ReadNew(ctx, ref, have)
 				require.NoError(t, err)
 				got, have = append(got, inc.Full), inc.Have

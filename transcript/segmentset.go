@@ -30,6 +30,15 @@ type SegmentSet struct {
 	fullAt time.Time
 }
 
+// Reconcile returns the same set with no full listing behind it, so that the next
+// ReadNew with it lists the whole session whatever the store's ReconcilePolicy: a
+// reader that needs late segments sooner than the policy finds them (a Watch)
+// asks for it. The keys are shared, not copied (no set is changed once made).
+func (s SegmentSet) Reconcile() SegmentSet {
+	s.fullAt, s.partial = time.Time{}, 0
+	return s
+}
+
 // NewSegmentSet returns the set of the given segment keys (full or relative).
 func NewSegmentSet(keys ...string) SegmentSet {
 	s := SegmentSet{m: make(map[string]struct{}, len(keys))}

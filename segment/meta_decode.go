@@ -1,0 +1,216 @@
+package segment
+
+// Decoding of the metadata frame (the layout is in FORMAT.md; putMeta in meta.go
+// writes it).
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// parseMeta parses and verifies the metadata frame at the start of data and
+// returns the metadata and the frame's total size.
+//
+// Order of checks (see FORMAT.md): frame magic, frame length, presence of
+// the whole frame, metadata magic, metadata checksum, version, fields.
+func parseMeta(data []byte) (Meta, int, error) {
+	var m Meta
+	n, err := MetaSize(data)
+	if err != nil {
+		return m, 0, err
+	}
+	if len(data) < n {
+		return m, 0, corrupt(len(data), ErrTruncated, "metadata frame needs %d bytes, have %d", n, len(data))
+	}
+	le := binary.LittleEndian
+	frame := data[:n]
+	p := frame[frameHeaderSize:]
+	if string(p[offMagic:offMagic+len(MetaMagic)]) != MetaMagic {
+		return m, 0, corrupt(frameHeaderSize+offMagic, ErrBadMagic, "metadata magic %q, want %q", p[offMagic:offMagic+len(MetaMagic)], MetaMagic)
+	}
+	sumAt := n - metaChecksumSize
+	if got, want := xxhash.Sum64(frame[:sumAt]), le.Uint64(frame[sumAt:]); got != want {
+		return m, 0, corrupt(sumAt, ErrChecksum, "metadata checksum %016x, stored %016x", got, want)
+	}
+	m.Version = le.Uint16(p[offVersion:])
+	if m.Version == 0 {
+		return m, 0, corrupt(frameHeaderSize+offVersion, nil, "metadata version 0")
+	}
+	if m.Version > FormatVersion {
+		return m, 0, fmt.Errorf("segment version %d, this reader supports up to %d: %w", m.Version, FormatVersion, ErrUnsupportedVersion)
+	}
+	if p[offReserved] != 0 {
+		return m, 0, corrupt(frameHeaderSize+offReserved, nil, "reserved byte is %#x, want 0", p[offReserved])
+	}
+	m.Level = p[offLevel]
+	m.Seq = le.Uint64(p[offSeq:])
+	m.EntryCount = le.Uint32(p[offEntryCount:])
+	inputCount := le.Uint32(p[offInputCount:])
+	m.MinTime = decodeTime(int64(le.Uint64(p[offMinTime:])))
+	m.MaxTime = decodeTime(int64(le.Uint64(p[offMaxTime:])))
+	m.RawLen = le.Uint64(p[offRawLen:])
+	m.Checksum = le.Uint64(p[offChecksum:])
+	m.PayloadLen = le.Uint64(p[offPayloadLen:])
+
+	body := p[:len(p)-metaChecksumSize]
+	i := fixedSize
+	str := func(what string) (string, error) { return strAt(body, &i, what) }
+	if m.WriterID, err = str("writer id"); err != nil {
+		return Meta{}, 0, err
+	}
+	if m.FirstID, err = str("first id"); err != nil {
+		return Meta{}, 0, err
+	}
+	if m.LastID, err = str("last id"); err != nil {
+		return Meta{}, 0, err
+	}
+	// Each input takes at least 2 bytes: bound the count before allocating.
+	if uint64(inputCount) > uint64(len(body)-i)/2 {
+		return Meta{}, 0, corrupt(frameHeaderSize+offInputCount, nil, "input count %d overruns metadata", inputCount)
+	}
+	if inputCount > 0 {
+		m.Inputs = make([]string, inputCount)
+		for k := range m.Inputs {
+			if m.Inputs[k], err = str("input key"); err != nil {
+				return Meta{}, 0, err
+			}
+		}
+	}
+	if m.Version >= 2 {
+		if i, err = parseExt(&m, body, i); err != nil {
+			return Meta{}, 0, err
+		}
+	}
+	if i != len(body) {
+		return Meta{}, 0, corrupt(frameHeaderSize+i, nil, "%d unexpected bytes after the last field", len(body)-i)
+	}
+	if err := checkMeta(&m); err != nil {
+		return Meta{}, 0, err
+	}
+	return m, n, nil
+}
+
+// parseExt parses the version 2 extension of the metadata at body[i:] into m and
+// returns the offset after it.
+func parseExt(m *Meta, body []byte, i int) (int, error) {
+	le := binary.LittleEndian
+	bad := func(at int, format string, args ...any) (int, error) {
+		return 0, corrupt(frameHeaderSize+at, nil, format, args...)
+	}
+	if len(body)-i < 1 {
+		return bad(i, "version 2 flags missing")
+	}
+	flags := body[i]
+	if flags&^knownFlags != 0 {
+		return bad(i, "unknown flags %#x", flags)
+	}
+	i++
+	n := int(m.EntryCount)
+	// One string holds the extension; keys, ids and parents are slices of it, so
+	// a segment of many entries costs one allocation, not one per string.
+	sbody := string(body[i:])
+	base := i
+	sub := func(body []byte, i *int, what string) (string, error) {
+		if len(body)-*i < 2 {
+			return "", corrupt(frameHeaderSize+*i, nil, "%s length overruns metadata", what)
+		}
+		l := int(le.Uint16(body[*i:]))
+		*i += 2
+		if len(body)-*i < l {
+			return "", corrupt(frameHeaderSize+*i, nil, "%s of %d bytes overruns metadata", what, l)
+		}
+		s := sbody[*i-base : *i-base+l]
+		*i += l
+		return s, nil
+	}
+	if flags&flagOrigins != 0 {
+		if len(body)-i < 4 {
+			return bad(i, "origin key count overruns metadata")
+		}
+		count := le.Uint32(body[i:])
+		i += 4
+		if uint64(count) > uint64(len(body)-i)/2 {
+			return bad(i-4, "origin key count %d overruns metadata", count)
+		}
+		keys := make([]string, count)
+		for k := range keys {
+			s, err := sub(body, &i, "origin key")
+			if err != nil {
+				return 0, err
+			}
+			keys[k] = s
+		}
+		if uint64(n)*8 > uint64(len(body)-i) {
+			return bad(i, "%d origins overrun metadata", n)
+		}
+		m.Origins = make([]Origin, n)
+		for k := range m.Origins {
+			ki, pos := le.Uint32(body[i:]), le.Uint32(body[i+4:])
+			if ki > count {
+				return bad(i, "origin %d names key %d of %d", k, ki, count)
+			}
+			if ki > 0 {
+				m.Origins[k].Key = keys[ki-1]
+			}
+			m.Origins[k].Pos = pos
+			i += 8
+		}
+	}
+	if flags&flagIndex != 0 {
+		if uint64(n)*8 > uint64(len(body)-i) {
+			return bad(i, "%d index records overrun metadata", n)
+		}
+		m.Index = make([]IndexEntry, n)
+		var total uint64
+		for k := range m.Index {
+			if len(body)-i < 4 {
+				return bad(i, "index record %d overruns metadata", k)
+			}
+			m.Index[k].Len = le.Uint32(body[i:])
+			total += uint64(m.Index[k].Len) + 1
+			i += 4
+			var err error
+			if m.Index[k].ID, err = sub(body, &i, "index id"); err != nil {
+				return 0, err
+			}
+			if m.Index[k].ParentID, err = sub(body, &i, "index parent id"); err != nil {
+				return 0, err
+			}
+		}
+		if total != m.RawLen {
+			return bad(i, "index lengths add up to %d, raw length is %d", total, m.RawLen)
+		}
+	}
+	if flags&flagGroup != 0 {
+		id, err := sub(body, &i, "group id")
+		if err != nil {
+			return 0, err
+		}
+		if len(body)-i < 8 {
+			return bad(i, "group part overruns metadata")
+		}
+		m.Group = Group{ID: id, Part: le.Uint32(body[i:]), Parts: le.Uint32(body[i+4:])}
+		i += 8
+		if checkGroup(m.Group) != nil || m.Group.IsZero() {
+			return bad(i-8, "group %q part %d of %d", id, m.Group.Part, m.Group.Parts)
+		}
+	}
+	return i, nil
+}
+
+// strAt reads a length-prefixed string at body[*i:] and advances *i.
+func strAt(body []byte, i *int, what string) (string, error) {
+	if len(body)-*i < 2 {
+		return "", corrupt(frameHeaderSize+*i, nil, "%s length overruns metadata", what)
+	}
+	l := int(binary.LittleEndian.Uint16(body[*i:]))
+	*i += 2
+	if len(body)-*i < l {
+		return "", corrupt(frameHeaderSize+*i, nil, "%s of %d bytes overruns metadata", what, l)
+	}
+	s := string(body[*i : *i+l])
+	*i += l
+	return s, nil
+}

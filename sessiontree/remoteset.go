@@ -123,7 +123,13 @@ func (t *Tree) localSizes() string {
 		}
 		return st.Size()
 	}
-	return fmt.Sprintf("files %d %d", size(t.logPath), size(t.ctxPath))
+	return sizesLine(size(t.logPath), size(t.ctxPath))
+}
+
+// sizesLine is the line of a segments file that records the sizes of the log
+// and the context file (-1 for a missing one).
+func sizesLine(logSize, ctxSize int64) string {
+	return fmt.Sprintf("files %d %d", logSize, ctxSize)
 }
 
 // writeSegmentsFile replaces path with the set: a header line, a line with the

@@ -1,18 +1,99 @@
 package sessiontree
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
 // RestoredFiles are the paths of the local files WriteRestored wrote.
 type RestoredFiles struct {
 	Log, Context, Segments string
+}
+
+// RestoredSession is what WriteRestoredLean wrote.
+type RestoredSession struct {
+	Files RestoredFiles
+	// Entries is the number of Pi entries written (the header not counted).
+	Entries int
+	// Size is the size in bytes of each of the two files (they are equal).
+	Size int64
+}
+
+// ErrNoHeader is returned by WriteRestoredLean for a session that holds no
+// session header (a Tree cannot be restored from it either).
+var ErrNoHeader = errors.New("no session header")
+
+// RawKind is what a raw line read from the store is to a Tree (ClassifyRaw).
+type RawKind uint8
+
+// The kinds of ClassifyRaw.
+const (
+	RawEntry   RawKind = iota // a Pi entry that can be on a path
+	RawLeaf                   // a "leaf" entry (never on a path)
+	RawHeader                 // a session header
+	RawInvalid                // neither: a Tree skips it
+)
+
+// ClassifyRaw tells what raw is to a Tree that reads it from the store, with the
+// rules of SyncFromRemote (a header if pi.ParseHeader accepts it, else an entry
+// if ParseEntry does, else skipped), parsing it once: the two parsers accept
+// disjoint sets (a header's type is "session", which ParseEntry refuses), so the
+// header parser runs only on what ParseEntry refused. The error is ParseEntry's,
+// for RawInvalid.
+func ClassifyRaw(raw []byte) (RawKind, error) {
+	e, err := ParseEntry(raw)
+	if err == nil {
+		if e.Type() == pi.TypeLeaf {
+			return RawLeaf, nil
+		}
+		return RawEntry, nil
+	}
+	if _, herr := pi.ParseHeader(raw); herr == nil {
+		return RawHeader, nil
+	}
+	return RawInvalid, err
+}
+
+// WriteRestoredLean is WriteRestored for a session read with Store.ReadLean: it
+// writes the first session header of res and every entry a Tree accepts
+// (ClassifyRaw), in merge order, and records res.Held() as the segments held.
+// A session without a header is ErrNoHeader, and nothing is written.
+func WriteRestoredLean(cfg Config, rc RuntimeContext, agentID, sessionID string, res *transcript.LeanResult) (RestoredSession, error) {
+	kinds := make([]RawKind, res.Len())
+	header, n := -1, 0
+	for i := range kinds {
+		kinds[i], _ = ClassifyRaw(res.Raw(i))
+		switch kinds[i] {
+		case RawHeader:
+			if header < 0 {
+				header = i
+			}
+		case RawEntry, RawLeaf:
+			n++
+		}
+	}
+	if header < 0 {
+		ref, _ := rc.Ref(agentID, sessionID)
+		return RestoredSession{}, fmt.Errorf("restore %s: %w", ref, ErrNoHeader)
+	}
+	lines := func(yield func([]byte) bool) {
+		if !yield(res.Raw(header)) {
+			return
+		}
+		for i, k := range kinds {
+			if (k == RawEntry || k == RawLeaf) && !yield(res.Raw(i)) {
+				return
+			}
+		}
+	}
+	files, size, err := writeRestored(cfg, rc, agentID, sessionID, lines, res.Held())
+	return RestoredSession{Files: files, Entries: n, Size: size}, err
 }
 
 // WriteRestored writes the local files of a session restored from the store
@@ -23,37 +104,108 @@ type RestoredFiles struct {
 // they hold. That is what Restore followed by Flush writes for a session whose
 // merged entries (from the store) are header and entries: the caller passes the
 // first session header and the entries that ParseEntry accepts. Like Restore, it
-// refuses to run when the context file exists.
+// refuses to run when the context file exists. entries is iterated more than once.
 func WriteRestored(cfg Config, rc RuntimeContext, agentID, sessionID string, header []byte, entries iter.Seq[[]byte], have transcript.SegmentSet) (RestoredFiles, error) {
+	lines := func(yield func([]byte) bool) {
+		if !yield(header) {
+			return
+		}
+		for raw := range entries {
+			if !yield(raw) {
+				return
+			}
+		}
+	}
+	files, _, err := writeRestored(cfg, rc, agentID, sessionID, lines, have)
+	return files, err
+}
+
+// writeRestored writes the log and the context file, each holding lines, and
+// then the segments file naming have; it returns the size of each file.
+func writeRestored(cfg Config, rc RuntimeContext, agentID, sessionID string, lines iter.Seq[[]byte], have transcript.SegmentSet) (RestoredFiles, int64, error) {
 	t, err := newTree(cfg, rc, agentID, sessionID)
 	if err != nil {
-		return RestoredFiles{}, err
+		return RestoredFiles{}, 0, err
 	}
 	files := RestoredFiles{Log: t.logPath, Context: t.ctxPath, Segments: t.segmentsPath()}
 	if _, err := os.Stat(t.ctxPath); err == nil {
-		return files, fmt.Errorf("restore %s: local file %s exists", t.ref, t.ctxPath)
+		return files, 0, fmt.Errorf("restore %s: local file %s exists", t.ref, t.ctxPath)
 	}
 	if err := os.MkdirAll(filepath.Dir(t.logPath), 0o755); err != nil {
-		return files, fmt.Errorf("restore %s: create session directory: %w", t.ref, err)
+		return files, 0, fmt.Errorf("restore %s: create session directory: %w", t.ref, err)
 	}
 	// A segments file left behind describes files that are gone.
 	if err := os.Remove(files.Segments); err != nil && !os.IsNotExist(err) {
-		return files, fmt.Errorf("restore %s: remove stale segments file: %w", t.ref, err)
+		return files, 0, fmt.Errorf("restore %s: remove stale segments file: %w", t.ref, err)
 	}
-	for _, path := range []string{t.logPath, t.ctxPath} {
-		if err := writeEntries(path, header, entries, cfg.NoSync); err != nil {
-			return files, fmt.Errorf("restore %s: %w", t.ref, err)
-		}
+	size, err := writeLines([]string{t.logPath, t.ctxPath}, lines, cfg.NoSync)
+	if err != nil {
+		return files, 0, fmt.Errorf("restore %s: %w", t.ref, err)
 	}
-	if err := writeSegmentsFile(files.Segments, have, t.localSizes()); err != nil {
-		return files, fmt.Errorf("save segments of %s: %w", t.ref, err)
+	// The sizes are those just written: no need to stat the files again.
+	if err := writeSegmentsFile(files.Segments, have, sizesLine(size, size)); err != nil {
+		return files, 0, fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}
-	return files, nil
+	return files, size, nil
 }
 
-// writeEntries creates path with header and entries, each followed by "\n",
-// through one buffer, and fsyncs it unless noSync.
-func writeEntries(path string, header []byte, entries iter.Seq[[]byte], noSync bool) (err error) {
+// restoreChunk is the size of the buffer writeLines writes through.
+const restoreChunk = 1 << 20
+
+// writeLines creates each file of paths, in order (the log before the context
+// file, as a Flush writes them), with lines, each followed by "\n", and fsyncs
+// it unless noSync; it returns the size of each. The lines go through one
+// buffer: when they all fit in restoreChunk they are copied into it once and
+// the buffer is written to every file, otherwise they are copied again per file,
+// a chunk at a time.
+func writeLines(paths []string, lines iter.Seq[[]byte], noSync bool) (int64, error) {
+	var size int64
+	for l := range lines {
+		size += int64(len(l)) + 1
+	}
+	buf := make([]byte, 0, min(size, restoreChunk))
+	fits := size <= restoreChunk
+	if fits {
+		buf = appendLines(buf, lines)
+	}
+	for _, path := range paths {
+		err := writeFile(path, noSync, func(f *os.File) error {
+			if fits {
+				_, err := f.Write(buf)
+				return err
+			}
+			for l := range lines {
+				buf = append(buf, l...)
+				buf = append(buf, '\n')
+				if len(buf) >= restoreChunk {
+					if _, err := f.Write(buf); err != nil {
+						return err
+					}
+					buf = buf[:0]
+				}
+			}
+			_, err := f.Write(buf)
+			buf = buf[:0]
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return size, nil
+}
+
+// appendLines appends lines, each followed by "\n", to buf.
+func appendLines(buf []byte, lines iter.Seq[[]byte]) []byte {
+	for l := range lines {
+		buf = append(buf, l...)
+		buf = append(buf, '\n')
+	}
+	return buf
+}
+
+// writeFile creates path with what write writes and fsyncs it unless noSync.
+func writeFile(path string, noSync bool, write func(f *os.File) error) (err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
@@ -63,14 +215,7 @@ func writeEntries(path string, header []byte, entries iter.Seq[[]byte], noSync b
 			err = fmt.Errorf("close %s: %w", path, cerr)
 		}
 	}()
-	w := bufio.NewWriterSize(f, 1<<20)
-	w.Write(header)
-	w.WriteByte('\n')
-	for raw := range entries {
-		w.Write(raw)
-		w.WriteByte('\n')
-	}
-	if err := w.Flush(); err != nil {
+	if err := write(f); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if !noSync {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,10 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	root := filepath.Join(e.tmp, "restored")
 	var entries atomic.Int64
 	var restored atomic.Int64
+	stopProfile, err := startCPUProfile()
+	if err != nil {
+		return res, err
+	}
 	d, err := timeIt(func() error {
 		// One recursive listing of the fleet; each session is restored from it as
 		// soon as the listing has passed it, Parallel sessions at a time.
@@ -56,6 +61,9 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 		}
 		return err
 	})
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return res, err
 	}
@@ -130,6 +138,32 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 			fmt.Sprintf("rclone copy --transfers %d", inflight), n/rcD.Seconds(), true, ""))
 	}
 	return res, nil
+}
+
+// envCPUProfile names a file to write a CPU profile of the store's restore to
+// (only that phase, not the fleet's writing or the baselines), for
+// `go tool pprof -top`.
+const envCPUProfile = "TRANSCRIPT_BENCH_RESTORE_CPUPROFILE"
+
+// startCPUProfile starts the CPU profile envCPUProfile asks for, if any, and
+// returns what stops it and closes its file.
+func startCPUProfile() (stop func() error, err error) {
+	path := os.Getenv(envCPUProfile)
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // rcloneCopy copies bucket/prefix into dir with rclone, configured through the

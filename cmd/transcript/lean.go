@@ -92,23 +92,21 @@ type leanSession struct {
 func newLeanSession(res *transcript.LeanResult, skipped func(id string, err error)) *leanSession {
 	s := &leanSession{res: res, kind: make([]uint8, res.Len()), header: -1}
 	for i := range s.kind {
-		raw := res.Raw(i)
-		if _, err := pi.ParseHeader(raw); err == nil {
+		kind, err := sessiontree.ClassifyRaw(res.Raw(i))
+		switch kind {
+		case sessiontree.RawHeader:
 			s.kind[i] = kindHeader
 			if s.header < 0 {
 				s.header = i
 			}
 			continue
-		}
-		e, err := pi.ParseEntry(raw)
-		switch {
-		case err != nil:
+		case sessiontree.RawInvalid:
 			s.kind[i] = kindInvalid
 			if skipped != nil {
 				skipped(res.ID(i), err)
 			}
 			continue
-		case e.Type() == pi.TypeLeaf:
+		case sessiontree.RawLeaf:
 			s.kind[i] = kindLeaf
 		}
 		s.n++
@@ -241,7 +239,8 @@ type restoredSession struct {
 
 // restoreLean rebuilds ref from the store into local files under root, as
 // sessiontree.Restore and a Flush do, from a lean read of the session and without
-// a SessionTree: its memory is bounded by the session's bytes (see boundHeap).
+// a SessionTree (sessiontree.WriteRestoredLean): its memory is bounded by the
+// session's bytes (see boundHeap).
 func restoreLean(ctx context.Context, s sessiontree.IncrementalReader, ref transcript.TranscriptRef, root string) (restoredSession, error) {
 	lr, ok := s.(leanReader)
 	if !ok {
@@ -255,17 +254,24 @@ func restoreLean(ctx context.Context, s sessiontree.IncrementalReader, ref trans
 		return restoredSession{}, err
 	}
 	boundHeap(res.Size())
-	sess := newLeanSession(res, nil)
-	if sess.header < 0 {
+	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
+	r, err := sessiontree.WriteRestoredLean(sessiontree.Config{Root: root}, rc, ref.AgentID, ref.SessionID, res)
+	if errors.Is(err, sessiontree.ErrNoHeader) {
 		return restoredSession{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
-	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
-	files, err := sessiontree.WriteRestored(sessiontree.Config{Root: root}, rc, ref.AgentID, ref.SessionID,
-		res.Raw(sess.header), sess.entries(), res.Held())
 	if err != nil {
 		return restoredSession{}, err
 	}
-	return restoredSession{files: files, entries: sess.n, has: sess.has}, nil
+	// has is asked only when the destination already holds a log (rare): the
+	// entries are classified again then, not for every session.
+	var sess *leanSession
+	has := func(id string) bool {
+		if sess == nil {
+			sess = newLeanSession(res, nil)
+		}
+		return sess.has(id)
+	}
+	return restoredSession{files: r.Files, entries: r.Entries, has: has}, nil
 }
 
 // sameFile reports whether the files at a and b hold the same bytes; a missing b

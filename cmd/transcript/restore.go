@@ -88,6 +88,13 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
+	// One scratch directory for the run (sessions have distinct paths in it): a
+	// session's files are written there and then moved into place.
+	scratch, err := os.MkdirTemp(*out, ".restore-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
 
 	var bar *progressbar.ProgressBar
 	if !sf.json && isTerminal(env.stderr) {
@@ -103,7 +110,7 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
 	var mu sync.Mutex
 	err = forEachListedSession(ctx, s, *parallel, refs, sf.Agent, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
-		outcome, entries, n, err := restoreSession(ctx, r, ref, *out, *force)
+		outcome, entries, n, err := restoreSession(ctx, r, ref, *out, scratch, *force)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -156,20 +163,26 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-// restoreSession rebuilds ref's two files in a scratch directory beside their
-// destination under out, then skips them if the destination holds identical files,
-// or moves them into place (log first, context last). It returns the entry count
-// and the bytes written.
-func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref transcript.TranscriptRef, out string, force bool) (restoreOutcome, int, int64, error) {
+// restoreSession rebuilds ref's two files under scratch, a directory on the
+// filesystem of out, then skips them if the destination under out holds
+// identical files, or moves them into place (log first, context last). It
+// returns the entry count and the bytes written.
+func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref transcript.TranscriptRef, out, scratch string, force bool) (restoreOutcome, int, int64, error) {
 	if outcome, entries, n, ok, err := restoreIncremental(ctx, s, ref, out); ok || err != nil {
 		return outcome, entries, n, err
 	}
-	scratch, err := os.MkdirTemp(out, ".restore-")
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	defer os.RemoveAll(scratch)
 	r, err := restoreLean(ctx, s, ref, scratch)
+	// What is not moved into place leaves scratch now, not at the end of the run.
+	moved := false
+	defer func() {
+		if !moved {
+			for _, p := range []string{r.files.Log, r.files.Context, r.files.Segments} {
+				if p != "" {
+					_ = os.Remove(p)
+				}
+			}
+		}
+	}()
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -204,6 +217,7 @@ func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref tr
 	if err := os.Remove(segs.to); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, 0, 0, err
 	}
+	moved = true
 	for _, f := range files {
 		if err := os.Rename(f.from, f.to); err != nil {
 			return 0, 0, 0, err

@@ -71,7 +71,7 @@ func TestRestoreSession_Incremental(t *testing.T) {
 				st.before(t, dest)
 			}
 			gets(cb)
-			outcome, _, _, err := restoreSession(ctx, s, ref, out, false)
+			outcome, _, _, err := restoreSession(ctx, s, ref, out, t.TempDir(), false)
 			require.Equal(t, st.wantGets, gets(cb))
 			if st.wantErr != nil {
 				require.ErrorIs(t, err, st.wantErr)
@@ -119,12 +119,12 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 	}
 	// A selected session without segments is handed over without a listing.
 	refs = append(refs, transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "agent", SessionID: "empty"})
-	out := t.TempDir()
+	out, scratch := t.TempDir(), t.TempDir()
 	cb.ResetCounts()
 	var mu sync.Mutex
 	outcomes := map[string]error{}
 	require.NoError(t, forEachListedSession(ctx, s, 2, refs, "", func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
-		_, _, _, err := restoreSession(ctx, r, ref, out, false)
+		_, _, _, err := restoreSession(ctx, r, ref, out, scratch, false)
 		mu.Lock()
 		outcomes[ref.SessionID] = err
 		mu.Unlock()

@@ -133,17 +133,30 @@ func (s *Store) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, e
 func (r *LeanResult) Held() SegmentSet { return NewSegmentSet(r.held...) }
 
 // ReadLean is Store.ReadLean that uses the listing in hand the first time it is
-// asked about the listed session (as ReadNew does); a listed segment that has
+// asked about the listed session (as ReadNew does), and the segments fetched
+// ahead (ForEachListedSessionAhead) when there are; a listed segment that has
 // vanished meanwhile makes it list again.
 func (l *Listed) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, error) {
 	l.mu.Lock()
-	infos := l.infos
+	infos, ahead := l.infos, l.ahead
 	if ref.Norm() == l.ref {
-		l.infos = nil
+		l.infos, l.ahead = nil, nil
 	}
 	l.mu.Unlock()
 	if infos != nil && ref.Norm() == l.ref {
-		segs, corrupt, err := l.Store.fetchSession(ctx, infos)
+		var segs []*segment.Segment
+		var corrupt []CorruptSegment
+		var err error
+		if ahead != nil {
+			select {
+			case <-ahead.done:
+				segs, corrupt, err = ahead.segs, ahead.corrupt, ahead.err
+			case <-ctx.Done():
+				return nil, fmt.Errorf("read %s: %w", ref, ctx.Err())
+			}
+		} else {
+			segs, corrupt, err = l.Store.fetchSession(ctx, infos)
+		}
 		if err == nil {
 			res := leanMerge(infos, segs)
 			res.Corrupt = corrupt

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -87,6 +88,16 @@ type Listed struct {
 	ref   TranscriptRef
 	mu    sync.Mutex
 	infos []SegmentInfo
+	ahead *fetchedAhead // the listed segments, fetched ahead of the read
+}
+
+// fetchedAhead is the result of fetching a listed session's segments ahead of
+// its read (ForEachListedSessionAhead); done is closed when it is set.
+type fetchedAhead struct {
+	done    chan struct{}
+	segs    []*segment.Segment
+	corrupt []CorruptSegment
+	err     error
 }
 
 // Listed returns the reader of ref whose segments are infos (as listed).
@@ -119,26 +130,55 @@ func (l *Listed) ReadNew(ctx context.Context, ref TranscriptRef, have SegmentSet
 // read with one listing and parallel × Config.ReadConcurrency GETs in flight,
 // shared by the sessions being read. The first error stops the run and is returned.
 func (s *Store) ForEachListedSession(ctx context.Context, namespace, agent string, parallel int, fn func(ctx context.Context, l *Listed) error) error {
+	return s.ForEachListedSessionAhead(ctx, namespace, agent, parallel, nil, fn)
+}
+
+// ForEachListedSessionAhead is ForEachListedSession that also fetches ahead: the
+// listed sessions for which prefetch (when not nil) returns true have their
+// segments fetched and verified as soon as the listing has passed them, up to
+// parallel sessions ahead of those fn runs on, with the same GET slots; the
+// Listed's first ReadLean then takes them instead of fetching. A session's CPU
+// work (decoding, merging, writing) thus leaves no GET slot idle, and at most
+// about 2 × parallel sessions are held at once. Prefetch suits a caller that
+// reads every listed session whole (a restore into empty directories); a
+// session fetched ahead and then not read lean costs its GETs for nothing.
+func (s *Store) ForEachListedSessionAhead(ctx context.Context, namespace, agent string, parallel int, prefetch func(ref TranscriptRef) bool, fn func(ctx context.Context, l *Listed) error) error {
+	parallel = max(1, parallel)
 	// The sessions' reads share parallel × Config.ReadConcurrency GET slots: a
 	// session fetches all its segments at once as slots free up, so that while
 	// some sessions decode and write, the others keep every slot busy (instead of
 	// each session fetching in rounds of its own and leaving slots idle).
 	shared := *s
-	shared.gets = make(chan struct{}, max(1, parallel)*s.cfg.ReadConcurrency)
+	shared.gets = make(chan struct{}, parallel*s.cfg.ReadConcurrency)
 	g, gctx := errgroup.WithContext(ctx)
-	work := make(chan *Listed)
+	queue := 0
+	if prefetch != nil {
+		queue = parallel // sessions fetched ahead wait here for a worker
+	}
+	work := make(chan *Listed, queue)
 	g.Go(func() error {
 		defer close(work)
 		return s.ListSessionSegments(gctx, namespace, agent, func(ref TranscriptRef, infos []SegmentInfo) error {
+			l := shared.Listed(ref, infos)
+			if prefetch != nil && prefetch(l.ref) {
+				a := &fetchedAhead{done: make(chan struct{})}
+				l.ahead = a
+				// Its error is the session's, reported by its read, not the run's.
+				g.Go(func() error {
+					defer close(a.done)
+					a.segs, a.corrupt, a.err = shared.fetchSession(gctx, infos)
+					return nil
+				})
+			}
 			select {
-			case work <- shared.Listed(ref, infos):
+			case work <- l:
 				return nil
 			case <-gctx.Done():
 				return gctx.Err()
 			}
 		})
 	})
-	for range max(1, parallel) {
+	for range parallel {
 		g.Go(func() error {
 			for l := range work {
 				if err := fn(gctx, l); err != nil {

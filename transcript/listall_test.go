@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -97,5 +98,114 @@ func TestStore_ForEachListedSession_SharesGETs(t *testing.T) {
 			require.Equal(t, want, got)
 			require.LessOrEqual(t, pb.peak, bound, "GETs in flight across sessions")
 		})
+	}
+}
+
+// aheadGets records the sessions whose segments were asked for, signals the
+// first GET of session `watch`, and answers "not found" to the first GET of
+// the key `vanish` (a segment that vanished after the listing).
+type aheadGets struct {
+	bucket.Bucket
+	watch  string
+	seen   chan struct{} // closed at the first GET of watch
+	vanish string
+
+	mu       sync.Mutex
+	sessions map[string]bool
+	vanished bool
+}
+
+func (a *aheadGets) Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
+	info, err := transcript.ParseKey("", key)
+	if err == nil {
+		a.mu.Lock()
+		sid := info.Ref.SessionID
+		if sid == a.watch && !a.sessions[sid] {
+			close(a.seen)
+		}
+		a.sessions[sid] = true
+		gone := key == a.vanish && !a.vanished
+		a.vanished = a.vanished || gone
+		a.mu.Unlock()
+		if gone {
+			return nil, bucket.ObjectInfo{}, fmt.Errorf("get %s: %w", key, bucket.ErrNotFound)
+		}
+	}
+	return a.Bucket.Get(ctx, key)
+}
+
+func (a *aheadGets) fetched() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.sessions)
+}
+
+// TestStore_ForEachListedSessionAhead_FetchesWhileSessionsWork: with one session
+// at a time, the next listed session is fetched while fn still works on the
+// first (ForEachListedSession would not fetch it before fn returns), at most
+// about parallel sessions ahead; every session reads lean exactly as ReadLean
+// reads it alone, including one that prefetch leaves out and one whose fetch
+// ahead found a segment gone (it lists again).
+func TestStore_ForEachListedSessionAhead_FetchesWhileSessionsWork(t *testing.T) {
+	ctx := context.Background()
+	const sessions, segments = 6, 3
+	ab := &aheadGets{Bucket: membucket.New(), watch: "s1", seen: make(chan struct{}), sessions: map[string]bool{}}
+	s := newStore(t, ab, transcript.Config{})
+	w := newWriter(t, "w")
+	for i := range sessions {
+		ref := transcript.TranscriptRef{AgentID: "a", SessionID: fmt.Sprintf("s%d", i)}
+		parent := ""
+		for j := range segments {
+			id := fmt.Sprintf("%s-%d", ref.SessionID, j)
+			seg, err := s.AppendSegment(ctx, ref, [][]byte{entry(id, parent)}, w)
+			require.NoError(t, err)
+			if i == 3 && j == 1 {
+				ab.vanish = seg.Key
+			}
+			parent = id
+		}
+	}
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var mu sync.Mutex
+	got := map[string][]string{}
+	prefetch := func(ref transcript.TranscriptRef) bool { return ref.SessionID != "s4" }
+	err := s.ForEachListedSessionAhead(ctx, "", "a", 1, prefetch, func(ctx context.Context, l *transcript.Listed) error {
+		if l.Ref().SessionID == "s0" {
+			select {
+			case <-ab.seen:
+			case <-time.After(10 * time.Second):
+				return fmt.Errorf("s1 was not fetched while s0 was being worked on")
+			}
+			// s0, s1 queued, s2 fetched while the listing waits to queue it.
+			if n := ab.fetched(); n > 3 {
+				return fmt.Errorf("%d sessions fetched while working on the first", n)
+			}
+		}
+		res, err := l.ReadLean(ctx, l.Ref())
+		if err != nil {
+			return err
+		}
+		var raws []string
+		for i := range res.Len() {
+			raws = append(raws, string(res.Raw(i)))
+		}
+		mu.Lock()
+		got[l.Ref().SessionID] = raws
+		mu.Unlock()
+		return nil
+	})
+	require.NoError(t, err)
+	require.True(t, ab.vanished, "a fetch ahead found a segment gone")
+	require.Len(t, got, sessions)
+	for i := range sessions {
+		ref := transcript.TranscriptRef{AgentID: "a", SessionID: fmt.Sprintf("s%d", i)}
+		res, err := s.ReadLean(ctx, ref)
+		require.NoError(t, err)
+		var want []string
+		for k := range res.Len() {
+			want = append(want, string(res.Raw(k)))
+		}
+		require.Len(t, want, segments)
+		require.Equal(t, want, got[ref.SessionID], ref.SessionID)
 	}
 }

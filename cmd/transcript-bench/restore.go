@@ -23,9 +23,10 @@ import (
 )
 
 // runRestore is item 6: restore every session of the fleet from the bucket alone
-// into local SessionTree files (one recursive listing, then sessiontree.Restore +
-// Flush per session from it, as `transcript restore` does), Parallel sessions at a
-// time, against copying the same objects with minio-go
+// into local SessionTree files as `transcript restore` does into an empty
+// directory (one recursive listing, sessions fetched ahead of their turn, then a
+// lean read and sessiontree.WriteRestoredLean per session), Parallel sessions at
+// a time, against copying the same objects with minio-go
 // (one listing, then GetObject into files, Parallel at a time) and, when installed,
 // `rclone copy --transfers Parallel`.
 func runRestore(ctx context.Context, e *env) (ItemResult, error) {
@@ -44,17 +45,23 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 		return res, err
 	}
 	d, err := timeIt(func() error {
-		// One recursive listing of the fleet; each session is restored from it as
-		// soon as the listing has passed it, Parallel sessions at a time.
-		err := store.ForEachListedSession(ctx, "", fleetAgent, sz.Parallel, func(ctx context.Context, l *transcript.Listed) error {
+		// One recursive listing of the fleet; each session is fetched as soon as
+		// the listing has passed it (up to Parallel sessions ahead) and restored,
+		// Parallel sessions at a time.
+		every := func(transcript.TranscriptRef) bool { return true }
+		err := store.ForEachListedSessionAhead(ctx, "", fleetAgent, sz.Parallel, every, func(ctx context.Context, l *transcript.Listed) error {
 			sid := l.Ref().SessionID
-			tree, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: root, Remote: l, NoSync: true}, sessiontree.RuntimeContext{}, fleetAgent, sid)
+			res, err := l.ReadLean(ctx, l.Ref())
 			if err != nil {
 				return fmt.Errorf("restore %s: %w", sid, err)
 			}
-			entries.Add(int64(tree.Len()))
+			r, err := sessiontree.WriteRestoredLean(sessiontree.Config{Root: root, NoSync: true}, sessiontree.RuntimeContext{}, fleetAgent, sid, res)
+			if err != nil {
+				return err
+			}
+			entries.Add(int64(r.Entries))
 			restored.Add(1)
-			return tree.Flush(ctx)
+			return nil
 		})
 		if err == nil && restored.Load() != int64(sz.Sessions) {
 			err = fmt.Errorf("restored %d sessions, want %d", restored.Load(), sz.Sessions)

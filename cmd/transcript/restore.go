@@ -109,7 +109,7 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
 	var mu sync.Mutex
-	err = forEachListedSession(ctx, s, *parallel, refs, sf.Agent, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
+	err = forEachListedSession(ctx, s, *parallel, refs, sf.Agent, *out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
 		outcome, entries, n, err := restoreSession(ctx, r, ref, *out, scratch, *force)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
@@ -300,7 +300,9 @@ func checkNoLocalOnly(path string, has func(id string) bool) error {
 // a reader of the session that uses one recursive listing of the namespace (of
 // agent, when set) instead of a listing per session (Store.ForEachListedSession);
 // a session of refs that the listing did not show is read from the store as usual.
-func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int, refs []transcript.TranscriptRef, agent string,
+// When out is set, the sessions of refs that have no context file under out
+// (restore reads them whole) are fetched ahead (Store.ForEachListedSessionAhead).
+func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int, refs []transcript.TranscriptRef, agent, out string,
 	fn func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error) error {
 	if len(refs) == 0 {
 		return nil
@@ -313,7 +315,18 @@ func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int
 	for _, r := range refs {
 		want[r] = true
 	}
-	err := s.ForEachListedSession(ctx, refs[0].Namespace, agent, parallel, func(ctx context.Context, l *transcript.Listed) error {
+	var prefetch func(ref transcript.TranscriptRef) bool
+	if out != "" {
+		prefetch = func(ref transcript.TranscriptRef) bool {
+			mu.Lock()
+			ok := want[ref]
+			mu.Unlock()
+			ctxFile := filepath.Join(sessiontree.SessionDir(out, ref.Namespace, ref.AgentID), ref.SessionID+sessiontree.ContextSuffix)
+			_, err := os.Stat(ctxFile)
+			return ok && errors.Is(err, os.ErrNotExist)
+		}
+	}
+	err := s.ForEachListedSessionAhead(ctx, refs[0].Namespace, agent, parallel, prefetch, func(ctx context.Context, l *transcript.Listed) error {
 		mu.Lock()
 		ok := want[l.Ref()]
 		delete(want, l.Ref())

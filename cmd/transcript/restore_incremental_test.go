@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -123,7 +124,7 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 	cb.ResetCounts()
 	var mu sync.Mutex
 	outcomes := map[string]error{}
-	require.NoError(t, forEachListedSession(ctx, s, 2, refs, "", func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
+	require.NoError(t, forEachListedSession(ctx, s, 2, refs, "", out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
 		_, _, _, err := restoreSession(ctx, r, ref, out, scratch, false)
 		mu.Lock()
 		outcomes[ref.SessionID] = err
@@ -138,4 +139,15 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 	c := cb.Counts()
 	require.Equal(t, int64(2), c.List, "one listing for the namespace, one for the session it did not show")
 	require.Equal(t, int64(8), c.Get, "every segment fetched once")
+
+	// Sessions restored before are not fetched ahead: their files lack nothing.
+	cb.ResetCounts()
+	require.NoError(t, forEachListedSession(ctx, s, 2, refs[:4], "", out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
+		outcome, _, _, err := restoreSession(ctx, r, ref, out, scratch, false)
+		if err == nil && outcome != outcomeSkipped {
+			err = fmt.Errorf("%s: outcome %d, want skipped", ref, outcome)
+		}
+		return err
+	}))
+	require.Zero(t, cb.Counts().Get, "nothing fetched for sessions that are up to date")
 }

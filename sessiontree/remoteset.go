@@ -136,6 +136,15 @@ func sizesLine(logSize, ctxSize int64) string {
 // sizes of the local files it describes (see localSizes), one relative key per
 // line, and a line with the xxhash64 of everything before it.
 func writeSegmentsFile(path string, set transcript.SegmentSet, sizes string) error {
+	data := segmentsFile(set, sizes)
+	return fsutil.WriteFileAtomic(path, true, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// segmentsFile returns the contents of a segments file (see writeSegmentsFile).
+func segmentsFile(set transcript.SegmentSet, sizes string) []byte {
 	var buf bytes.Buffer
 	buf.WriteString(segmentsHeader + "\n")
 	buf.WriteString(sizes + "\n")
@@ -144,10 +153,7 @@ func writeSegmentsFile(path string, set transcript.SegmentSet, sizes string) err
 		buf.WriteByte('\n')
 	}
 	fmt.Fprintf(&buf, "xxh64 %016x\n", xxhash.Sum64(buf.Bytes()))
-	return fsutil.WriteFileAtomic(path, true, func(w io.Writer) error {
-		_, err := w.Write(buf.Bytes())
-		return err
-	})
+	return buf.Bytes()
 }
 
 // readSegmentsFile reads a segments file and the file sizes it records; a

@@ -127,9 +127,9 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	}
 	e.logf("minio-go copy: %d objects in %v", objects.Load(), rawD)
 	n := float64(sz.Sessions)
-	note := fmt.Sprintf("%d sessions × %d segments (%d objects, %.1f MB); store: %d sessions at a time sharing %d GETs in flight; "+
+	note := fmt.Sprintf("%d sessions × %d segments (%d objects, %.1f MB); store: %d sessions at a time (and up to %d fetched ahead) sharing %d GETs in flight; "+
 		"baselines: %d requests in flight; restore writes the two SessionTree files per session (no fsync, like the baselines)",
-		sz.Sessions, sz.SessionSegments, objects.Load(), float64(bytesIn.Load())/mb, sz.Parallel, inflight, inflight)
+		sz.Sessions, sz.SessionSegments, objects.Load(), float64(bytesIn.Load())/mb, sz.Parallel, sz.Parallel+1, inflight, inflight)
 	res.Rows = append(res.Rows, row(6, "restore sessions from the bucket", "sessions/s", n/d.Seconds(),
 		fmt.Sprintf("minio-go list + %d parallel GetObject into files", inflight), n/rawD.Seconds(), true, note))
 

@@ -40,7 +40,7 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	root := filepath.Join(e.tmp, "restored")
 	var entries atomic.Int64
 	var restored atomic.Int64
-	stopProfile, err := startCPUProfile()
+	stopProfile, err := startCPUProfile("")
 	if err != nil {
 		return res, err
 	}
@@ -86,6 +86,10 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	prefix := store.Prefix() + "/"
 	rawDir := filepath.Join(e.tmp, "raw")
 	var objects, bytesIn atomic.Int64
+	stopProfile, err = startCPUProfile(".minio-go")
+	if err != nil {
+		return res, err
+	}
 	rawD, err := timeIt(func() error {
 		var keys []string
 		for o := range client.ListObjects(ctx, name, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
@@ -122,6 +126,9 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 		}
 		return g.Wait()
 	})
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return res, err
 	}
@@ -148,18 +155,19 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 }
 
 // envCPUProfile names a file to write a CPU profile of the store's restore to
-// (only that phase, not the fleet's writing or the baselines), for
-// `go tool pprof -top`.
+// (only that phase, not the fleet's writing), for `go tool pprof -top`; the
+// minio-go baseline's goes to the same name with ".minio-go" appended.
 const envCPUProfile = "TRANSCRIPT_BENCH_RESTORE_CPUPROFILE"
 
-// startCPUProfile starts the CPU profile envCPUProfile asks for, if any, and
-// returns what stops it and closes its file.
-func startCPUProfile() (stop func() error, err error) {
+// startCPUProfile starts the CPU profile envCPUProfile asks for, if any, into
+// that file name with suffix appended, and returns what stops it and closes its
+// file.
+func startCPUProfile(suffix string) (stop func() error, err error) {
 	path := os.Getenv(envCPUProfile)
 	if path == "" {
 		return func() error { return nil }, nil
 	}
-	f, err := os.Create(path)
+	f, err := os.Create(path + suffix)
 	if err != nil {
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}

@@ -199,7 +199,7 @@ func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessio
 	}
 	if len(pending) > 0 {
 		t.mu.Lock()
-		prep := t.mergeRemote(pending)
+		prep := t.mergeRemote(pending, nil)
 		t.mu.Unlock()
 		rep.Added += prep.Added
 		rep.Duplicates += prep.Duplicates

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
@@ -22,8 +23,12 @@ import (
 // that SyncFromRemote after a restart fetches only what is new.
 const SegmentsSuffix = ".segments"
 
-// segmentsHeader is the first line of a segments file.
-const segmentsHeader = "transcript-segments 1"
+// segmentsHeader is the first line of a segments file; segmentsHeaderV1 that of
+// a file written before the frontier line existed (still read).
+const (
+	segmentsHeader   = "transcript-segments 2"
+	segmentsHeaderV1 = "transcript-segments 1"
+)
 
 // IncrementalReader is a RemoteReader that can read only the segments a reader
 // does not hold yet (transcript.Store is one). With it, SyncFromRemote costs what
@@ -49,6 +54,11 @@ type remoteState struct {
 	// checked: a segments file left beside local files this tree did not load
 	// has been removed (it describes files that are gone).
 	checked bool
+	// frontier is the greatest origin of the store's entries the tree merged
+	// from increments (zero when unknown): an entry of a later increment whose
+	// origin sorts before it comes before some entry the tree holds in the
+	// store's merge order, so it does not move the active leaf (see moveLeaf).
+	frontier transcript.Origin
 }
 
 // segmentsPath is the path of the tree's segments file.
@@ -62,7 +72,7 @@ func (t *Tree) remoteHave() transcript.SegmentSet {
 	if !t.remote.loaded {
 		t.remote.loaded = true
 		if t.remote.fromFiles {
-			t.remote.have, _ = readSegmentsFile(t.segmentsPath())
+			t.remote.have, t.remote.frontier, _ = readSegmentsFile(t.segmentsPath())
 		}
 	}
 	return t.remote.have
@@ -83,7 +93,11 @@ func (t *Tree) syncIncremental(ctx context.Context, r IncrementalReader) (LoadRe
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	rep := t.mergeRemote(inc.Raw())
+	origins := make([]transcript.Origin, len(inc.Entries))
+	for i, e := range inc.Entries {
+		origins[i] = e.Origin
+	}
+	rep := t.mergeRemote(inc.Raw(), origins)
 	// The new set is kept even when it names the same segments: it carries when
 	// the next sync lists the whole session (see transcript.Store.ReadNew). Only a
 	// change of the segments is worth writing down; a restarted tree lists the
@@ -106,7 +120,7 @@ func (t *Tree) saveRemoteSet() error {
 		!t.remote.fromFiles && !t.remote.checked {
 		return nil
 	}
-	if err := writeSegmentsFile(t.segmentsPath(), t.remote.have, t.localSizes()); err != nil {
+	if err := writeSegmentsFile(t.segmentsPath(), t.remote.have, t.remote.frontier, t.localSizes()); err != nil {
 		return fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}
 	t.remote.dirty = false
@@ -127,12 +141,18 @@ func (t *Tree) localSizes() string {
 }
 
 // writeSegmentsFile replaces path with the set: a header line, a line with the
-// sizes of the local files it describes (see localSizes), one relative key per
-// line, and a line with the xxhash64 of everything before it.
-func writeSegmentsFile(path string, set transcript.SegmentSet, sizes string) error {
+// sizes of the local files it describes (see localSizes), a line with the
+// frontier origin ("frontier {pos} {key}", or "frontier -" when unknown), one
+// relative key per line, and a line with the xxhash64 of everything before it.
+func writeSegmentsFile(path string, set transcript.SegmentSet, frontier transcript.Origin, sizes string) error {
 	var buf bytes.Buffer
 	buf.WriteString(segmentsHeader + "\n")
 	buf.WriteString(sizes + "\n")
+	if frontier.Key == "" {
+		buf.WriteString(frontierPrefix + "-\n")
+	} else {
+		fmt.Fprintf(&buf, "%s%d %s\n", frontierPrefix, frontier.Pos, frontier.Key)
+	}
 	for _, k := range set.Keys() {
 		buf.WriteString(k)
 		buf.WriteByte('\n')
@@ -144,30 +164,65 @@ func writeSegmentsFile(path string, set transcript.SegmentSet, sizes string) err
 	})
 }
 
-// readSegmentsFile reads a segments file and the file sizes it records; a
-// missing, unreadable or damaged one is the empty set (the next sync reads more,
-// never less).
-func readSegmentsFile(path string) (transcript.SegmentSet, string) {
+// frontierPrefix starts the frontier line of a segments file.
+const frontierPrefix = "frontier "
+
+// readSegmentsFile reads a segments file, its frontier origin and the file sizes
+// it records; a missing, unreadable or damaged one is the empty set (the next
+// sync reads more, never less). A version 1 file has no frontier (zero).
+func readSegmentsFile(path string) (transcript.SegmentSet, transcript.Origin, string) {
+	var none transcript.Origin
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return transcript.SegmentSet{}, ""
+		return transcript.SegmentSet{}, none, ""
 	}
 	body, sum, ok := cutChecksumLine(data)
 	if !ok || fmt.Sprintf("%016x", xxhash.Sum64(body)) != sum {
-		return transcript.SegmentSet{}, ""
+		return transcript.SegmentSet{}, none, ""
 	}
 	sc := bufio.NewScanner(bytes.NewReader(body))
-	if !sc.Scan() || sc.Text() != segmentsHeader || !sc.Scan() || !strings.HasPrefix(sc.Text(), "files ") {
-		return transcript.SegmentSet{}, ""
+	if !sc.Scan() {
+		return transcript.SegmentSet{}, none, ""
+	}
+	version := sc.Text()
+	if version != segmentsHeader && version != segmentsHeaderV1 || !sc.Scan() || !strings.HasPrefix(sc.Text(), "files ") {
+		return transcript.SegmentSet{}, none, ""
 	}
 	sizes := sc.Text()
+	var frontier transcript.Origin
+	if version == segmentsHeader {
+		f, ok := sc.Scan(), false
+		if f {
+			frontier, ok = parseFrontier(sc.Text())
+		}
+		if !ok {
+			return transcript.SegmentSet{}, none, ""
+		}
+	}
 	var keys []string
 	for sc.Scan() {
 		if k := sc.Text(); k != "" {
 			keys = append(keys, k)
 		}
 	}
-	return transcript.NewSegmentSet(keys...), sizes
+	return transcript.NewSegmentSet(keys...), frontier, sizes
+}
+
+// parseFrontier parses a frontier line (see writeSegmentsFile).
+func parseFrontier(line string) (transcript.Origin, bool) {
+	rest, ok := strings.CutPrefix(line, frontierPrefix)
+	if !ok {
+		return transcript.Origin{}, false
+	}
+	if rest == "-" {
+		return transcript.Origin{}, true
+	}
+	pos, key, ok := strings.Cut(rest, " ")
+	n, err := strconv.Atoi(pos)
+	if !ok || err != nil || n < 0 || key == "" {
+		return transcript.Origin{}, false
+	}
+	return transcript.Origin{Key: key, Pos: n}, true
 }
 
 // SegmentsFileCurrent reports whether a segments file lies beside the local files
@@ -176,7 +231,7 @@ func readSegmentsFile(path string) (transcript.SegmentSet, string) {
 // since. A tool that rebuilds the files from the store (transcript restore) syncs
 // such files incrementally instead of fetching the whole session.
 func (t *Tree) SegmentsFileCurrent() bool {
-	_, sizes := readSegmentsFile(t.segmentsPath())
+	_, _, sizes := readSegmentsFile(t.segmentsPath())
 	return sizes != "" && sizes == t.localSizes()
 }
 

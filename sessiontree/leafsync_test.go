@@ -22,7 +22,8 @@ import (
 //     already (a branch move made on another replica; it used to null the leaf);
 //   - when an increment holds only an entry that sorts before entries the replica
 //     holds (a writer whose clock is an hour slow, on a branch of its own; it used
-//     to take the leaf).
+//     to take the leaf, and after a restart the last line of the local files
+//     would).
 func TestSyncFromRemote_IncrementalLeaf(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
@@ -98,9 +99,19 @@ func TestSyncFromRemote_IncrementalLeaf(t *testing.T) {
 			leaf, ok := replicaB.Leaf()
 			require.True(t, ok, "the leaf is not null")
 			require.Equal(t, want, leaf)
+
+			// The local files hold the entries in the order they arrived; a restart
+			// from them keeps the leaf (the segments file records it).
+			require.NoError(t, replicaB.Flush(ctx))
 			seg, err := os.ReadFile(replicaB.SegmentsPath())
 			require.NoError(t, err)
 			require.Contains(t, string(seg), "frontier ")
+			restarted, _, err := sessiontree.Load(ctx, cfgB, rc, "agent", "leaf")
+			require.NoError(t, err)
+			leaf, ok = restarted.Leaf()
+			require.True(t, ok)
+			require.Equal(t, want, leaf, "after a restart")
+			require.Equal(t, replicaB.BuildContext(), restarted.BuildContext())
 		})
 	}
 }

@@ -1,20 +1,13 @@
 package sessiontree
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 
-	"github.com/cespare/xxhash/v2"
-
-	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -22,13 +15,6 @@ import (
 // store's segments whose entries the local files hold ({sessionId}.segments), so
 // that SyncFromRemote after a restart fetches only what is new.
 const SegmentsSuffix = ".segments"
-
-// segmentsHeader is the first line of a segments file; segmentsHeaderV1 that of
-// a file written before the frontier line existed (still read).
-const (
-	segmentsHeader   = "transcript-segments 2"
-	segmentsHeaderV1 = "transcript-segments 1"
-)
 
 // IncrementalReader is a RemoteReader that can read only the segments a reader
 // does not hold yet (transcript.Store is one). With it, SyncFromRemote costs what
@@ -72,7 +58,8 @@ func (t *Tree) remoteHave() transcript.SegmentSet {
 	if !t.remote.loaded {
 		t.remote.loaded = true
 		if t.remote.fromFiles {
-			t.remote.have, t.remote.frontier, _ = readSegmentsFile(t.segmentsPath())
+			f := readSegmentsFile(t.segmentsPath())
+			t.remote.have, t.remote.frontier = f.have, f.frontier
 		}
 	}
 	return t.remote.have
@@ -120,7 +107,11 @@ func (t *Tree) saveRemoteSet() error {
 		!t.remote.fromFiles && !t.remote.checked {
 		return nil
 	}
-	if err := writeSegmentsFile(t.segmentsPath(), t.remote.have, t.remote.frontier, t.localSizes()); err != nil {
+	f := segmentsFile{have: t.remote.have, frontier: t.remote.frontier, leafKnown: true, sizes: t.localSizes()}
+	if t.leaf >= 0 {
+		f.leaf = t.entries[t.leaf].ID()
+	}
+	if err := writeSegmentsFile(t.segmentsPath(), f); err != nil {
 		return fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}
 	t.remote.dirty = false
@@ -140,113 +131,14 @@ func (t *Tree) localSizes() string {
 	return fmt.Sprintf("files %d %d", size(t.logPath), size(t.ctxPath))
 }
 
-// writeSegmentsFile replaces path with the set: a header line, a line with the
-// sizes of the local files it describes (see localSizes), a line with the
-// frontier origin ("frontier {pos} {key}", or "frontier -" when unknown), one
-// relative key per line, and a line with the xxhash64 of everything before it.
-func writeSegmentsFile(path string, set transcript.SegmentSet, frontier transcript.Origin, sizes string) error {
-	var buf bytes.Buffer
-	buf.WriteString(segmentsHeader + "\n")
-	buf.WriteString(sizes + "\n")
-	if frontier.Key == "" {
-		buf.WriteString(frontierPrefix + "-\n")
-	} else {
-		fmt.Fprintf(&buf, "%s%d %s\n", frontierPrefix, frontier.Pos, frontier.Key)
-	}
-	for _, k := range set.Keys() {
-		buf.WriteString(k)
-		buf.WriteByte('\n')
-	}
-	fmt.Fprintf(&buf, "xxh64 %016x\n", xxhash.Sum64(buf.Bytes()))
-	return fsutil.WriteFileAtomic(path, true, func(w io.Writer) error {
-		_, err := w.Write(buf.Bytes())
-		return err
-	})
-}
-
-// frontierPrefix starts the frontier line of a segments file.
-const frontierPrefix = "frontier "
-
-// readSegmentsFile reads a segments file, its frontier origin and the file sizes
-// it records; a missing, unreadable or damaged one is the empty set (the next
-// sync reads more, never less). A version 1 file has no frontier (zero).
-func readSegmentsFile(path string) (transcript.SegmentSet, transcript.Origin, string) {
-	var none transcript.Origin
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return transcript.SegmentSet{}, none, ""
-	}
-	body, sum, ok := cutChecksumLine(data)
-	if !ok || fmt.Sprintf("%016x", xxhash.Sum64(body)) != sum {
-		return transcript.SegmentSet{}, none, ""
-	}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	if !sc.Scan() {
-		return transcript.SegmentSet{}, none, ""
-	}
-	version := sc.Text()
-	if version != segmentsHeader && version != segmentsHeaderV1 || !sc.Scan() || !strings.HasPrefix(sc.Text(), "files ") {
-		return transcript.SegmentSet{}, none, ""
-	}
-	sizes := sc.Text()
-	var frontier transcript.Origin
-	if version == segmentsHeader {
-		f, ok := sc.Scan(), false
-		if f {
-			frontier, ok = parseFrontier(sc.Text())
-		}
-		if !ok {
-			return transcript.SegmentSet{}, none, ""
-		}
-	}
-	var keys []string
-	for sc.Scan() {
-		if k := sc.Text(); k != "" {
-			keys = append(keys, k)
-		}
-	}
-	return transcript.NewSegmentSet(keys...), frontier, sizes
-}
-
-// parseFrontier parses a frontier line (see writeSegmentsFile).
-func parseFrontier(line string) (transcript.Origin, bool) {
-	rest, ok := strings.CutPrefix(line, frontierPrefix)
-	if !ok {
-		return transcript.Origin{}, false
-	}
-	if rest == "-" {
-		return transcript.Origin{}, true
-	}
-	pos, key, ok := strings.Cut(rest, " ")
-	n, err := strconv.Atoi(pos)
-	if !ok || err != nil || n < 0 || key == "" {
-		return transcript.Origin{}, false
-	}
-	return transcript.Origin{Key: key, Pos: n}, true
-}
-
 // SegmentsFileCurrent reports whether a segments file lies beside the local files
 // and was written for them as they are now (their sizes are the ones it records):
 // then the files hold every entry of the segments it names and nothing written
 // since. A tool that rebuilds the files from the store (transcript restore) syncs
 // such files incrementally instead of fetching the whole session.
 func (t *Tree) SegmentsFileCurrent() bool {
-	_, _, sizes := readSegmentsFile(t.segmentsPath())
-	return sizes != "" && sizes == t.localSizes()
-}
-
-// cutChecksumLine splits data into what precedes its last line and the checksum
-// that line ("xxh64 {hex}\n") holds.
-func cutChecksumLine(data []byte) ([]byte, string, bool) {
-	if len(data) == 0 || data[len(data)-1] != '\n' {
-		return nil, "", false
-	}
-	i := bytes.LastIndexByte(data[:len(data)-1], '\n')
-	if i < 0 {
-		return nil, "", false
-	}
-	sum, ok := strings.CutPrefix(string(data[i+1:len(data)-1]), "xxh64 ")
-	return data[:i+1], sum, ok
+	f := readSegmentsFile(t.segmentsPath())
+	return f.sizes != "" && f.sizes == t.localSizes()
 }
 
 // RemoteSegments returns how many of the store's segments the tree knows it holds

@@ -45,7 +45,7 @@ func WriteRestored(cfg Config, rc RuntimeContext, agentID, sessionID string, hea
 			return files, fmt.Errorf("restore %s: %w", t.ref, err)
 		}
 	}
-	if err := writeSegmentsFile(files.Segments, have, transcript.Origin{}, t.localSizes()); err != nil {
+	if err := writeSegmentsFile(files.Segments, segmentsFile{have: have, sizes: t.localSizes()}); err != nil {
 		return files, fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}
 	return files, nil

@@ -75,7 +75,24 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 		rep.Malformed = append(rep.Malformed, logRep.Malformed...)
 		rep.Conflicts = append(rep.Conflicts, logRep.Conflicts...)
 	}
+	t.leafFromSegmentsFile()
 	return t, rep, nil
+}
+
+// leafFromSegmentsFile sets the active leaf recorded in the segments file when
+// that file describes the local files as they are (see segmentsFile.leaf): a sync
+// may have left the leaf on an entry before the files' last one, which the order
+// of the files alone cannot tell.
+func (t *Tree) leafFromSegmentsFile() {
+	f := readSegmentsFile(t.segmentsPath())
+	if !f.leafKnown || f.sizes == "" || f.sizes != t.localSizes() {
+		return
+	}
+	if f.leaf == "" {
+		t.leaf = -1
+	} else if i, ok := t.byID[f.leaf]; ok && t.entries[i].Type() != pi.TypeLeaf {
+		t.leaf = i
+	}
 }
 
 // loadFromLog loads the tree from the log alone, for a context file that holds no
@@ -199,7 +216,7 @@ func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessio
 	}
 	if len(pending) > 0 {
 		t.mu.Lock()
-		prep := t.mergeRemote(pending)
+		prep := t.mergeRemote(pending, nil)
 		t.mu.Unlock()
 		rep.Added += prep.Added
 		rep.Duplicates += prep.Duplicates

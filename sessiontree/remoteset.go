@@ -1,19 +1,13 @@
 package sessiontree
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
 
-	"github.com/cespare/xxhash/v2"
-
-	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -21,9 +15,6 @@ import (
 // store's segments whose entries the local files hold ({sessionId}.segments), so
 // that SyncFromRemote after a restart fetches only what is new.
 const SegmentsSuffix = ".segments"
-
-// segmentsHeader is the first line of a segments file.
-const segmentsHeader = "transcript-segments 1"
 
 // IncrementalReader is a RemoteReader that can read only the segments a reader
 // does not hold yet (transcript.Store is one). With it, SyncFromRemote costs what
@@ -49,6 +40,11 @@ type remoteState struct {
 	// checked: a segments file left beside local files this tree did not load
 	// has been removed (it describes files that are gone).
 	checked bool
+	// frontier is the greatest origin of the store's entries the tree merged
+	// from increments (zero when unknown): an entry of a later increment whose
+	// origin sorts before it comes before some entry the tree holds in the
+	// store's merge order, so it does not move the active leaf (see moveLeaf).
+	frontier transcript.Origin
 }
 
 // segmentsPath is the path of the tree's segments file.
@@ -62,7 +58,8 @@ func (t *Tree) remoteHave() transcript.SegmentSet {
 	if !t.remote.loaded {
 		t.remote.loaded = true
 		if t.remote.fromFiles {
-			t.remote.have, _ = readSegmentsFile(t.segmentsPath())
+			f := readSegmentsFile(t.segmentsPath())
+			t.remote.have, t.remote.frontier = f.have, f.frontier
 		}
 	}
 	return t.remote.have
@@ -83,7 +80,11 @@ func (t *Tree) syncIncremental(ctx context.Context, r IncrementalReader) (LoadRe
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	rep := t.mergeRemote(inc.Raw())
+	origins := make([]transcript.Origin, len(inc.Entries))
+	for i, e := range inc.Entries {
+		origins[i] = e.Origin
+	}
+	rep := t.mergeRemote(inc.Raw(), origins)
 	// The new set is kept even when it names the same segments: it carries when
 	// the next sync lists the whole session (see transcript.Store.ReadNew). Only a
 	// change of the segments is worth writing down; a restarted tree lists the
@@ -106,7 +107,11 @@ func (t *Tree) saveRemoteSet() error {
 		!t.remote.fromFiles && !t.remote.checked {
 		return nil
 	}
-	if err := writeSegmentsFile(t.segmentsPath(), t.remote.have, t.localSizes()); err != nil {
+	f := segmentsFile{have: t.remote.have, frontier: t.remote.frontier, leafKnown: true, sizes: t.localSizes()}
+	if t.leaf >= 0 {
+		f.leaf = t.entries[t.leaf].ID()
+	}
+	if err := writeSegmentsFile(t.segmentsPath(), f); err != nil {
 		return fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}
 	t.remote.dirty = false
@@ -132,78 +137,14 @@ func sizesLine(logSize, ctxSize int64) string {
 	return fmt.Sprintf("files %d %d", logSize, ctxSize)
 }
 
-// writeSegmentsFile replaces path with the set: a header line, a line with the
-// sizes of the local files it describes (see localSizes), one relative key per
-// line, and a line with the xxhash64 of everything before it.
-func writeSegmentsFile(path string, set transcript.SegmentSet, sizes string) error {
-	data := segmentsFile(set, sizes)
-	return fsutil.WriteFileAtomic(path, true, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// segmentsFile returns the contents of a segments file (see writeSegmentsFile).
-func segmentsFile(set transcript.SegmentSet, sizes string) []byte {
-	var buf bytes.Buffer
-	buf.WriteString(segmentsHeader + "\n")
-	buf.WriteString(sizes + "\n")
-	for _, k := range set.Keys() {
-		buf.WriteString(k)
-		buf.WriteByte('\n')
-	}
-	fmt.Fprintf(&buf, "xxh64 %016x\n", xxhash.Sum64(buf.Bytes()))
-	return buf.Bytes()
-}
-
-// readSegmentsFile reads a segments file and the file sizes it records; a
-// missing, unreadable or damaged one is the empty set (the next sync reads more,
-// never less).
-func readSegmentsFile(path string) (transcript.SegmentSet, string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return transcript.SegmentSet{}, ""
-	}
-	body, sum, ok := cutChecksumLine(data)
-	if !ok || fmt.Sprintf("%016x", xxhash.Sum64(body)) != sum {
-		return transcript.SegmentSet{}, ""
-	}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	if !sc.Scan() || sc.Text() != segmentsHeader || !sc.Scan() || !strings.HasPrefix(sc.Text(), "files ") {
-		return transcript.SegmentSet{}, ""
-	}
-	sizes := sc.Text()
-	var keys []string
-	for sc.Scan() {
-		if k := sc.Text(); k != "" {
-			keys = append(keys, k)
-		}
-	}
-	return transcript.NewSegmentSet(keys...), sizes
-}
-
 // SegmentsFileCurrent reports whether a segments file lies beside the local files
 // and was written for them as they are now (their sizes are the ones it records):
 // then the files hold every entry of the segments it names and nothing written
 // since. A tool that rebuilds the files from the store (transcript restore) syncs
 // such files incrementally instead of fetching the whole session.
 func (t *Tree) SegmentsFileCurrent() bool {
-	_, sizes := readSegmentsFile(t.segmentsPath())
-	return sizes != "" && sizes == t.localSizes()
-}
-
-// cutChecksumLine splits data into what precedes its last line and the checksum
-// that line ("xxh64 {hex}\n") holds.
-func cutChecksumLine(data []byte) ([]byte, string, bool) {
-	if len(data) == 0 || data[len(data)-1] != '\n' {
-		return nil, "", false
-	}
-	i := bytes.LastIndexByte(data[:len(data)-1], '\n')
-	if i < 0 {
-		return nil, "", false
-	}
-	sum, ok := strings.CutPrefix(string(data[i+1:len(data)-1]), "xxh64 ")
-	return data[:i+1], sum, ok
+	f := readSegmentsFile(t.segmentsPath())
+	return f.sizes != "" && f.sizes == t.localSizes()
 }
 
 // RemoteSegments returns how many of the store's segments the tree knows it holds

@@ -142,15 +142,8 @@ func writeRestored(cfg Config, rc RuntimeContext, agentID, sessionID string, lin
 	if err != nil {
 		return files, 0, fmt.Errorf("restore %s: %w", t.ref, err)
 	}
-	// The sizes are those just written: no need to stat the files again. No
-	// temporary file and rename either: there is no segments file to replace
-	// (removed above), and a torn one fails its checksum, which reads as holding
-	// no segment (the next sync fetches more, never less).
-	err = writeFile(files.Segments, true, func(f *os.File) error {
-		_, err := f.Write(segmentsFile(have, sizesLine(size, size)))
-		return err
-	})
-	if err != nil {
+	// The sizes are those just written: no need to stat the files again.
+	if err := writeSegmentsFile(files.Segments, segmentsFile{have: have, sizes: sizesLine(size, size)}); err != nil {
 		return files, 0, fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}
 	return files, size, nil

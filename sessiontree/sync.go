@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 // SyncFromLog adds the entries of the log file that the tree lacks (those a
@@ -150,14 +151,17 @@ func (t *Tree) SyncFromRemote(ctx context.Context) (LoadReport, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.mergeRemote(raws), nil
+	return t.mergeRemote(raws, nil), nil
 }
 
 // mergeRemote merges raws, entries stored or on their way to the store, as
-// SyncFromRemote describes. t.mu is held.
-func (t *Tree) mergeRemote(raws [][]byte) LoadReport {
+// SyncFromRemote describes. origins, when not nil, gives the origin of each of
+// raws in the store (raws are then an increment, see syncIncremental). t.mu is
+// held.
+func (t *Tree) mergeRemote(raws [][]byte, origins []transcript.Origin) LoadReport {
 	var rep LoadReport
 	var merged []Entry
+	var mergedOrigins []transcript.Origin
 	for n, raw := range raws {
 		raw = bytes.Clone(raw)
 		if h, herr := pi.ParseHeader(raw); herr == nil {
@@ -175,6 +179,9 @@ func (t *Tree) mergeRemote(raws [][]byte) LoadReport {
 			continue
 		}
 		merged = append(merged, e)
+		if origins != nil {
+			mergedOrigins = append(mergedOrigins, origins[n])
+		}
 		if i, ok := t.byID[e.ID()]; ok {
 			if !bytes.Equal(t.entries[i].Raw(), e.Raw()) {
 				rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", ErrConflict, e.ID())})
@@ -192,13 +199,48 @@ func (t *Tree) mergeRemote(raws [][]byte) LoadReport {
 		rep.Added++
 	}
 	if rep.Added > 0 && len(t.pendingRemote) == 0 {
-		if k, ok := pi.ActiveLeaf(merged, pi.NewIndex(merged)); ok {
-			t.leaf = t.byID[merged[k].ID()]
-		} else {
-			t.leaf = -1
+		t.moveLeaf(merged, mergedOrigins)
+	}
+	for _, o := range mergedOrigins {
+		if o.Key != "" && (t.remote.frontier.Key == "" || o.Compare(t.remote.frontier) > 0) {
+			t.remote.frontier, t.remote.dirty = o, true
 		}
 	}
 	return rep
+}
+
+// moveLeaf sets the active leaf after merged (entries the tree holds now, in the
+// store's merge order among themselves) were merged: the last of them that
+// decides the leaf does (pi.LeafMoveOf), its "leaf" target resolved among all the
+// tree's entries, not only merged (a branch move on another replica names an
+// entry this tree held already). When none decides, the leaf stays. origins, when
+// not nil, are merged's origins: an increment. An increment is not the whole
+// session, so its deciding entry decides only if it sorts after every entry the
+// tree merged from the store before (the frontier); else one of those comes later
+// in the store's merge order and the leaf stays where they put it. t.mu is held.
+func (t *Tree) moveLeaf(merged []Entry, origins []transcript.Origin) {
+	isEntry := func(id string) bool {
+		i, ok := t.byID[id]
+		return ok && t.entries[i].Type() != pi.TypeLeaf
+	}
+	for k := len(merged) - 1; k >= 0; k-- {
+		move, target := pi.LeafMoveOf(merged[k], isEntry)
+		if move == pi.MoveNone {
+			continue
+		}
+		if origins != nil && t.remote.frontier.Key != "" && origins[k].Compare(t.remote.frontier) < 0 {
+			return
+		}
+		switch move {
+		case pi.MoveTo:
+			t.leaf = t.byID[merged[k].ID()]
+		case pi.MoveToTarget:
+			t.leaf = t.byID[target]
+		case pi.MoveToNull:
+			t.leaf = -1
+		}
+		return
+	}
 }
 
 func without(xs []int, x int) []int {

@@ -413,6 +413,11 @@ const MaxAdaptiveReadConcurrency = 64
 // for larger sessions (up to MaxAdaptiveReadConcurrency). A read of small segments
 // waits on request latency, not bandwidth: a session of 100 segments takes two
 // rounds of GETs instead of nine, one of 1,000 segments 16 instead of 125.
+// ReadConcurrency returns how many segments a read of n segments fetches at once:
+// Config.ReadConcurrency when set, otherwise min(MaxAdaptiveReadConcurrency,
+// max(DefaultReadConcurrency, n/2)).
+func (s *Store) ReadConcurrency(n int) int { return s.readLimit(n) }
+
 func (s *Store) readLimit(n int) int {
 	if !s.adaptiveReads {
 		return s.cfg.ReadConcurrency

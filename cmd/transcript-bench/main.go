@@ -35,6 +35,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,9 @@ type childConfig struct {
 	// RunPrefix is the run's own key prefix (below the store URL's prefix).
 	RunPrefix string `json:"runPrefix"`
 	Sizes     Sizes  `json:"sizes"`
+	// CPUProfileDir, when set, is where each child writes the CPU profile of its
+	// whole run as {group}.cpu.pprof.
+	CPUProfileDir string `json:"cpuProfileDir,omitempty"`
 }
 
 func main() {
@@ -80,7 +84,7 @@ func main() {
 	}
 }
 
-const benchUsage = `Usage: transcript-bench [--store URL] [--quick] [--json FILE] [--markdown FILE] [--charts DIR] [--items 1,2,...]
+const benchUsage = `Usage: transcript-bench [--store URL] [--quick] [--json FILE] [--markdown FILE] [--charts DIR] [--items 1,2,...] [--cpuprofile DIR]
 
 Measures the store against its baselines, each measurement in a child process of
 its own, and prints every figure with its baseline and the ratio. Exit codes: 0
@@ -89,11 +93,13 @@ success, 1 failure, 2 usage error.
 Examples:
   transcript-bench --quick
   transcript-bench --quick --store 's3://transcript-bench?endpoint=127.0.0.1:9000&insecure=true&create=true'
-  transcript-bench --markdown BENCHMARKS.md --json bench.json`
+  transcript-bench --markdown BENCHMARKS.md --json bench.json
+  transcript-bench --items 7 --cpuprofile prof --store 's3://...' && go tool pprof -top prof/compact.cpu.pprof`
 
 // options are the parsed flags.
 type options struct {
 	store, jsonPath, mdPath, chartsDir string
+	cpuProfileDir                      string
 	quick, keep                        bool
 	scale                              float64
 	items                              []int
@@ -115,6 +121,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.scale, "scale", 1, "multiply the sizes (for tests)")
 	_ = fs.MarkHidden("scale")
 	fs.DurationVar(&o.childTimeout, "item-timeout", 10*time.Minute, "bound on each measurement")
+	fs.StringVar(&o.cpuProfileDir, "cpuprofile", "", "write each measurement's CPU profile to `DIR`/{group}.cpu.pprof (for go tool pprof)")
 	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
@@ -163,6 +170,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	cfg := childConfig{Store: o.store, Sizes: newSizes(o.quick, o.scale),
 		RunPrefix: "transcript-bench/" + start.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(rnd)}
+	if o.cpuProfileDir != "" {
+		if err := os.MkdirAll(o.cpuProfileDir, 0o755); err != nil {
+			return err
+		}
+		if cfg.CPUProfileDir, err = filepath.Abs(o.cpuProfileDir); err != nil {
+			return err
+		}
+	}
 	mode := "full"
 	if o.quick {
 		mode = "quick"
@@ -292,12 +307,21 @@ func childMain(group string) int {
 	res := ItemResult{Group: group}
 	start := time.Now()
 	err := json.Unmarshal([]byte(os.Getenv(envConfig)), &cfg)
+	var stopProfile func() error
+	if err == nil && cfg.CPUProfileDir != "" {
+		stopProfile, err = startCPUProfile(filepath.Join(cfg.CPUProfileDir, group+".cpu.pprof"))
+	}
 	if err == nil {
 		res, err = runGroup(ctx, group, cfg)
 		res.Group = group
 	}
 	if err != nil {
 		res.Error = err.Error()
+	}
+	if stopProfile != nil {
+		if perr := stopProfile(); perr != nil && res.Error == "" {
+			res.Error = perr.Error()
+		}
 	}
 	res.Seconds = time.Since(start).Seconds()
 	res.PeakRSSKiB = peakRSSKiB()
@@ -335,4 +359,21 @@ func writeMarkdown(rep *Report, path string, charts []string) error {
 		body = "# Benchmarks\n\n" + body
 	}
 	return os.WriteFile(path, []byte(body), 0o644)
+}
+
+// startCPUProfile starts the CPU profile of this process into path; the function
+// it returns stops it and closes the file.
+func startCPUProfile(path string) (func() error, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }

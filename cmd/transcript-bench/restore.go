@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -40,10 +39,6 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	root := filepath.Join(e.tmp, "restored")
 	var entries atomic.Int64
 	var restored atomic.Int64
-	stopProfile, err := startCPUProfile("")
-	if err != nil {
-		return res, err
-	}
 	d, err := timeIt(func() error {
 		// One recursive listing of the fleet; each session is fetched as soon as
 		// the listing has passed it (up to Parallel sessions ahead) and restored,
@@ -68,9 +63,6 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 		}
 		return err
 	})
-	if perr := stopProfile(); err == nil {
-		err = perr
-	}
 	if err != nil {
 		return res, err
 	}
@@ -86,10 +78,6 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 	prefix := store.Prefix() + "/"
 	rawDir := filepath.Join(e.tmp, "raw")
 	var objects, bytesIn atomic.Int64
-	stopProfile, err = startCPUProfile(".minio-go")
-	if err != nil {
-		return res, err
-	}
 	rawD, err := timeIt(func() error {
 		var keys []string
 		for o := range client.ListObjects(ctx, name, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
@@ -126,9 +114,6 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 		}
 		return g.Wait()
 	})
-	if perr := stopProfile(); err == nil {
-		err = perr
-	}
 	if err != nil {
 		return res, err
 	}
@@ -152,33 +137,6 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 			fmt.Sprintf("rclone copy --transfers %d", inflight), n/rcD.Seconds(), true, ""))
 	}
 	return res, nil
-}
-
-// envCPUProfile names a file to write a CPU profile of the store's restore to
-// (only that phase, not the fleet's writing), for `go tool pprof -top`; the
-// minio-go baseline's goes to the same name with ".minio-go" appended.
-const envCPUProfile = "TRANSCRIPT_BENCH_RESTORE_CPUPROFILE"
-
-// startCPUProfile starts the CPU profile envCPUProfile asks for, if any, into
-// that file name with suffix appended, and returns what stops it and closes its
-// file.
-func startCPUProfile(suffix string) (stop func() error, err error) {
-	path := os.Getenv(envCPUProfile)
-	if path == "" {
-		return func() error { return nil }, nil
-	}
-	f, err := os.Create(path + suffix)
-	if err != nil {
-		return nil, fmt.Errorf("cpu profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cpu profile: %w", err)
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		return f.Close()
-	}, nil
 }
 
 // rcloneCopy copies bucket/prefix into dir with rclone, configured through the

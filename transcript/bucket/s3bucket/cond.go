@@ -26,25 +26,19 @@ import (
 var _ bucket.Conditional = (*Bucket)(nil)
 
 // GetWithETag reads key whole with one GET and returns its bytes and the ETag of
-// that response. (Get cannot serve here: it asks for the object's metadata first
-// and minio-go then fetches the body with If-Match on that ETag, which fails when
-// a conditional write lands in between.)
+// that response, so the ETag is the one of exactly these bytes.
 func (b *Bucket) GetWithETag(ctx context.Context, key string) ([]byte, string, error) {
 	if err := check(ctx, key); err != nil {
 		return nil, "", fmt.Errorf("get %s: %w", key, err)
 	}
 	rctx, cancel := b.timeout(ctx)
 	defer cancel()
-	obj, err := b.client.GetObject(rctx, b.cfg.Bucket, key, minio.GetObjectOptions{})
+	body, oi, err := b.getObject(rctx, key, minio.GetObjectOptions{})
 	if err != nil {
 		return nil, "", fmt.Errorf("get %s: %w", key, classify(ctx, err))
 	}
-	defer obj.Close()
-	data, err := io.ReadAll(obj) // the first read sends the GET and keeps its metadata
-	if err != nil {
-		return nil, "", fmt.Errorf("get %s: %w", key, classify(ctx, err))
-	}
-	oi, err := obj.Stat() // answered from the GET's response, no request
+	defer body.Close()
+	data, err := io.ReadAll(body)
 	if err != nil {
 		return nil, "", fmt.Errorf("get %s: %w", key, classify(ctx, err))
 	}

@@ -30,6 +30,10 @@ type fakeS3 struct {
 	heads      int
 	// failHeads answers the next HEADs with 500.
 	failHeads int
+	// bodies are the contents GET serves (a key without one is missing to GET);
+	// gets counts GETs.
+	bodies map[string]string
+	gets   int
 }
 
 func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -75,6 +79,28 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
 		w.Header().Set("Content-Length", "5")
 		w.WriteHeader(http.StatusOK)
+	case r.Method == http.MethodGet:
+		f.gets++
+		body, ok := f.bodies[key]
+		if !ok {
+			s3Error(w, http.StatusNotFound, "NoSuchKey", key)
+			return
+		}
+		w.Header().Set("X-Amz-Meta-Transcript-Checksum", f.objects[key])
+		w.Header().Set("ETag", `"0123456789abcdef0123456789abcdef"`)
+		w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+		status := http.StatusOK
+		if rg := r.Header.Get("Range"); rg != "" {
+			var from, to int
+			if _, err := fmt.Sscanf(rg, "bytes=%d-%d", &from, &to); err != nil || from >= len(body) {
+				s3Error(w, http.StatusRequestedRangeNotSatisfiable, "InvalidRange", key)
+				return
+			}
+			body, status = body[from:min(to+1, len(body))], http.StatusPartialContent
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
 	default:
 		s3Error(w, http.StatusNotImplemented, "NotImplemented", key)
 	}
@@ -173,6 +199,57 @@ func TestBucket_PutConflictCheckFails(t *testing.T) {
 	f.mu.Unlock()
 	require.NoError(t, b.Put(t.Context(), "k/seg", bytes.NewReader(data), int64(len(data)), bucket.PutOptions{Checksum: "c1"}),
 		"once the check works, the retry is recognised as the same write")
+}
+
+// TestBucket_ReadsAreOneRequest: each read of an object is exactly one GET, with
+// its metadata taken from that response (no HEAD before it, which would double
+// the requests of every segment read and add a round trip).
+func TestBucket_ReadsAreOneRequest(t *testing.T) {
+	const key, body = "k/seg", "hello, segment"
+	tests := []struct {
+		name    string
+		read    func(t *testing.T, b *s3bucket.Bucket) string
+		want    string
+		wantErr error
+	}{
+		{name: "Get", want: body, read: func(t *testing.T, b *s3bucket.Bucket) string {
+			rc, oi, err := b.Get(t.Context(), key)
+			require.NoError(t, err)
+			defer rc.Close()
+			require.Equal(t, int64(len(body)), oi.Size)
+			require.Equal(t, "c1", oi.Checksum)
+			data, err := io.ReadAll(rc)
+			require.NoError(t, err)
+			return string(data)
+		}},
+		{name: "Get missing", wantErr: bucket.ErrNotFound, read: func(t *testing.T, b *s3bucket.Bucket) string {
+			_, _, err := b.Get(t.Context(), "k/missing")
+			require.ErrorIs(t, err, bucket.ErrNotFound)
+			return ""
+		}},
+		{name: "GetRange", want: body[7:14], read: func(t *testing.T, b *s3bucket.Bucket) string {
+			data, err := b.GetRange(t.Context(), key, 7, 7)
+			require.NoError(t, err)
+			return string(data)
+		}},
+		{name: "GetWithETag", want: body, read: func(t *testing.T, b *s3bucket.Bucket) string {
+			data, etag, err := b.GetWithETag(t.Context(), key)
+			require.NoError(t, err)
+			require.Equal(t, "0123456789abcdef0123456789abcdef", etag)
+			return string(data)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeS3{objects: map[string]string{key: "c1"}, bodies: map[string]string{key: body}}
+			b := newFake(t, f, 0)
+			require.Equal(t, tt.want, tt.read(t, b))
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			require.Equal(t, 1, f.gets, "GET requests")
+			require.Zero(t, f.heads, "HEAD requests")
+		})
+	}
 }
 
 func TestBucket_StatMissing(t *testing.T) {

@@ -26,12 +26,12 @@ func (b *Bucket) GetRange(ctx context.Context, key string, off, n int64) ([]byte
 	if err := opts.SetRange(off, off+n-1); err != nil {
 		return nil, fmt.Errorf("get range %s: %w", key, err)
 	}
-	obj, err := b.client.GetObject(rctx, b.cfg.Bucket, key, opts)
+	body, _, err := b.getObject(rctx, key, opts)
 	if err != nil {
 		return nil, fmt.Errorf("get range %s: %w", key, classify(ctx, err))
 	}
-	defer obj.Close()
-	data, err := io.ReadAll(io.LimitReader(obj, n))
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, n))
 	if err != nil {
 		return nil, fmt.Errorf("get range %s: %w", key, classify(ctx, err))
 	}

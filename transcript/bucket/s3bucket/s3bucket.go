@@ -104,10 +104,9 @@ func (b *Bucket) ensureBucket(ctx context.Context) error {
 		// body). A GET of a key outside every layout answers with a code: a refusal
 		// or "no such key" means the server knows these credentials and the bucket;
 		// wrong credentials or a missing bucket are reported.
-		obj, gerr := b.client.GetObject(ctx, b.cfg.Bucket, accessProbeKey, minio.GetObjectOptions{})
+		body, _, gerr := b.getObject(ctx, accessProbeKey, minio.GetObjectOptions{})
 		if gerr == nil {
-			_, gerr = obj.Stat()
-			obj.Close()
+			body.Close()
 		}
 		switch minio.ToErrorResponse(gerr).Code {
 		case "AccessDenied", "NoSuchKey":
@@ -160,31 +159,35 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, bucket.Obj
 		return nil, bucket.ObjectInfo{}, fmt.Errorf("get %s: %w", key, err)
 	}
 	rctx, cancel := b.timeout(ctx)
-	obj, err := b.client.GetObject(rctx, b.cfg.Bucket, key, minio.GetObjectOptions{})
+	body, oi, err := b.getObject(rctx, key, minio.GetObjectOptions{})
 	if err != nil {
 		cancel()
 		return nil, bucket.ObjectInfo{}, fmt.Errorf("get %s: %w", key, classify(ctx, err))
 	}
-	oi, err := obj.Stat() // sends the GET
-	if err != nil {
-		obj.Close()
-		cancel()
-		return nil, bucket.ObjectInfo{}, fmt.Errorf("get %s: %w", key, classify(ctx, err))
-	}
-	return &object{Object: obj, ctx: ctx, cancel: cancel}, info(oi), nil
+	return &object{body: body, ctx: ctx, cancel: cancel}, info(oi), nil
 }
 
-// object closes the minio object and ends its request context. Its reads classify
-// errors like every other call: minio-go may fetch the body with a request of its
-// own, which finds the object deleted (ErrNotFound) if it vanished after Get.
+// getObject sends one GET of key and returns its body and the metadata from the
+// response's headers. It is the only way this package reads an object:
+// minio.Client.GetObject returns a lazy object that, asked for its metadata
+// before the first read, sends a HEAD and then a GET for the body (two requests
+// one after the other, and a HEAD is billed like a GET), and runs a goroutine
+// per object to feed its reads.
+func (b *Bucket) getObject(ctx context.Context, key string, opts minio.GetObjectOptions) (io.ReadCloser, minio.ObjectInfo, error) {
+	body, oi, _, err := minio.Core{Client: b.client}.GetObject(ctx, b.cfg.Bucket, key, opts)
+	return body, oi, err
+}
+
+// object is the body of one GET. Its reads classify errors like every other call,
+// and Close ends the request's context.
 type object struct {
-	*minio.Object
+	body   io.ReadCloser
 	ctx    context.Context
 	cancel context.CancelFunc
 }
 
 func (o *object) Read(p []byte) (int, error) {
-	n, err := o.Object.Read(p)
+	n, err := o.body.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) {
 		err = classify(o.ctx, err)
 	}
@@ -192,7 +195,7 @@ func (o *object) Read(p []byte) (int, error) {
 }
 
 func (o *object) Close() error {
-	err := o.Object.Close()
+	err := o.body.Close()
 	o.cancel()
 	return err
 }

@@ -136,10 +136,10 @@ func (s *Store) ForEachListedSession(ctx context.Context, namespace, agent strin
 // ForEachListedSessionAhead is ForEachListedSession that also fetches ahead: the
 // listed sessions for which prefetch (when not nil) returns true have their
 // segments fetched and verified as soon as the listing has passed them, up to
-// parallel sessions ahead of those fn runs on, with the same GET slots; the
+// parallel + 1 sessions ahead of those fn runs on, with the same GET slots; the
 // Listed's first ReadLean then takes them instead of fetching. A session's CPU
 // work (decoding, merging, writing) thus leaves no GET slot idle, and at most
-// about 2 × parallel sessions are held at once. Prefetch suits a caller that
+// 2 × parallel + 1 sessions are held at once. Prefetch suits a caller that
 // reads every listed session whole (a restore into empty directories); a
 // session fetched ahead and then not read lean costs its GETs for nothing.
 func (s *Store) ForEachListedSessionAhead(ctx context.Context, namespace, agent string, parallel int, prefetch func(ref TranscriptRef) bool, fn func(ctx context.Context, l *Listed) error) error {

@@ -25,8 +25,8 @@ layout:
   DIR/{namespace}/agents/{agent}/sessions/{session}.jsonl      context file
   DIR/{namespace}/agents/{agent}/sessions/{session}.log.jsonl  log file
 
-Sessions are restored --parallel at once (and up to --parallel more are fetched
-ahead of their turn), with a progress bar when stderr is a terminal. It is resumable: a session whose files exist and are identical to what the
+Sessions are restored --parallel at once (and up to --parallel + 1 more are
+fetched ahead of their turn), with a progress bar when stderr is a terminal. It is resumable: a session whose files exist and are identical to what the
 bucket holds is skipped; files that differ are replaced, unless their log holds
 entries the bucket lacks (then the session fails; --force replaces them anyway).
 Beside the two files, {session}.segments names the segments they hold: while the

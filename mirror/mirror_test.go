@@ -465,3 +465,45 @@ func TestMirror_TornOutboxFileRemoved(t *testing.T) {
 		})
 	}
 }
+
+// A journal record that a crash tore or garbled while Upload appended it (Upload
+// had not returned) is dropped when a Mirror starts; the records before it are
+// uploaded, and the replayed file is deleted once they are.
+func TestMirror_TornJournalTail(t *testing.T) {
+	tests := []struct {
+		name string
+		tear func(data []byte, start int) []byte
+	}{
+		{name: "cut in the header", tear: func(d []byte, start int) []byte { return d[:start+3] }},
+		{name: "cut in the segment", tear: func(d []byte, _ int) []byte { return d[:len(d)-5] }},
+		{name: "flipped byte", tear: func(d []byte, _ int) []byte { d[len(d)-2] ^= 1; return d }},
+		{name: "zeros", tear: func(d []byte, start int) []byte { clear(d[start:]); return d }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHungMirror(t, nil)
+			for range 3 {
+				require.NoError(t, h.m.Upload(h.ctx, h.s.batch(2)))
+			}
+			short, cancel := context.WithTimeout(h.ctx, 100*time.Millisecond)
+			defer cancel()
+			require.ErrorIs(t, h.m.Close(short), context.DeadlineExceeded)
+			recs, err := mirror.ReadJournal(h.dir)
+			require.NoError(t, err)
+			require.Len(t, recs, 3)
+			require.Equal(t, recs[0].File, recs[2].File)
+			data, err := os.ReadFile(recs[2].File)
+			require.NoError(t, err)
+			require.Len(t, data, recs[2].End)
+			require.NoError(t, os.WriteFile(recs[2].File, tt.tear(data, recs[1].End), 0o644))
+
+			m2 := newMirror(t, h.store, h.dir, nil)
+			require.Equal(t, 2, m2.Status().Pending)
+			h.fb.Heal()
+			require.NoError(t, m2.AwaitQuiescence(h.ctx))
+			requireStored(t, h.store, h.s.ref, h.s.ids[:4])
+			require.Empty(t, outboxFiles(t, h.dir, "journal"))
+			require.NoError(t, m2.Close(h.ctx))
+		})
+	}
+}

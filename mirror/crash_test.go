@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -22,7 +23,6 @@ import (
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
-	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 )
 
@@ -63,16 +63,16 @@ func TestCrashChild(t *testing.T) {
 	} else {
 		b = openFileBucket(t, spec)
 	}
-	// A random delay per PUT keeps uploads in flight when the kill comes.
-	fb := faultbucket.Wrap(b)
-	fb.SetDelay(faultbucket.OpPut, time.Duration(rand.IntN(20))*time.Millisecond)
-	store, err := transcript.New(transcript.Config{Bucket: fb, Prefix: "crash"})
+	// A random delay per PUT keeps uploads in flight when the kill comes, and
+	// would let a session's later segment overtake an earlier one if the Mirror
+	// uploaded them concurrently.
+	store, err := transcript.New(transcript.Config{Bucket: jitterBucket{b}, Prefix: "crash"})
 	require.NoError(t, err)
 	round := os.Getenv(crashRoundEnv)
 	w, err := transcript.NewWriter("crash-" + round)
 	require.NoError(t, err)
 	m, err := mirror.New(mirror.Config{Store: store, Writer: w, OutboxDir: os.Getenv(crashOutboxEnv),
-		Workers: 2, MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+		Workers: 2 * crashSessions, MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	require.NoError(t, err)
 	ack, err := os.OpenFile(os.Getenv(crashAckEnv), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	require.NoError(t, err)
@@ -109,6 +109,28 @@ func TestCrashChild(t *testing.T) {
 		})
 	}
 	require.NoError(t, g.Wait())
+}
+
+// jitterBucket delays every Put by a random time below 20 ms.
+type jitterBucket struct{ bucket.Bucket }
+
+func (b jitterBucket) Put(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions) error {
+	if !sleepCtx(ctx, time.Duration(rand.IntN(20))*time.Millisecond) {
+		return ctx.Err()
+	}
+	return b.Bucket.Put(ctx, key, r, size, opts)
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether the whole wait elapsed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // runCrashTest starts the child rounds times and kills it with SIGKILL at random

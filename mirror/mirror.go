@@ -23,16 +23,18 @@ var (
 	// for good (another object under its key, an invalid key or reference). The
 	// segment was moved to the outbox quarantine, never deleted.
 	ErrQuarantined = errors.New("segment rejected by the store and quarantined")
-	// ErrLost is wrapped by AwaitQuiescence when a segment's outbox file vanished
-	// (removed by someone else) before it could be uploaded.
+	// ErrLost is wrapped by AwaitQuiescence when a segment's file under the
+	// outbox's pending/ vanished (removed by someone else) before it could be
+	// uploaded.
 	ErrLost = errors.New("segment vanished from the outbox before upload")
 )
 
-// Mirror is the asynchronous, crash-safe Uploader: Upload writes the batch as one
-// segment into a local outbox and returns once that file is durable; a bounded pool of
-// workers uploads outbox segments to the store in the background, retrying transient
-// failures with exponential backoff and jitter until they succeed, and removes a
-// segment from the outbox only after the store confirmed it. Puts are create-only and
+// Mirror is the asynchronous, crash-safe Uploader: Upload appends the batch as one
+// segment to the journal of a local outbox and returns once it is durable (with
+// group commit: concurrent Uploads share one fsync); a bounded pool of workers
+// uploads the segments to the store in the background, retrying transient failures
+// with exponential backoff and jitter until they succeed, and lets a segment leave
+// the outbox only after the store confirmed it. Puts are create-only and
 // idempotent, so uploading a segment again after a crash is harmless.
 //
 // Create one Mirror per process and share it between all SessionTrees: the worker
@@ -78,8 +80,8 @@ type job struct {
 	// jf is the journal file that holds the segment (nil for a file under
 	// pending/); its record is released when the segment leaves the outbox.
 	jf *journalFile
-	// written: the outbox file is complete (false while Upload still writes it,
-	// when the file may be partial).
+	// written: the segment is durable in the outbox (false while Upload still
+	// appends it).
 	written  bool
 	enqueued time.Time
 	done     chan struct{} // closed when the segment left the outbox (uploaded or quarantined)
@@ -166,8 +168,9 @@ func New(cfg Config) (*Mirror, error) {
 
 // Upload encodes b.Entries as one segment of b.Ref, appends it durably to the
 // outbox journal and enqueues it for upload; it returns once the record is durable
-// (concurrent Uploads share one fsync), without waiting on the store. A batch without entries is a no-op. Upload does not keep
-// b.Entries after it returns; the caller must not modify them while it runs.
+// (concurrent Uploads share one fsync), without waiting on the store. A batch
+// without entries is a no-op. Upload does not keep b.Entries after it returns; the
+// caller must not modify them while it runs.
 //
 // When the outbox holds Config.MaxPending segments or Config.MaxPendingBytes bytes,
 // Upload returns an error wrapping ErrBackpressure, or with Config.BlockWhenFull waits

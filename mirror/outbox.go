@@ -147,7 +147,7 @@ func pruneEmptyDirs(root string) {
 }
 
 // dropTorn removes the pending files that fail decode (segments a crash cut short
-// while write ran, see write) and returns the others, and the keys it removed. A
+// while an older version wrote them) and returns the others, and the keys it removed. A
 // file that cannot be read is kept: the upload reports the problem.
 func (o *outbox) dropTorn(files []pendingFile, decode func([]byte) error) ([]pendingFile, []string, error) {
 	kept := files[:0]
@@ -174,8 +174,7 @@ func (o *outbox) read(key string) ([]byte, error) {
 // remove deletes the pending segment key once the store has it. A missing file is not
 // an error. The removal is not fsynced: were it lost in a machine crash, the next
 // start would upload the segment again, which is harmless (the same bytes under the
-// same key are an idempotent PUT, and a segment compacted meanwhile is superseded),
-// so the upload path pays one fsync less per segment.
+// same key are an idempotent PUT, and a segment compacted meanwhile is superseded).
 func (o *outbox) remove(key string) error {
 	if err := os.Remove(o.pendingPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("outbox remove %s: %w", key, err)

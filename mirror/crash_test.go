@@ -115,22 +115,8 @@ func TestCrashChild(t *testing.T) {
 type jitterBucket struct{ bucket.Bucket }
 
 func (b jitterBucket) Put(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions) error {
-	if !sleepCtx(ctx, time.Duration(rand.IntN(20))*time.Millisecond) {
-		return ctx.Err()
-	}
+	time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
 	return b.Bucket.Put(ctx, key, r, size, opts)
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether the whole wait elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // runCrashTest starts the child rounds times and kills it with SIGKILL at random

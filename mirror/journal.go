@@ -52,14 +52,17 @@ import (
 // Appending switches to a new file when the current one reaches rotateBytes, or
 // when every record in it is done and it holds at least recycleBytes (so that an
 // idle replica's journal does not grow without bound, and a drained one costs
-// one directory fsync per recycleBytes appended). A file whose write or fsync
+// one directory fsync per recycleBytes appended). rotateBytes bounds what a
+// restart uploads again: the records of the files a crash left, mostly stored
+// already (each costs a PUT answered "exists" and a GET to compare), so it is kept
+// small; a rotation costs one directory fsync. A file whose write or fsync
 // failed is abandoned as well: after a failed fsync the kernel may have dropped
 // its dirty pages, so no later fsync of it can be trusted.
 const (
 	outboxJournal       = "journal"
 	journalExt          = ".wal"
 	journalHeader       = 8
-	journalRotateBytes  = 64 << 20
+	journalRotateBytes  = 8 << 20
 	journalRecycleBytes = 1 << 20
 	maxJournalKey       = 1<<16 - 1
 )

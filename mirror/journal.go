@@ -54,10 +54,10 @@ import (
 // idle replica's journal does not grow without bound, and a drained one costs
 // one directory fsync per recycleBytes appended). rotateBytes bounds what a
 // restart uploads again: the records of the files a crash left, mostly stored
-// already (each costs a PUT answered "exists" and a GET to compare), so it is kept
-// small; a rotation costs one directory fsync. A file whose write or fsync
-// failed is abandoned as well: after a failed fsync the kernel may have dropped
-// its dirty pages, so no later fsync of it can be trusted.
+// already (each costs a PUT answered "exists" and a check of the stored bytes),
+// so it is kept small; a rotation costs one directory fsync. A file whose write
+// or fsync failed is abandoned as well: after a failed fsync the kernel may have
+// dropped its dirty pages, so no later fsync of it can be trusted.
 const (
 	outboxJournal       = "journal"
 	journalExt          = ".wal"

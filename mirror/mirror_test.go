@@ -507,3 +507,40 @@ func TestMirror_TornJournalTail(t *testing.T) {
 		})
 	}
 }
+
+// A journal record whose segment a crash left under failed/ (quarantined, the record
+// not yet released) or under pending/ (moved back by an operator) is not queued a
+// second time: the copy stands for it.
+func TestMirror_JournalRecordCopiedElsewhere(t *testing.T) {
+	tests := []struct {
+		sub                  string
+		pending, quarantined int
+	}{
+		{sub: "failed", pending: 0, quarantined: 1},
+		{sub: "pending", pending: 1, quarantined: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sub, func(t *testing.T) {
+			h := newHungMirror(t, nil)
+			require.NoError(t, h.m.Upload(h.ctx, h.s.batch(2)))
+			short, cancel := context.WithTimeout(h.ctx, 50*time.Millisecond)
+			defer cancel()
+			require.Error(t, h.m.Close(short))
+			recs, err := mirror.ReadJournal(h.dir)
+			require.NoError(t, err)
+			require.Len(t, recs, 1)
+			p := filepath.Join(h.dir, tt.sub, filepath.FromSlash(recs[0].Key))
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			require.NoError(t, os.WriteFile(p, recs[0].Data, 0o644))
+
+			m2 := newMirror(t, h.store, h.dir, nil)
+			st := m2.Status()
+			require.Equal(t, tt.pending, st.Pending)
+			require.Equal(t, tt.quarantined, st.Quarantined)
+			require.Empty(t, outboxFiles(t, h.dir, "journal"), "the record is done")
+			h.fb.Heal()
+			require.NoError(t, m2.AwaitQuiescence(h.ctx))
+			require.NoError(t, m2.Close(h.ctx))
+		})
+	}
+}

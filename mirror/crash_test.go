@@ -3,23 +3,26 @@ package mirror_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
-	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 )
 
@@ -30,7 +33,11 @@ const (
 	crashOutboxEnv = "MIRROR_CRASH_OUTBOX" // the shared outbox
 	crashAckEnv    = "MIRROR_CRASH_ACK"    // file the child appends acknowledged entry ids to
 	crashRoundEnv  = "MIRROR_CRASH_ROUND"  // round number, to make ids unique
-	crashSessions  = 3
+	crashSessions  = 6
+	// crashFlushers is the number of goroutines of the child that flush at once,
+	// each over its own sessions (i % crashFlushers), so that kills land while
+	// Uploads share journal fsyncs.
+	crashFlushers = 3
 )
 
 // crashBucket opens the bucket a crash test uses, in parent and child alike.
@@ -43,8 +50,8 @@ func openFileBucket(t testing.TB, dir string) bucket.Bucket {
 }
 
 // TestCrashChild is the child process of the crash tests; it does nothing unless
-// started by one. It flushes batches in a loop and appends the ids of every batch
-// that Upload accepted to the ack file, until it is killed.
+// started by one. Its flushers flush batches in loops, concurrently, and append the
+// ids of every batch that Upload accepted to the ack file, until it is killed.
 func TestCrashChild(t *testing.T) {
 	if os.Getenv(crashChildEnv) != "1" {
 		t.Skip("run by the crash tests only")
@@ -56,42 +63,67 @@ func TestCrashChild(t *testing.T) {
 	} else {
 		b = openFileBucket(t, spec)
 	}
-	// A random delay per PUT keeps uploads in flight when the kill comes.
-	fb := faultbucket.Wrap(b)
-	fb.SetDelay(faultbucket.OpPut, time.Duration(rand.IntN(20))*time.Millisecond)
-	store, err := transcript.New(transcript.Config{Bucket: fb, Prefix: "crash"})
+	// A random delay per PUT keeps uploads in flight when the kill comes, and
+	// would let a session's later segment overtake an earlier one if the Mirror
+	// uploaded them concurrently.
+	store, err := transcript.New(transcript.Config{Bucket: jitterBucket{b}, Prefix: "crash"})
 	require.NoError(t, err)
 	round := os.Getenv(crashRoundEnv)
 	w, err := transcript.NewWriter("crash-" + round)
 	require.NoError(t, err)
 	m, err := mirror.New(mirror.Config{Store: store, Writer: w, OutboxDir: os.Getenv(crashOutboxEnv),
-		Workers: 2, MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+		Workers: 2 * crashSessions, MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	require.NoError(t, err)
 	ack, err := os.OpenFile(os.Getenv(crashAckEnv), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	require.NoError(t, err)
 	ctx := context.Background()
-	last := make([]string, crashSessions)
+	last := make([]string, crashSessions) // flusher f owns the sessions with sid % crashFlushers == f
+	var ackMu sync.Mutex
 	deadline := time.Now().Add(30 * time.Second) // bounded, should the parent never kill
-	for i := 0; time.Now().Before(deadline); i++ {
-		sid := i % crashSessions
-		b := mirror.Batch{Ref: transcript.TranscriptRef{AgentID: "crash", SessionID: fmt.Sprintf("s%d", sid)}}
-		var ids []string
-		for k := range 1 + i%3 {
-			id := fmt.Sprintf("r%s-%d-%d", round, i, k)
-			b.Entries = append(b.Entries, entry(id, last[sid], i, strings.Repeat("x", 100+i%200)))
-			last[sid] = id
-			ids = append(ids, id)
-		}
-		require.NoError(t, m.Upload(ctx, b))
-		// Acknowledged only after Upload returned: these ids must never be lost.
-		_, err := ack.WriteString(strings.Join(ids, "\n") + "\n")
-		require.NoError(t, err)
+	var g errgroup.Group
+	for f := range crashFlushers {
+		g.Go(func() error {
+			for n := 0; time.Now().Before(deadline); n++ {
+				i := n*crashFlushers + f
+				sid := i % crashSessions
+				b := mirror.Batch{Ref: transcript.TranscriptRef{AgentID: "crash", SessionID: fmt.Sprintf("s%d", sid)}}
+				var ids []string
+				for k := range 1 + i%3 {
+					id := fmt.Sprintf("r%s-%d-%d", round, i, k)
+					b.Entries = append(b.Entries, entry(id, last[sid], i, strings.Repeat("x", 100+i%200)))
+					last[sid] = id
+					ids = append(ids, id)
+				}
+				if err := m.Upload(ctx, b); err != nil {
+					return err
+				}
+				// Acknowledged only after Upload returned: these ids must never be lost.
+				ackMu.Lock()
+				_, err := ack.WriteString(strings.Join(ids, "\n") + "\n")
+				ackMu.Unlock()
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
+	require.NoError(t, g.Wait())
+}
+
+// jitterBucket delays every Put by a random time below 20 ms.
+type jitterBucket struct{ bucket.Bucket }
+
+func (b jitterBucket) Put(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions) error {
+	time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+	return b.Bucket.Put(ctx, key, r, size, opts)
 }
 
 // runCrashTest starts the child rounds times and kills it with SIGKILL at random
-// moments, then opens a Mirror on the same outbox and checks that every acknowledged
-// entry is in the store exactly once.
+// moments. After each kill the store must hold every session parent before child
+// (an entry's parent is stored whenever the entry is); at the end a Mirror on the
+// same outbox uploads what is left, and every acknowledged entry must be in the
+// store exactly once.
 func runCrashTest(t *testing.T, spec string, open crashBucket) {
 	if testing.Short() {
 		t.Skip("crash test starts child processes")
@@ -124,9 +156,10 @@ func runCrashTest(t *testing.T, spec string, open crashBucket) {
 		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL,
 			"round %d: the child must die by SIGKILL, not exit (%v):\n%s", round, err, out)
-		n := len(outboxFiles(t, outbox, "pending"))
+		n := len(journalKeys(t, outbox))
 		leftovers += n
-		t.Logf("round %d: killed with %d segments in the outbox", round, n)
+		t.Logf("round %d: killed with %d records in the outbox journal", round, n)
+		requireParentsStored(t, newStore(t, open(t, spec), "crash"))
 	}
 	acked := readAcks(t, ackPath)
 	require.NotEmpty(t, acked, "the child acknowledged nothing")
@@ -138,8 +171,10 @@ func runCrashTest(t *testing.T, spec string, open crashBucket) {
 	require.NoError(t, m.Close(ctx))
 	require.Empty(t, outboxFiles(t, outbox, "pending"))
 	require.Empty(t, outboxFiles(t, outbox, "failed"))
+	require.Empty(t, outboxFiles(t, outbox, "journal"))
 
 	stored := 0
+	requireParentsStored(t, store)
 	for sid := range crashSessions {
 		ref := transcript.TranscriptRef{AgentID: "crash", SessionID: fmt.Sprintf("s%d", sid)}
 		ids := requireOnce(t, store, ref)
@@ -148,7 +183,7 @@ func runCrashTest(t *testing.T, spec string, open crashBucket) {
 			require.Contains(t, ids, id, "acknowledged entry lost")
 		}
 	}
-	t.Logf("%d rounds, %d entries acknowledged, %d stored, %d segments resumed from outboxes",
+	t.Logf("%d rounds, %d entries acknowledged, %d stored, %d journal records left by kills",
 		rounds, countAcks(acked), stored, leftovers)
 }
 
@@ -203,4 +238,28 @@ func fileSize(path string) int64 {
 		return 0
 	}
 	return fi.Size()
+}
+
+// requireParentsStored checks that in every crash-test session the store holds the
+// parent of every entry it holds: segments reached it parent before child.
+func requireParentsStored(t *testing.T, store *transcript.Store) {
+	t.Helper()
+	ctx := ctxTimeout(t, 60*time.Second)
+	for sid := range crashSessions {
+		ref := transcript.TranscriptRef{AgentID: "crash", SessionID: fmt.Sprintf("s%d", sid)}
+		res, err := store.ReadAll(ctx, ref)
+		if errors.Is(err, transcript.ErrNotFound) {
+			continue // nothing of the session stored yet
+		}
+		require.NoError(t, err)
+		ids := make(map[string]bool, len(res.Entries))
+		for _, e := range res.Entries {
+			ids[e.ID] = true
+		}
+		for _, e := range res.Entries {
+			if e.ParentID != "" {
+				require.True(t, ids[e.ParentID], "session %s: entry %s stored without its parent %s", ref.SessionID, e.ID, e.ParentID)
+			}
+		}
+	}
 }

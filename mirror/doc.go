@@ -4,10 +4,11 @@
 // Flush hands it exactly the entries that are new since the previous flush, once,
 // as a Batch. Three Uploaders implement it:
 //
-//   - Mirror, the one to run in production: Upload writes the batch as one segment
-//     into a local outbox (pending/, file and directory fsynced) and returns; a bounded pool
-//     of workers uploads pending segments in the background, retrying with backoff
-//     and jitter, and removes each only once the store has confirmed it. A process
+//   - Mirror, the one to run in production: Upload appends the batch as one segment
+//     to a local outbox's journal and returns once an fsync that concurrent Uploads
+//     share made it durable; a bounded pool of workers uploads pending segments in
+//     the background, retrying with backoff and jitter, and lets each leave the
+//     outbox only once the store has confirmed it. A process
 //     killed at any moment loses nothing: the next New on the same outbox uploads
 //     what is left. Segments the store refuses for good go to failed/ for an
 //     operator. Status and Collector (Prometheus) report the backlog, failures and

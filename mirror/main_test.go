@@ -204,3 +204,37 @@ func newHungMirror(t *testing.T, tune func(*mirror.Config)) *hungMirror {
 	h.m = newMirror(t, h.store, h.dir, tune)
 	return h
 }
+
+// journalKeys returns the keys of the records in the outbox journal of dir, in
+// append order.
+func journalKeys(t testing.TB, dir string) []string {
+	t.Helper()
+	recs, err := mirror.ReadJournal(dir)
+	require.NoError(t, err)
+	var keys []string
+	for _, r := range recs {
+		keys = append(keys, r.Key)
+	}
+	return keys
+}
+
+// writePending stores batches of ref as segment files under dir/pending/, the way
+// older versions of the outbox held them (and an operator moves them back from the
+// quarantine), and returns their keys in flush order.
+func writePending(t testing.TB, store *transcript.Store, dir string, batches ...mirror.Batch) []string {
+	t.Helper()
+	w, err := transcript.NewWriter("old-writer")
+	require.NoError(t, err)
+	var keys []string
+	for _, b := range batches {
+		objs, err := store.PrepareSegments(b.Ref, b.Entries, w)
+		require.NoError(t, err)
+		for _, o := range objs {
+			p := filepath.Join(dir, "pending", filepath.FromSlash(o.Info.Key))
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			require.NoError(t, os.WriteFile(p, o.Data, 0o644))
+			keys = append(keys, o.Info.Key)
+		}
+	}
+	return keys
+}

@@ -23,24 +23,27 @@ var (
 	// for good (another object under its key, an invalid key or reference). The
 	// segment was moved to the outbox quarantine, never deleted.
 	ErrQuarantined = errors.New("segment rejected by the store and quarantined")
-	// ErrLost is wrapped by AwaitQuiescence when a segment's outbox file vanished
-	// (removed by someone else) before it could be uploaded.
+	// ErrLost is wrapped by AwaitQuiescence when a segment's file under the
+	// outbox's pending/ vanished (removed by someone else) before it could be
+	// uploaded.
 	ErrLost = errors.New("segment vanished from the outbox before upload")
 )
 
-// Mirror is the asynchronous, crash-safe Uploader: Upload writes the batch as one
-// segment into a local outbox and returns once that file is durable; a bounded pool of
-// workers uploads outbox segments to the store in the background, retrying transient
-// failures with exponential backoff and jitter until they succeed, and removes a
-// segment from the outbox only after the store confirmed it. Puts are create-only and
+// Mirror is the asynchronous, crash-safe Uploader: Upload appends the batch as one
+// segment to the journal of a local outbox and returns once it is durable (with
+// group commit: concurrent Uploads share one fsync); a bounded pool of workers
+// uploads the segments to the store in the background, retrying transient failures
+// with exponential backoff and jitter until they succeed, and lets a segment leave
+// the outbox only after the store confirmed it. Puts are create-only and
 // idempotent, so uploading a segment again after a crash is harmless.
 //
 // Create one Mirror per process and share it between all SessionTrees: the worker
 // pool, the bounds and the outbox are per Mirror, and an outbox belongs to one Mirror
 // at a time. A Mirror is safe for concurrent use.
 type Mirror struct {
-	cfg Config
-	box *outbox
+	cfg     Config
+	box     *outbox
+	journal *journal
 
 	// ctx is cancelled by Close to stop the workers (aborting in-flight PUTs and
 	// backoff waits); workers is their wait group.
@@ -73,9 +76,12 @@ type job struct {
 	session string // the key's session prefix (see transcript.SessionOfKey)
 	size    int64
 	entries int    // entry count, 0 when not known (read from the file if needed)
-	data    []byte // nil for segments found in the outbox at start: read on upload
-	// written: the outbox file is complete (false while Upload still writes it,
-	// when the file may be partial).
+	data    []byte // nil for segments found under pending/ at start: read on upload
+	// jf is the journal file that holds the segment (nil for a file under
+	// pending/); its record is released when the segment leaves the outbox.
+	jf *journalFile
+	// written: the segment is durable in the outbox (false while Upload still
+	// appends it).
 	written  bool
 	enqueued time.Time
 	done     chan struct{} // closed when the segment left the outbox (uploaded or quarantined)
@@ -111,11 +117,19 @@ func New(cfg Config) (*Mirror, error) {
 	if len(torn) > 0 {
 		cfg.Logger.Warn("mirror: removed segments that a crash cut short before they were accepted", "keys", torn, "outbox", cfg.OutboxDir)
 	}
+	jr, recs, err := openJournal(cfg.OutboxDir)
+	if err == nil {
+		recs, err = box.unqueued(recs, files)
+	}
+	if err != nil {
+		box.close()
+		return nil, fmt.Errorf("mirror: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Mirror{
-		cfg: cfg, box: box, ctx: ctx, cancel: cancel,
+		cfg: cfg, box: box, journal: jr, ctx: ctx, cancel: cancel,
 		wake:    make(chan struct{}, cfg.Workers),
-		pending: make(map[*job]struct{}, len(files)),
+		pending: make(map[*job]struct{}, len(files)+len(recs)),
 		busy:    make(map[string]bool),
 		room:    make(chan struct{}),
 		stuck:   map[string]*StuckSession{},
@@ -132,8 +146,18 @@ func New(cfg Config) (*Mirror, error) {
 		m.bytes += j.size
 		m.queue = append(m.queue, j)
 	}
-	if len(files) > 0 {
-		cfg.Logger.Info("mirror: resuming segments left in the outbox", "count", len(files), "bytes", m.bytes, "outbox", cfg.OutboxDir)
+	// The journal's records come after pending/: a session's segments under
+	// pending/ were written by an older version or released from the quarantine,
+	// both before anything the journal holds of it.
+	for _, r := range recs {
+		j := &job{key: r.key, session: transcript.SessionOfKey(r.key), size: int64(len(r.data)), data: r.data, jf: r.file,
+			enqueued: time.Now(), done: make(chan struct{}), written: true}
+		m.pending[j] = struct{}{}
+		m.bytes += j.size
+		m.queue = append(m.queue, j)
+	}
+	if n := len(files) + len(recs); n > 0 {
+		cfg.Logger.Info("mirror: resuming segments left in the outbox", "count", n, "bytes", m.bytes, "outbox", cfg.OutboxDir)
 	}
 	for range cfg.Workers {
 		m.workers.Add(1)
@@ -142,10 +166,11 @@ func New(cfg Config) (*Mirror, error) {
 	return m, nil
 }
 
-// Upload encodes b.Entries as one segment of b.Ref, writes it durably to the outbox
-// and enqueues it for upload; it returns once the outbox file is durable, without
-// waiting on the store. A batch without entries is a no-op. Upload does not keep
-// b.Entries after it returns; the caller must not modify them while it runs.
+// Upload encodes b.Entries as one segment of b.Ref, appends it durably to the
+// outbox journal and enqueues it for upload; it returns once the record is durable
+// (concurrent Uploads share one fsync), without waiting on the store. A batch
+// without entries is a no-op. Upload does not keep b.Entries after it returns; the
+// caller must not modify them while it runs.
 //
 // When the outbox holds Config.MaxPending segments or Config.MaxPendingBytes bytes,
 // Upload returns an error wrapping ErrBackpressure, or with Config.BlockWhenFull waits
@@ -187,7 +212,7 @@ func (m *Mirror) Upload(ctx context.Context, b Batch) error {
 	return nil
 }
 
-// accept writes one prepared segment to the outbox and enqueues it.
+// accept appends one prepared segment to the outbox journal and enqueues it.
 func (m *Mirror) accept(ctx context.Context, obj transcript.SegmentObject) error {
 	j, err := m.reserve(ctx, obj.Info.Key, obj.Data)
 	if err != nil {
@@ -195,11 +220,12 @@ func (m *Mirror) accept(ctx context.Context, obj transcript.SegmentObject) error
 	}
 	defer m.uploads.Done()
 	j.entries = int(obj.Meta.EntryCount)
-	if err := m.box.write(j.key, j.data); err != nil {
+	jf, err := m.journal.append(j.key, j.data)
+	if err != nil {
 		m.release(j)
 		return err
 	}
-	m.push(j)
+	m.push(j, jf)
 	return nil
 }
 
@@ -278,15 +304,19 @@ func (m *Mirror) finishLocked(j *job) {
 	delete(m.pending, j)
 	m.bytes -= j.size
 	j.data = nil
+	if j.jf != nil {
+		m.journal.done(j.jf)
+		j.jf = nil
+	}
 	close(j.done)
 	close(m.room)
 	m.room = make(chan struct{})
 }
 
-// push hands j to the workers.
-func (m *Mirror) push(j *job) {
+// push hands j, held by the journal file jf, to the workers.
+func (m *Mirror) push(j *job, jf *journalFile) {
 	m.mu.Lock()
-	j.written = true
+	j.written, j.jf = true, jf
 	m.queue = append(m.queue, j)
 	m.mu.Unlock()
 	m.signal()
@@ -389,6 +419,9 @@ func (m *Mirror) Close(ctx context.Context) error {
 	m.cancel()
 	m.workers.Wait()
 	m.uploads.Wait()
+	if err := m.journal.close(); err != nil {
+		drainErr = errors.Join(drainErr, fmt.Errorf("mirror: close outbox journal: %w", err))
+	}
 	if err := m.box.close(); err != nil {
 		drainErr = errors.Join(drainErr, fmt.Errorf("mirror: close outbox: %w", err))
 	}

@@ -63,6 +63,7 @@ func TestMirror_UploadAndAwait(t *testing.T) {
 	require.Zero(t, st.Failures)
 	require.Empty(t, outboxFiles(t, dir, "pending"), "uploaded segments leave the outbox")
 	require.NoError(t, m.Close(ctx))
+	require.Empty(t, outboxFiles(t, dir, "journal"), "a drained journal is deleted at Close")
 	require.ErrorIs(t, m.Upload(ctx, sessions[0].batch(1)), mirror.ErrClosed)
 	require.NoError(t, m.Close(ctx), "Close twice")
 }
@@ -158,7 +159,7 @@ func TestMirror_ResumeFromOutbox(t *testing.T) {
 	err := m.Close(short)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorContains(t, err, "7 of 7 segments still pending")
-	require.Len(t, outboxFiles(t, dir, "pending"), 7, "what was not uploaded stays in the outbox")
+	require.Len(t, journalKeys(t, dir), 7, "what was not uploaded stays in the outbox")
 	require.ErrorIs(t, m.AwaitQuiescence(ctx), mirror.ErrClosed)
 
 	// The new mirror finds all 7 while the store still hangs; once healed, its
@@ -168,7 +169,7 @@ func TestMirror_ResumeFromOutbox(t *testing.T) {
 	fb.Heal()
 	require.NoError(t, m2.AwaitQuiescence(ctx))
 	requireStored(t, store, s.ref, s.ids)
-	require.Empty(t, outboxFiles(t, dir, "pending"))
+	require.Empty(t, outboxFiles(t, dir, "journal"), "a replayed journal file is deleted once uploaded")
 	require.NoError(t, m2.Close(ctx))
 }
 
@@ -318,7 +319,7 @@ func TestMirror_PermanentFailureQuarantines(t *testing.T) {
 	mb, fb, store, dir, m, s, ctx := h.mem, h.fb, h.store, h.dir, h.m, h.s, h.ctx
 	require.NoError(t, m.Upload(ctx, s.batch(2)))
 	// Another writer stores other bytes under the segment's key first.
-	keys := outboxFiles(t, dir, "pending")
+	keys := journalKeys(t, dir)
 	require.Len(t, keys, 1)
 	require.NoError(t, mb.Put(ctx, keys[0], strings.NewReader("other"), 5, bucket.PutOptions{Checksum: "other"}))
 	fb.Heal()
@@ -331,9 +332,9 @@ func TestMirror_PermanentFailureQuarantines(t *testing.T) {
 	require.Equal(t, uint64(1), st.Failures)
 	require.Zero(t, st.Retries)
 	require.Zero(t, st.Pending)
-	require.Empty(t, outboxFiles(t, dir, "pending"))
 	require.Equal(t, keys, outboxFiles(t, dir, "failed"), "never delete data")
 	require.NoError(t, m.Close(ctx))
+	require.Empty(t, outboxFiles(t, dir, "journal"), "the quarantined copy replaces the record")
 
 	m2 := newMirror(t, store, dir, nil)
 	require.Equal(t, 1, m2.Status().Quarantined, "the quarantine is counted, not retried")
@@ -346,11 +347,11 @@ func TestMirror_ConflictWithSameBytesIsSuccess(t *testing.T) {
 	h := newHungMirror(t, nil)
 	mb, fb, store, dir, m, s, ctx := h.mem, h.fb, h.store, h.dir, h.m, h.s, h.ctx
 	require.NoError(t, m.Upload(ctx, s.batch(2)))
-	keys := outboxFiles(t, dir, "pending")
-	require.Len(t, keys, 1)
-	data, err := os.ReadFile(filepath.Join(dir, "pending", keys[0]))
+	recs, err := mirror.ReadJournal(dir)
 	require.NoError(t, err)
-	require.NoError(t, mb.Put(ctx, keys[0], bytes.NewReader(data), int64(len(data)), bucket.PutOptions{}))
+	require.Len(t, recs, 1)
+	data := recs[0].Data
+	require.NoError(t, mb.Put(ctx, recs[0].Key, bytes.NewReader(data), int64(len(data)), bucket.PutOptions{}))
 	fb.Heal()
 	require.NoError(t, m.AwaitQuiescence(ctx))
 	requireStored(t, store, s.ref, s.ids)
@@ -414,16 +415,10 @@ func TestOpen_Modes(t *testing.T) {
 
 // A segment whose outbox file someone removed is reported, not silently dropped.
 func TestMirror_VanishedOutboxFile(t *testing.T) {
-	h := newHungMirror(t, nil)
-	fb, store, dir, m, s, ctx := h.fb, h.store, h.dir, h.m, h.s, h.ctx
-	require.NoError(t, m.Upload(ctx, s.batch(1)))
-	require.NoError(t, m.Upload(ctx, s.batch(1)))
-	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-	defer cancel()
-	require.Error(t, m.Close(short))
-
-	files := outboxFiles(t, dir, "pending")
-	require.Len(t, files, 2)
+	fb := faultbucket.Wrap(membucket.New())
+	fb.Hang(faultbucket.OpPut)
+	store, dir, s, ctx := newStore(t, fb, ""), t.TempDir(), newSession("a", "s"), ctxTimeout(t, 10*time.Second)
+	files := writePending(t, store, dir, s.batch(1), s.batch(1))
 	m2 := newMirror(t, store, dir, func(c *mirror.Config) { c.Workers = 1 })
 	// The one worker hangs on the first segment; the second file vanishes meanwhile.
 	require.Eventually(t, func() bool { return fb.Counts().Put >= 1 }, 5*time.Second, time.Millisecond)
@@ -435,9 +430,9 @@ func TestMirror_VanishedOutboxFile(t *testing.T) {
 	require.Equal(t, uint64(1), m2.Status().Uploaded)
 }
 
-// A segment file that a crash cut short while Upload wrote it (Upload had not
-// returned, so nobody was told it was stored) is removed when a Mirror starts; the
-// complete ones are uploaded.
+// A segment file under pending/ that a crash cut short while an older version
+// wrote it (Upload had not returned, so nobody was told it was stored) is removed
+// when a Mirror starts; the complete ones are uploaded.
 func TestMirror_TornOutboxFileRemoved(t *testing.T) {
 	tests := []struct {
 		name string
@@ -449,6 +444,43 @@ func TestMirror_TornOutboxFileRemoved(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			fb := faultbucket.Wrap(membucket.New())
+			fb.Hang(faultbucket.OpPut)
+			store, dir, s, ctx := newStore(t, fb, ""), t.TempDir(), newSession("a", "s"), ctxTimeout(t, 10*time.Second)
+			files := writePending(t, store, dir, s.batch(2), s.batch(2), s.batch(2))
+			require.True(t, slices.IsSorted(files), "key order is flush order")
+			last := filepath.Join(dir, "pending", filepath.FromSlash(files[2]))
+			data, err := os.ReadFile(last)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(last, tt.tear(data), 0o644))
+
+			m2 := newMirror(t, store, dir, nil)
+			require.Equal(t, 2, m2.Status().Pending)
+			require.Equal(t, files[:2], outboxFiles(t, dir, "pending"))
+			fb.Heal()
+			require.NoError(t, m2.AwaitQuiescence(ctx))
+			requireStored(t, store, s.ref, s.ids[:4])
+			require.Empty(t, outboxFiles(t, dir, "pending"), "old pending/ files are removed once uploaded")
+			require.NoError(t, m2.Close(ctx))
+		})
+	}
+}
+
+// A journal record that a crash tore or garbled while Upload appended it (Upload
+// had not returned) is dropped when a Mirror starts; the records before it are
+// uploaded, and the replayed file is deleted once they are.
+func TestMirror_TornJournalTail(t *testing.T) {
+	tests := []struct {
+		name string
+		tear func(data []byte, start int) []byte
+	}{
+		{name: "cut in the header", tear: func(d []byte, start int) []byte { return d[:start+3] }},
+		{name: "cut in the segment", tear: func(d []byte, _ int) []byte { return d[:len(d)-5] }},
+		{name: "flipped byte", tear: func(d []byte, _ int) []byte { d[len(d)-2] ^= 1; return d }},
+		{name: "zeros", tear: func(d []byte, start int) []byte { clear(d[start:]); return d }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			h := newHungMirror(t, nil)
 			for range 3 {
 				require.NoError(t, h.m.Upload(h.ctx, h.s.batch(2)))
@@ -456,20 +488,58 @@ func TestMirror_TornOutboxFileRemoved(t *testing.T) {
 			short, cancel := context.WithTimeout(h.ctx, 100*time.Millisecond)
 			defer cancel()
 			require.ErrorIs(t, h.m.Close(short), context.DeadlineExceeded)
-			files := outboxFiles(t, h.dir, "pending")
-			require.Len(t, files, 3)
-			slices.Sort(files) // key order is flush order
-			last := filepath.Join(h.dir, "pending", filepath.FromSlash(files[2]))
-			data, err := os.ReadFile(last)
+			recs, err := mirror.ReadJournal(h.dir)
 			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(last, tt.tear(data), 0o644))
+			require.Len(t, recs, 3)
+			require.Equal(t, recs[0].File, recs[2].File)
+			data, err := os.ReadFile(recs[2].File)
+			require.NoError(t, err)
+			require.Len(t, data, recs[2].End)
+			require.NoError(t, os.WriteFile(recs[2].File, tt.tear(data, recs[1].End), 0o644))
 
 			m2 := newMirror(t, h.store, h.dir, nil)
 			require.Equal(t, 2, m2.Status().Pending)
-			require.Equal(t, files[:2], outboxFiles(t, h.dir, "pending"))
 			h.fb.Heal()
 			require.NoError(t, m2.AwaitQuiescence(h.ctx))
 			requireStored(t, h.store, h.s.ref, h.s.ids[:4])
+			require.Empty(t, outboxFiles(t, h.dir, "journal"))
+			require.NoError(t, m2.Close(h.ctx))
+		})
+	}
+}
+
+// A journal record whose segment a crash left under failed/ (quarantined, the record
+// not yet released) or under pending/ (moved back by an operator) is not queued a
+// second time: the copy stands for it.
+func TestMirror_JournalRecordCopiedElsewhere(t *testing.T) {
+	tests := []struct {
+		sub                  string
+		pending, quarantined int
+	}{
+		{sub: "failed", pending: 0, quarantined: 1},
+		{sub: "pending", pending: 1, quarantined: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sub, func(t *testing.T) {
+			h := newHungMirror(t, nil)
+			require.NoError(t, h.m.Upload(h.ctx, h.s.batch(2)))
+			short, cancel := context.WithTimeout(h.ctx, 50*time.Millisecond)
+			defer cancel()
+			require.Error(t, h.m.Close(short))
+			recs, err := mirror.ReadJournal(h.dir)
+			require.NoError(t, err)
+			require.Len(t, recs, 1)
+			p := filepath.Join(h.dir, tt.sub, filepath.FromSlash(recs[0].Key))
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			require.NoError(t, os.WriteFile(p, recs[0].Data, 0o644))
+
+			m2 := newMirror(t, h.store, h.dir, nil)
+			st := m2.Status()
+			require.Equal(t, tt.pending, st.Pending)
+			require.Equal(t, tt.quarantined, st.Quarantined)
+			require.Empty(t, outboxFiles(t, h.dir, "journal"), "the record is done")
+			h.fb.Heal()
+			require.NoError(t, m2.AwaitQuiescence(h.ctx))
 			require.NoError(t, m2.Close(h.ctx))
 		})
 	}

@@ -13,21 +13,23 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
-// The outbox is a local directory laid out like the bucket, so that the full object
-// key of every segment is its path:
+// The outbox is a local directory:
 //
-//	{OutboxDir}/LOCK            held (flock) by the one Mirror using the outbox
-//	{OutboxDir}/tmp/            files being written; removed when a Mirror starts
-//	{OutboxDir}/pending/{key}   segments not yet confirmed by the store
-//	{OutboxDir}/failed/{key}    quarantine: segments the store rejected for good
+//	{OutboxDir}/LOCK                held (flock) by the one Mirror using the outbox
+//	{OutboxDir}/journal/{seq}.wal   segments accepted by Upload, appended as records
+//	{OutboxDir}/pending/{key}       segments as single files, laid out like the bucket
+//	{OutboxDir}/failed/{key}        quarantine: segments the store rejected for good
+//	{OutboxDir}/tmp/                what an older version left; removed when a Mirror starts
 //
-// A file is written at its place under pending/ and fsynced, then its directory; it
-// is complete once Upload returns, and one that a crash cut short (Upload had not
-// returned) fails decode and is removed when a Mirror starts. It is removed only
-// after the store confirmed the upload. tmp/ holds nothing now but what an older
-// version left there. Files under failed/ are never scanned, retried or
-// deleted by the Mirror: an operator inspects them (they are plain segments, readable
-// with `zstd -dc`) and moves them back under pending/ to retry.
+// Upload appends each segment to the journal (see journal.go) and returns once an
+// fsync that concurrent Uploads share has made it durable. pending/ holds
+// segments as one file each, as older versions wrote them and as an operator moves
+// them back from failed/ to retry: a Mirror uploads them at start, before the
+// journal's records, and removes each once the store confirmed it; one that fails
+// decode (an older version's write cut short by a crash) is removed. Files under
+// failed/ are never scanned, retried or deleted by the Mirror: an operator inspects
+// them (they are plain segments, readable with `zstd -dc`) and moves them back under
+// pending/ to retry.
 const (
 	outboxLock    = "LOCK"
 	outboxTmp     = "tmp"
@@ -39,9 +41,6 @@ const (
 type outbox struct {
 	dir  string
 	lock *os.File
-	// dirs fsyncs the pending directories with group commit, so that concurrent
-	// writes into one directory share an fsync.
-	dirs *dirSyncer
 }
 
 // pendingFile is one segment found in the outbox.
@@ -66,7 +65,7 @@ func openOutbox(dir string) (*outbox, error) {
 		f.Close()
 		return nil, fmt.Errorf("outbox %s: %w", dir, err)
 	}
-	return &outbox{dir: dir, lock: f, dirs: newDirSyncer()}, nil
+	return &outbox{dir: dir, lock: f}, nil
 }
 
 // close releases the lock.
@@ -147,55 +146,8 @@ func pruneEmptyDirs(root string) {
 	}
 }
 
-// write stores data as the pending segment key, durably: when write returns nil the
-// file survives a crash of the process or the machine.
-//
-// The file is created at its final path, written and fsynced, and only then are
-// the directories whose entries changed fsynced (its own, with group commit, and
-// the parents of directories it had to create). On a journaling file system the
-// file's fsync commits the directory changes made before it, so those directory
-// fsyncs find nothing left to write; writing in tmp/ and renaming would need a
-// second journal commit per segment. A crash during write can leave a torn file
-// under pending/: write had not returned, so nobody was told it was stored, and
-// scan removes a file that fails verification.
-func (o *outbox) write(key string, data []byte) error {
-	if err := bucket.ValidateKey(key); err != nil {
-		return fmt.Errorf("outbox write: %w", err)
-	}
-	dst := o.pendingPath(key)
-	dir := filepath.Dir(dst)
-	changed, err := mkdirAll(dir)
-	if err != nil {
-		return fmt.Errorf("outbox write: %w", err)
-	}
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("outbox write: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	for _, d := range changed {
-		if err == nil {
-			err = fsutil.SyncDir(d)
-		}
-	}
-	if err == nil {
-		err = o.dirs.syncDir(dir)
-	}
-	if err != nil {
-		_ = os.Remove(dst)
-		return fmt.Errorf("outbox write %s: %w", key, err)
-	}
-	return nil
-}
-
 // dropTorn removes the pending files that fail decode (segments a crash cut short
-// while write ran, see write) and returns the others, and the keys it removed. A
+// while an older version wrote them) and returns the others, and the keys it removed. A
 // file that cannot be read is kept: the upload reports the problem.
 func (o *outbox) dropTorn(files []pendingFile, decode func([]byte) error) ([]pendingFile, []string, error) {
 	kept := files[:0]
@@ -222,8 +174,7 @@ func (o *outbox) read(key string) ([]byte, error) {
 // remove deletes the pending segment key once the store has it. A missing file is not
 // an error. The removal is not fsynced: were it lost in a machine crash, the next
 // start would upload the segment again, which is harmless (the same bytes under the
-// same key are an idempotent PUT, and a segment compacted meanwhile is superseded),
-// so the upload path pays one fsync less per segment.
+// same key are an idempotent PUT, and a segment compacted meanwhile is superseded).
 func (o *outbox) remove(key string) error {
 	if err := os.Remove(o.pendingPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("outbox remove %s: %w", key, err)
@@ -246,29 +197,32 @@ func (o *outbox) quarantine(key string) error {
 	return nil
 }
 
-// mkdirAll creates dir and its missing parents, and returns the directories whose
-// entries it changed (the parent of each directory it created), parents first, for
-// the caller to fsync.
-func mkdirAll(dir string) ([]string, error) {
-	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-		return nil, nil
+// quarantineData writes data, a segment held in memory (a journal record), as
+// the quarantined segment key, durably: file, then directory.
+func (o *outbox) quarantineData(key string, data []byte) error {
+	if err := bucket.ValidateKey(key); err != nil {
+		return fmt.Errorf("outbox quarantine: %w", err)
 	}
-	var changed []string
-	parent := filepath.Dir(dir)
-	if parent != dir && !strings.HasSuffix(parent, string(filepath.Separator)) {
-		c, err := mkdirAll(parent)
-		if err != nil {
-			return nil, err
-		}
-		changed = c
+	dst := o.failedPath(key)
+	if err := mkdirAllSync(filepath.Dir(dst)); err != nil {
+		return fmt.Errorf("outbox quarantine %s: %w", key, err)
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return changed, nil // created concurrently
-		}
-		return nil, err
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("outbox quarantine %s: %w", key, err)
 	}
-	return append(changed, parent), nil
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		err = fsutil.SyncDir(filepath.Dir(dst))
+	}
+	if err != nil {
+		return fmt.Errorf("outbox quarantine %s: %w", key, err)
+	}
+	return nil
 }
 
 // mkdirAllSync creates dir and its missing parents, fsyncing the parent of every
@@ -290,4 +244,40 @@ func mkdirAllSync(dir string) error {
 		return err
 	}
 	return fsutil.SyncDir(parent)
+}
+
+// unqueued returns the journal records to enqueue at start: those whose segment
+// is neither among files (found under pending/) nor in the quarantine. Such a
+// segment is a copy the Mirror made before a crash let it release the record (a
+// quarantined one, or a file released from the quarantine since); the record is
+// done.
+func (o *outbox) unqueued(recs []journalRecord, files []pendingFile) ([]journalRecord, error) {
+	if len(recs) == 0 {
+		return recs, nil
+	}
+	quarantined, err := o.quarantined()
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(files)+len(quarantined))
+	for _, f := range files {
+		seen[f.key] = true
+	}
+	for _, k := range quarantined {
+		seen[k] = true
+	}
+	kept := recs[:0]
+	for _, r := range recs {
+		if !seen[r.key] {
+			kept = append(kept, r)
+			continue
+		}
+		r.file.live--
+		if r.file.live == 0 {
+			if err := os.Remove(r.file.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("journal: %w", err)
+			}
+		}
+	}
+	return kept, nil
 }

@@ -29,8 +29,8 @@ var _ PendingReader = (*Mirror)(nil)
 // uploaded meanwhile is skipped: the store has it.
 func (m *Mirror) PendingEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
 	ref = ref.Norm()
-	// A segment whose file Upload is still writing is not accepted yet (and its
-	// file may be partial); one accepted in this process is read from memory.
+	// A segment that Upload is still appending is not accepted yet; one held in
+	// memory (all but files found under pending/ at start) is read from there.
 	m.mu.Lock()
 	held := map[string][]byte{}
 	var keys []string

@@ -122,10 +122,14 @@ func (m *Mirror) heldBackLocked(j *job) bool {
 // the quarantine and finishes it (caller holds mu; j is not in flight).
 func (m *Mirror) holdBackLocked(j *job) {
 	if j.entries == 0 {
-		j.entries = entriesIn(m.box.pendingPath(j.key))
+		if j.data != nil {
+			j.entries = entriesOf(j.data)
+		} else {
+			j.entries = entriesIn(m.box.pendingPath(j.key))
+		}
 	}
 	const reason = "held back behind an earlier quarantined segment of the session"
-	if err := m.box.quarantine(j.key); err != nil {
+	if err := m.quarantineCopy(j, j.data); err != nil {
 		m.cfg.Logger.Error("mirror: hold back segment", "key", j.key, "err", err)
 	}
 	m.box.writeReason(j.key, reason)
@@ -141,14 +145,28 @@ func (m *Mirror) quarantineJob(j *job, data []byte, err error) {
 	if j.entries == 0 {
 		j.entries = entriesOf(data)
 	}
-	if qerr := m.box.quarantine(j.key); qerr != nil {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if qerr := m.quarantineCopy(j, data); qerr != nil {
 		m.cfg.Logger.Error("mirror: quarantine failed; the segment stays pending for the next start", "key", j.key, "err", qerr)
 	}
 	m.box.writeReason(j.key, err.Error())
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.stuckLocked(j, err.Error())
 	m.stats.quarantined++
+}
+
+// quarantineCopy puts j's segment into the quarantine: a file under pending/ is
+// moved there, a journal record (data) written there. If that fails, a journal
+// record stays live, so that its file is kept for the next start (caller holds mu).
+func (m *Mirror) quarantineCopy(j *job, data []byte) error {
+	if j.jf == nil {
+		return m.box.quarantine(j.key)
+	}
+	if err := m.box.quarantineData(j.key, data); err != nil {
+		j.jf = nil // never released: the record is replayed at the next start
+		return err
+	}
+	return nil
 }
 
 // Release moves the quarantined segments of ref back into the upload queue, ahead

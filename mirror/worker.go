@@ -98,12 +98,14 @@ func (m *Mirror) upload(j *job, data []byte) {
 			err = m.cfg.Store.PutSegment(ctx, j.key, data)
 			cancel()
 		}
-		if err == nil {
+		if err == nil && j.jf == nil { // a journal record is released by done
 			if rerr := m.box.remove(j.key); rerr != nil {
 				// The segment is stored; a leftover file is uploaded again at the
 				// next start, harmlessly.
 				log.Warn("mirror: remove uploaded segment from outbox", "err", rerr)
 			}
+		}
+		if err == nil {
 			m.countUpload(j.size)
 			m.done(j, nil)
 			return

@@ -1,0 +1,362 @@
+package mirror
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/transcriptstore/transcript/internal/fsutil"
+)
+
+// The journal
+//
+// Upload makes a segment durable by appending it as one record to the outbox
+// journal, {OutboxDir}/journal/{seq}.wal, and waiting for an fsync of the journal
+// file that covers the record. Concurrent Uploads share that fsync (group commit):
+// the first to wait becomes the leader and fsyncs everything appended before it
+// began; those that append meanwhile wait for the leader to finish and then elect
+// the next one, which covers all of them. No timer is involved, so a lone Upload
+// pays exactly one fsync and no waiting. One file per segment, as the outbox used
+// before, costs an fsync of the file and one of its directory per segment, and
+// the fsyncs of concurrent Uploads cannot be shared.
+//
+// A record is framed as
+//
+//	uint32 length of the body, little-endian
+//	uint32 CRC-32C of the body
+//	body:  uint16 key length, the key, the segment bytes
+//
+// and written with one write call at the end of the file. A crash while records
+// were appended can leave a torn or garbled tail (a partial write, a file
+// extended with zeros): replay stops each file at its first record whose frame or
+// checksum is wrong. Nothing after it was acknowledged, since every record after
+// it was appended later and its Upload waited for an fsync that covered the torn
+// one too.
+//
+// The upload workers PUT from memory; records are never rewritten or marked done.
+// A journal file is deleted once it is no longer the one appended to and each of
+// its records is uploaded, quarantined (copied to failed/ and fsynced first) or
+// was refused to its Upload. Every record of a file left at a crash is uploaded
+// again at the next start: a segment PUT again with the same bytes is an
+// idempotent success, and one compacted meanwhile is superseded and collapsed by
+// readers, so the journal never has to record what was done.
+//
+// Appending switches to a new file when the current one reaches rotateBytes, or
+// when every record in it is done and it holds at least recycleBytes (so that an
+// idle replica's journal does not grow without bound, and a drained one costs
+// one directory fsync per recycleBytes appended). rotateBytes bounds what a
+// restart uploads again: the records of the files a crash left, mostly stored
+// already (each costs a PUT answered "exists" and a check of the stored bytes),
+// so it is kept small; a rotation costs one directory fsync. A file whose write
+// or fsync failed is abandoned as well: after a failed fsync the kernel may have
+// dropped its dirty pages, so no later fsync of it can be trusted.
+const (
+	outboxJournal       = "journal"
+	journalExt          = ".wal"
+	journalHeader       = 8
+	journalRotateBytes  = 8 << 20
+	journalRecycleBytes = 1 << 20
+	maxJournalKey       = 1<<16 - 1
+)
+
+// castagnoli is the CRC-32C table of the record checksums (read-only).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errJournalRecord marks a record that cannot be replayed (torn or garbled).
+var errJournalRecord = errors.New("torn or corrupt journal record")
+
+// journal is the append-only log of the segments accepted by Upload.
+type journal struct {
+	dir string
+
+	mu   sync.Mutex
+	cond *sync.Cond // signalled when an fsync ends or a file is retired
+	// active is the file appended to (nil until the first append); next is the
+	// sequence number of the file after it.
+	active *journalFile
+	next   uint64
+	// syncing is set while a leader fsyncs the active file.
+	syncing bool
+	// syncs counts the fsyncs the journal made (files and directory), for tests.
+	syncs int
+	// sync fsyncs a journal file, syncDir the journal directory (replaced in tests).
+	sync    func(*os.File) error
+	syncDir func(string) error
+	// rotateBytes and recycleBytes are the rotation bounds (see above; tests
+	// lower them).
+	rotateBytes, recycleBytes int64
+}
+
+// journalFile is one file of the journal.
+type journalFile struct {
+	seq  uint64
+	path string
+	f    *os.File // open while active
+	size int64    // bytes appended
+	good int64    // bytes known durable: [0, good) survives a crash
+	err  error    // why the bytes past good cannot be made durable
+	live int      // records not yet done
+}
+
+// journalRecord is one segment read back from the journal at start.
+type journalRecord struct {
+	file *journalFile
+	key  string
+	data []byte
+}
+
+// openJournal creates the journal directory under dir if needed, reads back the
+// records of every file a previous process left, in append order, and deletes the
+// files that hold none.
+func openJournal(dir string) (*journal, []journalRecord, error) {
+	j := &journal{
+		dir: filepath.Join(dir, outboxJournal), next: 1,
+		sync: (*os.File).Sync, syncDir: fsutil.SyncDir,
+		rotateBytes: journalRotateBytes, recycleBytes: journalRecycleBytes,
+	}
+	j.cond = sync.NewCond(&j.mu)
+	if err := mkdirAllSync(j.dir); err != nil {
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	ents, err := os.ReadDir(j.dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	var seqs []uint64
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), journalExt)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		seq, err := strconv.ParseUint(name, 10, 64)
+		if err != nil {
+			continue // not ours
+		}
+		seqs = append(seqs, seq)
+		j.next = max(j.next, seq+1)
+	}
+	slices.Sort(seqs)
+	var recs []journalRecord
+	for _, seq := range seqs {
+		jf := &journalFile{seq: seq, path: j.path(seq)}
+		data, err := os.ReadFile(jf.path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("journal: %w", err)
+		}
+		for off := 0; off < len(data); {
+			key, seg, n, err := decodeRecord(data[off:])
+			if err != nil {
+				break // a torn tail: nothing from here on was acknowledged
+			}
+			recs = append(recs, journalRecord{file: jf, key: key, data: seg})
+			jf.live++
+			off += n
+		}
+		jf.size, jf.good = int64(len(data)), int64(len(data))
+		if jf.live == 0 {
+			if err := os.Remove(jf.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, fmt.Errorf("journal: %w", err)
+			}
+		}
+	}
+	return j, recs, nil
+}
+
+func (j *journal) path(seq uint64) string {
+	return filepath.Join(j.dir, fmt.Sprintf("%020d%s", seq, journalExt))
+}
+
+// encodeRecord frames key and data as one record.
+func encodeRecord(key string, data []byte) []byte {
+	body := 2 + len(key) + len(data)
+	rec := make([]byte, journalHeader+body)
+	binary.LittleEndian.PutUint16(rec[journalHeader:], uint16(len(key)))
+	copy(rec[journalHeader+2:], key)
+	copy(rec[journalHeader+2+len(key):], data)
+	binary.LittleEndian.PutUint32(rec, uint32(body))
+	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(rec[journalHeader:], castagnoli))
+	return rec
+}
+
+// decodeRecord reads the record at the start of b: its key, its segment bytes
+// (aliasing b) and its length. It fails with errJournalRecord when the record is
+// torn or garbled.
+func decodeRecord(b []byte) (string, []byte, int, error) {
+	if len(b) < journalHeader+2 {
+		return "", nil, 0, errJournalRecord
+	}
+	body := int(binary.LittleEndian.Uint32(b))
+	if body < 2 || body > len(b)-journalHeader {
+		return "", nil, 0, errJournalRecord
+	}
+	rec := b[journalHeader : journalHeader+body]
+	if crc32.Checksum(rec, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
+		return "", nil, 0, errJournalRecord
+	}
+	klen := int(binary.LittleEndian.Uint16(rec))
+	if klen == 0 || 2+klen > body {
+		return "", nil, 0, errJournalRecord
+	}
+	return string(rec[2 : 2+klen]), rec[2+klen:], journalHeader + body, nil
+}
+
+// append writes key and data as one record and returns, with the file holding it,
+// once the record is durable. On error the record does not count as accepted (a
+// crash may still leave it replayable: uploading it then stores a segment whose
+// entries the caller hands over again, and readers collapse the copies).
+func (j *journal) append(key string, data []byte) (*journalFile, error) {
+	if len(key) == 0 || len(key) > maxJournalKey {
+		return nil, fmt.Errorf("journal append: key of %d bytes", len(key))
+	}
+	rec := encodeRecord(key, data)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.rotateIfDueLocked(); err != nil {
+		return nil, fmt.Errorf("journal append: %w", err)
+	}
+	jf := j.active
+	if _, err := jf.f.WriteAt(rec, jf.size); err != nil {
+		// Cut off a partial record so that later ones stay replayable; if that
+		// fails too, abandon the file.
+		if terr := jf.f.Truncate(jf.size); terr != nil {
+			jf.err = fmt.Errorf("journal %s: %w", jf.path, err)
+		}
+		return nil, fmt.Errorf("journal append: %w", err)
+	}
+	jf.size += int64(len(rec))
+	jf.live++
+	end := jf.size
+	if err := j.awaitDurableLocked(jf, end); err != nil {
+		j.doneLocked(jf)
+		return nil, fmt.Errorf("journal append: %w", err)
+	}
+	return jf, nil
+}
+
+// awaitDurableLocked returns once jf's bytes up to end are durable (group commit,
+// see above), or with the error that makes them uncertain.
+func (j *journal) awaitDurableLocked(jf *journalFile, end int64) error {
+	for {
+		switch {
+		case jf.good >= end:
+			return nil
+		case jf.err != nil:
+			return jf.err
+		case j.syncing:
+			j.cond.Wait()
+			continue
+		}
+		// Lead: fsync everything appended so far. jf is the active file: a retired
+		// one is durable to its end or has err set.
+		j.syncing = true
+		target, f := jf.size, jf.f
+		j.mu.Unlock()
+		err := j.sync(f)
+		j.mu.Lock()
+		j.syncing = false
+		j.syncs++
+		if err != nil {
+			jf.err = fmt.Errorf("journal fsync %s: %w", jf.path, err)
+		} else {
+			jf.good = max(jf.good, target)
+		}
+		j.cond.Broadcast()
+	}
+}
+
+// rotateIfDueLocked starts a new active file when there is none, the active one
+// failed, or it is past a rotation bound and no fsync of it runs.
+func (j *journal) rotateIfDueLocked() error {
+	a := j.active
+	if a != nil && a.err == nil {
+		if j.syncing || (a.size < j.rotateBytes && (a.live > 0 || a.size < j.recycleBytes)) {
+			return nil
+		}
+	}
+	for j.syncing { // only after a write failure: the leader still holds a's descriptor
+		j.cond.Wait()
+	}
+	seq := j.next
+	p := j.path(seq)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	// The new name must be durable before a record in it can be.
+	j.syncs++
+	if err := j.syncDir(j.dir); err != nil {
+		f.Close()
+		_ = os.Remove(p)
+		return err
+	}
+	j.next++
+	j.active = &journalFile{seq: seq, path: p, f: f}
+	if a != nil {
+		j.retireLocked(a)
+	}
+	return nil
+}
+
+// retireLocked closes a file that is no longer appended to, after making what it
+// holds durable, and deletes it when none of its records is live.
+func (j *journal) retireLocked(jf *journalFile) {
+	if jf.err == nil && jf.good < jf.size {
+		j.syncs++
+		if err := j.sync(jf.f); err != nil {
+			jf.err = fmt.Errorf("journal fsync %s: %w", jf.path, err)
+		} else {
+			jf.good = jf.size
+		}
+	}
+	_ = jf.f.Close()
+	jf.f = nil
+	if jf.live == 0 {
+		_ = os.Remove(jf.path)
+	}
+	j.cond.Broadcast() // waiters for jf's records: durable now, or failed
+}
+
+// done records that one record of jf was uploaded, quarantined or refused.
+func (j *journal) done(jf *journalFile) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.doneLocked(jf)
+}
+
+// doneLocked deletes jf once its last live record is done, unless it is still
+// appended to. The deletion is not fsynced: a file that comes back after a machine
+// crash is uploaded again, harmlessly (see above).
+func (j *journal) doneLocked(jf *journalFile) {
+	jf.live--
+	if jf.live == 0 && jf != j.active {
+		_ = os.Remove(jf.path)
+	}
+}
+
+// close closes the active file, deleting it when none of its records is live. No
+// append may run or follow.
+func (j *journal) close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	a := j.active
+	if a == nil {
+		return nil
+	}
+	j.active = nil
+	err := a.f.Close()
+	a.f = nil
+	if a.live == 0 {
+		if rerr := os.Remove(a.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
+}

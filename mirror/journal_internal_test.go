@@ -1,0 +1,187 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// newTestJournal opens a journal in a fresh outbox directory.
+func newTestJournal(t *testing.T) (*journal, string) {
+	t.Helper()
+	dir := t.TempDir()
+	j, recs, err := openJournal(dir)
+	require.NoError(t, err)
+	require.Empty(t, recs)
+	return j, dir
+}
+
+// Concurrent appends share fsyncs: while the first fsync runs, every other append
+// waits, and the next fsync covers all of them. A lone append pays one fsync. The
+// error of an fsync reaches every append it covered, and the file is abandoned.
+func TestJournal_GroupCommit(t *testing.T) {
+	errSync := errors.New("fsync failed")
+	tests := []struct {
+		name      string
+		callers   int
+		second    error // result of the second file fsync
+		wantSyncs int   // file fsyncs
+	}{
+		{"a lone append pays one fsync", 1, nil, 1},
+		{"many appends share two fsyncs", 16, nil, 2},
+		{"the shared fsync's error reaches every append it covered", 8, errSync, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j, _ := newTestJournal(t)
+			var mu sync.Mutex
+			fileSyncs := 0
+			j.sync = func(f *os.File) error {
+				mu.Lock()
+				fileSyncs++
+				n := fileSyncs
+				mu.Unlock()
+				if n == 1 {
+					// The first fsync runs until every other append waits behind it.
+					for {
+						j.mu.Lock()
+						live := j.active.live
+						j.mu.Unlock()
+						if live == tt.callers {
+							break
+						}
+						runtime.Gosched()
+					}
+					return f.Sync()
+				}
+				if n == 2 && tt.second != nil {
+					return tt.second
+				}
+				return f.Sync()
+			}
+			errs := make([]error, tt.callers)
+			files := make([]*journalFile, tt.callers)
+			var wg sync.WaitGroup
+			for i := range tt.callers {
+				wg.Go(func() {
+					files[i], errs[i] = j.append(fmt.Sprintf("k/%03d", i), []byte("segment"))
+				})
+			}
+			wg.Wait()
+			require.Equal(t, tt.wantSyncs, fileSyncs, "file fsyncs")
+			require.Less(t, fileSyncs, max(tt.callers, 2), "fewer fsyncs than appends")
+			failed := 0
+			for _, err := range errs {
+				if err != nil {
+					require.ErrorIs(t, err, tt.second)
+					failed++
+				}
+			}
+			if tt.second == nil {
+				require.Zero(t, failed)
+				return
+			}
+			// The first fsync covered one append; the failed one all the others.
+			require.Equal(t, tt.callers-1, failed)
+			old := j.active
+			_, err := j.append("k/next", []byte("segment"))
+			require.NoError(t, err, "a later append goes to a new file")
+			require.NotSame(t, old, j.active)
+			require.NoError(t, j.close())
+		})
+	}
+}
+
+// Replay keeps every record before the first torn or garbled one, whatever byte
+// of the last record a crash cut or changed.
+func TestJournal_TornTail(t *testing.T) {
+	j, _ := newTestJournal(t)
+	segs := [][]byte{[]byte("first segment"), []byte("second segment"), []byte("third segment, the one torn")}
+	for i, s := range segs {
+		_, err := j.append(fmt.Sprintf("p/k%d", i), s)
+		require.NoError(t, err)
+	}
+	path := j.active.path
+	require.NoError(t, j.close())
+	whole, err := os.ReadFile(path)
+	require.NoError(t, err)
+	last := len(encodeRecord("p/k2", segs[2]))
+	start := len(whole) - last
+
+	replay := func(t *testing.T, data []byte) []journalRecord {
+		t.Helper()
+		d := t.TempDir()
+		require.NoError(t, os.MkdirAll(filepath.Join(d, outboxJournal), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, outboxJournal, filepath.Base(path)), data, 0o644))
+		_, recs, err := openJournal(d)
+		require.NoError(t, err)
+		return recs
+	}
+	requireFirst := func(t *testing.T, recs []journalRecord, n int, what string) {
+		t.Helper()
+		require.Len(t, recs, n, what)
+		for i, r := range recs {
+			require.Equal(t, fmt.Sprintf("p/k%d", i), r.key, what)
+			require.Equal(t, segs[i], r.data, what)
+		}
+	}
+	requireFirst(t, replay(t, whole), 3, "intact")
+	for cut := start; cut < len(whole); cut++ {
+		requireFirst(t, replay(t, whole[:cut]), 2, fmt.Sprintf("cut at %d", cut))
+	}
+	for at := start; at < len(whole); at++ {
+		flipped := append([]byte(nil), whole...)
+		flipped[at] ^= 0x40
+		requireFirst(t, replay(t, flipped), 2, fmt.Sprintf("byte %d flipped", at))
+	}
+	zeros := append(append([]byte(nil), whole[:start]...), make([]byte, last)...)
+	requireFirst(t, replay(t, zeros), 2, "tail of zeros")
+	garbled := append([]byte(nil), whole...)
+	garbled[len(whole)-last-1] ^= 0x40 // the second record's last byte
+	requireFirst(t, replay(t, garbled), 1, "nothing after the first bad record")
+}
+
+// Files rotate at the size bound and when drained; a file is deleted once it is not
+// appended to and every record in it is done, and the drained active file at close.
+func TestJournal_Rotation(t *testing.T) {
+	j, dir := newTestJournal(t)
+	j.rotateBytes, j.recycleBytes = 100, 50
+	wal := func() []string {
+		ents, err := os.ReadDir(filepath.Join(dir, outboxJournal))
+		require.NoError(t, err)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	seg := make([]byte, 60) // a record of 73 bytes
+	fa, err := j.append("k/1", seg)
+	require.NoError(t, err)
+	j.done(fa)
+	require.Len(t, wal(), 1, "the active file stays while it is appended to")
+	fb, err := j.append("k/2", seg)
+	require.NoError(t, err)
+	require.NotSame(t, fa, fb, "a drained file past the recycle bound is replaced")
+	require.Equal(t, []string{filepath.Base(fb.path)}, wal(), "and deleted")
+	fb2, err := j.append("k/3", seg)
+	require.NoError(t, err)
+	require.Same(t, fb, fb2, "below the size bound with live records: no rotation")
+	fc, err := j.append("k/4", seg)
+	require.NoError(t, err)
+	require.NotSame(t, fb, fc, "rotated at the size bound")
+	require.Len(t, wal(), 2)
+	j.done(fb)
+	require.Len(t, wal(), 2, "a retired file stays while a record in it is live")
+	j.done(fb2)
+	require.Equal(t, []string{filepath.Base(fc.path)}, wal(), "a retired file is deleted when its last record is done")
+	j.done(fc)
+	require.NoError(t, j.close())
+	require.Empty(t, wal(), "a drained journal is deleted at close")
+}

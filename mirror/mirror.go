@@ -324,8 +324,9 @@ func (m *Mirror) push(j *job, jf *journalFile) {
 
 // AwaitQuiescence blocks until every segment accepted before the call (by Upload, or
 // found in the outbox at start) has left the outbox: it returns nil when all were
-// uploaded, and an error wrapping ErrQuarantined when the store rejected some (or
-// ErrLost when an outbox file vanished). If ctx
+// uploaded, and an error wrapping ErrQuarantined when the store rejected some or the
+// quarantine holds segments (of stuck sessions not released yet, see Release), or
+// ErrLost when an outbox file vanished. If ctx
 // ends first, or the Mirror is closed with segments left, it returns an error wrapping
 // ctx.Err() (or ErrClosed) that says how many are still pending and the last upload
 // error.
@@ -385,7 +386,31 @@ func (m *Mirror) await(ctx context.Context, jobs []*job) error {
 		return fmt.Errorf("mirror: await quiescence: %d of %d segments failed for good (%d quarantined): %w",
 			failed, len(jobs), quarantined, errors.Join(errs...))
 	}
+	// A segment quarantined before the call (a worker may refuse it between
+	// Upload's return and this call) was accepted and is not in the store either.
+	if n, sessions, reason := m.quarantinedNow(); n > 0 {
+		return fmt.Errorf("mirror: await quiescence: %d segments of %d sessions are in the quarantine (%s): %w",
+			n, sessions, reason, ErrQuarantined)
+	}
 	return nil
+}
+
+// quarantinedNow returns how many segments the quarantine holds, of how many
+// sessions, and the reason of one of them.
+func (m *Mirror) quarantinedNow() (segments, sessions int, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, st := range m.stuck {
+		if st.Segments == 0 {
+			continue
+		}
+		segments += st.Segments
+		sessions++
+		if reason == "" || st.Error < reason {
+			reason = st.Error
+		}
+	}
+	return segments, sessions, reason
 }
 
 func orNone(s string) string {

@@ -92,6 +92,28 @@ func TestMirror_StuckSessionIsVisible(t *testing.T) {
 	requireStored(t, store, stuck.ref, stuck.ids)
 }
 
+// A segment the store refused before AwaitQuiescence was called (the worker can be
+// that quick) still makes it report the quarantine: quiescent is not stored. It
+// used to return nil when the refusal came first.
+func TestMirror_AwaitQuiescenceAfterQuarantine(t *testing.T) {
+	rb := &refusingBucket{Bucket: membucket.New(), session: "stuck"}
+	rb.refusing.Store(true)
+	store := newStore(t, rb, "")
+	m := newMirror(t, store, t.TempDir(), nil)
+	ctx := ctxTimeout(t, 20*time.Second)
+	stuck := newSession("a", "stuck")
+	require.NoError(t, m.Upload(ctx, stuck.batch(2)))
+	require.Eventually(t, func() bool { return m.Status().Quarantined == 1 }, 10*time.Second, time.Millisecond)
+	require.ErrorIs(t, m.AwaitQuiescence(ctx), mirror.ErrQuarantined)
+
+	rb.refusing.Store(false)
+	n, err := m.Release(ctx, stuck.ref)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NoError(t, m.AwaitQuiescence(ctx))
+	requireStored(t, store, stuck.ref, stuck.ids)
+}
+
 // TestMirror_StuckAcrossRestart: a stuck session found in the quarantine at start
 // is reported, and ReleaseOutbox (the offline form, on a stopped outbox) makes the
 // next Mirror upload it.

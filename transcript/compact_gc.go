@@ -277,14 +277,7 @@ func (s *Store) verifiedDue(ctx context.Context, st *compactState, keys []string
 // ReadConcurrency at a time.
 func (s *Store) deleteKeys(ctx context.Context, keys []string) error {
 	if bd, ok := s.cfg.Bucket.(bucket.BatchDeleter); ok {
-		for len(keys) > 0 {
-			n := min(len(keys), bucket.MaxBatchDelete)
-			if err := bd.DeleteBatch(ctx, keys[:n]); err != nil {
-				return err
-			}
-			keys = keys[n:]
-		}
-		return nil
+		return bucket.DeleteInBatches(ctx, bd, keys)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.ReadConcurrency)

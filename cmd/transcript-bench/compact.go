@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 	"sync"
@@ -79,12 +78,8 @@ func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 		g.SetLimit(transcript.DefaultReadConcurrency)
 		for i, k := range keys {
 			g.Go(func() error {
-				rc, _, err := e.bucket.Get(gctx, k)
-				if err != nil {
-					return err
-				}
-				defer rc.Close()
-				parts[i], err = io.ReadAll(rc)
+				var err error
+				parts[i], err = getBytes(gctx, e.bucket, k)
 				return err
 			})
 		}
@@ -172,12 +167,7 @@ func copySessions(ctx context.Context, b bucket.Bucket, sids []string, from, to 
 		}
 		for _, k := range keys {
 			g.Go(func() error {
-				rc, _, err := b.Get(gctx, k)
-				if err != nil {
-					return err
-				}
-				data, err := io.ReadAll(rc)
-				rc.Close()
+				data, err := getBytes(gctx, b, k)
 				if err != nil {
 					return err
 				}
@@ -193,14 +183,7 @@ func copySessions(ctx context.Context, b bucket.Bucket, sids []string, from, to 
 // compaction does), one by one otherwise.
 func deleteKeys(ctx context.Context, b bucket.Bucket, keys []string) error {
 	if bd, ok := b.(bucket.BatchDeleter); ok {
-		for len(keys) > 0 {
-			n := min(len(keys), bucket.MaxBatchDelete)
-			if err := bd.DeleteBatch(ctx, keys[:n]); err != nil {
-				return err
-			}
-			keys = keys[n:]
-		}
-		return nil
+		return bucket.DeleteInBatches(ctx, bd, keys)
 	}
 	for _, k := range keys {
 		if err := b.Delete(ctx, k); err != nil {

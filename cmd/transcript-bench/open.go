@@ -57,17 +57,22 @@ func getEach(ctx context.Context, b bucket.Reader, objs []transcript.SegmentObje
 // getDecode is the byte floor of a read of one segment: one GET of key into memory
 // and zstd's DecodeAll of it (which skips the metadata frame, a skippable frame).
 func getDecode(ctx context.Context, b bucket.Reader, zdec *zstd.Decoder, key string) error {
-	rc, _, err := b.Get(ctx, key)
-	if err != nil {
-		return err
-	}
-	data, err := io.ReadAll(rc)
-	rc.Close()
+	data, err := getBytes(ctx, b, key)
 	if err != nil {
 		return err
 	}
 	_, err = zdec.DecodeAll(data, nil)
 	return err
+}
+
+// getBytes reads key whole with one GET.
+func getBytes(ctx context.Context, b bucket.Reader, key string) ([]byte, error) {
+	rc, _, err := b.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
 }
 
 // putSegments stores objs with PutSegment, parallel at a time.

@@ -46,3 +46,16 @@ func DeleteEach(ctx context.Context, b Bucket, keys []string) error {
 	}
 	return nil
 }
+
+// DeleteInBatches deletes keys with DeleteBatch calls of at most MaxBatchDelete
+// keys each, in order; it stops at the first call that fails.
+func DeleteInBatches(ctx context.Context, bd BatchDeleter, keys []string) error {
+	for len(keys) > 0 {
+		n := min(len(keys), MaxBatchDelete)
+		if err := bd.DeleteBatch(ctx, keys[:n]); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
+}

@@ -68,6 +68,9 @@ type Mirror struct {
 	stats counters
 	// stuck holds the stuck sessions by "namespace/agent/session" (see stuck.go).
 	stuck map[string]*StuckSession
+	// lost holds the segments that ended with ErrLost and that no AwaitQuiescence
+	// has reported yet (one may end before the call that should report it).
+	lost map[*job]struct{}
 }
 
 // job is one segment on its way to the store.
@@ -133,6 +136,7 @@ func New(cfg Config) (*Mirror, error) {
 		busy:    make(map[string]bool),
 		room:    make(chan struct{}),
 		stuck:   map[string]*StuckSession{},
+		lost:    map[*job]struct{}{},
 	}
 	m.stats.quarantined = failed
 	if err := m.loadStuck(); err != nil {
@@ -326,7 +330,7 @@ func (m *Mirror) push(j *job, jf *journalFile) {
 // found in the outbox at start) has left the outbox: it returns nil when all were
 // uploaded, and an error wrapping ErrQuarantined when the store rejected some or the
 // quarantine holds segments (of stuck sessions not released yet, see Release), or
-// ErrLost when an outbox file vanished. If ctx
+// ErrLost when an outbox file vanished (also before the call, reported once). If ctx
 // ends first, or the Mirror is closed with segments left, it returns an error wrapping
 // ctx.Err() (or ErrClosed) that says how many are still pending and the last upload
 // error.
@@ -368,6 +372,17 @@ func (m *Mirror) await(ctx context.Context, jobs []*job) error {
 		return fmt.Errorf("mirror: await quiescence: %w: %d of %d segments still pending (last error: %s)",
 			waitErr, left, len(jobs), orNone(st.LastError))
 	}
+	// A segment lost before the call is reported by this call, once.
+	m.mu.Lock()
+	for _, j := range jobs {
+		delete(m.lost, j)
+	}
+	total := len(jobs)
+	for j := range m.lost {
+		jobs = append(jobs, j)
+	}
+	clear(m.lost)
+	m.mu.Unlock()
 	failed, quarantined := 0, 0
 	var errs []error
 	for _, j := range jobs {
@@ -383,8 +398,8 @@ func (m *Mirror) await(ctx context.Context, jobs []*job) error {
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("mirror: await quiescence: %d of %d segments failed for good (%d quarantined): %w",
-			failed, len(jobs), quarantined, errors.Join(errs...))
+		return fmt.Errorf("mirror: await quiescence: %d of %d segments failed for good (%d quarantined; %d ended before the call): %w",
+			failed, len(jobs), quarantined, len(jobs)-total, errors.Join(errs...))
 	}
 	// A segment quarantined before the call (a worker may refuse it between
 	// Upload's return and this call) was accepted and is not in the store either.

@@ -413,21 +413,48 @@ func TestOpen_Modes(t *testing.T) {
 	require.Error(t, err)
 }
 
-// A segment whose outbox file someone removed is reported, not silently dropped.
+// A segment whose outbox file someone removed is reported, not silently dropped:
+// by the AwaitQuiescence that waits for it, and, when it was lost before any call,
+// by the next call (once). The second case used to return nil.
 func TestMirror_VanishedOutboxFile(t *testing.T) {
-	fb := faultbucket.Wrap(membucket.New())
-	fb.Hang(faultbucket.OpPut)
-	store, dir, s, ctx := newStore(t, fb, ""), t.TempDir(), newSession("a", "s"), ctxTimeout(t, 10*time.Second)
-	files := writePending(t, store, dir, s.batch(1), s.batch(1))
-	m2 := newMirror(t, store, dir, func(c *mirror.Config) { c.Workers = 1 })
-	// The one worker hangs on the first segment; the second file vanishes meanwhile.
-	require.Eventually(t, func() bool { return fb.Counts().Put >= 1 }, 5*time.Second, time.Millisecond)
-	require.NoError(t, os.Remove(filepath.Join(dir, "pending", filepath.FromSlash(files[1]))))
-	fb.Heal()
-	err := m2.AwaitQuiescence(ctx)
-	require.ErrorIs(t, err, mirror.ErrLost)
-	require.ErrorContains(t, err, "1 of 2 segments failed for good (0 quarantined)")
-	require.Equal(t, uint64(1), m2.Status().Uploaded)
+	tests := []struct {
+		name string
+		// lostFirst: the loss happens before AwaitQuiescence is called.
+		lostFirst bool
+		wantMsg   string
+	}{
+		{"awaited", false, "segments failed for good (0 quarantined; "},
+		{"lost before the call", true, "1 of 1 segments failed for good (0 quarantined; 1 ended before the call)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fb := faultbucket.Wrap(membucket.New())
+			fb.Hang(faultbucket.OpPut)
+			store, dir, s, ctx := newStore(t, fb, ""), t.TempDir(), newSession("a", "s"), ctxTimeout(t, 10*time.Second)
+			files := writePending(t, store, dir, s.batch(1), s.batch(1))
+			m2 := newMirror(t, store, dir, func(c *mirror.Config) { c.Workers = 1 })
+			// The one worker hangs on the first segment; the second file vanishes meanwhile.
+			require.Eventually(t, func() bool { return fb.Counts().Put >= 1 }, 5*time.Second, time.Millisecond)
+			require.NoError(t, os.Remove(filepath.Join(dir, "pending", filepath.FromSlash(files[1]))))
+			var err error
+			if tt.lostFirst {
+				fb.Heal()
+				require.Eventually(t, func() bool { return m2.Status().Pending == 0 }, 5*time.Second, time.Millisecond)
+				err = m2.AwaitQuiescence(ctx)
+			} else {
+				// The call may still come after the loss (the goroutine starts late):
+				// then it is reported the other way, with the same error.
+				res := make(chan error, 1)
+				go func() { res <- m2.AwaitQuiescence(ctx) }()
+				fb.Heal()
+				err = <-res
+			}
+			require.ErrorIs(t, err, mirror.ErrLost)
+			require.ErrorContains(t, err, tt.wantMsg)
+			require.Equal(t, uint64(1), m2.Status().Uploaded)
+			require.NoError(t, m2.AwaitQuiescence(ctx), "a loss is reported once")
+		})
+	}
 }
 
 // A segment file under pending/ that a crash cut short while an older version

@@ -130,6 +130,9 @@ func (m *Mirror) done(j *job, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j.err = err
+	if errors.Is(err, ErrLost) {
+		m.lost[j] = struct{}{}
+	}
 	m.finishLocked(j)
 	delete(m.busy, j.session)
 	if len(m.queue) > 0 {

@@ -1,6 +1,7 @@
 package sessiontree
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"iter"
@@ -11,7 +12,7 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// RestoredFiles are the paths of the local files WriteRestored wrote.
+// RestoredFiles are the paths of the local files WriteRestoredLean wrote.
 type RestoredFiles struct {
 	Log, Context, Segments string
 }
@@ -60,10 +61,14 @@ func ClassifyRaw(raw []byte) (RawKind, error) {
 	return RawInvalid, err
 }
 
-// WriteRestoredLean is WriteRestored for a session read with Store.ReadLean: it
-// writes the first session header of res and every entry a Tree accepts
-// (ClassifyRaw), in merge order, and records res.Held() as the segments held.
-// A session without a header is ErrNoHeader, and nothing is written.
+// WriteRestoredLean writes the local files of a session read with Store.ReadLean
+// without building a Tree, so that a session of any size is restored at the
+// memory of its bytes: the log and the context file each hold the first session
+// header of res, then every entry a Tree accepts (ClassifyRaw) in merge order,
+// each followed by "\n" (fsynced unless Config.NoSync), and the segments file
+// names res.Held(), the segments whose entries they hold. That is what Restore
+// followed by Flush writes. Like Restore, it refuses to run when the context file
+// exists. A session without a header is ErrNoHeader, and nothing is written.
 func WriteRestoredLean(cfg Config, rc RuntimeContext, agentID, sessionID string, res *transcript.LeanResult) (RestoredSession, error) {
 	kinds := make([]RawKind, res.Len())
 	header, n := -1, 0
@@ -94,30 +99,6 @@ func WriteRestoredLean(cfg Config, rc RuntimeContext, agentID, sessionID string,
 	}
 	files, size, err := writeRestored(cfg, rc, agentID, sessionID, lines, res.Held())
 	return RestoredSession{Files: files, Entries: n, Size: size}, err
-}
-
-// WriteRestored writes the local files of a session restored from the store
-// without building a Tree, so that a session of any size is restored at the
-// memory of its bytes: the log and the context file each hold header, then
-// every entry of entries in order, each followed by "\n" (fsynced unless
-// Config.NoSync), and the segments file names have, the segments whose entries
-// they hold. That is what Restore followed by Flush writes for a session whose
-// merged entries (from the store) are header and entries: the caller passes the
-// first session header and the entries that ParseEntry accepts. Like Restore, it
-// refuses to run when the context file exists. entries is iterated more than once.
-func WriteRestored(cfg Config, rc RuntimeContext, agentID, sessionID string, header []byte, entries iter.Seq[[]byte], have transcript.SegmentSet) (RestoredFiles, error) {
-	lines := func(yield func([]byte) bool) {
-		if !yield(header) {
-			return
-		}
-		for raw := range entries {
-			if !yield(raw) {
-				return
-			}
-		}
-	}
-	files, _, err := writeRestored(cfg, rc, agentID, sessionID, lines, have)
-	return files, err
 }
 
 // writeRestored writes the log and the context file, each holding lines, and
@@ -154,54 +135,39 @@ const restoreChunk = 1 << 20
 
 // writeLines creates each file of paths, in order (the log before the context
 // file, as a Flush writes them), with lines, each followed by "\n", and fsyncs
-// it unless noSync; it returns the size of each. The lines go through one
-// buffer: when they all fit in restoreChunk they are copied into it once and
-// the buffer is written to every file, otherwise they are copied again per file,
-// a chunk at a time.
+// it unless noSync; it returns the size of each. When the lines fit in
+// restoreChunk they are copied once into a buffer written to every file;
+// otherwise each file is written through a buffered writer of that size.
 func writeLines(paths []string, lines iter.Seq[[]byte], noSync bool) (int64, error) {
 	var size int64
 	for l := range lines {
 		size += int64(len(l)) + 1
 	}
-	buf := make([]byte, 0, min(size, restoreChunk))
-	fits := size <= restoreChunk
-	if fits {
-		buf = appendLines(buf, lines)
+	var whole []byte
+	if size <= restoreChunk {
+		whole = make([]byte, 0, size)
+		for l := range lines {
+			whole = append(append(whole, l...), '\n')
+		}
 	}
 	for _, path := range paths {
 		err := writeFile(path, noSync, func(f *os.File) error {
-			if fits {
-				_, err := f.Write(buf)
+			if whole != nil {
+				_, err := f.Write(whole)
 				return err
 			}
+			w := bufio.NewWriterSize(f, restoreChunk)
 			for l := range lines {
-				buf = append(buf, l...)
-				buf = append(buf, '\n')
-				if len(buf) >= restoreChunk {
-					if _, err := f.Write(buf); err != nil {
-						return err
-					}
-					buf = buf[:0]
-				}
+				w.Write(l)
+				w.WriteByte('\n')
 			}
-			_, err := f.Write(buf)
-			buf = buf[:0]
-			return err
+			return w.Flush() // the first write error, kept by the writer
 		})
 		if err != nil {
 			return 0, err
 		}
 	}
 	return size, nil
-}
-
-// appendLines appends lines, each followed by "\n", to buf.
-func appendLines(buf []byte, lines iter.Seq[[]byte]) []byte {
-	for l := range lines {
-		buf = append(buf, l...)
-		buf = append(buf, '\n')
-	}
-	return buf
 }
 
 // writeFile creates path with what write writes and fsyncs it unless noSync.

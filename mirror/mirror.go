@@ -122,7 +122,7 @@ func New(cfg Config) (*Mirror, error) {
 	}
 	jr, recs, err := openJournal(cfg.OutboxDir)
 	if err == nil {
-		recs, err = box.unqueued(recs, files)
+		recs, err = box.unqueued(recs, files, jr.done)
 	}
 	if err != nil {
 		box.close()

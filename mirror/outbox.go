@@ -250,8 +250,8 @@ func mkdirAllSync(dir string) error {
 // is neither among files (found under pending/) nor in the quarantine. Such a
 // segment is a copy the Mirror made before a crash let it release the record (a
 // quarantined one, or a file released from the quarantine since); the record is
-// done.
-func (o *outbox) unqueued(recs []journalRecord, files []pendingFile) ([]journalRecord, error) {
+// done, and unqueued hands its file to release.
+func (o *outbox) unqueued(recs []journalRecord, files []pendingFile, release func(*journalFile)) ([]journalRecord, error) {
 	if len(recs) == 0 {
 		return recs, nil
 	}
@@ -272,12 +272,7 @@ func (o *outbox) unqueued(recs []journalRecord, files []pendingFile) ([]journalR
 			kept = append(kept, r)
 			continue
 		}
-		r.file.live--
-		if r.file.live == 0 {
-			if err := os.Remove(r.file.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("journal: %w", err)
-			}
-		}
+		release(r.file)
 	}
 	return kept, nil
 }

@@ -219,25 +219,13 @@ func (t *Tree) mergeRemote(raws [][]byte, origins []transcript.Origin) LoadRepor
 // tree merged from the store before (the frontier); else one of those comes later
 // in the store's merge order and the leaf stays where they put it. t.mu is held.
 func (t *Tree) moveLeaf(merged []Entry, origins []transcript.Origin) {
-	isEntry := func(id string) bool {
-		i, ok := t.byID[id]
-		return ok && t.entries[i].Type() != pi.TypeLeaf
-	}
 	for k := len(merged) - 1; k >= 0; k-- {
-		move, target := pi.LeafMoveOf(merged[k], isEntry)
+		move, target := t.leafMove(merged[k])
 		if move == pi.MoveNone {
 			continue
 		}
-		if origins != nil && t.remote.frontier.Key != "" && origins[k].Compare(t.remote.frontier) < 0 {
-			return
-		}
-		switch move {
-		case pi.MoveTo:
-			t.leaf = t.byID[merged[k].ID()]
-		case pi.MoveToTarget:
-			t.leaf = t.byID[target]
-		case pi.MoveToNull:
-			t.leaf = -1
+		if origins == nil || t.remote.frontier.Key == "" || origins[k].Compare(t.remote.frontier) >= 0 {
+			t.setLeaf(move, target, t.byID[merged[k].ID()])
 		}
 		return
 	}

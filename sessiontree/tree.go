@@ -107,10 +107,22 @@ func (t *Tree) add(e Entry, flags uint8) int {
 
 // advance moves the active leaf as appending entry i does (pi.LeafMoveOf).
 func (t *Tree) advance(i int) {
-	move, target := pi.LeafMoveOf(t.entries[i], func(id string) bool {
+	move, target := t.leafMove(t.entries[i])
+	t.setLeaf(move, target, i)
+}
+
+// leafMove is pi.LeafMoveOf of e, its "leaf" target resolved among the tree's
+// entries.
+func (t *Tree) leafMove(e Entry) (pi.LeafMove, string) {
+	return pi.LeafMoveOf(e, func(id string) bool {
 		j, ok := t.byID[id]
 		return ok && t.entries[j].Type() != pi.TypeLeaf
 	})
+}
+
+// setLeaf applies move, made by the entry with index i (target for
+// MoveToTarget), to the active leaf.
+func (t *Tree) setLeaf(move pi.LeafMove, target string, i int) {
 	switch move {
 	case pi.MoveTo:
 		t.leaf = i

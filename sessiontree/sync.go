@@ -164,18 +164,20 @@ func (t *Tree) mergeRemote(raws [][]byte, origins []transcript.Origin) LoadRepor
 	var mergedOrigins []transcript.Origin
 	for n, raw := range raws {
 		raw = bytes.Clone(raw)
-		if h, herr := pi.ParseHeader(raw); herr == nil {
-			if t.header.IsZero() {
-				t.header = h
-			}
-			if bytes.Equal(h.Raw(), t.header.Raw()) {
-				t.headerRemote = true
-			}
-			continue
-		}
+		// One parse per entry: ParseEntry refuses a header (see ClassifyRaw), so
+		// the header parser runs only on what it refused.
 		e, err := ParseEntry(raw)
 		if err != nil {
-			rep.Malformed = append(rep.Malformed, LineError{Line: n + 1, Err: err})
+			if h, herr := pi.ParseHeader(raw); herr == nil {
+				if t.header.IsZero() {
+					t.header = h
+				}
+				if bytes.Equal(h.Raw(), t.header.Raw()) {
+					t.headerRemote = true
+				}
+			} else {
+				rep.Malformed = append(rep.Malformed, LineError{Line: n + 1, Err: err})
+			}
 			continue
 		}
 		merged = append(merged, e)

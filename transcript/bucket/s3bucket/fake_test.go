@@ -2,6 +2,8 @@ package s3bucket_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -306,4 +308,62 @@ func TestBucket_NowIsTheServersClock(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, now.Before(server), "%s", now)
 	require.Less(t, now.Sub(server), time.Hour, "%s is the server's time plus the time since its answer", now)
+}
+
+// putRecorder records what each PUT sent, then lets f answer.
+type putRecorder struct {
+	f      *fakeS3
+	mu     sync.Mutex
+	shas   []string // X-Amz-Content-Sha256
+	bodies [][]byte // the body as sent on the wire
+}
+
+func (p *putRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/fakebucket/") {
+		body, _ := io.ReadAll(r.Body)
+		p.mu.Lock()
+		p.shas = append(p.shas, r.Header.Get("X-Amz-Content-Sha256"))
+		p.bodies = append(p.bodies, body)
+		p.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	p.f.ServeHTTP(w, r)
+}
+
+// TestBucket_SmallPutSignsItsPayload checks that a small body in memory goes out
+// as itself with its SHA-256 in the signature, from the reader's current position,
+// and that a large one still goes as minio-go's chunk-signed stream.
+func TestBucket_SmallPutSignsItsPayload(t *testing.T) {
+	small := []byte(`{"type":"message","id":"a1"}`)
+	large := bytes.Repeat([]byte("x"), 1<<20+1)
+	tests := []struct {
+		name       string
+		data       []byte
+		skip       int64 // bytes of the reader consumed before Put
+		wantSigned bool
+	}{
+		{name: "small", data: small, wantSigned: true},
+		{name: "small, reader already advanced", data: small, skip: 9, wantSigned: true},
+		{name: "over the limit", data: large},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeS3{}
+			rec := &putRecorder{f: f}
+			b := newFakeHandler(t, f, rec, 0)
+			r := bytes.NewReader(tt.data)
+			_, err := r.Seek(tt.skip, io.SeekStart)
+			require.NoError(t, err)
+			want := tt.data[tt.skip:]
+			require.NoError(t, b.Put(t.Context(), "k/seg", r, int64(len(want)), bucket.PutOptions{Checksum: "c1"}))
+			require.Len(t, rec.shas, 1)
+			if !tt.wantSigned {
+				require.True(t, strings.HasPrefix(rec.shas[0], "STREAMING-"), "header %q", rec.shas[0])
+				return
+			}
+			sum := sha256.Sum256(want)
+			require.Equal(t, hex.EncodeToString(sum[:]), rec.shas[0])
+			require.Equal(t, want, rec.bodies[0], "the body is sent as itself")
+		})
+	}
 }

@@ -58,7 +58,7 @@ type Sizes struct {
 // newSizes returns the full sizes (BENCHMARKS.md), or the quick ones, scaled (for tests).
 func newSizes(quick bool, scale float64) Sizes {
 	s := Sizes{CodecSeconds: 1, CodecTurns: []int{1, 300}, FlushTurns: 500, MirrorTurns: 1000,
-		OpenTurns: 1000, OpenSegments: []int{1, 10, 100, 1000}, OpenReps: 5,
+		OpenTurns: 1000, OpenSegments: []int{1, 10, 100, 1000}, OpenReps: 11,
 		Replicas: 8, ReplicaSessions: 100, ReplicaTurns: 5,
 		Sessions: 500, SessionSegments: 20, Parallel: 8,
 		SyncLengths: []int{10, 100, 1000}, SyncReps: 130,

@@ -17,19 +17,40 @@ import (
 
 // median runs fn once to warm up, then reps times, and returns the median duration.
 func median(reps int, fn func() error) (time.Duration, error) {
-	if err := fn(); err != nil {
+	ds, err := medians(reps, fn)
+	if err != nil {
 		return 0, err
 	}
-	ds := make([]time.Duration, reps)
-	for i := range ds {
-		d, err := timeIt(fn)
-		if err != nil {
-			return 0, err
+	return ds[0], nil
+}
+
+// medians runs each of fns once to warm up, then reps rounds of all of them in
+// turn, and returns each one's median duration. Interleaving puts a measurement
+// and its baseline under the same conditions: whatever the server is doing in the
+// background (deleting the inputs of a compaction, flushing its caches) falls on
+// both alike instead of on whichever ran first.
+func medians(reps int, fns ...func() error) ([]time.Duration, error) {
+	for _, fn := range fns {
+		if err := fn(); err != nil {
+			return nil, err
 		}
-		ds[i] = d
 	}
-	slices.Sort(ds)
-	return ds[len(ds)/2], nil
+	ds := make([][]time.Duration, len(fns))
+	for range reps {
+		for i, fn := range fns {
+			d, err := timeIt(fn)
+			if err != nil {
+				return nil, err
+			}
+			ds[i] = append(ds[i], d)
+		}
+	}
+	out := make([]time.Duration, len(fns))
+	for i, d := range ds {
+		slices.Sort(d)
+		out[i] = d[len(d)/2]
+	}
+	return out, nil
 }
 
 // getAll is the baseline read: one GET of key, read to the end.
@@ -134,22 +155,17 @@ func runOpen(ctx context.Context, e *env) (ItemResult, error) {
 			}
 			return err
 		}
-		tOpen, err := median(sz.OpenReps, open)
+		// The request floor (tRaw): the same objects fetched raw, as many at once as
+		// the read fetches, with nothing decoded or merged.
+		ts, err := medians(sz.OpenReps, open,
+			func() error { return getAll(ctx, e.bucket, rawKey) },
+			func() error { return getEach(ctx, e.bucket, objs, store.ReadConcurrency(len(objs))) })
 		if err != nil {
 			return res, err
 		}
-		tGet, err := median(sz.OpenReps, func() error { return getAll(ctx, e.bucket, rawKey) })
-		if err != nil {
-			return res, err
-		}
-		// The request floor: the same objects fetched raw, as many at once as the
-		// read fetches, with nothing decoded or merged.
-		tRaw, err := median(sz.OpenReps, func() error { return getEach(ctx, e.bucket, objs, store.ReadConcurrency(len(objs))) })
-		if err != nil {
-			return res, err
-		}
+		tOpen, tGet, tRaw := ts[0], ts[1], ts[2]
 		e.logf("%d segments: open %v, GET %v, %d raw GETs %v", n, tOpen, tGet, n, tRaw)
-		note := fmt.Sprintf("%d turns, %.2f MB stored; median of %d; floor: the %d objects' raw GETs, %d at once, %.3g ms (%.3g× the GET)",
+		note := fmt.Sprintf("%d turns, %.2f MB stored; median of %d, interleaved with the baselines; floor: the %d objects' raw GETs, %d at once, %.3g ms (%.3g× the GET)",
 			sz.OpenTurns, float64(whole.Len())/mb, sz.OpenReps, n, store.ReadConcurrency(n), ms(tRaw), ms(tRaw)/ms(tGet))
 		res.Rows = append(res.Rows, row(4, fmt.Sprintf("open, %d segment(s)", n), "ms", ms(tOpen), "one GET of the same bytes", ms(tGet), false, note))
 		before.X, before.Y = append(before.X, float64(n)), append(before.Y, ms(tOpen))
@@ -165,25 +181,20 @@ func runOpen(ctx context.Context, e *env) (ItemResult, error) {
 			return res, fmt.Errorf("%s: compaction wrote nothing", ref)
 		}
 		outKey := cr.Compactions[len(cr.Compactions)-1].Output.Key
-		tOpen2, err := median(sz.OpenReps, open)
-		if err != nil {
-			return res, err
-		}
-		tGet2, err := median(sz.OpenReps, func() error { return getAll(ctx, e.bucket, outKey) })
-		if err != nil {
-			return res, err
-		}
-		// The byte floor: the GET, then zstd's DecodeAll of the body (what any
-		// reader that decompresses pays, with no checksum, split or merge).
+		// The byte floor (tFloor): the GET, then zstd's DecodeAll of the body (what
+		// any reader that decompresses pays, with no checksum, split or merge).
 		zdec, err := zstd.NewReader(nil)
 		if err != nil {
 			return res, err
 		}
-		tFloor, err := median(sz.OpenReps, func() error { return getDecode(ctx, e.bucket, zdec, outKey) })
+		ts, err = medians(sz.OpenReps, open,
+			func() error { return getAll(ctx, e.bucket, outKey) },
+			func() error { return getDecode(ctx, e.bucket, zdec, outKey) })
 		zdec.Close()
 		if err != nil {
 			return res, err
 		}
+		tOpen2, tGet2, tFloor := ts[0], ts[1], ts[2]
 		e.logf("%d segments compacted: open %v, GET %v, GET + DecodeAll %v", n, tOpen2, tGet2, tFloor)
 		res.Rows = append(res.Rows, row(4, fmt.Sprintf("open after compacting %d segments", n), "ms", ms(tOpen2), "one GET of the compacted segment", ms(tGet2), false,
 			fmt.Sprintf("%d → %d segment(s), %.2f MB; floor: the GET + zstd DecodeAll of it, %.3g ms (%.3g× the GET)",

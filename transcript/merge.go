@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -219,7 +220,15 @@ func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt b
 	if s.gets == nil {
 		g.SetLimit(s.readLimit(len(infos)))
 	}
+	var ref TranscriptRef
+	var prefix string
 	for i, info := range infos {
+		if info.Ref != ref || prefix == "" {
+			ref, prefix = info.Ref, sessionPrefix(s.cfg.Prefix, info.Ref)
+		}
+		// A key listed under its own session, which the caller scoped, is read
+		// without a second ParseKey.
+		listed := strings.HasPrefix(info.Key, prefix)
 		g.Go(func() error {
 			if s.gets != nil {
 				select {
@@ -229,7 +238,13 @@ func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt b
 					return gctx.Err()
 				}
 			}
-			seg, err := s.ReadSegment(gctx, info.Key)
+			var seg *segment.Segment
+			var err error
+			if listed {
+				seg, err = s.readListedSegment(gctx, info.Key)
+			} else {
+				seg, err = s.ReadSegment(gctx, info.Key) // a key handed in: parsed and scoped
+			}
 			if err == nil && seg.Meta.Checksum != info.Hash {
 				err = fmt.Errorf("read segment %s: %w: key names checksum %016x, segment has %016x",
 					info.Key, segment.ErrChecksum, info.Hash, seg.Meta.Checksum)

@@ -102,11 +102,11 @@ func (r *MergeResult) Missing(want []string) []string {
 // not take for a missing session).
 func (s *Store) ReadAll(ctx context.Context, ref TranscriptRef) (*MergeResult, error) {
 	return readListed(ctx, s, ref, func(infos []SegmentInfo) (*MergeResult, error) {
-		segs, corrupt, err := s.fetchSession(ctx, infos)
+		segs, parsed, corrupt, err := s.fetchSessionParsed(ctx, infos, true)
 		if err != nil {
 			return nil, err
 		}
-		res := merge(infos, segs)
+		res := mergeParsed(infos, segs, parsed)
 		res.Corrupt = corrupt
 		return res, nil
 	})
@@ -188,9 +188,17 @@ func (s *Store) ReadEntries(ctx context.Context, ref TranscriptRef) ([][]byte, e
 // segments exist, and an honest one costs their GETs until the delete delay ends.
 // A nil element of the result is a segment skipped as corrupt.
 func (s *Store) fetchSession(ctx context.Context, infos []SegmentInfo) ([]*segment.Segment, []CorruptSegment, error) {
-	segs, bad, err := s.fetchAll(ctx, infos, true)
+	segs, _, corrupt, err := s.fetchSessionParsed(ctx, infos, false)
+	return segs, corrupt, err
+}
+
+// fetchSessionParsed is fetchSession that, when parse is set, also parses the
+// entries of every segment without an entry index while its fetch waits on other
+// GETs (see fetchAllParsed).
+func (s *Store) fetchSessionParsed(ctx context.Context, infos []SegmentInfo, parse bool) ([]*segment.Segment, [][]Entry, []CorruptSegment, error) {
+	segs, parsed, bad, err := s.fetchAllParsed(ctx, infos, true, parse)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	sup := superseders(infos, segs)
 	at := make(map[string]int, len(infos))
@@ -203,18 +211,34 @@ func (s *Store) fetchSession(ctx context.Context, infos []SegmentInfo) ([]*segme
 			continue // left to the segment that claims it (see above)
 		}
 		if !s.cfg.SkipCorrupt {
-			return nil, nil, c.Err
+			return nil, nil, nil, c.Err
 		}
 		corrupt = append(corrupt, c)
 	}
-	return segs, corrupt, nil
+	return segs, parsed, corrupt, nil
 }
 
 // fetchAll fetches and decodes the segments in parallel, bounded by readLimit, or
 // by the shared GET slots of s.gets when set. A nil element of the result is a
 // segment skipped as corrupt (only when skipCorrupt is set).
 func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt bool) ([]*segment.Segment, []CorruptSegment, error) {
+	segs, _, corrupt, err := s.fetchAllParsed(ctx, infos, skipCorrupt, false)
+	return segs, corrupt, err
+}
+
+// fetchAllParsed is fetchAll that, when parse is set, also parses each entry of a
+// segment without an entry index (a level-0 segment) right after its decode, in
+// the goroutine that fetched it: parsed[i][pos] is that entry as parseStoredEntry
+// reads it, or has an empty ID when the entry does not parse (the merge parses it
+// again to report why). Parsing there overlaps the other segments' GETs instead of
+// running after the last one, inside the merge. parsed[i] is nil for a segment with
+// an entry index.
+func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCorrupt, parse bool) ([]*segment.Segment, [][]Entry, []CorruptSegment, error) {
 	segs := make([]*segment.Segment, len(infos))
+	var parsed [][]Entry
+	if parse {
+		parsed = make([][]Entry, len(infos))
+	}
 	errs := make([]error, len(infos))
 	g, gctx := errgroup.WithContext(ctx)
 	if s.gets == nil {
@@ -254,11 +278,14 @@ func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt b
 				return nil
 			}
 			segs[i] = seg
+			if err == nil && parse && seg.Meta.Index == nil {
+				parsed[i] = parseEntries(seg.Entries)
+			}
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var corrupt []CorruptSegment
 	for i, err := range errs {
@@ -266,7 +293,19 @@ func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt b
 			corrupt = append(corrupt, CorruptSegment{Key: infos[i].Key, Err: err})
 		}
 	}
-	return segs, corrupt, nil
+	return segs, parsed, corrupt, nil
+}
+
+// parseEntries parses each raw entry with parseStoredEntry; an entry that does
+// not parse is left with an empty ID.
+func parseEntries(raws [][]byte) []Entry {
+	out := make([]Entry, len(raws))
+	for i, raw := range raws {
+		if e, err := parseStoredEntry(raw); err == nil {
+			out[i] = e
+		}
+	}
+	return out
 }
 
 // superseders maps the session-relative key (sessionRelKey) of every segment that a
@@ -304,6 +343,12 @@ func supersededIn(sup map[string]SegmentInfo, info SegmentInfo) (SegmentInfo, bo
 // then by origin. The result depends on the set of (entry, origin) pairs only,
 // not on which segments hold them or on the listing order.
 func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
+	return mergeParsed(infos, segs, nil)
+}
+
+// mergeParsed is merge with entries parsed ahead (fetchAllParsed): parsed[i],
+// when not nil, holds segment i's entries as parseStoredEntry reads them.
+func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]Entry) *MergeResult {
 	total := 0
 	for _, seg := range segs {
 		if seg != nil {
@@ -328,12 +373,19 @@ func merge(infos []SegmentInfo, segs []*segment.Segment) *MergeResult {
 		}
 		origin := originsOf(infos[i], seg)
 		index := seg.Meta.Index
+		var ahead []Entry
+		if parsed != nil {
+			ahead = parsed[i]
+		}
 		for pos, raw := range seg.Entries {
 			var e Entry
-			if index != nil && index[pos].ID != "" {
+			switch {
+			case index != nil && index[pos].ID != "":
 				// The compactor parsed the entry when it wrote the index.
 				e = Entry{ID: index[pos].ID, ParentID: index[pos].ParentID, Raw: raw}
-			} else {
+			case ahead != nil && ahead[pos].ID != "":
+				e = ahead[pos] // parsed when fetched
+			default:
 				var err error
 				if e, err = parseStoredEntry(raw); err != nil {
 					res.Invalid = append(res.Invalid, fmt.Errorf("segment %s entry %d: %w", infos[i].Key, pos, err))

@@ -74,6 +74,12 @@ func (d *Decoder) ReadMeta(data []byte) (meta Meta, n int, err error) {
 // ErrUnsupportedVersion for a newer format; ErrTooLarge when the declared
 // size exceeds the limits; ErrEntryTooLarge for an oversized entry.
 func (d *Decoder) Decode(data []byte) (*Segment, error) {
+	return d.decode(data, true)
+}
+
+// decode is Decode; parallel false decodes the zstd data as one stream even
+// when it holds several frames (tests compare the two paths).
+func (d *Decoder) decode(data []byte, parallel bool) (*Segment, error) {
 	m, n, err := parseMeta(data)
 	if err != nil {
 		return nil, err
@@ -89,7 +95,7 @@ func (d *Decoder) Decode(data []byte) (*Segment, error) {
 		return nil, corrupt(n+int(m.PayloadLen), nil, "%d unexpected bytes after the zstd data", uint64(len(payload))-m.PayloadLen)
 	}
 
-	raw, err := d.zdec.DecodeAll(payload, make([]byte, 0, m.RawLen))
+	raw, err := d.decompress(payload, m.RawLen, parallel)
 	if err != nil {
 		switch {
 		case errors.Is(err, zstd.ErrDecoderSizeExceeded):
@@ -118,6 +124,21 @@ func (d *Decoder) Decode(data []byte) (*Segment, error) {
 		}
 	}
 	return &Segment{Meta: m, Entries: entries}, nil
+}
+
+// decompress decodes the zstd data into one buffer of rawLen bytes (the
+// caller checked rawLen against the limit). Data of several frames that each
+// declare their size, adding up to rawLen, is decoded frame by frame in
+// parallel; anything else, and any failure of that path, goes through one
+// DecodeAll of the whole data capped at rawLen, whose errors Decode reports.
+func (d *Decoder) decompress(payload []byte, rawLen uint64, parallel bool) ([]byte, error) {
+	buf := make([]byte, rawLen)
+	if parallel {
+		if spans, ok := splitFrames(payload, rawLen); ok && d.decodeFrames(payload, spans, buf) {
+			return buf, nil
+		}
+	}
+	return d.zdec.DecodeAll(payload, buf[:0])
 }
 
 // split cuts verified JSONL into entries. off is the payload offset, used

@@ -1,6 +1,7 @@
 package segment_test
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -91,4 +92,51 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		})
 	}
+
+	// A large compacted segment, about 5 MB of entries of a few KiB, written
+	// as one zstd frame and as frames of DefaultFrameSize decoded in parallel.
+	entries := makeLargeEntries(5<<20, 3)
+	for _, fc := range []struct {
+		name      string
+		frameSize int
+	}{
+		{"single-frame", 64 << 20},
+		{"multi-frame", segment.DefaultFrameSize},
+		{"multi-frame-256KiB", 256 << 10},
+	} {
+		enc, err := segment.NewEncoder(segment.WithFrameSize(fc.frameSize))
+		if err != nil {
+			b.Fatal(err)
+		}
+		data, meta, err := enc.Encode(sampleMeta(), entries)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = enc.Close()
+		b.Run("size=5MB/"+fc.name, func(b *testing.B) {
+			b.SetBytes(int64(meta.RawLen))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := dec.Decode(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(data)), "segment-bytes")
+		})
+	}
+}
+
+// makeLargeEntries returns JSON entries of 1-6 KiB, about total bytes in
+// all, deterministic for a given seed.
+func makeLargeEntries(total int, seed uint64) [][]byte {
+	var entries [][]byte
+	n := 0
+	for i := uint64(0); n < total; i++ {
+		parts := makeEntries(4, seed*1000+i)
+		e := bytes.Join(parts, []byte(`,`))
+		e = append(append([]byte(`{"type":"compaction","parts":[`), e...), `]}`...)
+		entries = append(entries, e)
+		n += len(e) + 1
+	}
+	return entries
 }

@@ -13,6 +13,11 @@
 // about buckets or keys; object naming (ending in Ext, ".jsonl.zst") belongs
 // to the transcript package.
 //
+// A batch larger than the encoder's frame size (WithFrameSize) is written as
+// several zstd frames cut at entry boundaries, compressed in parallel; Decode
+// decompresses such frames in parallel, and falls back to decoding the data as
+// one stream whenever that does not succeed.
+//
 // Decoding never panics on bad input. Damage is reported with typed errors:
 // every corruption or truncation error satisfies errors.Is(err, ErrCorrupt)
 // and can be inspected with errors.As(err, **CorruptionError); limits

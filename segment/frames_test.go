@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -299,4 +301,25 @@ func indexOf(entries [][]byte) []IndexEntry {
 		index[i] = IndexEntry{Len: uint32(len(e)), ID: strings.Repeat("i", i+1)}
 	}
 	return index
+}
+
+// TestGoldenMultiFrame checks that the multi-frame golden file is what it
+// claims to be: several frames, each decoded in parallel in place.
+func TestGoldenMultiFrame(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "multiframe-v2"+Ext))
+	require.NoError(t, err)
+	_, dec := newTestCodec(t, DefaultFrameSize)
+	meta, n, err := dec.ReadMeta(data)
+	require.NoError(t, err)
+	spans, ok := splitFrames(data[n:], meta.RawLen)
+	require.True(t, ok)
+	require.GreaterOrEqual(t, len(spans), 3)
+	require.True(t, dec.decodeFrames(data[n:], spans, make([]byte, meta.RawLen)))
+	// A reader that decodes the data as one stream, as every reader before
+	// multi-frame segments did, gets the same segment.
+	par, err := dec.Decode(data)
+	require.NoError(t, err)
+	seq, err := dec.decode(data, false)
+	require.NoError(t, err)
+	require.Equal(t, seq, par)
 }

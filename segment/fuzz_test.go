@@ -35,6 +35,17 @@ func FuzzDecode(f *testing.F) {
 	}
 	_ = enc.Close()
 	f.Add(one)
+	// Several zstd frames, the last too small to declare its size.
+	multi, err := segment.NewEncoder(segment.WithFrameSize(512))
+	if err != nil {
+		f.Fatal(err)
+	}
+	frames, _, err := multi.Encode(segment.Meta{}, append(makeEntries(4, 3), []byte(`{"id":"x"}`)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	_ = multi.Close()
+	f.Add(frames)
 	f.Add([]byte{})
 	f.Add([]byte{0x53, 0x2a, 0x4d, 0x18})
 	f.Add(binary.LittleEndian.AppendUint32([]byte{0x53, 0x2a, 0x4d, 0x18}, 0xffffffff))

@@ -85,12 +85,51 @@ func splitFrames(payload []byte, rawLen uint64) ([]frameSpan, bool) {
 // is false when p does not start with a complete frame, the frame uses a
 // dictionary or declares a content size of 0.
 func parseFrame(p []byte) (size uint64, n int, ok bool) {
-	if len(p) < 5 || binary.LittleEndian.Uint32(p) != zstdFrameMagic {
+	size, hdr, crc, st := parseFrameHeader(p)
+	if st != walkDone {
 		return 0, 0, false
+	}
+	n, st = walkBlocks(p, hdr)
+	if st != walkDone {
+		return 0, 0, false
+	}
+	if crc {
+		n += 4
+	}
+	if n > len(p) {
+		return 0, 0, false
+	}
+	return size, n, true
+}
+
+// walkStatus is the outcome of reading a zstd header from the bytes at hand.
+type walkStatus int
+
+const (
+	walkDone  walkStatus = iota // read completely
+	walkShort                   // more bytes needed
+	walkBad                     // not something the parallel path takes
+)
+
+// parseFrameHeader reads the frame header at the start of p: the declared
+// content size (0 when left out), the header length and whether a 4-byte
+// checksum follows the last block. A header that is not a standard frame's,
+// uses a dictionary or declares a content size of 0 is walkBad.
+func parseFrameHeader(p []byte) (size uint64, n int, crc bool, st walkStatus) {
+	if len(p) < 5 {
+		for i, b := range p {
+			if b != byte(zstdFrameMagic>>(8*i)) {
+				return 0, 0, false, walkBad
+			}
+		}
+		return 0, 0, false, walkShort
+	}
+	if binary.LittleEndian.Uint32(p) != zstdFrameMagic {
+		return 0, 0, false, walkBad
 	}
 	fhd := p[4]
 	if fhd&fhdReserved != 0 {
-		return 0, 0, false
+		return 0, 0, false, walkBad
 	}
 	single := fhd&fhdSingleSegment != 0
 	dictLen := [4]int{0, 1, 2, 4}[fhd&3]
@@ -103,11 +142,11 @@ func parseFrame(p []byte) (size uint64, n int, ok bool) {
 		pos++ // window descriptor
 	}
 	if len(p) < pos+dictLen+sizeLen {
-		return 0, 0, false
+		return 0, 0, false, walkShort
 	}
 	for _, b := range p[pos : pos+dictLen] {
 		if b != 0 {
-			return 0, 0, false // a dictionary: leave it to the stream decoder
+			return 0, 0, false, walkBad // a dictionary: leave it to the stream decoder
 		}
 	}
 	pos += dictLen
@@ -125,37 +164,36 @@ func parseFrame(p []byte) (size uint64, n int, ok bool) {
 	}
 	pos += sizeLen
 	if sizeLen > 0 && size == 0 {
-		return 0, 0, false // an empty frame: nothing to gain
+		return 0, 0, false, walkBad // an empty frame: nothing to gain
 	}
+	return size, pos, fhd&fhdChecksum != 0, walkDone
+}
+
+// walkBlocks walks the block headers of a frame in p from the block header at
+// pos. Done, it returns the position just after the last block; short, the
+// position of the first block not wholly in p, to resume from.
+func walkBlocks(p []byte, pos int) (int, walkStatus) {
 	for {
 		if len(p)-pos < 3 {
-			return 0, 0, false
+			return pos, walkShort
 		}
 		h := uint32(p[pos]) | uint32(p[pos+1])<<8 | uint32(p[pos+2])<<16
-		pos += 3
 		blockLen := int(h >> 3)
 		switch (h >> 1) & 3 {
 		case blockRaw, blockCompressed:
 		case blockRLE:
 			blockLen = 1
 		default:
-			return 0, 0, false // reserved block type
+			return pos, walkBad // reserved block type
 		}
-		if len(p)-pos < blockLen {
-			return 0, 0, false
+		if len(p)-pos-3 < blockLen {
+			return pos, walkShort
 		}
-		pos += blockLen
+		pos += 3 + blockLen
 		if h&1 != 0 { // Last_Block
-			break
+			return pos, walkDone
 		}
 	}
-	if fhd&fhdChecksum != 0 {
-		if len(p)-pos < 4 {
-			return 0, 0, false
-		}
-		pos += 4
-	}
-	return size, pos, true
 }
 
 // decodeFrames decompresses each frame of payload straight into its place in

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/zstd"
@@ -199,7 +200,7 @@ func resealMeta(seg []byte) {
 // never panic, must report every damage it does not survive as corruption, and
 // must give exactly what decoding the zstd data as one stream (the path every
 // segment took before frames were decoded in parallel) gives: the same error
-// message, or the same entries.
+// message, or the same entries. So must DecodeFrom.
 func TestDecode_MultiFrameDamage(t *testing.T) {
 	enc, dec := newTestCodec(t, 300)
 	entries := sizedEntries(120, 150, 90, 200, 80, 60)
@@ -215,6 +216,15 @@ func TestDecode_MultiFrameDamage(t *testing.T) {
 		t.Helper()
 		seg, err := dec.Decode(bad)
 		want, wantErr := dec.decode(bad, false)
+		// DecodeFrom, reading the object in pieces, agrees too.
+		fromSeg, fromErr := dec.DecodeFrom(iotest.HalfReader(bytes.NewReader(bad)), int64(len(bad)))
+		if wantErr != nil {
+			require.Error(t, fromErr, what)
+			require.Equal(t, wantErr.Error(), fromErr.Error(), what)
+		} else {
+			require.NoError(t, fromErr, what)
+			require.Equal(t, want, fromSeg, what)
+		}
 		if wantErr != nil {
 			require.Nil(t, seg, what)
 			require.Error(t, err, what)
@@ -322,4 +332,78 @@ func TestGoldenMultiFrame(t *testing.T) {
 	seq, err := dec.decode(data, false)
 	require.NoError(t, err)
 	require.Equal(t, seq, par)
+}
+
+// TestFrameStream_FeedsFramesAsTheyArrive feeds a multi-frame payload to a
+// frameStream one byte at a time: each frame must be handed out exactly when
+// its last byte arrives (not later: decoding overlaps the download), and the
+// whole payload must decode in place.
+func TestFrameStream_FeedsFramesAsTheyArrive(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lens []int
+		size int
+	}{
+		{"declared sizes", repeatLen(12, 500), 1100},
+		{"last frame without size", []int{600, 600, 100}, 700},
+		{"a frame per entry", []int{300, 300, 300, 300}, 301},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			enc, dec := newTestCodec(t, tc.size)
+			entries := sizedEntries(tc.lens...)
+			data, meta, err := enc.Encode(Meta{}, entries)
+			require.NoError(t, err)
+			payload := data[len(data)-int(meta.PayloadLen):]
+			spans, ok := splitFrames(payload, meta.RawLen)
+			require.True(t, ok)
+
+			fs := newFrameStream(dec, payload, meta.RawLen)
+			next := 0
+			for got := 1; got <= len(payload); got++ {
+				fs.feed(got)
+				if next < len(spans) && got == spans[next].end {
+					next++
+				}
+				require.Equal(t, next, fs.frames, "after %d bytes", got)
+			}
+			require.True(t, fs.finish())
+			raw := bytes.Join(entries, []byte("\n"))
+			require.Equal(t, append(raw, '\n'), fs.raw)
+		})
+	}
+	t.Run("one frame is not streamed", func(t *testing.T) {
+		enc, dec := newTestCodec(t, DefaultFrameSize)
+		data, meta, err := enc.Encode(Meta{}, sizedEntries(100, 100))
+		require.NoError(t, err)
+		fs := newFrameStream(dec, data[len(data)-int(meta.PayloadLen):], meta.RawLen)
+		fs.feed(int(meta.PayloadLen))
+		require.False(t, fs.finish())
+		require.Zero(t, fs.frames)
+	})
+}
+
+// TestDecodeFrom_Streams checks that DecodeFrom decodes the frames of a
+// multi-frame segment as they arrive instead of falling back to Decode, and
+// that a single-frame segment simply goes to Decode.
+func TestDecodeFrom_Streams(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		frameSize int
+		streamed  bool
+	}{
+		{"several frames", 1000, true},
+		{"one frame", DefaultFrameSize, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			enc, dec := newTestCodec(t, tc.frameSize)
+			entries := sizedEntries(repeatLen(20, 300)...)
+			data, meta, err := enc.Encode(Meta{}, entries)
+			require.NoError(t, err)
+			seg, streamed, err := dec.decodeFrom(iotest.HalfReader(bytes.NewReader(data)), int64(len(data)))
+			require.NoError(t, err)
+			require.Equal(t, tc.streamed, streamed)
+			require.Equal(t, entries, seg.Entries)
+			require.Equal(t, meta, seg.Meta)
+		})
+	}
 }

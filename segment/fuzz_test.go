@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"testing"
+	"testing/iotest"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -15,7 +17,8 @@ import (
 // every error must be one of the package's typed errors; and whenever Decode
 // succeeds, its entries joined with "\n" (plus the final newline) must equal
 // what a plain zstd decoder makes of the whole object (differential check:
-// `zstd -dc` and Decode agree on every accepted segment).
+// `zstd -dc` and Decode agree on every accepted segment). DecodeFrom must
+// agree with Decode on every input.
 func FuzzDecode(f *testing.F) {
 	for _, gc := range goldenCases() {
 		data := readGolden(f, gc.name)
@@ -68,6 +71,16 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		meta, n, merr := dec.ReadMeta(data)
 		seg, err := dec.Decode(data)
+		// DecodeFrom, reading in pieces, says exactly what Decode says.
+		fromSeg, fromErr := dec.DecodeFrom(iotest.HalfReader(bytes.NewReader(data)), int64(len(data)))
+		switch {
+		case (err == nil) != (fromErr == nil):
+			t.Fatalf("Decode: %v, DecodeFrom: %v", err, fromErr)
+		case err != nil && err.Error() != fromErr.Error():
+			t.Fatalf("Decode: %v, DecodeFrom: %v", err, fromErr)
+		case err == nil && !reflect.DeepEqual(seg, fromSeg):
+			t.Fatalf("Decode and DecodeFrom return different segments")
+		}
 		if err != nil {
 			if seg != nil {
 				t.Fatalf("Decode returned a segment and an error: %v", err)

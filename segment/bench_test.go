@@ -49,6 +49,31 @@ func BenchmarkEncode(b *testing.B) {
 			}
 		})
 	}
+	// About 5 MB as one frame and as frames of DefaultFrameSize compressed in
+	// parallel.
+	entries := makeLargeEntries(5<<20, 3)
+	for _, fc := range []struct {
+		name      string
+		frameSize int
+	}{
+		{"single-frame", 64 << 20},
+		{"multi-frame", segment.DefaultFrameSize},
+	} {
+		enc, err := segment.NewEncoder(segment.WithFrameSize(fc.frameSize))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("size=5MB/"+fc.name, func(b *testing.B) {
+			b.SetBytes(rawSize(entries))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := enc.Encode(meta, entries); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		_ = enc.Close()
+	}
 }
 
 // BenchmarkDecode measures Decode (with all its verification) against a raw

@@ -61,11 +61,12 @@ func NewEncoder(opts ...EncoderOption) (*Encoder, error) {
 //
 // Each entry is written byte for byte followed by '\n'. A batch larger than
 // the frame size (WithFrameSize) is cut at entry boundaries into several zstd
-// frames, compressed in parallel; a smaller one is a single frame. Encode rejects an
-// empty batch, an empty entry or one containing '\n' (ErrInvalidEntry), an
-// entry over the max entry size (ErrEntryTooLarge), a batch over the max
-// segment size (ErrTooLarge) and metadata it cannot represent
-// (ErrInvalidMeta). Encode does not retain entries.
+// frames, compressed in parallel; a smaller one is a single frame.
+//
+// Encode rejects an empty batch, an empty entry or one containing '\n'
+// (ErrInvalidEntry), an entry over the max entry size (ErrEntryTooLarge), a
+// batch over the max segment size (ErrTooLarge) and metadata it cannot
+// represent (ErrInvalidMeta). Encode does not retain entries.
 func (e *Encoder) Encode(meta Meta, entries [][]byte) ([]byte, Meta, error) {
 	if len(entries) == 0 {
 		return nil, Meta{}, fmt.Errorf("encode segment: no entries: %w", ErrInvalidEntry)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/segment"
 )
 
 // TestSegment_ZstdCLI checks the promise that any standard zstd tool reads a
@@ -22,6 +24,11 @@ func TestSegment_ZstdCLI(t *testing.T) {
 		t.Skipf("zstd command-line tool not installed: %v", err)
 	}
 	enc, _ := newCodec(t)
+	// A small frame size cuts most cases into several zstd frames, which
+	// zstd -dc must read as one stream.
+	multi, err := segment.NewEncoder(segment.WithFrameSize(2048))
+	require.NoError(t, err)
+	defer multi.Close()
 	cases := map[string][][]byte{
 		"one":  {[]byte(`{"type":"session","id":"s"}`)},
 		"many": makeEntries(200, 9),
@@ -34,26 +41,11 @@ func TestSegment_ZstdCLI(t *testing.T) {
 		cases["golden-"+gc.name] = gc.entries
 	}
 	for name, entries := range cases {
-		t.Run(name, func(t *testing.T) {
-			data, _, err := enc.Encode(sampleMeta(), entries)
-			require.NoError(t, err)
-			path := filepath.Join(t.TempDir(), "seg"+".jsonl.zst")
-			require.NoError(t, os.WriteFile(path, data, 0o644))
-
-			// From a file and from a pipe.
-			out, err := exec.Command(zstdBin, "-dc", path).Output()
-			require.NoError(t, err)
-			require.Equal(t, joinJSONL(entries), out)
-
-			cmd := exec.Command(zstdBin, "-dc")
-			cmd.Stdin = bytes.NewReader(data)
-			out, err = cmd.Output()
-			require.NoError(t, err)
-			require.Equal(t, joinJSONL(entries), out)
-
-			// zstd's own integrity test passes too.
-			require.NoError(t, exec.Command(zstdBin, "-tq", path).Run())
-		})
+		for encName, enc := range map[string]*segment.Encoder{"": enc, "/multiframe": multi} {
+			t.Run(name+encName, func(t *testing.T) {
+				testZstdCLI(t, zstdBin, enc, entries)
+			})
+		}
 	}
 	// The golden files on disk, as an operator would meet them.
 	for _, gc := range goldenCases() {
@@ -61,4 +53,26 @@ func TestSegment_ZstdCLI(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, joinJSONL(gc.entries), out)
 	}
+}
+
+// testZstdCLI encodes entries with enc and checks that zstd -dc prints them
+// as JSONL, from a file and from a pipe, and that zstd -t passes.
+func testZstdCLI(t *testing.T, zstdBin string, enc *segment.Encoder, entries [][]byte) {
+	data, _, err := enc.Encode(sampleMeta(), entries)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "seg"+".jsonl.zst")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+
+	out, err := exec.Command(zstdBin, "-dc", path).Output()
+	require.NoError(t, err)
+	require.Equal(t, joinJSONL(entries), out)
+
+	cmd := exec.Command(zstdBin, "-dc")
+	cmd.Stdin = bytes.NewReader(data)
+	out, err = cmd.Output()
+	require.NoError(t, err)
+	require.Equal(t, joinJSONL(entries), out)
+
+	// zstd's own integrity test passes too.
+	require.NoError(t, exec.Command(zstdBin, "-tq", path).Run())
 }

@@ -74,22 +74,21 @@ func (d *Decoder) ReadMeta(data []byte) (meta Meta, n int, err error) {
 // ErrUnsupportedVersion for a newer format; ErrTooLarge when the declared
 // size exceeds the limits; ErrEntryTooLarge for an oversized entry.
 func (d *Decoder) Decode(data []byte) (*Segment, error) {
-	m, n, err := parseMeta(data)
+	return d.decode(data, true)
+}
+
+// decode is Decode; parallel false decodes the zstd data as one stream even
+// when it holds several frames (tests compare the two paths).
+func (d *Decoder) decode(data []byte, parallel bool) (*Segment, error) {
+	m, n, err := d.readMeta(data)
 	if err != nil {
 		return nil, err
 	}
-	if m.RawLen > d.limit {
-		return nil, fmt.Errorf("segment declares %d uncompressed bytes, limit %d: %w", m.RawLen, d.limit, ErrTooLarge)
+	if err := checkLength(m, n, uint64(len(data))); err != nil {
+		return nil, err
 	}
 	payload := data[n:]
-	switch {
-	case uint64(len(payload)) < m.PayloadLen:
-		return nil, corrupt(len(data), ErrTruncated, "segment is %d bytes, metadata declares %d", len(data), uint64(n)+m.PayloadLen)
-	case uint64(len(payload)) > m.PayloadLen:
-		return nil, corrupt(n+int(m.PayloadLen), nil, "%d unexpected bytes after the zstd data", uint64(len(payload))-m.PayloadLen)
-	}
-
-	raw, err := d.zdec.DecodeAll(payload, make([]byte, 0, m.RawLen))
+	raw, err := d.decompress(payload, m.RawLen, parallel)
 	if err != nil {
 		switch {
 		case errors.Is(err, zstd.ErrDecoderSizeExceeded):
@@ -102,6 +101,39 @@ func (d *Decoder) Decode(data []byte) (*Segment, error) {
 		}
 		return nil, corrupt(n, err, "decompress")
 	}
+	return d.verify(m, n, raw)
+}
+
+// readMeta parses the metadata frame at the start of data and checks the
+// declared size against the limit: the checks Decode makes before it looks
+// at the object's length.
+func (d *Decoder) readMeta(data []byte) (Meta, int, error) {
+	m, n, err := parseMeta(data)
+	if err != nil {
+		return Meta{}, 0, err
+	}
+	if m.RawLen > d.limit {
+		return Meta{}, 0, fmt.Errorf("segment declares %d uncompressed bytes, limit %d: %w", m.RawLen, d.limit, ErrTooLarge)
+	}
+	return m, n, nil
+}
+
+// checkLength checks the length of an object whose metadata frame of n bytes
+// declares m.
+func checkLength(m Meta, n int, size uint64) error {
+	switch payload := size - uint64(n); {
+	case payload < m.PayloadLen:
+		return corrupt(int(size), ErrTruncated, "segment is %d bytes, metadata declares %d", size, uint64(n)+m.PayloadLen)
+	case payload > m.PayloadLen:
+		return corrupt(n+int(m.PayloadLen), nil, "%d unexpected bytes after the zstd data", payload-m.PayloadLen)
+	}
+	return nil
+}
+
+// verify checks decompressed JSONL against its metadata (length, checksum,
+// framing, index) and cuts it into entries. n is the payload offset, used
+// for error reports.
+func (d *Decoder) verify(m Meta, n int, raw []byte) (*Segment, error) {
 	if uint64(len(raw)) != m.RawLen {
 		return nil, corrupt(n, nil, "zstd data decompresses to %d bytes, metadata declares %d", len(raw), m.RawLen)
 	}
@@ -118,6 +150,22 @@ func (d *Decoder) Decode(data []byte) (*Segment, error) {
 		}
 	}
 	return &Segment{Meta: m, Entries: entries}, nil
+}
+
+// decompress decodes the zstd data into one buffer of rawLen bytes (the
+// caller checked rawLen against the limit). Data of several frames whose
+// sizes add up to rawLen (see splitFrames) is decoded frame by frame in
+// parallel when parallel is set; anything else, and any failure of that path,
+// goes through one DecodeAll of the whole data capped at rawLen, whose errors
+// Decode reports.
+func (d *Decoder) decompress(payload []byte, rawLen uint64, parallel bool) ([]byte, error) {
+	buf := make([]byte, rawLen)
+	if parallel {
+		if spans, ok := splitFrames(payload, rawLen); ok && d.decodeFrames(payload, spans, buf) {
+			return buf, nil
+		}
+	}
+	return d.zdec.DecodeAll(payload, buf[:0])
 }
 
 // split cuts verified JSONL into entries. off is the payload offset, used

@@ -9,9 +9,16 @@
 // (ReadMeta). The binary layout, byte order, checksum scope and versioning
 // rules are documented in FORMAT.md next to this file.
 //
-// The package does no I/O of its own: it works on []byte. It knows nothing
+// The package does no I/O of its own: it works on []byte, or reads from an
+// io.Reader the caller hands to DecodeFrom. It knows nothing
 // about buckets or keys; object naming (ending in Ext, ".jsonl.zst") belongs
 // to the transcript package.
+//
+// A batch larger than the encoder's frame size (WithFrameSize) is written as
+// several zstd frames cut at entry boundaries, compressed in parallel; Decode
+// decompresses such frames in parallel, and falls back to decoding the data as
+// one stream whenever that does not succeed. DecodeFrom decodes each frame as
+// soon as it has arrived from a reader, overlapping the download.
 //
 // Decoding never panics on bad input. Damage is reported with typed errors:
 // every corruption or truncation error satisfies errors.Is(err, ErrCorrupt)

@@ -3,7 +3,9 @@ package segment
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/zstd"
@@ -27,6 +29,7 @@ func NewEncoder(opts ...EncoderOption) (*Encoder, error) {
 		level:          zstd.SpeedDefault,
 		maxEntrySize:   DefaultMaxEntrySize,
 		maxSegmentSize: DefaultMaxSegmentSize,
+		frameSize:      DefaultFrameSize,
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -56,11 +59,14 @@ func NewEncoder(opts ...EncoderOption) (*Encoder, error) {
 // Decode and ReadMeta return for the segment (times in UTC, no monotonic
 // reading; empty Inputs as nil).
 //
-// Each entry is written byte for byte followed by '\n'. Encode rejects an
-// empty batch, an empty entry or one containing '\n' (ErrInvalidEntry), an
-// entry over the max entry size (ErrEntryTooLarge), a batch over the max
-// segment size (ErrTooLarge) and metadata it cannot represent
-// (ErrInvalidMeta). Encode does not retain entries.
+// Each entry is written byte for byte followed by '\n'. A batch larger than
+// the frame size (WithFrameSize) is cut at entry boundaries into several zstd
+// frames, compressed in parallel; a smaller one is a single frame.
+//
+// Encode rejects an empty batch, an empty entry or one containing '\n'
+// (ErrInvalidEntry), an entry over the max entry size (ErrEntryTooLarge), a
+// batch over the max segment size (ErrTooLarge) and metadata it cannot
+// represent (ErrInvalidMeta). Encode does not retain entries.
 func (e *Encoder) Encode(meta Meta, entries [][]byte) ([]byte, Meta, error) {
 	if len(entries) == 0 {
 		return nil, Meta{}, fmt.Errorf("encode segment: no entries: %w", ErrInvalidEntry)
@@ -107,7 +113,16 @@ func (e *Encoder) Encode(meta Meta, entries [][]byte) ([]byte, Meta, error) {
 	if int64(cap(raw)) < rawLen {
 		raw = make([]byte, 0, rawLen)
 	}
+	// ends holds the end offset in raw of every frame but the last, when the
+	// batch is larger than one frame.
+	var ends []int
+	fs := e.opts.frameSize
+	start := 0
 	for _, ent := range entries {
+		if rawLen > int64(fs) && len(raw) > start && len(raw)-start+len(ent)+1 > fs {
+			ends = append(ends, len(raw))
+			start = len(raw)
+		}
 		raw = append(raw, ent...)
 		raw = append(raw, '\n')
 	}
@@ -118,8 +133,13 @@ func (e *Encoder) Encode(meta Meta, entries [][]byte) ([]byte, Meta, error) {
 
 	// Reserve room for the metadata frame, compress behind it, then fill
 	// the frame in place: one allocation for the whole object.
-	out := make([]byte, frameSize, frameSize+len(raw)/3+64)
-	out = e.zenc.EncodeAll(raw, out)
+	var out []byte
+	if len(ends) == 0 {
+		out = make([]byte, frameSize, frameSize+len(raw)/3+64)
+		out = e.zenc.EncodeAll(raw, out)
+	} else {
+		out = e.encodeFrames(raw, append(ends, len(raw)), frameSize)
+	}
 	if cap(raw) <= maxPooledRaw {
 		*bufp = raw[:0]
 		e.raw.Put(bufp)
@@ -127,6 +147,44 @@ func (e *Encoder) Encode(meta Meta, entries [][]byte) ([]byte, Meta, error) {
 	m.PayloadLen = uint64(len(out) - frameSize)
 	putMeta(out[:frameSize], &m, minNS, maxNS)
 	return out, m, nil
+}
+
+// encodeFrames compresses raw[ends[i-1]:ends[i]] (from 0 for i = 0) as one
+// zstd frame each, in parallel on at most GOMAXPROCS goroutines, and returns
+// head zero bytes followed by the frames in order.
+func (e *Encoder) encodeFrames(raw []byte, ends []int, head int) []byte {
+	frames := make([][]byte, len(ends))
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(ends) {
+				return
+			}
+			start := 0
+			if i > 0 {
+				start = ends[i-1]
+			}
+			src := raw[start:ends[i]]
+			frames[i] = e.zenc.EncodeAll(src, make([]byte, 0, len(src)/3+64))
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(ends)) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+
+	total := head
+	for _, f := range frames {
+		total += len(f)
+	}
+	out := make([]byte, head, total)
+	for _, f := range frames {
+		out = append(out, f...)
+	}
+	return out
 }
 
 // completeMeta normalises the caller's metadata: version set, times in UTC

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"testing"
+	"testing/iotest"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -15,7 +17,8 @@ import (
 // every error must be one of the package's typed errors; and whenever Decode
 // succeeds, its entries joined with "\n" (plus the final newline) must equal
 // what a plain zstd decoder makes of the whole object (differential check:
-// `zstd -dc` and Decode agree on every accepted segment).
+// `zstd -dc` and Decode agree on every accepted segment). DecodeFrom must
+// agree with Decode on every input.
 func FuzzDecode(f *testing.F) {
 	for _, gc := range goldenCases() {
 		data := readGolden(f, gc.name)
@@ -35,6 +38,17 @@ func FuzzDecode(f *testing.F) {
 	}
 	_ = enc.Close()
 	f.Add(one)
+	// Several zstd frames, the last too small to declare its size.
+	multi, err := segment.NewEncoder(segment.WithFrameSize(512))
+	if err != nil {
+		f.Fatal(err)
+	}
+	frames, _, err := multi.Encode(segment.Meta{}, append(makeEntries(4, 3), []byte(`{"id":"x"}`)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	_ = multi.Close()
+	f.Add(frames)
 	f.Add([]byte{})
 	f.Add([]byte{0x53, 0x2a, 0x4d, 0x18})
 	f.Add(binary.LittleEndian.AppendUint32([]byte{0x53, 0x2a, 0x4d, 0x18}, 0xffffffff))
@@ -57,6 +71,16 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		meta, n, merr := dec.ReadMeta(data)
 		seg, err := dec.Decode(data)
+		// DecodeFrom, reading in pieces, says exactly what Decode says.
+		fromSeg, fromErr := dec.DecodeFrom(iotest.HalfReader(bytes.NewReader(data)), int64(len(data)))
+		switch {
+		case (err == nil) != (fromErr == nil):
+			t.Fatalf("Decode: %v, DecodeFrom: %v", err, fromErr)
+		case err != nil && err.Error() != fromErr.Error():
+			t.Fatalf("Decode: %v, DecodeFrom: %v", err, fromErr)
+		case err == nil && !reflect.DeepEqual(seg, fromSeg):
+			t.Fatalf("Decode and DecodeFrom return different segments")
+		}
 		if err != nil {
 			if seg != nil {
 				t.Fatalf("Decode returned a segment and an error: %v", err)

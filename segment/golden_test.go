@@ -21,6 +21,8 @@ type goldenCase struct {
 	name    string
 	meta    segment.Meta
 	entries [][]byte
+	// frameSize, when set, is the encoder's frame size (WithFrameSize).
+	frameSize int
 }
 
 func goldenCases() []goldenCase {
@@ -56,6 +58,13 @@ func goldenCases() []goldenCase {
 	part := compactedMeta
 	part.Seq = 43
 	part.Group = segment.Group{ID: "compactor-0-000000000000002b", Part: 1, Parts: 3}
+	// A segment cut into several zstd frames at entry boundaries, as writers
+	// cut every batch larger than their frame size.
+	multi := makeEntries(12, 5)
+	multiIndex := make([]segment.IndexEntry, len(multi))
+	for i, e := range multi {
+		multiIndex[i] = segment.IndexEntry{Len: uint32(len(e)), ID: fmt.Sprintf("m%02d", i+1)}
+	}
 	return []goldenCase{
 		{
 			name: "small-v2",
@@ -68,6 +77,17 @@ func goldenCases() []goldenCase {
 		},
 		{name: "compacted-v2", meta: compactedMeta, entries: compacted},
 		{name: "compacted-part-v2", meta: part, entries: compacted},
+		{
+			name: "multiframe-v2",
+			meta: segment.Meta{
+				WriterID: "compactor-0", Seq: 44, Level: 1,
+				FirstID: "m01", LastID: "m12",
+				MinTime: t0, MaxTime: t0.Add(18 * time.Second),
+				Index: multiIndex,
+			},
+			entries:   multi,
+			frameSize: 4096,
+		},
 		// Version 1 files, as older writers left them in buckets: still read, and
 		// still written when asked for (Meta.Version = Version1).
 		{
@@ -113,6 +133,13 @@ func TestGolden(t *testing.T) {
 	enc, dec := newCodec(t)
 	for _, gc := range goldenCases() {
 		t.Run(gc.name, func(t *testing.T) {
+			enc := enc
+			if gc.frameSize != 0 {
+				var err error
+				enc, err = segment.NewEncoder(segment.WithFrameSize(gc.frameSize))
+				require.NoError(t, err)
+				defer enc.Close()
+			}
 			got, meta, err := enc.Encode(gc.meta, gc.entries)
 			require.NoError(t, err)
 			if os.Getenv(updateGoldenEnv) == "1" {

@@ -14,7 +14,12 @@ type encoderOptions struct {
 	level          zstd.EncoderLevel
 	maxEntrySize   int
 	maxSegmentSize int64
+	frameSize      int
 }
+
+// DefaultFrameSize is the default number of uncompressed bytes an Encoder
+// puts in one zstd frame (see WithFrameSize).
+const DefaultFrameSize = 1 << 20 // 1 MiB
 
 // EncoderOption configures an Encoder.
 type EncoderOption func(*encoderOptions) error
@@ -54,6 +59,22 @@ func WithEncoderMaxSegmentSize(n int64) EncoderOption {
 			return fmt.Errorf("segment: max segment size %d must be positive", n)
 		}
 		o.maxSegmentSize = n
+		return nil
+	}
+}
+
+// WithFrameSize sets about how many uncompressed bytes Encode puts in one zstd
+// frame. A batch of at most n bytes is one frame; a larger one is cut into
+// frames at entry boundaries, each holding whole entries and at most n bytes
+// unless a single entry is longer (it then has a frame to itself). Frames are
+// compressed in parallel and can be decompressed in parallel. n must be
+// positive; the default is DefaultFrameSize.
+func WithFrameSize(n int) EncoderOption {
+	return func(o *encoderOptions) error {
+		if n <= 0 {
+			return fmt.Errorf("segment: frame size %d must be positive", n)
+		}
+		o.frameSize = n
 		return nil
 	}
 }

@@ -148,6 +148,8 @@ func TestNewEncoder_BadOptions(t *testing.T) {
 		segment.WithEncoderMaxEntrySize(0),
 		segment.WithEncoderMaxSegmentSize(-1),
 		segment.WithEncoderLevel(zstd.EncoderLevel(99)),
+		segment.WithFrameSize(0),
+		segment.WithFrameSize(-1),
 	} {
 		_, err := segment.NewEncoder(opt)
 		require.Error(t, err)

@@ -117,12 +117,21 @@ func (d *Decoder) decodeFrom(r io.Reader, size int64) (seg *Segment, streamed bo
 	return seg, true, err
 }
 
-// readFull reads len(p) bytes from r unless it ends first; only errors other
-// than the end of r are returned.
+// readFull reads len(p) bytes from r unless it ends (io.EOF) first; any other
+// error of r is returned. Unlike io.ReadFull it does not turn an early io.EOF
+// into io.ErrUnexpectedEOF, so that an io.ErrUnexpectedEOF of r itself (an HTTP
+// body whose connection was cut) stays a failed read, not a short segment.
 func readFull(r io.Reader, p []byte) (int, error) {
-	got, err := io.ReadFull(r, p)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return got, fmt.Errorf("segment: read: %w", err)
+	got := 0
+	for got < len(p) {
+		k, err := r.Read(p[got:])
+		got += k
+		switch {
+		case errors.Is(err, io.EOF):
+			return got, nil
+		case err != nil:
+			return got, fmt.Errorf("segment: read: %w", err)
+		}
 	}
 	return got, nil
 }

@@ -172,13 +172,16 @@ func TestDecoder_DecodeFromDamage(t *testing.T) {
 		}
 	})
 	t.Run("reader fails", func(t *testing.T) {
-		boom := errors.New("connection reset")
-		for _, k := range []int{0, 4, 30, len(data) / 2, len(data) - 1} {
-			r := io.MultiReader(bytes.NewReader(data[:k]), iotest.ErrReader(boom))
-			seg, err := dec.DecodeFrom(r, size)
-			require.Nil(t, seg)
-			require.ErrorIs(t, err, boom, "after %d bytes", k)
-			require.NotErrorIs(t, err, segment.ErrCorrupt)
+		// A connection cut mid-body reads as io.ErrUnexpectedEOF from an HTTP
+		// body: a failed read, never a truncated (corrupt) segment.
+		for _, boom := range []error{errors.New("connection reset"), io.ErrUnexpectedEOF} {
+			for _, k := range []int{0, 4, 30, len(data) / 2, len(data) - 1} {
+				r := io.MultiReader(bytes.NewReader(data[:k]), iotest.ErrReader(boom))
+				seg, err := dec.DecodeFrom(r, size)
+				require.Nil(t, seg)
+				require.ErrorIs(t, err, boom, "after %d bytes", k)
+				require.NotErrorIs(t, err, segment.ErrCorrupt, "after %d bytes", k)
+			}
 		}
 		_, err := dec.DecodeFrom(bytes.NewReader(data), -1)
 		require.Error(t, err)

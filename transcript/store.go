@@ -250,12 +250,17 @@ func (s *Store) readListedSegment(ctx context.Context, key string) (*segment.Seg
 	if err != nil {
 		return nil, fmt.Errorf("read segment %s: %w", key, err)
 	}
-	data, err := readAllSized(rc, oi.Size)
-	rc.Close()
-	if err != nil {
-		return nil, fmt.Errorf("read segment %s: %w", key, err)
+	defer rc.Close()
+	var seg *segment.Segment
+	if oi.Size > 0 && oi.Size <= segment.DefaultMaxSegmentSize {
+		// Frames are decompressed while the rest of the body arrives.
+		seg, err = s.dec.DecodeFrom(rc, oi.Size)
+	} else {
+		var data []byte
+		if data, err = readAllSized(rc, oi.Size); err == nil {
+			seg, err = s.dec.Decode(data)
+		}
 	}
-	seg, err := s.dec.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("read segment %s: %w", key, err)
 	}

@@ -80,6 +80,13 @@ func (d *Decoder) Decode(data []byte) (*Segment, error) {
 // decode is Decode; parallel false decodes the zstd data as one stream even
 // when it holds several frames (tests compare the two paths).
 func (d *Decoder) decode(data []byte, parallel bool) (*Segment, error) {
+	return d.decodeInto(data, parallel, nil)
+}
+
+// decodeInto is decode with the output buffer given: buf, when not nil, has
+// exactly the raw length the metadata of data declares (DecodeFrom made it
+// before the body arrived); otherwise it is made once the checks pass.
+func (d *Decoder) decodeInto(data []byte, parallel bool, buf []byte) (*Segment, error) {
 	m, n, err := d.readMeta(data)
 	if err != nil {
 		return nil, err
@@ -88,7 +95,10 @@ func (d *Decoder) decode(data []byte, parallel bool) (*Segment, error) {
 		return nil, err
 	}
 	payload := data[n:]
-	raw, err := d.decompress(payload, m.RawLen, parallel)
+	if uint64(len(buf)) != m.RawLen {
+		buf = make([]byte, m.RawLen)
+	}
+	raw, err := d.decompress(payload, buf, parallel)
 	if err != nil {
 		switch {
 		case errors.Is(err, zstd.ErrDecoderSizeExceeded):
@@ -152,14 +162,14 @@ func (d *Decoder) verify(m Meta, n int, raw []byte) (*Segment, error) {
 	return &Segment{Meta: m, Entries: entries}, nil
 }
 
-// decompress decodes the zstd data into one buffer of rawLen bytes (the
-// caller checked rawLen against the limit). Data of several frames whose
+// decompress decodes the zstd data into buf, whose length is the raw length
+// (the caller checked it against the limit). Data of several frames whose
 // sizes add up to rawLen (see splitFrames) is decoded frame by frame in
 // parallel when parallel is set; anything else, and any failure of that path,
 // goes through one DecodeAll of the whole data capped at rawLen, whose errors
 // Decode reports.
-func (d *Decoder) decompress(payload []byte, rawLen uint64, parallel bool) ([]byte, error) {
-	buf := make([]byte, rawLen)
+func (d *Decoder) decompress(payload, buf []byte, parallel bool) ([]byte, error) {
+	rawLen := uint64(len(buf))
 	if parallel {
 		if spans, ok := splitFrames(payload, rawLen); ok && d.decodeFrames(payload, spans, buf) {
 			return buf, nil

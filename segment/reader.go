@@ -76,7 +76,9 @@ func (d *Decoder) decodeFrom(r io.Reader, size int64) (seg *Segment, streamed bo
 
 	data := make([]byte, total)
 	copy(data, metaFrame)
-	fs := newFrameStream(d, data[n:], m.RawLen)
+	// The output buffer is made (and zeroed) now, while the body is on its way,
+	// rather than once the first frame is in.
+	fs := newFrameStream(d, data[n:], make([]byte, m.RawLen))
 	got := n
 	var rerr error
 	for got < len(data) {
@@ -110,7 +112,7 @@ func (d *Decoder) decodeFrom(r io.Reader, size int64) (seg *Segment, streamed bo
 		return nil, false, checkLength(m, n, total+uint64(more))
 	}
 	if !ok {
-		seg, err = d.Decode(data)
+		seg, err = d.decodeInto(data, true, fs.raw)
 		return seg, false, err
 	}
 	seg, err = d.verify(m, n, fs.raw)
@@ -155,7 +157,7 @@ type frameStream struct {
 	d       *Decoder
 	payload []byte
 	rawLen  uint64
-	raw     []byte // allocated with the first frame
+	raw     []byte // rawLen bytes, the output
 
 	// The frame being received.
 	pos    int // its start in payload
@@ -173,8 +175,8 @@ type frameStream struct {
 	workers sync.WaitGroup
 }
 
-func newFrameStream(d *Decoder, payload []byte, rawLen uint64) *frameStream {
-	return &frameStream{d: d, payload: payload, rawLen: rawLen}
+func newFrameStream(d *Decoder, payload, raw []byte) *frameStream {
+	return &frameStream{d: d, payload: payload, raw: raw, rawLen: uint64(len(raw))}
 }
 
 // feed hands out every frame that lies wholly in payload[:got].
@@ -185,7 +187,6 @@ func (s *frameStream) feed(got int) {
 			return
 		}
 		if s.jobs == nil {
-			s.raw = make([]byte, s.rawLen)
 			s.jobs = make(chan frameSpan, 64)
 			for range runtime.GOMAXPROCS(0) {
 				s.workers.Go(s.work)

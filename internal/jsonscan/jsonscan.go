@@ -5,6 +5,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,15 +110,24 @@ func skipValue(b []byte, i int) (int, error) {
 	}
 	switch b[i] {
 	case '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
+		// The closing quote is the first one not escaped, that is not preceded by
+		// an odd run of backslashes; bytes.IndexByte finds candidates at memory
+		// speed, where a byte loop made this most of an entry scan's cost (entries
+		// are mostly long strings).
+		for j := i + 1; ; j++ {
+			k := bytes.IndexByte(b[j:], '"')
+			if k < 0 {
+				return 0, fmt.Errorf("%w: unterminated string", ErrSyntax)
+			}
+			j += k
+			esc := 0
+			for p := j - 1; p > i && b[p] == '\\'; p-- {
+				esc++
+			}
+			if esc%2 == 0 {
 				return j + 1, nil
 			}
 		}
-		return 0, fmt.Errorf("%w: unterminated string", ErrSyntax)
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {

@@ -31,11 +31,14 @@ func TestEachField(t *testing.T) {
 		{`{"id":"first","id":"last"}`, map[string]string{"id": `"last"`}},
 		{`{"m":{"id":"inner","x":[1,{"y":"]"}]},"id":"outer"}`, map[string]string{"m": `{"id":"inner","x":[1,{"y":"]"}]}`, "id": `"outer"`}},
 		{`{"\u0069d":"escaped key","n":-1.5e3,"t":true}`, map[string]string{"id": `"escaped key"`, "n": "-1.5e3", "t": "true"}},
+		// Runs of backslashes before a quote: even ends the string, odd escapes it.
+		{`{"a":"x\\","b":"\\\"q\\\\","c":"\"","d":["\\",{"e":"\\\""}]}`,
+			map[string]string{"a": `"x\\"`, "b": `"\\\"q\\\\"`, "c": `"\""`, "d": `["\\",{"e":"\\\""}]`}},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, fields(t, tt.obj), tt.obj)
 	}
-	for _, bad := range []string{``, `[]`, `"s"`, `{"a"`, `{"a":`, `{"a":"x`, `{"a":1 "b":2}`, `{"a" 1}`} {
+	for _, bad := range []string{``, `[]`, `"s"`, `{"a"`, `{"a":`, `{"a":"x`, `{"a":"x\"}`, `{"a":"\\\"}`, `{"a":1 "b":2}`, `{"a" 1}`} {
 		require.ErrorIs(t, jsonscan.EachField([]byte(bad), func(string, []byte, int) {}), jsonscan.ErrSyntax, bad)
 	}
 }

@@ -36,6 +36,8 @@ type Sizes struct {
 	Replicas        int `json:"replicas"`
 	ReplicaSessions int `json:"replicaSessions"`
 	ReplicaTurns    int `json:"replicaTurns"`
+	// ReplicaRounds is how many times the flush and its baseline alternate.
+	ReplicaRounds int `json:"replicaRounds"`
 	// Sessions of SessionSegments one-turn segments are restored and compacted.
 	Sessions        int `json:"sessions"`
 	SessionSegments int `json:"sessionSegments"`
@@ -59,14 +61,14 @@ type Sizes struct {
 func newSizes(quick bool, scale float64) Sizes {
 	s := Sizes{CodecSeconds: 1, CodecTurns: []int{1, 300}, FlushTurns: 500, MirrorTurns: 1000,
 		OpenTurns: 1000, OpenSegments: []int{1, 10, 100, 1000}, OpenReps: 11,
-		Replicas: 8, ReplicaSessions: 100, ReplicaTurns: 5,
+		Replicas: 8, ReplicaSessions: 100, ReplicaTurns: 5, ReplicaRounds: 4,
 		Sessions: 500, SessionSegments: 20, Parallel: 8,
 		SyncLengths: []int{10, 100, 1000}, SyncReps: 130,
 		WatchSegments: 100, WatchAppends: 20, WatchInterval: 100 * time.Millisecond,
 		MemoryEntries: []int{100_000, 1_000_000}}
 	if quick {
 		s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenReps = 0.25, 100, 100, 334, 3
-		s.ReplicaSessions, s.ReplicaTurns, s.Sessions = 25, 2, 50
+		s.ReplicaSessions, s.ReplicaTurns, s.Sessions, s.ReplicaRounds = 25, 2, 50, 1
 		s.SyncReps, s.WatchAppends = 65, 10
 		s.MemoryEntries = []int{10_000, 100_000}
 	}
@@ -77,7 +79,7 @@ func newSizes(quick bool, scale float64) Sizes {
 		s.FlushTurns, s.MirrorTurns, s.OpenTurns = sc(s.FlushTurns, 3), sc(s.MirrorTurns, 4), sc(s.OpenTurns, 4)
 		s.Replicas, s.ReplicaSessions, s.Sessions, s.SessionSegments = sc(s.Replicas, 2), sc(s.ReplicaSessions, 2), sc(s.Sessions, 3), sc(s.SessionSegments, 5)
 		s.OpenSegments = []int{1, 10}
-		s.OpenReps = 1
+		s.OpenReps, s.ReplicaRounds = 1, 1
 		s.SyncLengths, s.SyncReps = []int{2, 10}, 2
 		s.WatchSegments, s.WatchAppends, s.WatchInterval = 3, 2, 10*time.Millisecond
 		s.MemoryEntries = []int{sc(1000, 10)}
@@ -88,12 +90,12 @@ func newSizes(quick bool, scale float64) Sizes {
 // String summarises the sizes for the report.
 func (s Sizes) String() string {
 	return fmt.Sprintf("codec %v turns/segment for %.2g s each; flush %d turns; mirror %d turns; "+
-		"open %d turns in %v segments, %d reps; %d replicas × %d sessions × %d turns; "+
+		"open %d turns in %v segments, %d reps; %d replicas × %d sessions × %d turns, %d rounds; "+
 		"restore and compaction %d sessions × %d segments, parallelism %d; "+
 		"per-turn sync at %v segments, %d turns each; Watch %d appends to %d segments, poll %v; "+
 		"CLI memory at %v entries",
 		s.CodecTurns, s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenSegments, s.OpenReps,
-		s.Replicas, s.ReplicaSessions, s.ReplicaTurns, s.Sessions, s.SessionSegments, s.Parallel,
+		s.Replicas, s.ReplicaSessions, s.ReplicaTurns, s.ReplicaRounds, s.Sessions, s.SessionSegments, s.Parallel,
 		s.SyncLengths, s.SyncReps, s.WatchAppends, s.WatchSegments, s.WatchInterval, s.MemoryEntries)
 }
 

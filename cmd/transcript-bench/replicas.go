@@ -7,7 +7,10 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"golang.org/x/sync/errgroup"
@@ -45,6 +48,81 @@ func (r *recorder) Put(ctx context.Context, key string, rd io.Reader, size int64
 	return nil
 }
 
+// flushAll has every replica flush its sessions' turns, from mirror.DefaultWorkers
+// goroutines over disjoint sessions (a session's turns in order), and waits until
+// every Mirror is quiescent.
+func flushAll(ctx context.Context, reps []*replica, turns int) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for i, r := range reps {
+		g.Go(func() error {
+			flushers, fctx := errgroup.WithContext(gctx)
+			for f := range mirror.DefaultWorkers {
+				flushers.Go(func() error {
+					for t := range turns {
+						for s := f; s < len(r.sessions); s += mirror.DefaultWorkers {
+							ref := transcript.TranscriptRef{AgentID: "bench", SessionID: fmt.Sprintf("r%d-s%03d", i, s)}
+							if err := r.m.Upload(fctx, mirror.Batch{Ref: ref, Entries: r.sessions[s][t]}); err != nil {
+								return err
+							}
+						}
+					}
+					return nil
+				})
+			}
+			if err := flushers.Wait(); err != nil {
+				return err
+			}
+			return r.m.AwaitQuiescence(gctx)
+		})
+	}
+	return g.Wait()
+}
+
+// putRaw is item 5's baseline: objs PUT with minio-go PutObject, conc at a time,
+// each under its own key's place in the session hierarchy (moved from the store's
+// prefix to one of the baseline's, its name prefixed with round so that no round
+// overwrites another's). Flattening the keys would spare the server the
+// directories a first write under a new session's prefix creates.
+func putRaw(ctx context.Context, e *env, objs []object, conc int, round string) error {
+	client, name := e.s3().Client(), e.s3().Name()
+	storePrefix, rawPrefix := e.key("replicas")+"/", e.key("raw", "replicas")+"/"
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(conc)
+	for _, o := range objs {
+		dir, base := path.Split(strings.TrimPrefix(o.key, storePrefix))
+		key := rawPrefix + dir + round + "-" + base
+		g.Go(func() error {
+			_, err := client.PutObject(gctx, name, key, bytes.NewReader(o.data), int64(len(o.data)), minio.PutObjectOptions{})
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// medianOf returns the median of ds (which it sorts).
+func medianOf(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// replica is one of item 5's replicas: its own bucket connection (recorded),
+// Store, Mirror and sessions.
+type replica struct {
+	rec      *recorder
+	store    *transcript.Store
+	m        *mirror.Mirror
+	sessions [][][][]byte
+}
+
+// take returns the objects recorded so far and forgets them.
+func (r *recorder) take() []object {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	objs := r.objs
+	r.objs = nil
+	return objs
+}
+
 // runReplicas is item 5: Replicas processes (each its own connection, Writer,
 // outbox and Mirror with the default workers) flush ReplicaTurns turns of
 // ReplicaSessions sessions each, all at once; the time runs until every Mirror is
@@ -56,12 +134,6 @@ func (r *recorder) Put(ctx context.Context, key string, rd io.Reader, size int64
 func runReplicas(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
 	sz := e.cfg.Sizes
-	type replica struct {
-		rec      *recorder
-		store    *transcript.Store
-		m        *mirror.Mirror
-		sessions [][][][]byte
-	}
 	reps := make([]*replica, sz.Replicas)
 	for i := range reps {
 		b, err := e.openBucket(ctx)
@@ -89,66 +161,59 @@ func runReplicas(ctx context.Context, e *env) (ItemResult, error) {
 		}
 		reps[i] = r
 	}
-	wall, err := timeIt(func() error {
-		g, gctx := errgroup.WithContext(ctx)
-		for i, r := range reps {
-			g.Go(func() error {
-				flushers, fctx := errgroup.WithContext(gctx)
-				for f := range mirror.DefaultWorkers {
-					flushers.Go(func() error {
-						for t := range sz.ReplicaTurns {
-							for s := f; s < len(r.sessions); s += mirror.DefaultWorkers {
-								ref := transcript.TranscriptRef{AgentID: "bench", SessionID: fmt.Sprintf("r%d-s%03d", i, s)}
-								if err := r.m.Upload(fctx, mirror.Batch{Ref: ref, Entries: r.sessions[s][t]}); err != nil {
-									return err
-								}
-							}
-						}
-						return nil
-					})
-				}
-				if err := flushers.Wait(); err != nil {
-					return err
-				}
-				return r.m.AwaitQuiescence(gctx)
-			})
-		}
-		return g.Wait()
-	})
-	if err != nil {
-		return res, err
-	}
+	// Rounds of store and baseline, in alternating order (store first in the first
+	// round, which records the objects): whatever the server still does from an
+	// earlier item (deleting a compaction's inputs, say), or a drift as its disk
+	// fills, falls on both alike. A round that runs the baseline first PUTs the
+	// objects the previous round recorded.
+	conc := sz.Replicas * mirror.DefaultWorkers
+	var walls, rawWalls []time.Duration
 	var objs []object
 	var size int64
-	for _, r := range reps {
-		objs = append(objs, r.rec.objs...)
-	}
-	for _, o := range objs {
-		size += int64(len(o.data))
-	}
-	if want := sz.Replicas * sz.ReplicaSessions * sz.ReplicaTurns; len(objs) != want {
-		return res, fmt.Errorf("replicas stored %d segments, want %d", len(objs), want)
-	}
-	conc := sz.Replicas * mirror.DefaultWorkers
-	client, name := e.s3().Client(), e.s3().Name()
-	rawPrefix := e.key("raw", "replicas") + "/"
-	rawWall, err := timeIt(func() error {
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(conc)
-		for _, o := range objs {
-			g.Go(func() error {
-				_, err := client.PutObject(gctx, name, rawPrefix+path.Base(o.key), bytes.NewReader(o.data), int64(len(o.data)), minio.PutObjectOptions{})
-				return err
-			})
+	store := func() (time.Duration, error) {
+		wall, err := timeIt(func() error { return flushAll(ctx, reps, sz.ReplicaTurns) })
+		if err != nil {
+			return 0, err
 		}
-		return g.Wait()
-	})
-	if err != nil {
-		return res, err
+		objs, size = nil, 0
+		for _, r := range reps {
+			objs = append(objs, r.rec.take()...)
+		}
+		for _, o := range objs {
+			size += int64(len(o.data))
+		}
+		if want := sz.Replicas * sz.ReplicaSessions * sz.ReplicaTurns; len(objs) != want {
+			return 0, fmt.Errorf("replicas stored %d segments, want %d", len(objs), want)
+		}
+		return wall, nil
 	}
+	for round := range sz.ReplicaRounds {
+		raw := func() (time.Duration, error) {
+			return timeIt(func() error { return putRaw(ctx, e, objs, conc, fmt.Sprintf("round%d", round)) })
+		}
+		first, second, storeFirst := store, raw, round%2 == 0
+		if !storeFirst {
+			first, second = raw, store
+		}
+		d1, err := first()
+		if err != nil {
+			return res, err
+		}
+		d2, err := second()
+		if err != nil {
+			return res, err
+		}
+		wall, rawWall := d1, d2
+		if !storeFirst {
+			wall, rawWall = d2, d1
+		}
+		e.logf("round %d (store first: %v): store %v, raw PUTs %v (%.3g×)", round+1, storeFirst, wall, rawWall, rawWall.Seconds()/wall.Seconds())
+		walls, rawWalls = append(walls, wall), append(rawWalls, rawWall)
+	}
+	wall, rawWall := medianOf(walls), medianOf(rawWalls)
 	n := float64(len(objs))
-	note := fmt.Sprintf("%d replicas × %d sessions × %d flushes = %d segments, %.1f MB; concurrency %d (each replica flushes from %d goroutines, the baseline runs %d PUTs at once)",
-		sz.Replicas, sz.ReplicaSessions, sz.ReplicaTurns, len(objs), float64(size)/mb, conc, mirror.DefaultWorkers, conc)
+	note := fmt.Sprintf("%d replicas × %d sessions × %d flushes = %d segments, %.1f MB; concurrency %d (each replica flushes from %d goroutines, the baseline runs %d PUTs at once); median of %d rounds, store and baseline in alternating order",
+		sz.Replicas, sz.ReplicaSessions, sz.ReplicaTurns, len(objs), float64(size)/mb, conc, mirror.DefaultWorkers, conc, sz.ReplicaRounds)
 	res.Rows = append(res.Rows,
 		row(5, fmt.Sprintf("aggregate flush throughput, %d replicas", sz.Replicas), "flushes/s", n/wall.Seconds(), "minio-go PutObject of the same objects", n/rawWall.Seconds(), true, note),
 		row(5, fmt.Sprintf("aggregate upload throughput, %d replicas", sz.Replicas), "MB/s", float64(size)/mb/wall.Seconds(), "minio-go PutObject", float64(size)/mb/rawWall.Seconds(), true,

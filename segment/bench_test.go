@@ -52,17 +52,8 @@ func BenchmarkEncode(b *testing.B) {
 	// About 5 MB as one frame and as frames of DefaultFrameSize compressed in
 	// parallel.
 	entries := makeLargeEntries(5<<20, 3)
-	for _, fc := range []struct {
-		name      string
-		frameSize int
-	}{
-		{"single-frame", 64 << 20},
-		{"multi-frame", segment.DefaultFrameSize},
-	} {
-		enc, err := segment.NewEncoder(segment.WithFrameSize(fc.frameSize))
-		if err != nil {
-			b.Fatal(err)
-		}
+	for _, fc := range frameCases[:2] {
+		enc := newFrameEncoder(b, fc.frameSize)
 		b.Run("size=5MB/"+fc.name, func(b *testing.B) {
 			b.SetBytes(rawSize(entries))
 			b.ReportAllocs()
@@ -123,18 +114,8 @@ func BenchmarkDecode(b *testing.B) {
 	// A large compacted segment, about 5 MB of entries of a few KiB, written
 	// as one zstd frame and as frames of DefaultFrameSize decoded in parallel.
 	entries := makeLargeEntries(5<<20, 3)
-	for _, fc := range []struct {
-		name      string
-		frameSize int
-	}{
-		{"single-frame", 64 << 20},
-		{"multi-frame", segment.DefaultFrameSize},
-		{"multi-frame-256KiB", 256 << 10},
-	} {
-		enc, err := segment.NewEncoder(segment.WithFrameSize(fc.frameSize))
-		if err != nil {
-			b.Fatal(err)
-		}
+	for _, fc := range frameCases {
+		enc := newFrameEncoder(b, fc.frameSize)
 		data, meta, err := enc.Encode(sampleMeta(), entries)
 		if err != nil {
 			b.Fatal(err)
@@ -164,17 +145,8 @@ func BenchmarkDecodeFrom(b *testing.B) {
 	}
 	defer dec.Close()
 	entries := makeLargeEntries(5<<20, 3)
-	for _, fc := range []struct {
-		name      string
-		frameSize int
-	}{
-		{"single-frame", 64 << 20},
-		{"multi-frame", segment.DefaultFrameSize},
-	} {
-		enc, err := segment.NewEncoder(segment.WithFrameSize(fc.frameSize))
-		if err != nil {
-			b.Fatal(err)
-		}
+	for _, fc := range frameCases[:2] {
+		enc := newFrameEncoder(b, fc.frameSize)
 		data, meta, err := enc.Encode(sampleMeta(), entries)
 		if err != nil {
 			b.Fatal(err)
@@ -246,4 +218,25 @@ func makeLargeEntries(total int, seed uint64) [][]byte {
 		n += len(e) + 1
 	}
 	return entries
+}
+
+// frameCases are the frame sizes the large-segment benchmarks compare: one frame
+// for the whole segment, DefaultFrameSize, and smaller frames.
+var frameCases = []struct {
+	name      string
+	frameSize int
+}{
+	{"single-frame", 64 << 20},
+	{"multi-frame", segment.DefaultFrameSize},
+	{"multi-frame-256KiB", 256 << 10},
+}
+
+// newFrameEncoder returns an Encoder that cuts frames of frameSize bytes.
+func newFrameEncoder(b *testing.B, frameSize int) *segment.Encoder {
+	b.Helper()
+	enc, err := segment.NewEncoder(segment.WithFrameSize(frameSize))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return enc
 }

@@ -23,12 +23,7 @@ func TestCodec_MultiFrameNoLeaks(t *testing.T) {
 	require.NoError(t, err)
 
 	entries := makeEntries(60, 11)
-	data, meta, err := enc.Encode(sampleMeta(), entries)
-	require.NoError(t, err)
-	seg, err := dec.Decode(data)
-	require.NoError(t, err)
-	require.Equal(t, entries, seg.Entries)
-	require.Equal(t, meta, seg.Meta)
+	data, _ := roundTrip(t, enc, dec, entries)
 
 	// Damage in the last frame: the parallel path fails and Decode falls back.
 	bad := bytes.Clone(data)
@@ -77,12 +72,7 @@ func TestEncoder_FrameSizeRoundTrip(t *testing.T) {
 			enc, err := segment.NewEncoder(segment.WithFrameSize(fs))
 			require.NoError(t, err)
 			defer enc.Close()
-			data, meta, err := enc.Encode(sampleMeta(), entries)
-			require.NoError(t, err)
-			seg, err := dec.Decode(data)
-			require.NoError(t, err)
-			require.Equal(t, entries, seg.Entries)
-			require.Equal(t, meta, seg.Meta)
+			data, meta := roundTrip(t, enc, dec, entries)
 			sums = append(sums, meta.Checksum)
 			// Encoding is deterministic, frames compressed in parallel or not.
 			again, _, err := enc.Encode(sampleMeta(), entries)
@@ -93,4 +83,17 @@ func TestEncoder_FrameSizeRoundTrip(t *testing.T) {
 	for _, s := range sums {
 		require.Equal(t, sums[0], s)
 	}
+}
+
+// roundTrip encodes entries with sampleMeta, decodes the segment and checks that
+// it gives back the entries and the metadata Encode returned.
+func roundTrip(t *testing.T, enc *segment.Encoder, dec *segment.Decoder, entries [][]byte) ([]byte, segment.Meta) {
+	t.Helper()
+	data, meta, err := enc.Encode(sampleMeta(), entries)
+	require.NoError(t, err)
+	seg, err := dec.Decode(data)
+	require.NoError(t, err)
+	require.Equal(t, entries, seg.Entries)
+	require.Equal(t, meta, seg.Meta)
+	return data, meta
 }

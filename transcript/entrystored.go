@@ -1,13 +1,10 @@
 package transcript
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/transcriptstore/transcript/internal/jsonscan"
-	"github.com/transcriptstore/transcript/segment"
 )
 
 // parseStoredEntry is ParseEntry for an entry read back from a segment that
@@ -49,25 +46,4 @@ func parseStoredEntry(raw []byte) (Entry, error) {
 		}
 	}
 	return e, nil
-}
-
-// readAllSized reads r to the end into a buffer of the announced size (plus one
-// byte, to see the end without growing), so that a segment is copied once.
-func readAllSized(r io.Reader, size int64) ([]byte, error) {
-	if size <= 0 || size > segment.DefaultMaxSegmentSize {
-		return io.ReadAll(r)
-	}
-	buf := make([]byte, 0, size+1)
-	for {
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		switch {
-		case errors.Is(err, io.EOF):
-			return buf, nil
-		case err != nil:
-			return nil, err
-		case len(buf) == cap(buf): // longer than announced
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -256,8 +257,9 @@ func (s *Store) readListedSegment(ctx context.Context, key string) (*segment.Seg
 		// Frames are decompressed while the rest of the body arrives.
 		seg, err = s.dec.DecodeFrom(rc, oi.Size)
 	} else {
+		// Of unknown size, or larger than any segment: Decode says which.
 		var data []byte
-		if data, err = readAllSized(rc, oi.Size); err == nil {
+		if data, err = io.ReadAll(rc); err == nil {
 			seg, err = s.dec.Decode(data)
 		}
 	}

@@ -74,18 +74,14 @@ func (d *Decoder) ReadMeta(data []byte) (meta Meta, n int, err error) {
 // ErrUnsupportedVersion for a newer format; ErrTooLarge when the declared
 // size exceeds the limits; ErrEntryTooLarge for an oversized entry.
 func (d *Decoder) Decode(data []byte) (*Segment, error) {
-	return d.decode(data, true)
+	return d.decodeInto(data, true, nil)
 }
 
-// decode is Decode; parallel false decodes the zstd data as one stream even
-// when it holds several frames (tests compare the two paths).
-func (d *Decoder) decode(data []byte, parallel bool) (*Segment, error) {
-	return d.decodeInto(data, parallel, nil)
-}
-
-// decodeInto is decode with the output buffer given: buf, when not nil, has
+// decodeInto is Decode with the output buffer given: buf, when not nil, has
 // exactly the raw length the metadata of data declares (DecodeFrom made it
 // before the body arrived); otherwise it is made once the checks pass.
+// parallel false decodes the zstd data as one stream even when it holds
+// several frames (tests compare the two paths).
 func (d *Decoder) decodeInto(data []byte, parallel bool, buf []byte) (*Segment, error) {
 	m, n, err := d.readMeta(data)
 	if err != nil {

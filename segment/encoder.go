@@ -3,9 +3,7 @@ package segment
 import (
 	"bytes"
 	"fmt"
-	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/zstd"
@@ -154,27 +152,15 @@ func (e *Encoder) Encode(meta Meta, entries [][]byte) ([]byte, Meta, error) {
 // head zero bytes followed by the frames in order.
 func (e *Encoder) encodeFrames(raw []byte, ends []int, head int) []byte {
 	frames := make([][]byte, len(ends))
-	var next atomic.Int64
-	work := func() {
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= len(ends) {
-				return
-			}
-			start := 0
-			if i > 0 {
-				start = ends[i-1]
-			}
-			src := raw[start:ends[i]]
-			frames[i] = e.zenc.EncodeAll(src, make([]byte, 0, len(src)/3+64))
+	inParallel(len(ends), func(i int) bool {
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
 		}
-	}
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(ends)) - 1 {
-		wg.Go(work)
-	}
-	work()
-	wg.Wait()
+		src := raw[start:ends[i]]
+		frames[i] = e.zenc.EncodeAll(src, make([]byte, 0, len(src)/3+64))
+		return true
+	})
 
 	total := head
 	for _, f := range frames {

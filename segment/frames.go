@@ -202,25 +202,33 @@ func walkBlocks(p []byte, pos int) (int, walkStatus) {
 // in place; on false, buf holds garbage and the caller decodes the payload
 // again as one stream, so that errors are reported the one usual way.
 func (d *Decoder) decodeFrames(payload []byte, spans []frameSpan, buf []byte) bool {
+	return inParallel(len(spans), func(i int) bool {
+		s := spans[i]
+		dst := buf[s.out : s.out : s.out+s.size]
+		out, err := d.zdec.DecodeAll(payload[s.start:s.end], dst)
+		return err == nil && len(out) == s.size && &out[0] == &buf[s.out]
+	})
+}
+
+// inParallel calls fn(i) for every i in [0, n), on at most GOMAXPROCS
+// goroutines (the caller's among them), all finished before it returns. Once
+// a call returns false no further call starts; inParallel then returns false.
+func inParallel(n int, fn func(i int) bool) bool {
 	var next atomic.Int64
 	var failed atomic.Bool
 	work := func() {
 		for !failed.Load() {
 			i := int(next.Add(1)) - 1
-			if i >= len(spans) {
+			if i >= n {
 				return
 			}
-			s := spans[i]
-			dst := buf[s.out : s.out : s.out+s.size]
-			out, err := d.zdec.DecodeAll(payload[s.start:s.end], dst)
-			if err != nil || len(out) != s.size || &out[0] != &buf[s.out] {
+			if !fn(i) {
 				failed.Store(true)
-				return
 			}
 		}
 	}
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(spans)) - 1 {
+	for range min(runtime.GOMAXPROCS(0), n) - 1 {
 		wg.Go(work)
 	}
 	work()

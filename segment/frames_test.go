@@ -215,7 +215,7 @@ func TestDecode_MultiFrameDamage(t *testing.T) {
 	check := func(t *testing.T, bad []byte, what string) (harmless bool) {
 		t.Helper()
 		seg, err := dec.Decode(bad)
-		want, wantErr := dec.decode(bad, false)
+		want, wantErr := dec.decodeInto(bad, false, nil)
 		// DecodeFrom, reading the object in pieces, agrees too.
 		fromSeg, fromErr := dec.DecodeFrom(iotest.HalfReader(bytes.NewReader(bad)), int64(len(bad)))
 		if wantErr != nil {
@@ -329,7 +329,7 @@ func TestGoldenMultiFrame(t *testing.T) {
 	// multi-frame segments did, gets the same segment.
 	par, err := dec.Decode(data)
 	require.NoError(t, err)
-	seq, err := dec.decode(data, false)
+	seq, err := dec.decodeInto(data, false, nil)
 	require.NoError(t, err)
 	require.Equal(t, seq, par)
 }

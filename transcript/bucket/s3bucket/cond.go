@@ -75,7 +75,7 @@ func (b *Bucket) PutIf(ctx context.Context, key string, r io.Reader, size int64,
 	}
 	rctx, cancel := b.timeout(ctx)
 	defer cancel()
-	ui, err := b.putObject(rctx, key, bytes.NewReader(sent), size, po)
+	ui, err := b.putSigned(rctx, key, sent, po) // in memory already
 	if err == nil {
 		return ui.ETag, nil
 	}

@@ -73,53 +73,56 @@ func (b *Bucket) put(ctx context.Context, key string, r io.Reader, size int64, o
 	return bucket.ErrExists
 }
 
-// putObject sends one PUT of body: with its payload hash signed when it is small
-// and in memory (signedPayload), as minio-go does by default otherwise.
+// putObject sends one PUT of body: held in memory and small (inMemory), as
+// putSigned; otherwise as minio-go does by default.
 func (b *Bucket) putObject(ctx context.Context, key string, body io.Reader, size int64, po minio.PutObjectOptions) (minio.UploadInfo, error) {
-	small, sum, ok, err := signedPayload(body, size)
+	data, ok, err := inMemory(body, size)
 	if err != nil {
 		return minio.UploadInfo{}, err
 	}
 	if !ok {
 		return b.client.PutObject(ctx, b.cfg.Bucket, key, body, size, po)
 	}
+	return b.putSigned(ctx, key, data, po)
+}
+
+// putSigned PUTs data with its SHA-256 in the SigV4 signature, so the server
+// checks every byte as it does for minio-go's default, and the payload stays as
+// authenticated over plain HTTP. minio-go's default over HTTP is
+// STREAMING-AWS4-HMAC-SHA256-PAYLOAD: the body re-framed in signed chunks, a
+// 64 KiB buffer per request and an HMAC per chunk on both sides, a CPU cost that a
+// replica flushing thousands of small segments pays on every one of them.
+func (b *Bucket) putSigned(ctx context.Context, key string, data []byte, po minio.PutObjectOptions) (minio.UploadInfo, error) {
+	sum := sha256.Sum256(data)
 	po.DisableContentSha256 = true // no chunk-signed stream: the hash is in the signature
-	return minio.Core{Client: b.client}.PutObject(ctx, b.cfg.Bucket, key, small, size, "", sum, po)
+	return minio.Core{Client: b.client}.PutObject(ctx, b.cfg.Bucket, key, bytes.NewReader(data), int64(len(data)), "", hex.EncodeToString(sum[:]), po)
 }
 
 // maxSignedPayload is the largest body Put sends with its SHA-256 computed up
 // front (a segment a flush writes is a few KiB).
 const maxSignedPayload = 1 << 20
 
-// signedPayload returns, for a body of at most maxSignedPayload bytes held in
-// memory (an io.ReaderAt that seeks), a reader of its size bytes from the current
-// position and their hex SHA-256; ok is false for other bodies.
-//
-// A PUT then carries the payload's hash in its SigV4 signature, so the server
-// checks every byte as it does for minio-go's default, and the payload stays as
-// authenticated over plain HTTP. minio-go's default over HTTP is
-// STREAMING-AWS4-HMAC-SHA256-PAYLOAD: the body re-framed in signed chunks, a
-// 64 KiB buffer per request and an HMAC per chunk on both sides, a CPU cost that a
-// replica flushing thousands of small segments pays on every one of them.
-func signedPayload(body io.Reader, size int64) (io.Reader, string, bool, error) {
+// inMemory returns the size bytes of body from its current position when body
+// is held in memory (an io.ReaderAt that seeks) and at most maxSignedPayload
+// bytes long; ok is false for other bodies.
+func inMemory(body io.Reader, size int64) (data []byte, ok bool, err error) {
 	ra, okAt := body.(io.ReaderAt)
 	sk, okSeek := body.(io.Seeker)
 	if !okAt || !okSeek || size <= 0 || size > maxSignedPayload {
-		return nil, "", false, nil
+		return nil, false, nil
 	}
 	off, err := sk.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return nil, "", false, fmt.Errorf("read source: %w", err)
+		return nil, false, fmt.Errorf("read source: %w", err)
 	}
-	data := make([]byte, size)
+	data = make([]byte, size)
 	if n, err := ra.ReadAt(data, off); n < len(data) {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, "", false, fmt.Errorf("read source: %w", err)
+		return nil, false, fmt.Errorf("read source: %w", err)
 	}
-	sum := sha256.Sum256(data)
-	return bytes.NewReader(data), hex.EncodeToString(sum[:]), true, nil
+	return data, true, nil
 }
 
 // body returns a request body of known size. A source that can seek is passed on

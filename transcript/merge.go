@@ -248,7 +248,7 @@ func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCor
 	var ref TranscriptRef
 	var prefix string
 	for i, info := range infos {
-		if info.Ref != ref || prefix == "" {
+		if i == 0 || info.Ref != ref {
 			ref, prefix = info.Ref, sessionPrefix(s.cfg.Prefix, info.Ref)
 		}
 		// A key listed under its own session, which the caller scoped, is read

@@ -94,7 +94,7 @@ func (d *Decoder) decodeInto(data []byte, parallel bool, buf []byte) (*Segment, 
 	if uint64(len(buf)) != m.RawLen {
 		buf = make([]byte, m.RawLen)
 	}
-	raw, err := d.decompress(payload, buf, parallel)
+	raw, check, err := d.decompress(payload, buf, parallel)
 	if err != nil {
 		switch {
 		case errors.Is(err, zstd.ErrDecoderSizeExceeded):
@@ -107,7 +107,7 @@ func (d *Decoder) decodeInto(data []byte, parallel bool, buf []byte) (*Segment, 
 		}
 		return nil, corrupt(n, err, "decompress")
 	}
-	return d.verify(m, n, raw)
+	return d.verify(m, n, raw, check)
 }
 
 // readMeta parses the metadata frame at the start of data and checks the
@@ -138,17 +138,24 @@ func checkLength(m Meta, n int, size uint64) error {
 
 // verify checks decompressed JSONL against its metadata (length, checksum,
 // framing, index) and cuts it into entries. n is the payload offset, used
-// for error reports.
-func (d *Decoder) verify(m Meta, n int, raw []byte) (*Segment, error) {
+// for error reports. check, if not nil, holds what the frame workers already
+// hashed and cut (see frameCheck); verify does the rest itself.
+func (d *Decoder) verify(m Meta, n int, raw []byte, check *frameCheck) (*Segment, error) {
 	if uint64(len(raw)) != m.RawLen {
 		return nil, corrupt(n, nil, "zstd data decompresses to %d bytes, metadata declares %d", len(raw), m.RawLen)
 	}
-	if got := xxhash.Sum64(raw); got != m.Checksum {
+	got, hashed, entries := check.result(m.EntryCount)
+	if !hashed {
+		got = xxhash.Sum64(raw)
+	}
+	if got != m.Checksum {
 		return nil, corrupt(n, ErrChecksum, "entries checksum %016x, metadata declares %016x", got, m.Checksum)
 	}
-	entries, err := d.split(raw, m.EntryCount, n)
-	if err != nil {
-		return nil, err
+	if entries == nil {
+		var err error
+		if entries, err = d.split(raw, m.EntryCount, n); err != nil {
+			return nil, err
+		}
 	}
 	for i, ie := range m.Index {
 		if int(ie.Len) != len(entries[i]) {
@@ -164,14 +171,21 @@ func (d *Decoder) verify(m Meta, n int, raw []byte) (*Segment, error) {
 // parallel when parallel is set; anything else, and any failure of that path,
 // goes through one DecodeAll of the whole data capped at rawLen, whose errors
 // Decode reports.
-func (d *Decoder) decompress(payload, buf []byte, parallel bool) ([]byte, error) {
+//
+// Frames decoded in parallel are also hashed and cut as they finish; the
+// frameCheck returned says how far that went (nil for one stream).
+func (d *Decoder) decompress(payload, buf []byte, parallel bool) ([]byte, *frameCheck, error) {
 	rawLen := uint64(len(buf))
 	if parallel {
-		if spans, ok := splitFrames(payload, rawLen); ok && d.decodeFrames(payload, spans, buf) {
-			return buf, nil
+		if spans, ok := splitFrames(payload, rawLen); ok {
+			check := newFrameCheck(buf, d.opts.maxEntrySize)
+			if d.decodeFrames(payload, spans, buf, check) {
+				return buf, check, nil
+			}
 		}
 	}
-	return d.zdec.DecodeAll(payload, buf[:0])
+	raw, err := d.zdec.DecodeAll(payload, buf[:0])
+	return raw, nil, err
 }
 
 // split cuts verified JSONL into entries. off is the payload offset, used

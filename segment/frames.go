@@ -200,14 +200,31 @@ func walkBlocks(p []byte, pos int) (int, walkStatus) {
 // buf, in parallel on at most GOMAXPROCS goroutines, all finished before it
 // returns. It reports whether every frame decoded to exactly its declared size
 // in place; on false, buf holds garbage and the caller decodes the payload
-// again as one stream, so that errors are reported the one usual way.
-func (d *Decoder) decodeFrames(payload []byte, spans []frameSpan, buf []byte) bool {
+// again as one stream, so that errors are reported the one usual way. check,
+// if not nil, hashes and cuts each frame once it is decoded.
+func (d *Decoder) decodeFrames(payload []byte, spans []frameSpan, buf []byte, check *frameCheck) bool {
+	if check != nil {
+		for _, s := range spans {
+			check.add(s)
+		}
+	}
 	return inParallel(len(spans), func(i int) bool {
-		s := spans[i]
-		dst := buf[s.out : s.out : s.out+s.size]
-		out, err := d.zdec.DecodeAll(payload[s.start:s.end], dst)
-		return err == nil && len(out) == s.size && &out[0] == &buf[s.out]
+		if !d.decodeFrame(payload, spans[i], buf) {
+			return false
+		}
+		if check != nil {
+			check.decoded(i)
+		}
+		return true
 	})
+}
+
+// decodeFrame decompresses one frame straight into its place in buf and
+// reports whether it decoded to exactly its declared size there.
+func (d *Decoder) decodeFrame(payload []byte, s frameSpan, buf []byte) bool {
+	dst := buf[s.out : s.out : s.out+s.size]
+	out, err := d.zdec.DecodeAll(payload[s.start:s.end], dst)
+	return err == nil && len(out) == s.size && &out[0] == &buf[s.out]
 }
 
 // inParallel calls fn(i) for every i in [0, n), on at most GOMAXPROCS

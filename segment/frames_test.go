@@ -121,7 +121,7 @@ func TestEncode_FrameCuts(t *testing.T) {
 				}
 				require.Equal(t, len(entries), next)
 				buf := make([]byte, meta.RawLen)
-				require.True(t, dec.decodeFrames(payload, spans, buf), "parallel path taken")
+				require.True(t, dec.decodeFrames(payload, spans, buf, nil), "parallel path taken")
 				require.Equal(t, raw, buf)
 			}
 
@@ -210,7 +210,7 @@ func TestDecode_MultiFrameDamage(t *testing.T) {
 	spans, ok := splitFrames(data[n:], meta.RawLen)
 	require.True(t, ok, "%d bytes of JSONL", meta.RawLen)
 	require.Len(t, spans, 3)
-	require.True(t, dec.decodeFrames(data[n:], spans, make([]byte, meta.RawLen)), "undamaged: parallel path")
+	require.True(t, dec.decodeFrames(data[n:], spans, make([]byte, meta.RawLen), nil), "undamaged: parallel path")
 
 	check := func(t *testing.T, bad []byte, what string) (harmless bool) {
 		t.Helper()
@@ -324,7 +324,7 @@ func TestGoldenMultiFrame(t *testing.T) {
 	spans, ok := splitFrames(data[n:], meta.RawLen)
 	require.True(t, ok)
 	require.GreaterOrEqual(t, len(spans), 3)
-	require.True(t, dec.decodeFrames(data[n:], spans, make([]byte, meta.RawLen)))
+	require.True(t, dec.decodeFrames(data[n:], spans, make([]byte, meta.RawLen), nil))
 	// A reader that decodes the data as one stream, as every reader before
 	// multi-frame segments did, gets the same segment.
 	par, err := dec.Decode(data)
@@ -369,6 +369,11 @@ func TestFrameStream_FeedsFramesAsTheyArrive(t *testing.T) {
 			require.True(t, fs.finish())
 			raw := bytes.Join(entries, []byte("\n"))
 			require.Equal(t, append(raw, '\n'), fs.raw)
+			// Each frame was hashed and cut as it came out of its worker.
+			sum, hashed, cut := fs.check.result(meta.EntryCount)
+			require.True(t, hashed)
+			require.Equal(t, meta.Checksum, sum)
+			require.Equal(t, entries, cut)
 		})
 	}
 	t.Run("one frame is not streamed", func(t *testing.T) {

@@ -115,7 +115,7 @@ func (d *Decoder) decodeFrom(r io.Reader, size int64) (seg *Segment, streamed bo
 		seg, err = d.decodeInto(data, true, fs.raw)
 		return seg, false, err
 	}
-	seg, err = d.verify(m, n, fs.raw)
+	seg, err = d.verify(m, n, fs.raw, fs.check)
 	return seg, true, err
 }
 
@@ -171,12 +171,20 @@ type frameStream struct {
 
 	off     bool
 	failed  atomic.Bool
-	jobs    chan frameSpan
+	jobs    chan frameJob
 	workers sync.WaitGroup
+	check   *frameCheck // hashes and cuts each frame once decoded
+}
+
+// frameJob is frame number i of the payload, for a worker to decode.
+type frameJob struct {
+	i    int
+	span frameSpan
 }
 
 func newFrameStream(d *Decoder, payload, raw []byte) *frameStream {
-	return &frameStream{d: d, payload: payload, raw: raw, rawLen: uint64(len(raw))}
+	return &frameStream{d: d, payload: payload, raw: raw, rawLen: uint64(len(raw)),
+		check: newFrameCheck(raw, d.opts.maxEntrySize)}
 }
 
 // feed hands out every frame that lies wholly in payload[:got].
@@ -187,12 +195,12 @@ func (s *frameStream) feed(got int) {
 			return
 		}
 		if s.jobs == nil {
-			s.jobs = make(chan frameSpan, 64)
+			s.jobs = make(chan frameJob, 64)
 			for range runtime.GOMAXPROCS(0) {
 				s.workers.Go(s.work)
 			}
 		}
-		s.jobs <- span
+		s.jobs <- frameJob{i: s.check.add(span), span: span}
 	}
 }
 
@@ -242,15 +250,15 @@ func (s *frameStream) next(p []byte) (frameSpan, bool) {
 }
 
 func (s *frameStream) work() {
-	for span := range s.jobs {
+	for job := range s.jobs {
 		if s.failed.Load() {
 			continue
 		}
-		dst := s.raw[span.out : span.out : span.out+span.size]
-		out, err := s.d.zdec.DecodeAll(s.payload[span.start:span.end], dst)
-		if err != nil || len(out) != span.size || &out[0] != &s.raw[span.out] {
+		if !s.d.decodeFrame(s.payload, job.span, s.raw) {
 			s.failed.Store(true)
+			continue
 		}
+		s.check.decoded(job.i)
 	}
 }
 

@@ -18,7 +18,11 @@
 // several zstd frames cut at entry boundaries, compressed in parallel; Decode
 // decompresses such frames in parallel, and falls back to decoding the data as
 // one stream whenever that does not succeed. DecodeFrom decodes each frame as
-// soon as it has arrived from a reader, overlapping the download.
+// soon as it has arrived from a reader, overlapping the download. Either way
+// each decoded frame is cut into entries by its worker and hashed as soon as
+// the frames before it are, so the checks overlap the decoding too; whatever a
+// frame cannot answer alone is left to one pass over the whole JSONL, so the
+// results and errors are the same as for one stream.
 //
 // Decoding never panics on bad input. Damage is reported with typed errors:
 // every corruption or truncation error satisfies errors.Is(err, ErrCorrupt)

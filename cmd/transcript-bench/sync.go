@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -207,8 +208,18 @@ func runWatchLatency(ctx context.Context, e *env, res *ItemResult) error {
 			return nil
 		})
 	}()
+	// The watcher polls on a ticker, so an append made right after a delivery
+	// would land just after a poll and wait nearly a whole interval every time.
+	// A runtime appends whenever its turn ends: each append here waits a random
+	// part of the interval first, so appends fall at every phase of the poll.
+	phase := rand.New(rand.NewPCG(10, 0x3a7c))
 	var ds []time.Duration
 	for range sz.WatchAppends {
+		select {
+		case <-time.After(time.Duration(phase.Int64N(int64(sz.WatchInterval)))):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		if err := s.Append(ctx, gen.next()...); err != nil {
 			return err
 		}

@@ -69,8 +69,9 @@ func BenchmarkStore_AppendSegment(b *testing.B) {
 func BenchmarkStore_ReadAll(b *testing.B) {
 	ctx := context.Background()
 	for name, newBucket := range benchBackends(b) {
-		for _, segs := range []int{10, 100, 1000} {
-			b.Run(fmt.Sprintf("%s/segments=%d/entries=10", name, segs), func(b *testing.B) {
+		for _, c := range []struct{ segs, per int }{{10, 10}, {100, 10}, {1000, 10}, {1, 20000}} {
+			segs, per := c.segs, c.per
+			b.Run(fmt.Sprintf("%s/segments=%d/entries=%d", name, segs, per), func(b *testing.B) {
 				s, err := transcript.New(transcript.Config{Bucket: newBucket(b), Prefix: "bench"})
 				require.NoError(b, err)
 				defer s.Close()
@@ -79,7 +80,7 @@ func BenchmarkStore_ReadAll(b *testing.B) {
 				r.SessionID = fmt.Sprintf("read-%d-%s", segs, w.ID())
 				size := 0
 				for i := range segs {
-					batch := benchBatch(i*10, 10)
+					batch := benchBatch(i*per, per)
 					for _, e := range batch {
 						size += len(e) + 1
 					}
@@ -92,7 +93,7 @@ func BenchmarkStore_ReadAll(b *testing.B) {
 				for b.Loop() {
 					res, err := s.ReadAll(ctx, r)
 					require.NoError(b, err)
-					require.Len(b, res.Entries, segs*10)
+					require.Len(b, res.Entries, segs*per)
 				}
 			})
 		}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -258,7 +260,6 @@ func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCor
 			if s.gets != nil {
 				select {
 				case s.gets <- struct{}{}:
-					defer func() { <-s.gets }()
 				case <-gctx.Done():
 					return gctx.Err()
 				}
@@ -269,6 +270,9 @@ func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCor
 				seg, err = s.readListedSegment(gctx, info.Key)
 			} else {
 				seg, err = s.ReadSegment(gctx, info.Key) // a key handed in: parsed and scoped
+			}
+			if s.gets != nil {
+				<-s.gets // the slot bounds requests in flight, not the parsing after them
 			}
 			if err == nil && seg.Meta.Checksum != info.Hash {
 				err = fmt.Errorf("read segment %s: %w: key names checksum %016x, segment has %016x",
@@ -305,14 +309,55 @@ type parsedEntry struct {
 	ok         bool
 }
 
-// parseEntries parses each raw entry with parseStoredEntry.
+// parseChunkBytes is the least JSONL parseEntries gives one goroutine: below
+// twice that, a segment is parsed by the goroutine that fetched it.
+const parseChunkBytes = 1 << 20
+
+// parseEntries parses each raw entry with parseStoredEntry. A large segment (a
+// replica's first flush of a session it adopted, a long stretch flushed at
+// once: megabytes of JSONL) is cut into runs of entries of at least
+// parseChunkBytes, parsed on up to GOMAXPROCS goroutines, rather than leaving
+// one core to scan it all after the download while the others idle.
 func parseEntries(raws [][]byte) []parsedEntry {
+	return parseEntriesChunked(raws, parseChunkBytes)
+}
+
+// parseEntriesChunked is parseEntries with the chunk size given (for tests).
+func parseEntriesChunked(raws [][]byte, chunkBytes int) []parsedEntry {
 	out := make([]parsedEntry, len(raws))
-	for i, raw := range raws {
-		if e, err := parseStoredEntry(raw); err == nil {
-			out[i] = parsedEntry{id: e.ID, parent: e.ParentID, time: e.Time, ok: true}
+	parse := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if e, err := parseStoredEntry(raws[i]); err == nil {
+				out[i] = parsedEntry{id: e.ID, parent: e.ParentID, time: e.Time, ok: true}
+			}
 		}
 	}
+	total := 0
+	for _, raw := range raws {
+		total += len(raw)
+	}
+	chunks := min(runtime.GOMAXPROCS(0), total/chunkBytes)
+	if chunks < 2 {
+		parse(0, len(raws))
+		return out
+	}
+	// chunks-1 contiguous runs of about total/chunks bytes each go to new
+	// goroutines; the rest is parsed here.
+	var wg sync.WaitGroup
+	per, lo, acc, spawned := total/chunks, 0, 0, 0
+	for i, raw := range raws {
+		if spawned == chunks-1 {
+			break
+		}
+		acc += len(raw)
+		if acc >= per {
+			from := lo
+			wg.Go(func() { parse(from, i+1) })
+			lo, acc, spawned = i+1, 0, spawned+1
+		}
+	}
+	parse(lo, len(raws))
+	wg.Wait()
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -70,4 +71,47 @@ func TestReadAll_ParsedAheadMatchesMerge(t *testing.T) {
 	for _, e := range got.Entries {
 		require.False(t, e.Time.IsZero(), "entry %s has its time", e.ID)
 	}
+}
+
+// TestParseEntriesChunked parses the same entries whole and in chunks of every
+// size from one entry's bytes up: each record must be what parsing that entry
+// alone gives, valid or not, whatever goroutine parsed it.
+func TestParseEntriesChunked(t *testing.T) {
+	var raws [][]byte
+	var want []parsedEntry
+	for i := range 200 {
+		var raw []byte
+		switch i % 7 {
+		case 3:
+			raw = []byte(`not json`)
+		case 5:
+			raw = fmt.Appendf(nil, `{"type":"message","id":%d}`, i) // id not a string
+		default:
+			raw = fmt.Appendf(nil, `{"type":"message","id":"e%d","parentId":"e%d","timestamp":"2026-01-01T00:00:%02dZ","text":%q}`,
+				i, i-1, i%60, bytes.Repeat([]byte("x"), i%13*10))
+		}
+		raws = append(raws, raw)
+		p := parsedEntry{}
+		if e, err := parseStoredEntry(raw); err == nil {
+			p = parsedEntry{id: e.ID, parent: e.ParentID, time: e.Time, ok: true}
+		}
+		want = append(want, p)
+	}
+	valid := 0
+	for _, p := range want {
+		if p.ok {
+			valid++
+		}
+	}
+	require.Equal(t, 200-2*29+1, valid, "the fixture holds both kinds") // i%7 in {3,5}: 29 and 28 entries
+	require.Equal(t, want, parseEntries(raws))
+	// With more procs, more runs: up to one per proc.
+	for _, procs := range []int{1, 2, 3, 8} {
+		prev := runtime.GOMAXPROCS(procs)
+		for _, chunk := range []int{1, 50, 100, 1000, 5000, 1 << 30} {
+			require.Equal(t, want, parseEntriesChunked(raws, chunk), "%d procs, chunks of %d bytes", procs, chunk)
+		}
+		runtime.GOMAXPROCS(prev)
+	}
+	require.Empty(t, parseEntriesChunked(nil, 1))
 }

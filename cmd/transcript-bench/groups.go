@@ -61,7 +61,7 @@ type Sizes struct {
 func newSizes(quick bool, scale float64) Sizes {
 	s := Sizes{CodecSeconds: 1, CodecTurns: []int{1, 300}, FlushTurns: 500, MirrorTurns: 1000,
 		OpenTurns: 1000, OpenSegments: []int{1, 10, 100, 1000}, OpenReps: 11,
-		Replicas: 8, ReplicaSessions: 100, ReplicaTurns: 5, ReplicaRounds: 4,
+		Replicas: 8, ReplicaSessions: 100, ReplicaTurns: 5, ReplicaRounds: 6,
 		Sessions: 500, SessionSegments: 20, Parallel: 8,
 		SyncLengths: []int{10, 100, 1000}, SyncReps: 130,
 		WatchSegments: 100, WatchAppends: 20, WatchInterval: 100 * time.Millisecond,

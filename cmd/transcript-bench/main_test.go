@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -196,6 +197,28 @@ func TestCommandLine_RedactsTheStore(t *testing.T) {
 	require.NotContains(t, got, "abc")
 	require.True(t, strings.HasPrefix(got, "go run ./cmd/transcript-bench --store '"), got)
 	require.True(t, strings.HasSuffix(got, "' --quick"), got)
+}
+
+func TestMedianOf(t *testing.T) {
+	ms := func(vs ...int) []time.Duration {
+		out := make([]time.Duration, len(vs))
+		for i, v := range vs {
+			out[i] = time.Duration(v) * time.Millisecond
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		in   []time.Duration
+		want time.Duration
+	}{
+		{ms(7), 7 * time.Millisecond},
+		{ms(3, 1, 2), 2 * time.Millisecond},
+		{ms(4, 1), 2500 * time.Microsecond},
+		{ms(6298, 5114, 5215, 6098), 5656500 * time.Microsecond}, // not 6098: the two middle values
+		{ms(9, 1, 5, 3, 7, 100), 6 * time.Millisecond},
+	} {
+		require.Equal(t, tc.want, medianOf(tc.in), "%v", tc.in)
+	}
 }
 
 func TestChunk(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -47,8 +46,7 @@ func medians(reps int, fns ...func() error) ([]time.Duration, error) {
 	}
 	out := make([]time.Duration, len(fns))
 	for i, d := range ds {
-		slices.Sort(d)
-		out[i] = d[len(d)/2]
+		out[i] = medianOf(d)
 	}
 	return out, nil
 }

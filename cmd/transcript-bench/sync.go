@@ -19,7 +19,8 @@ import (
 // compaction), written a turn a minute as a runtime does (its keys carry those
 // times), is restored by a replica; then, each turn, another writer stores one
 // segment and the replica runs SyncFromRemote + Flush (what a runtime behind a load
-// balancer does before every turn), back to back. Requests and the mean time per
+// balancer does before every turn); the sessions take their turns in turn, so
+// that every length is measured under the same server conditions. Requests and the mean time per
 // turn at each N (the mean includes the full listings ReadNew runs every
 // transcript.DefaultReconcileEvery syncs), against the turn at the smallest N; and,
 // for comparison, the full read (Store.ReadEntries) that SyncFromRemote did before
@@ -52,19 +53,31 @@ func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 	if err != nil {
 		return err
 	}
-	var base time.Duration
-	series := Series{Chart: "sync", Name: "per-turn sync (SyncFromRemote + Flush)"}
+	// Every session is set up first; then the turns of all of them are measured
+	// round-robin, so that whatever the server does meanwhile (its scanner,
+	// deletes of an earlier item) falls on every length alike instead of on
+	// whichever ran at that moment: the ratio compares the lengths, not two
+	// stretches of time.
+	type syncCase struct {
+		n     int
+		ref   transcript.TranscriptRef
+		turns [][][]byte
+		tree  *sessiontree.Tree
+		ds    []time.Duration
+		reqs  faultbucket.Counts
+	}
+	var cases []*syncCase
 	for _, n := range sz.SyncLengths {
-		ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "sync", SessionID: fmt.Sprintf("n%d", n)}
-		turns := session(ref.SessionID, 9, n+sz.SyncReps+1)
+		c := &syncCase{n: n, ref: transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "sync", SessionID: fmt.Sprintf("n%d", n)}}
+		c.turns = session(c.ref.SessionID, 9, n+sz.SyncReps+1)
 		hist, err := transcript.New(transcript.Config{Bucket: e.bucket, Prefix: e.key("sync"),
 			Now: minutes(time.Now().Add(-time.Duration(n+1) * time.Minute))})
 		if err != nil {
 			return err
 		}
 		var objs []transcript.SegmentObject
-		for _, t := range turns[:n] {
-			o, err := hist.PrepareSegment(ref, t, w)
+		for _, t := range c.turns[:n] {
+			o, err := hist.PrepareSegment(c.ref, t, w)
 			if err != nil {
 				return err
 			}
@@ -78,44 +91,50 @@ func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 			return err
 		}
 		cfg := sessiontree.Config{Root: e.tmp, Remote: store, NoSync: true}
-		tree, _, err := sessiontree.Restore(ctx, cfg, sessiontree.RuntimeContext{}, ref.AgentID, ref.SessionID)
-		if err != nil {
+		if c.tree, _, err = sessiontree.Restore(ctx, cfg, sessiontree.RuntimeContext{}, c.ref.AgentID, c.ref.SessionID); err != nil {
 			return err
 		}
-		if err := tree.Flush(ctx); err != nil {
+		if err := c.tree.Flush(ctx); err != nil {
 			return err
 		}
-		var ds []time.Duration
-		var reqs faultbucket.Counts
-		for i := range sz.SyncReps + 1 {
-			if _, err := store.AppendSegment(ctx, ref, turns[n+i], w); err != nil {
+		cases = append(cases, c)
+	}
+	for i := range sz.SyncReps + 1 {
+		for _, c := range cases {
+			turn := c.turns[c.n+i]
+			if _, err := store.AppendSegment(ctx, c.ref, turn, w); err != nil {
 				return err
 			}
 			counted.ResetCounts()
 			d, err := timeIt(func() error {
-				rep, err := tree.SyncFromRemote(ctx)
-				if err == nil && rep.Added != len(turns[n+i]) {
-					err = fmt.Errorf("%s: sync added %d entries, want %d", ref, rep.Added, len(turns[n+i]))
+				rep, err := c.tree.SyncFromRemote(ctx)
+				if err == nil && rep.Added != len(turn) {
+					err = fmt.Errorf("%s: sync added %d entries, want %d", c.ref, rep.Added, len(turn))
 				}
 				if err != nil {
 					return err
 				}
-				return tree.Flush(ctx)
+				return c.tree.Flush(ctx)
 			})
 			if err != nil {
 				return err
 			}
 			if i > 0 { // the first turn warms up
-				ds, reqs = append(ds, d), add(reqs, counted.Counts())
+				c.ds, c.reqs = append(c.ds, d), add(c.reqs, counted.Counts())
 			}
 		}
+	}
+	var base time.Duration
+	series := Series{Chart: "sync", Name: "per-turn sync (SyncFromRemote + Flush)"}
+	for _, c := range cases {
+		n, ref, ds, reqs := c.n, c.ref, c.ds, c.reqs
 		var sum time.Duration
 		for _, d := range ds {
 			sum += d
 		}
 		turn := sum / time.Duration(len(ds))
 		slices.Sort(ds)
-		med := ds[len(ds)/2]
+		med := medianOf(ds)
 		if base == 0 {
 			base = turn
 		}
@@ -139,7 +158,7 @@ func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 		res.Rows = append(res.Rows,
 			row(9, fmt.Sprintf("per-turn sync, %d segments", n), "ms", ms(turn),
 				fmt.Sprintf("the turn at %d segments", sz.SyncLengths[0]), ms(base), false,
-				fmt.Sprintf("mean of %d turns, full listings included (median %.1f ms, max %.1f ms); requests: %d in %d turns (%s per turn); a full LIST: %.1f ms; the full read it replaces (ReadEntries): %.1f ms",
+				fmt.Sprintf("mean of %d turns, full listings included, the lengths' turns taken in turn (median %.1f ms, max %.1f ms); requests: %d in %d turns (%s per turn); a full LIST: %.1f ms; the full read it replaces (ReadEntries): %.1f ms",
 					len(ds), ms(med), ms(ds[len(ds)-1]), reqs.Requests(), len(ds), breakdown(perTurn), ms(list), ms(full))),
 			row(9, fmt.Sprintf("requests per turn, %d segments", n), "requests", float64(perTurn.Requests()), "", 0, false, breakdown(perTurn)))
 		series.X, series.Y = append(series.X, float64(n)), append(series.Y, ms(turn))

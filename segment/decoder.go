@@ -2,9 +2,11 @@ package segment
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"runtime/trace"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/zstd"
@@ -141,6 +143,7 @@ func checkLength(m Meta, n int, size uint64) error {
 // for error reports. check, if not nil, holds what the frame workers already
 // hashed and cut (see frameCheck); verify does the rest itself.
 func (d *Decoder) verify(m Meta, n int, raw []byte, check *frameCheck) (*Segment, error) {
+	defer trace.StartRegion(context.Background(), "verify segment").End()
 	if uint64(len(raw)) != m.RawLen {
 		return nil, corrupt(n, nil, "zstd data decompresses to %d bytes, metadata declares %d", len(raw), m.RawLen)
 	}
@@ -184,7 +187,9 @@ func (d *Decoder) decompress(payload, buf []byte, parallel bool) ([]byte, *frame
 			}
 		}
 	}
+	region := trace.StartRegion(context.Background(), "decompress segment")
 	raw, err := d.zdec.DecodeAll(payload, buf[:0])
+	region.End()
 	return raw, nil, err
 }
 

@@ -2,6 +2,8 @@ package segment
 
 import (
 	"bytes"
+	"context"
+	"runtime/trace"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -55,6 +57,7 @@ func (c *frameCheck) decoded(i int) {
 	c.mu.Lock()
 	span := c.spans[i]
 	c.mu.Unlock()
+	defer trace.StartRegion(context.Background(), "check frame").End()
 	cut := cutFrame(c.raw[span.out:span.out+span.size], c.maxEntry)
 
 	c.mu.Lock()

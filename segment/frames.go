@@ -1,8 +1,10 @@
 package segment
 
 import (
+	"context"
 	"encoding/binary"
 	"runtime"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 )
@@ -222,6 +224,7 @@ func (d *Decoder) decodeFrames(payload []byte, spans []frameSpan, buf []byte, ch
 // decodeFrame decompresses one frame straight into its place in buf and
 // reports whether it decoded to exactly its declared size there.
 func (d *Decoder) decodeFrame(payload []byte, s frameSpan, buf []byte) bool {
+	defer trace.StartRegion(context.Background(), "decode frame").End()
 	dst := buf[s.out : s.out : s.out+s.size]
 	out, err := d.zdec.DecodeAll(payload[s.start:s.end], dst)
 	return err == nil && len(out) == s.size && &out[0] == &buf[s.out]

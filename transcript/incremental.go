@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"time"
@@ -74,6 +75,8 @@ func (inc *Increment) Changed(have SegmentSet) bool {
 // segment that vanishes before it is fetched (compaction removed it) makes ReadNew
 // list again, at most Config.MaxRelists times, then it fails with ErrVanished.
 func (s *Store) ReadNew(ctx context.Context, ref TranscriptRef, have SegmentSet) (*Increment, error) {
+	ctx, task := trace.NewTask(ctx, "transcript.ReadNew")
+	defer task.End()
 	after, ok := s.listFrom(have)
 	if !ok {
 		return readListed(ctx, s, ref, func(infos []SegmentInfo) (*Increment, error) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/trace"
 	"slices"
 
 	"github.com/transcriptstore/transcript/segment"
@@ -116,6 +117,8 @@ func (r *LeanResult) WriteJSONL(w io.Writer) error {
 // ReadLean reads ref like ReadAll (same listing, relisting, verification and
 // order) and returns the result lean (LeanResult).
 func (s *Store) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, error) {
+	ctx, task := trace.NewTask(ctx, "transcript.ReadLean")
+	defer task.End()
 	return readListed(ctx, s, ref, func(infos []SegmentInfo) (*LeanResult, error) {
 		segs, corrupt, err := s.fetchSession(ctx, infos)
 		if err != nil {

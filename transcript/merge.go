@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -104,12 +105,15 @@ func (r *MergeResult) Missing(want []string) []string {
 // most Config.MaxRelists times, then it fails with ErrVanished (which a reader must
 // not take for a missing session).
 func (s *Store) ReadAll(ctx context.Context, ref TranscriptRef) (*MergeResult, error) {
+	ctx, task := trace.NewTask(ctx, "transcript.ReadAll")
+	defer task.End()
 	return readListed(ctx, s, ref, func(infos []SegmentInfo) (*MergeResult, error) {
 		segs, parsed, corrupt, err := s.fetchSessionParsed(ctx, infos, true)
 		if err != nil {
 			return nil, err
 		}
-		res := mergeParsed(infos, segs, parsed)
+		var res *MergeResult
+		trace.WithRegion(ctx, "merge entries", func() { res = mergeParsed(infos, segs, parsed) })
 		res.Corrupt = corrupt
 		return res, nil
 	})
@@ -142,11 +146,13 @@ func readListedAfter[T any](ctx context.Context, s *Store, ref TranscriptRef, af
 	}
 	for attempt := 0; ; attempt++ {
 		var infos []SegmentInfo
+		region := trace.StartRegion(ctx, "list segments")
 		if after == "" {
 			infos, err = s.ListSegments(ctx, ref)
 		} else {
 			infos, err = s.ListSegmentsAfter(ctx, ref, sessionPrefix(s.cfg.Prefix, ref)+after)
 		}
+		region.End()
 		if err != nil {
 			return zero, err
 		}
@@ -266,11 +272,13 @@ func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCor
 			}
 			var seg *segment.Segment
 			var err error
+			region := trace.StartRegion(gctx, "get segment")
 			if listed {
 				seg, err = s.readListedSegment(gctx, info.Key)
 			} else {
 				seg, err = s.ReadSegment(gctx, info.Key) // a key handed in: parsed and scoped
 			}
+			region.End()
 			if s.gets != nil {
 				<-s.gets // the slot bounds requests in flight, not the parsing after them
 			}
@@ -284,7 +292,7 @@ func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCor
 			}
 			segs[i] = seg
 			if err == nil && parse && seg.Meta.Index == nil {
-				parsed[i] = parseEntries(seg.Entries)
+				trace.WithRegion(gctx, "parse entries", func() { parsed[i] = parseEntries(seg.Entries) })
 			}
 			return err
 		})

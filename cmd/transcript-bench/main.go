@@ -36,6 +36,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,13 @@ type childConfig struct {
 	// CPUProfileDir, when set, is where each child writes the CPU profile of its
 	// whole run as {group}.cpu.pprof.
 	CPUProfileDir string `json:"cpuProfileDir,omitempty"`
+	// TraceDir, when set, is where each child writes the execution trace of its
+	// whole run as {group}.trace: the store's reads are tasks (transcript.ReadAll,
+	// transcript.ReadNew, transcript.ReadLean) with regions "list segments", "get
+	// segment", "parse entries" and "merge entries", and the segment codec marks
+	// "decode frame", "check frame", "decompress segment" and "verify segment",
+	// so go tool trace shows where one open spends its time.
+	TraceDir string `json:"traceDir,omitempty"`
 }
 
 func main() {
@@ -84,7 +92,7 @@ func main() {
 	}
 }
 
-const benchUsage = `Usage: transcript-bench [--store URL] [--quick] [--json FILE] [--markdown FILE] [--charts DIR] [--items 1,2,...] [--cpuprofile DIR]
+const benchUsage = `Usage: transcript-bench [--store URL] [--quick] [--json FILE] [--markdown FILE] [--charts DIR] [--items 1,2,...] [--cpuprofile DIR] [--trace DIR]
 
 Measures the store against its baselines, each measurement in a child process of
 its own, and prints every figure with its baseline and the ratio. Exit codes: 0
@@ -94,12 +102,13 @@ Examples:
   transcript-bench --quick
   transcript-bench --quick --store 's3://transcript-bench?endpoint=127.0.0.1:9000&insecure=true&create=true'
   transcript-bench --markdown BENCHMARKS.md --json bench.json
-  transcript-bench --items 7 --cpuprofile prof --store 's3://...' && go tool pprof -top prof/compact.cpu.pprof`
+  transcript-bench --items 7 --cpuprofile prof --store 's3://...' && go tool pprof -top prof/compact.cpu.pprof
+  transcript-bench --items 4 --trace prof --store 's3://...' && go tool trace prof/open.trace`
 
 // options are the parsed flags.
 type options struct {
 	store, jsonPath, mdPath, chartsDir string
-	cpuProfileDir                      string
+	cpuProfileDir, traceDir            string
 	quick, keep                        bool
 	scale                              float64
 	items                              []int
@@ -122,6 +131,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	_ = fs.MarkHidden("scale")
 	fs.DurationVar(&o.childTimeout, "item-timeout", 10*time.Minute, "bound on each measurement")
 	fs.StringVar(&o.cpuProfileDir, "cpuprofile", "", "write each measurement's CPU profile to `DIR`/{group}.cpu.pprof (for go tool pprof)")
+	fs.StringVar(&o.traceDir, "trace", "", "write each measurement's execution trace to `DIR`/{group}.trace (for go tool trace; the store's reads are tasks with regions)")
 	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
@@ -170,13 +180,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	cfg := childConfig{Store: o.store, Sizes: newSizes(o.quick, o.scale),
 		RunPrefix: "transcript-bench/" + start.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(rnd)}
-	if o.cpuProfileDir != "" {
-		if err := os.MkdirAll(o.cpuProfileDir, 0o755); err != nil {
-			return err
-		}
-		if cfg.CPUProfileDir, err = filepath.Abs(o.cpuProfileDir); err != nil {
-			return err
-		}
+	if cfg.CPUProfileDir, err = outputDir(o.cpuProfileDir); err != nil {
+		return err
+	}
+	if cfg.TraceDir, err = outputDir(o.traceDir); err != nil {
+		return err
 	}
 	mode := "full"
 	if o.quick {
@@ -307,9 +315,16 @@ func childMain(group string) int {
 	res := ItemResult{Group: group}
 	start := time.Now()
 	err := json.Unmarshal([]byte(os.Getenv(envConfig)), &cfg)
-	var stopProfile func() error
+	var stops []func() error
 	if err == nil && cfg.CPUProfileDir != "" {
-		stopProfile, err = startCPUProfile(filepath.Join(cfg.CPUProfileDir, group+".cpu.pprof"))
+		var stop func() error
+		stop, err = startCPUProfile(filepath.Join(cfg.CPUProfileDir, group+".cpu.pprof"))
+		stops = append(stops, stop)
+	}
+	if err == nil && cfg.TraceDir != "" {
+		var stop func() error
+		stop, err = startTrace(filepath.Join(cfg.TraceDir, group+".trace"))
+		stops = append(stops, stop)
 	}
 	if err == nil {
 		res, err = runGroup(ctx, group, cfg)
@@ -318,8 +333,11 @@ func childMain(group string) int {
 	if err != nil {
 		res.Error = err.Error()
 	}
-	if stopProfile != nil {
-		if perr := stopProfile(); perr != nil && res.Error == "" {
+	for _, stop := range stops {
+		if stop == nil {
+			continue
+		}
+		if perr := stop(); perr != nil && res.Error == "" {
 			res.Error = perr.Error()
 		}
 	}
@@ -359,6 +377,35 @@ func writeMarkdown(rep *Report, path string, charts []string) error {
 		body = "# Benchmarks\n\n" + body
 	}
 	return os.WriteFile(path, []byte(body), 0o644)
+}
+
+// outputDir creates dir (for --cpuprofile or --trace) and returns it absolute, for
+// the children, which run elsewhere; "" stays "".
+func outputDir(dir string) (string, error) {
+	if dir == "" {
+		return "", nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Abs(dir)
+}
+
+// startTrace starts the execution trace of this process into path; the function
+// it returns stops it and closes the file.
+func startTrace(path string) (func() error, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	return func() error {
+		trace.Stop()
+		return f.Close()
+	}, nil
 }
 
 // startCPUProfile starts the CPU profile of this process into path; the function

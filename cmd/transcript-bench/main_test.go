@@ -154,6 +154,10 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"--items", "9,10"}, check: func(t *testing.T, o options) { require.Equal(t, []int{9, 10}, o.items) }},
 		{args: []string{"--scale", "2"}, wantErr: "--scale"},
 		{args: []string{"extra"}, wantErr: "unexpected arguments"},
+		{args: []string{"--trace", "t", "--cpuprofile", "c"}, check: func(t *testing.T, o options) {
+			require.Equal(t, "t", o.traceDir)
+			require.Equal(t, "c", o.cpuProfileDir)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -166,6 +170,27 @@ func TestParseFlags(t *testing.T) {
 			tt.check(t, o)
 		})
 	}
+}
+
+// TestRun_Trace runs item 4 with --trace and --cpuprofile: its child writes an
+// execution trace that holds the store's read tasks and regions, and a CPU profile.
+func TestRun_Trace(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "prof")
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"--store", "mem://", "--quick", "--scale", "0.02", "--items", "4",
+		"--trace", out, "--cpuprofile", out}, &stdout, &stderr)
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	data, err := os.ReadFile(filepath.Join(out, "open.trace"))
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(data, []byte("go 1.")), "a Go execution trace")
+	// The trace's string table names the task and regions of an open.
+	for _, name := range []string{"transcript.ReadAll", "list segments", "get segment", "parse entries", "merge entries", "verify segment"} {
+		require.True(t, bytes.Contains(data, []byte(name)), "the trace names %q", name)
+	}
+	prof, err := os.Stat(filepath.Join(out, "open.cpu.pprof"))
+	require.NoError(t, err)
+	require.Positive(t, prof.Size())
 }
 
 // TestParseFlags_UsageErrorsExit2: a bad command line is a usage error (exit 2)

@@ -394,33 +394,29 @@ func outputDir(dir string) (string, error) {
 // startTrace starts the execution trace of this process into path; the function
 // it returns stops it and closes the file.
 func startTrace(path string) (func() error, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	return func() error {
-		trace.Stop()
-		return f.Close()
-	}, nil
+	return startRecording(path, "trace", trace.Start, trace.Stop)
 }
 
 // startCPUProfile starts the CPU profile of this process into path; the function
 // it returns stops it and closes the file.
 func startCPUProfile(path string) (func() error, error) {
+	return startRecording(path, "cpu profile", pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// startRecording creates path and starts a recording of this process (what
+// names it in errors) into it; the function it returns stops the recording and
+// closes the file.
+func startRecording(path, what string, start func(io.Writer) error, stop func()) (func() error, error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("cpu profile: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("cpu profile: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return func() error {
-		pprof.StopCPUProfile()
+		stop()
 		return f.Close()
 	}, nil
 }

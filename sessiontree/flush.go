@@ -101,13 +101,7 @@ func (t *Tree) flushLocalLocked() error {
 		return nil
 	}
 	if len(t.pendingLocal) > 0 || !t.headerInLog {
-		var buf []byte
-		if !t.headerInLog {
-			buf = append(append(buf, t.header.Raw()...), '\n')
-		}
-		for _, i := range t.pendingLocal {
-			buf = append(append(buf, t.entries[i].Raw()...), '\n')
-		}
+		buf := t.lines(!t.headerInLog, t.pendingLocal)
 		if err := writeAppend(t.logPath, buf, t.cfg.NoSync); err != nil {
 			return fmt.Errorf("flush %s: %w", t.ref, err)
 		}
@@ -122,12 +116,13 @@ func (t *Tree) flushLocalLocked() error {
 	}
 	if t.rewriteCtx {
 		if keep, ok := t.contextKeep(); ok {
-			buf := append(append([]byte(nil), t.header.Raw()...), '\n')
+			var kept []int
 			for i, k := range keep {
 				if k {
-					buf = append(append(buf, t.entries[i].Raw()...), '\n')
+					kept = append(kept, i)
 				}
 			}
+			buf := t.lines(true, kept)
 			if err := writeAtomic(t.ctxPath, buf, t.cfg.NoSync); err != nil {
 				return fmt.Errorf("flush %s: rewrite context file: %w", t.ref, err)
 			}
@@ -144,13 +139,7 @@ func (t *Tree) flushLocalLocked() error {
 		t.rewriteCtx = false
 	}
 	if len(t.ctxPending) > 0 || !t.headerInCtx {
-		var buf []byte
-		if !t.headerInCtx {
-			buf = append(append(buf, t.header.Raw()...), '\n')
-		}
-		for _, i := range t.ctxPending {
-			buf = append(append(buf, t.entries[i].Raw()...), '\n')
-		}
+		buf := t.lines(!t.headerInCtx, t.ctxPending)
 		if err := writeAppend(t.ctxPath, buf, t.cfg.NoSync); err != nil {
 			return fmt.Errorf("flush %s: %w", t.ref, err)
 		}
@@ -161,6 +150,29 @@ func (t *Tree) flushLocalLocked() error {
 		t.ctxPending = nil
 	}
 	return nil
+}
+
+// lines returns the JSONL of the entries at idx, in that order, after the
+// header line when header is set, in one buffer made at its final size: a
+// first flush of an imported session writes hundreds of megabytes, which
+// growing the buffer as it goes would copy about twice and hold twice over at
+// its peak.
+func (t *Tree) lines(header bool, idx []int) []byte {
+	n := 0
+	if header {
+		n += len(t.header.Raw()) + 1
+	}
+	for _, i := range idx {
+		n += len(t.entries[i].Raw()) + 1
+	}
+	buf := make([]byte, 0, n)
+	if header {
+		buf = append(append(buf, t.header.Raw()...), '\n')
+	}
+	for _, i := range idx {
+		buf = append(append(buf, t.entries[i].Raw()...), '\n')
+	}
+	return buf
 }
 
 // contextKeep decides what the rewritten context file holds, given the last

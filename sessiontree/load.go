@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
@@ -180,7 +181,7 @@ func decodeSession(data []byte, migrateOld bool) (decoded, LoadReport, error) {
 // order) with a report of what was skipped. It fails only on read errors and when
 // there is no valid header.
 func ParseSession(r io.Reader) (Header, []Entry, LoadReport, error) {
-	data, err := io.ReadAll(r)
+	data, err := readAll(r)
 	if err != nil {
 		return Header{}, nil, LoadReport{}, fmt.Errorf("read session: %w", err)
 	}
@@ -189,6 +190,21 @@ func ParseSession(r io.Reader) (Header, []Entry, LoadReport, error) {
 		return Header{}, nil, rep, err
 	}
 	return d.header, d.entries, rep, nil
+}
+
+// readAll reads r to its end like io.ReadAll, into a buffer made at the file's
+// size when r is a regular file (an import of a session of hundreds of
+// megabytes would otherwise grow the buffer step by step, copying it about
+// twice over).
+func readAll(r io.Reader) ([]byte, error) {
+	var b bytes.Buffer
+	if f, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+			b.Grow(int(st.Size()) + bytes.MinRead)
+		}
+	}
+	_, err := b.ReadFrom(r)
+	return b.Bytes(), err
 }
 
 // WriteSession writes a version 3 session file: the header line, then each entry's

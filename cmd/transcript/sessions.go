@@ -151,6 +151,12 @@ func importLines(ctx context.Context, env *cliEnv, ref transcript.TranscriptRef,
 	if err != nil {
 		return nil, err
 	}
+	// The session is held now; what comes next (the scratch files' buffers, the
+	// segments) is garbage once written, so the heap is bounded as the read
+	// commands bound theirs.
+	if st, err := f.Stat(); err == nil {
+		boundHeap(st.Size())
+	}
 	reportLoad(env, path, rep)
 	if len(rep.Malformed) > 0 || rep.TornBytes > 0 {
 		return nil, fmt.Errorf("%d malformed lines: %w", len(rep.Malformed)+min(rep.TornBytes, 1), sessiontree.ErrInvalidEntry)

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
-	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/sessiontree"
@@ -31,15 +30,6 @@ Examples:
   transcript import --agent coder --session s1 ~/.pi/sessions/2026-09-25.jsonl
   transcript import --store 's3://b/p?endpoint=127.0.0.1:9000&insecure=true' --agent a --session s FILE.jsonl
 `
-
-// batchCapture is an uploader that keeps the batches a flush hands over.
-type batchCapture struct{ entries [][]byte }
-
-// Upload implements mirror.Uploader.
-func (c *batchCapture) Upload(_ context.Context, b mirror.Batch) error {
-	c.entries = append(c.entries, b.Entries...)
-	return nil
-}
 
 // importSummary is import's result.
 type importSummary struct {
@@ -135,6 +125,9 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 // importLines parses (and migrates) the Pi session file at path and returns the
 // lines a first flush of it would upload: the header, then every entry.
 func importLines(ctx context.Context, env *cliEnv, ref transcript.TranscriptRef, path string) ([][]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -145,26 +138,32 @@ func importLines(ctx context.Context, env *cliEnv, ref transcript.TranscriptRef,
 		return nil, err
 	}
 	defer os.RemoveAll(scratch)
-	capture := &batchCapture{}
 	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
-	tree, rep, err := sessiontree.Import(sessiontree.Config{Root: scratch, Uploader: capture, NoSync: true}, rc, ref.AgentID, ref.SessionID, f)
+	tree, rep, err := sessiontree.Import(sessiontree.Config{Root: scratch, NoSync: true}, rc, ref.AgentID, ref.SessionID, f)
 	if err != nil {
 		return nil, err
-	}
-	// The session is held now; what comes next (the scratch files' buffers, the
-	// segments) is garbage once written, so the heap is bounded as the read
-	// commands bound theirs.
-	if st, err := f.Stat(); err == nil {
-		boundHeap(st.Size())
 	}
 	reportLoad(env, path, rep)
 	if len(rep.Malformed) > 0 || rep.TornBytes > 0 {
 		return nil, fmt.Errorf("%d malformed lines: %w", len(rep.Malformed)+min(rep.TornBytes, 1), sessiontree.ErrInvalidEntry)
 	}
-	if err := tree.Flush(ctx); err != nil {
-		return nil, err
+	// The session is held now; what comes next (the segments) is garbage once
+	// written, so the heap is bounded as the read commands bound theirs.
+	if st, err := f.Stat(); err == nil {
+		boundHeap(st.Size())
 	}
-	return capture.entries, nil
+	// What the imported tree's first Flush would hand its uploader: the header,
+	// then every entry in order (Import leaves them all pending). Taken from the
+	// tree itself, because a Flush would also write the scratch tree's log and
+	// context files, twice the file on disk and in memory, only to delete them
+	// (TestImportLines_AsAFirstFlush holds the two equal).
+	entries := tree.Entries()
+	lines := make([][]byte, 0, len(entries)+1)
+	lines = append(lines, tree.Header().Raw())
+	for _, e := range entries {
+		lines = append(lines, e.Raw())
+	}
+	return lines, nil
 }
 
 // newWriter returns the writer named id, or a random one for "".

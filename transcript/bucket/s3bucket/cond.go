@@ -58,11 +58,11 @@ func (b *Bucket) PutIf(ctx context.Context, key string, r io.Reader, size int64,
 	if size > b.cfg.MaxBufferedPut {
 		return "", fmt.Errorf("put %s: conditional object of %d bytes is over %d", key, size, b.cfg.MaxBufferedPut)
 	}
-	body, size, err := b.body(r, size)
-	var sent []byte
-	if err == nil {
-		sent = make([]byte, size)
-		_, err = io.ReadFull(body, sent)
+	src, err := b.body(r, size)
+	sent := src.data
+	if err == nil && sent == nil {
+		sent = make([]byte, src.size)
+		_, err = io.ReadFull(src.r, sent)
 	}
 	if err != nil {
 		return "", fmt.Errorf("put %s: %w", key, err)

@@ -35,7 +35,7 @@ func (b *Bucket) put(ctx context.Context, key string, r io.Reader, size int64, o
 	if err := check(ctx, key); err != nil {
 		return err
 	}
-	body, size, err := b.body(r, size)
+	src, err := b.body(r, size)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (b *Bucket) put(ctx context.Context, key string, r io.Reader, size int64, o
 	}
 	rctx, cancel := b.timeout(ctx)
 	defer cancel()
-	_, err = b.putObject(rctx, key, body, size, po)
+	_, err = b.putObject(rctx, key, src, po)
 	if err == nil {
 		return nil
 	}
@@ -73,15 +73,18 @@ func (b *Bucket) put(ctx context.Context, key string, r io.Reader, size int64, o
 	return bucket.ErrExists
 }
 
-// putObject sends one PUT of body: held in memory and small (inMemory), as
-// putSigned; otherwise as minio-go does by default.
-func (b *Bucket) putObject(ctx context.Context, key string, body io.Reader, size int64, po minio.PutObjectOptions) (minio.UploadInfo, error) {
-	data, ok, err := inMemory(body, size)
-	if err != nil {
-		return minio.UploadInfo{}, err
+// putObject sends one PUT of src: held in memory and small (src.data, or
+// inMemory), as putSigned; otherwise as minio-go does by default.
+func (b *Bucket) putObject(ctx context.Context, key string, src source, po minio.PutObjectOptions) (minio.UploadInfo, error) {
+	data := src.data
+	if data == nil {
+		var err error
+		if data, err = inMemory(src.r, src.size); err != nil {
+			return minio.UploadInfo{}, err
+		}
 	}
-	if !ok {
-		return b.client.PutObject(ctx, b.cfg.Bucket, key, body, size, po)
+	if data == nil || len(data) > maxSignedPayload {
+		return b.client.PutObject(ctx, b.cfg.Bucket, key, src.r, src.size, po)
 	}
 	return b.putSigned(ctx, key, data, po)
 }
@@ -104,46 +107,54 @@ const maxSignedPayload = 1 << 20
 
 // inMemory returns the size bytes of body from its current position when body
 // is held in memory (an io.ReaderAt that seeks) and at most maxSignedPayload
-// bytes long; ok is false for other bodies.
-func inMemory(body io.Reader, size int64) (data []byte, ok bool, err error) {
+// bytes long; nil for other bodies.
+func inMemory(body io.Reader, size int64) ([]byte, error) {
 	ra, okAt := body.(io.ReaderAt)
 	sk, okSeek := body.(io.Seeker)
 	if !okAt || !okSeek || size <= 0 || size > maxSignedPayload {
-		return nil, false, nil
+		return nil, nil
 	}
 	off, err := sk.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return nil, false, fmt.Errorf("read source: %w", err)
+		return nil, fmt.Errorf("read source: %w", err)
 	}
-	data = make([]byte, size)
+	data := make([]byte, size)
 	if n, err := ra.ReadAt(data, off); n < len(data) {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, false, fmt.Errorf("read source: %w", err)
+		return nil, fmt.Errorf("read source: %w", err)
 	}
-	return data, true, nil
+	return data, nil
+}
+
+// source is a request body of known size: r, and data when body read the bytes
+// into memory itself (r then reads data).
+type source struct {
+	r    io.Reader
+	data []byte
+	size int64
 }
 
 // body returns a request body of known size. A source that can seek is passed on
 // (minio-go replays it on retries); others are buffered when small enough, so that
 // they can be replayed too and a short source fails before any request. Sources
 // too large to buffer stream once and without retries.
-func (b *Bucket) body(r io.Reader, size int64) (io.Reader, int64, error) {
+func (b *Bucket) body(r io.Reader, size int64) (source, error) {
 	limit := b.cfg.MaxBufferedPut
 	if size < 0 {
 		data, err := io.ReadAll(io.LimitReader(r, limit+1))
 		if err != nil {
-			return nil, 0, fmt.Errorf("read source: %w", err)
+			return source{}, fmt.Errorf("read source: %w", err)
 		}
 		if int64(len(data)) > limit {
-			return nil, 0, fmt.Errorf("source of unknown size is over %d bytes: pass its size", limit)
+			return source{}, fmt.Errorf("source of unknown size is over %d bytes: pass its size", limit)
 		}
-		return bytes.NewReader(data), int64(len(data)), nil
+		return source{r: bytes.NewReader(data), data: data, size: int64(len(data))}, nil
 	}
 	if _, ok := r.(io.ReaderAt); ok {
 		if _, ok := r.(io.Seeker); ok {
-			return r, size, nil
+			return source{r: r, size: size}, nil
 		}
 	}
 	if size <= limit {
@@ -152,11 +163,11 @@ func (b *Bucket) body(r io.Reader, size int64) (io.Reader, int64, error) {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, 0, fmt.Errorf("read source: %w", err)
+			return source{}, fmt.Errorf("read source: %w", err)
 		}
-		return bytes.NewReader(data), size, nil
+		return source{r: bytes.NewReader(data), data: data, size: size}, nil
 	}
-	return &exactReader{r: r, left: size}, size, nil
+	return source{r: &exactReader{r: r, left: size}, size: size}, nil
 }
 
 // exactReader fails with io.ErrUnexpectedEOF when its source ends before left

@@ -173,7 +173,7 @@ type frameStream struct {
 	failed  atomic.Bool
 	jobs    chan frameJob
 	workers sync.WaitGroup
-	check   *frameCheck // hashes and cuts each frame once decoded
+	check   *frameCheck // hashes and cuts each frame once decoded; made with the first job
 }
 
 // frameJob is frame number i of the payload, for a worker to decode.
@@ -183,8 +183,7 @@ type frameJob struct {
 }
 
 func newFrameStream(d *Decoder, payload, raw []byte) *frameStream {
-	return &frameStream{d: d, payload: payload, raw: raw, rawLen: uint64(len(raw)),
-		check: newFrameCheck(raw, d.opts.maxEntrySize)}
+	return &frameStream{d: d, payload: payload, raw: raw, rawLen: uint64(len(raw))}
 }
 
 // feed hands out every frame that lies wholly in payload[:got].
@@ -195,6 +194,8 @@ func (s *frameStream) feed(got int) {
 			return
 		}
 		if s.jobs == nil {
+			// A single-frame segment (every one-turn flush) never gets here.
+			s.check = newFrameCheck(s.raw, s.d.opts.maxEntrySize)
 			s.jobs = make(chan frameJob, 64)
 			for range runtime.GOMAXPROCS(0) {
 				s.workers.Go(s.work)

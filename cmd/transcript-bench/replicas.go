@@ -197,21 +197,18 @@ func runReplicas(ctx context.Context, e *env) (ItemResult, error) {
 		raw := func() (time.Duration, error) {
 			return timeIt(func() error { return putRaw(ctx, e, objs, conc, fmt.Sprintf("round%d", round)) })
 		}
-		first, second, storeFirst := store, raw, round%2 == 0
-		if !storeFirst {
-			first, second = raw, store
+		storeFirst := round%2 == 0
+		var wall, rawWall time.Duration
+		var err error
+		if storeFirst {
+			if wall, err = store(); err == nil {
+				rawWall, err = raw()
+			}
+		} else if rawWall, err = raw(); err == nil {
+			wall, err = store()
 		}
-		d1, err := first()
 		if err != nil {
 			return res, err
-		}
-		d2, err := second()
-		if err != nil {
-			return res, err
-		}
-		wall, rawWall := d1, d2
-		if !storeFirst {
-			wall, rawWall = d2, d1
 		}
 		e.logf("round %d (store first: %v): store %v, raw PUTs %v (%.3g×)", round+1, storeFirst, wall, rawWall, rawWall.Seconds()/wall.Seconds())
 		walls, rawWalls = append(walls, wall), append(rawWalls, rawWall)

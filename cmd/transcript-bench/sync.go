@@ -133,8 +133,7 @@ func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 			sum += d
 		}
 		turn := sum / time.Duration(len(ds))
-		slices.Sort(ds)
-		med := medianOf(ds)
+		med := medianOf(ds) // sorts ds
 		if base == 0 {
 			base = turn
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,7 +69,7 @@ type Mirror struct {
 	room  chan struct{}
 	stats counters
 	// stuck holds the stuck sessions by "namespace/agent/session" (see stuck.go).
-	stuck map[string]*StuckSession
+	stuck map[string]*stuckRecord
 	// lost holds the segments that ended with ErrLost and that no AwaitQuiescence
 	// has reported yet (one may end before the call that should report it).
 	lost map[*job]struct{}
@@ -135,7 +137,7 @@ func New(cfg Config) (*Mirror, error) {
 		pending: make(map[*job]struct{}, len(files)+len(recs)),
 		busy:    make(map[string]bool),
 		room:    make(chan struct{}),
-		stuck:   map[string]*StuckSession{},
+		stuck:   map[string]*stuckRecord{},
 		lost:    map[*job]struct{}{},
 	}
 	m.stats.quarantined = failed
@@ -403,18 +405,20 @@ func (m *Mirror) await(ctx context.Context, jobs []*job) error {
 	}
 	// A segment quarantined before the call (a worker may refuse it between
 	// Upload's return and this call) was accepted and is not in the store either.
-	if n, sessions, reason := m.quarantinedNow(); n > 0 {
-		return fmt.Errorf("mirror: await quiescence: %d segments of %d sessions are in the quarantine (%s): %w",
-			n, sessions, reason, ErrQuarantined)
-	}
-	return nil
+	return m.quarantinedNow()
 }
 
 // quarantinedNow returns how many segments the quarantine holds, of how many
-// sessions, and the reason of one of them.
-func (m *Mirror) quarantinedNow() (segments, sessions int, reason string) {
+// sessions, and an error wrapping ErrQuarantined that gives the reason of one of
+// them and wraps the errors that quarantined segments in this process, so that
+// errors.Is finds the store's refusal (bucket.ErrExists, say) however the timing
+// fell: before or during the call that reports it. It returns nil when the
+// quarantine is empty.
+func (m *Mirror) quarantinedNow() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	segments, sessions, reason := 0, 0, ""
+	var causes []*stuckRecord
 	for _, st := range m.stuck {
 		if st.Segments == 0 {
 			continue
@@ -424,8 +428,23 @@ func (m *Mirror) quarantinedNow() (segments, sessions int, reason string) {
 		if reason == "" || st.Error < reason {
 			reason = st.Error
 		}
+		if st.cause != nil {
+			causes = append(causes, st)
+		}
 	}
-	return segments, sessions, reason
+	if segments == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("mirror: await quiescence: %d segments of %d sessions are in the quarantine (%s)", segments, sessions, reason)
+	if len(causes) == 0 {
+		return fmt.Errorf("%s: %w", msg, ErrQuarantined)
+	}
+	slices.SortFunc(causes, func(a, b *stuckRecord) int { return strings.Compare(a.Session, b.Session) })
+	errs := make([]error, 0, min(len(causes), 3))
+	for _, st := range causes[:min(len(causes), 3)] {
+		errs = append(errs, st.cause)
+	}
+	return fmt.Errorf("%s: %w: %w", msg, ErrQuarantined, errors.Join(errs...))
 }
 
 func orNone(s string) string {

@@ -314,31 +314,51 @@ func TestMirror_LostResponseIsIdempotent(t *testing.T) {
 	require.Equal(t, uint64(3), st.Uploaded)
 }
 
+// The store's refusal is in AwaitQuiescence's error chain whether the worker
+// quarantined the segment while the call waited or before the call began (CI once
+// met the second timing and the chain lacked bucket.ErrExists).
 func TestMirror_PermanentFailureQuarantines(t *testing.T) {
-	h := newHungMirror(t, nil)
-	mb, fb, store, dir, m, s, ctx := h.mem, h.fb, h.store, h.dir, h.m, h.s, h.ctx
-	require.NoError(t, m.Upload(ctx, s.batch(2)))
-	// Another writer stores other bytes under the segment's key first.
-	keys := journalKeys(t, dir)
-	require.Len(t, keys, 1)
-	require.NoError(t, mb.Put(ctx, keys[0], strings.NewReader("other"), 5, bucket.PutOptions{Checksum: "other"}))
-	fb.Heal()
+	for _, tc := range []struct {
+		name string
+		// before makes the quarantine happen before AwaitQuiescence is called.
+		before bool
+	}{
+		{name: "during the call"},
+		{name: "before the call", before: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHungMirror(t, nil)
+			mb, fb, store, dir, m, s, ctx := h.mem, h.fb, h.store, h.dir, h.m, h.s, h.ctx
+			require.NoError(t, m.Upload(ctx, s.batch(2)))
+			// Another writer stores other bytes under the segment's key first.
+			keys := journalKeys(t, dir)
+			require.Len(t, keys, 1)
+			require.NoError(t, mb.Put(ctx, keys[0], strings.NewReader("other"), 5, bucket.PutOptions{Checksum: "other"}))
+			fb.Heal()
+			if tc.before {
+				require.Eventually(t, func() bool { return m.Status().Quarantined == 1 }, 5*time.Second, time.Millisecond)
+			}
 
-	err := m.AwaitQuiescence(ctx)
-	require.ErrorIs(t, err, mirror.ErrQuarantined)
-	require.ErrorIs(t, err, bucket.ErrExists)
-	st := m.Status()
-	require.Equal(t, 1, st.Quarantined)
-	require.Equal(t, uint64(1), st.Failures)
-	require.Zero(t, st.Retries)
-	require.Zero(t, st.Pending)
-	require.Equal(t, keys, outboxFiles(t, dir, "failed"), "never delete data")
-	require.NoError(t, m.Close(ctx))
-	require.Empty(t, outboxFiles(t, dir, "journal"), "the quarantined copy replaces the record")
+			err := m.AwaitQuiescence(ctx)
+			require.ErrorIs(t, err, mirror.ErrQuarantined)
+			require.ErrorIs(t, err, bucket.ErrExists)
+			st := m.Status()
+			require.Equal(t, 1, st.Quarantined)
+			require.Equal(t, uint64(1), st.Failures)
+			require.Zero(t, st.Retries)
+			require.Zero(t, st.Pending)
+			require.Equal(t, keys, outboxFiles(t, dir, "failed"), "never delete data")
+			require.NoError(t, m.Close(ctx))
+			require.Empty(t, outboxFiles(t, dir, "journal"), "the quarantined copy replaces the record")
 
-	m2 := newMirror(t, store, dir, nil)
-	require.Equal(t, 1, m2.Status().Quarantined, "the quarantine is counted, not retried")
-	require.Zero(t, m2.Status().Pending)
+			m2 := newMirror(t, store, dir, nil)
+			require.Equal(t, 1, m2.Status().Quarantined, "the quarantine is counted, not retried")
+			require.Zero(t, m2.Status().Pending)
+			err = m2.AwaitQuiescence(ctx)
+			require.ErrorIs(t, err, mirror.ErrQuarantined, "a quarantine found at start is reported")
+			require.ErrorContains(t, err, "object already exists", "with the reason kept in the outbox")
+		})
+	}
 }
 
 // A conflict is decided by the stored bytes: the same bytes (our own earlier write,

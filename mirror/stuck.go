@@ -54,6 +54,15 @@ type StuckSession struct {
 	Since time.Time `json:"since"`
 }
 
+// stuckRecord is a stuck session as the Mirror keeps it: cause is the error that
+// quarantined its first held-back segment in this process (nil for a record loaded
+// from the outbox at start, or for a refused batch), so that AwaitQuiescence can
+// wrap it and callers can test it with errors.Is whenever the quarantine happened.
+type stuckRecord struct {
+	StuckSession
+	cause error
+}
+
 // outboxReasons is the directory of the outbox that says why each quarantined
 // segment was refused: {OutboxDir}/reasons/{key} is a line of text. It is kept
 // apart from failed/ so that the quarantine holds nothing but segments.
@@ -78,7 +87,7 @@ func (m *Mirror) refuseBatch(ref transcript.TranscriptRef, entries int, err erro
 	name := ref.Norm().String()
 	st := m.stuck[name]
 	if st == nil {
-		st = &StuckSession{Session: name, Since: time.Now()}
+		st = &stuckRecord{StuckSession: StuckSession{Session: name, Since: time.Now()}}
 		m.stuck[name] = st
 	}
 	if st.Segments == 0 {
@@ -99,12 +108,13 @@ func (m *Mirror) acceptedBatch(ref transcript.TranscriptRef) {
 	}
 }
 
-// stuckLocked records j's segment as quarantined for reason (caller holds mu).
-func (m *Mirror) stuckLocked(j *job, reason string) {
+// stuckLocked records j's segment as quarantined because of cause (caller holds
+// mu). The first quarantined segment of a session names the session's error.
+func (m *Mirror) stuckLocked(j *job, cause error) {
 	name := transcript.SessionNameOfKey(j.key)
 	st := m.stuck[name]
 	if st == nil || st.Segments == 0 {
-		st = &StuckSession{Session: name, Error: reason, Since: time.Now()}
+		st = &stuckRecord{StuckSession: StuckSession{Session: name, Error: cause.Error(), Since: time.Now()}, cause: cause}
 		m.stuck[name] = st
 	}
 	st.Segments++
@@ -133,7 +143,9 @@ func (m *Mirror) holdBackLocked(j *job) {
 		m.cfg.Logger.Error("mirror: hold back segment", "key", j.key, "err", err)
 	}
 	m.box.writeReason(j.key, reason)
-	m.stuckLocked(j, m.stuck[transcript.SessionNameOfKey(j.key)].Error)
+	st := m.stuck[transcript.SessionNameOfKey(j.key)] // heldBackLocked: it has segments there
+	st.Segments++
+	st.Entries += j.entries
 	m.stats.quarantined++
 	j.err = fmt.Errorf("%w: %s", ErrQuarantined, reason)
 	m.finishLocked(j)
@@ -151,7 +163,7 @@ func (m *Mirror) quarantineJob(j *job, data []byte, err error) {
 		m.cfg.Logger.Error("mirror: quarantine failed; the segment stays pending for the next start", "key", j.key, "err", qerr)
 	}
 	m.box.writeReason(j.key, err.Error())
-	m.stuckLocked(j, err.Error())
+	m.stuckLocked(j, err)
 	m.stats.quarantined++
 }
 
@@ -214,7 +226,7 @@ func (m *Mirror) Release(ctx context.Context, ref transcript.TranscriptRef) (int
 func (m *Mirror) stuckSnapshot() []StuckSession {
 	var out []StuckSession
 	for _, st := range m.stuck {
-		out = append(out, *st)
+		out = append(out, st.StuckSession)
 	}
 	slices.SortFunc(out, func(a, b StuckSession) int { return strings.Compare(a.Session, b.Session) })
 	return out
@@ -227,7 +239,7 @@ func (m *Mirror) loadStuck() error {
 		return err
 	}
 	for i := range st {
-		m.stuck[st[i].Session] = &st[i]
+		m.stuck[st[i].Session] = &stuckRecord{StuckSession: st[i]}
 	}
 	return nil
 }

@@ -72,12 +72,20 @@ type rawLine struct {
 	off  int64
 }
 
+// utf8BOM is the byte order mark some editors put at the start of a UTF-8 file.
+const utf8BOM = "\xef\xbb\xbf"
+
 // splitLines splits data into non-empty lines and handles an unterminated tail.
+// A byte order mark at the start is not part of the first line: Pi trims the
+// file's text, BOM included, before it splits the lines.
 func splitLines(data []byte, rep *LoadReport) ([]rawLine, int64) {
 	out := make([]rawLine, 0, bytes.Count(data, []byte{'\n'})+1)
 	var off int64
+	if len(data) >= len(utf8BOM) && string(data[:len(utf8BOM)]) == utf8BOM {
+		data, off = data[len(utf8BOM):], int64(len(utf8BOM))
+	}
 	line := 0
-	validLen := int64(len(data))
+	validLen := off + int64(len(data))
 	for len(data) > 0 {
 		line++
 		nl := bytes.IndexByte(data, '\n')

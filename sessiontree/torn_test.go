@@ -139,3 +139,42 @@ func FuzzLoadJSONL(f *testing.F) {
 		}
 	})
 }
+
+// A byte order mark before the header (an editor saved the file) is skipped as Pi
+// skips it; one anywhere else makes its line malformed, as in Pi.
+func TestParseSession_ByteOrderMark(t *testing.T) {
+	const bom = "\xef\xbb\xbf"
+	fixture := readFixture(t, "pi-v3-browse-session.jsonl")
+	wantH, want, _, err := sessiontree.ParseSession(bytes.NewReader(fixture))
+	require.NoError(t, err)
+	lines := bytes.SplitAfter(fixture, []byte("\n"))
+	secondAt := int64(len(lines[0]))
+	for _, tt := range []struct {
+		name      string
+		data      []byte
+		malformed []sessiontree.LineError // Line and Offset only
+		entries   int
+	}{
+		{name: "before the header", data: append([]byte(bom), fixture...), entries: len(want)},
+		{name: "one line, no newline", data: append([]byte(bom), bytes.TrimSuffix(lines[0], []byte("\n"))...)},
+		{
+			name:      "before an entry",
+			data:      bytes.Join([][]byte{lines[0], []byte(bom), bytes.Join(lines[1:], nil)}, nil),
+			malformed: []sessiontree.LineError{{Line: 2, Offset: secondAt}},
+			entries:   len(want) - 1,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, es, rep, err := sessiontree.ParseSession(bytes.NewReader(tt.data))
+			require.NoError(t, err)
+			require.Equal(t, wantH.Raw(), h.Raw(), "the header's bytes, without the mark")
+			require.Len(t, es, tt.entries)
+			require.Len(t, rep.Malformed, len(tt.malformed))
+			for i, m := range tt.malformed {
+				require.Equal(t, m.Line, rep.Malformed[i].Line)
+				require.Equal(t, m.Offset, rep.Malformed[i].Offset)
+			}
+			require.Zero(t, rep.TornBytes)
+		})
+	}
+}

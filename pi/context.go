@@ -5,13 +5,43 @@ import (
 	"encoding/json"
 	"io"
 	"strconv"
-	"time"
 )
 
 // Model is the model a context runs on; it marshals as {"provider":..,"modelId":..}.
 type Model struct {
 	Provider string `json:"provider"`
 	ModelID  string `json:"modelId"`
+	// rawProvider and rawModelID keep a value that is not a JSON string, which Pi
+	// passes through (see rawUnlessString).
+	rawProvider, rawModelID []byte
+}
+
+// rawUnlessString returns nil when v is a JSON string (its text is used), an
+// empty slice when v is absent (JSON.stringify leaves an undefined value's key
+// out), and v itself otherwise (null, a number, an object: written as is). Pi
+// copies a setting from its entry without looking at it, so a file that is not
+// Pi's own gives these; Pi's files always hold strings.
+func rawUnlessString(v []byte) (string, []byte) {
+	if s, ok := jsonString(v); ok {
+		return s, nil
+	}
+	if v == nil {
+		return "", []byte{}
+	}
+	return "", v
+}
+
+// appendSetting appends `"key":value` for a setting read by rawUnlessString,
+// nothing for an absent one, and reports whether it appended.
+func appendSetting(b []byte, key, s string, raw []byte) ([]byte, bool) {
+	if raw != nil && len(raw) == 0 {
+		return b, false
+	}
+	b = append(append(append(b, '"'), key...), '"', ':')
+	if raw != nil {
+		return append(b, raw...), true
+	}
+	return AppendString(b, s), true
 }
 
 // Context is what the model sees at a leaf, as Pi's buildSessionContext returns it.
@@ -25,6 +55,9 @@ type Context struct {
 	ThinkingLevel string
 	// Model is set by the last model_change or assistant message on the path.
 	Model *Model
+	// rawThinking keeps a thinking level that is not a JSON string (see
+	// rawUnlessString).
+	rawThinking []byte
 }
 
 // MarshalJSON implements json.Marshaler (encoding/json then compacts the bytes
@@ -41,7 +74,7 @@ func (c Context) JSON() []byte {
 		}
 		b = appendMessage(b, m)
 	}
-	return appendContextEnd(b, c.ThinkingLevel, c.Model)
+	return appendContextEnd(b, pathSetting{c.ThinkingLevel, c.rawThinking, c.Model, -1})
 }
 
 // appendMessage appends one message of a context's JSON (null for nil).
@@ -53,17 +86,24 @@ func appendMessage(b []byte, m json.RawMessage) []byte {
 }
 
 // appendContextEnd appends what follows the messages in a context's JSON.
-func appendContextEnd(b []byte, thinkingLevel string, model *Model) []byte {
-	b = append(b, `],"thinkingLevel":`...)
-	b = AppendString(b, thinkingLevel)
-	b = append(b, `,"model":`...)
-	if model == nil {
+func appendContextEnd(b []byte, st pathSetting) []byte {
+	b = append(b, "],"...)
+	b, _ = appendSetting(b, "thinkingLevel", st.thinkingLevel, st.rawThinking)
+	if b[len(b)-1] != ',' {
+		b = append(b, ',')
+	}
+	b = append(b, `"model":`...)
+	if m := st.model; m == nil {
 		b = append(b, "null"...)
 	} else {
-		b = append(b, `{"provider":`...)
-		b = AppendString(b, model.Provider)
-		b = append(b, `,"modelId":`...)
-		b = AppendString(b, model.ModelID)
+		b = append(b, '{')
+		var wrote bool
+		if b, wrote = appendSetting(b, "provider", m.Provider, m.rawProvider); wrote {
+			b = append(b, ',')
+		}
+		if b, wrote = appendSetting(b, "modelId", m.ModelID, m.rawModelID); !wrote && b[len(b)-1] == ',' {
+			b = b[:len(b)-1]
+		}
 		b = append(b, '}')
 	}
 	return append(b, '}')
@@ -121,28 +161,42 @@ func BuildContext(entries []Entry, idx Index, leaf int) Context {
 	path := PathTo(entries, idx, leaf)
 	at := func(k int) Entry { return entries[path[k]] }
 	c := EmptyContext()
-	var comp int
-	c.ThinkingLevel, c.Model, comp = pathSettings(len(path), at)
+	st := pathSettings(len(path), at)
+	c.ThinkingLevel, c.rawThinking, c.Model = st.thinkingLevel, st.rawThinking, st.model
 	msgs := make([]json.RawMessage, 0, len(path))
-	emitPath(len(path), at, comp, func(m json.RawMessage) { msgs = append(msgs, m) })
+	emitPath(len(path), at, st.comp, func(m json.RawMessage) { msgs = append(msgs, m) })
 	c.Messages = msgs
 	return c
 }
 
+// pathSetting is what a context's path sets: the thinking level, the model, and
+// the position of the last compaction on the path (-1 for none).
+type pathSetting struct {
+	thinkingLevel string
+	rawThinking   []byte
+	model         *Model
+	comp          int
+}
+
+// newModel is the model of a model_change or an assistant message.
+func newModel(provider, modelID []byte) *Model {
+	m := new(Model)
+	m.Provider, m.rawProvider = rawUnlessString(provider)
+	m.ModelID, m.rawModelID = rawUnlessString(modelID)
+	return m
+}
+
 // pathSettings reads the settings of a context from its path (n entries, root
-// first, entry k given by at): the thinking level, the model, and the position of
-// the last compaction on the path (-1 for none).
-func pathSettings(n int, at func(k int) Entry) (thinkingLevel string, model *Model, comp int) {
-	thinkingLevel, comp = EmptyContext().ThinkingLevel, -1
+// first, entry k given by at).
+func pathSettings(n int, at func(k int) Entry) pathSetting {
+	st := pathSetting{thinkingLevel: EmptyContext().ThinkingLevel, comp: -1}
 	for k := range n {
 		e := at(k)
 		switch e.typ {
 		case TypeThinkingLevelChange:
-			thinkingLevel, _ = jsonString(e.field(fThinkingLevel))
+			st.thinkingLevel, st.rawThinking = rawUnlessString(e.field(fThinkingLevel))
 		case TypeModelChange:
-			p, _ := jsonString(e.field(fProvider))
-			m, _ := jsonString(e.field(fModelID))
-			model = &Model{p, m}
+			st.model = newModel(e.field(fProvider), e.field(fModelID))
 		case TypeMessage:
 			msg := e.field(fMessage)
 			if len(msg) > 0 && msg[0] == '{' {
@@ -158,16 +212,14 @@ func pathSettings(n int, at func(k int) Entry) (thinkingLevel string, model *Mod
 					}
 				})
 				if r, _ := jsonString(role); r == "assistant" {
-					p, _ := jsonString(prov)
-					m, _ := jsonString(mod)
-					model = &Model{p, m}
+					st.model = newModel(prov, mod)
 				}
 			}
 		case TypeCompaction:
-			comp = k
+			st.comp = k
 		}
 	}
-	return thinkingLevel, model, comp
+	return st
 }
 
 // emitPath passes the messages of a context to emit, in order, given its path (n
@@ -215,12 +267,12 @@ func emitPath(n int, at func(k int) Entry, comp int, emit func(json.RawMessage))
 // beyond the one being written, and reads each entry twice, so at may parse it
 // on demand: a context of a million messages is streamed.
 func WriteContextPath(w io.Writer, n int, at func(k int) Entry) error {
-	thinkingLevel, model, comp := pathSettings(n, at)
+	st := pathSettings(n, at)
 	bw := bufio.NewWriterSize(w, 1<<16)
 	bw.WriteString(`{"messages":[`)
 	first := true
 	var b []byte
-	emitPath(n, at, comp, func(m json.RawMessage) {
+	emitPath(n, at, st.comp, func(m json.RawMessage) {
 		if !first {
 			bw.WriteByte(',')
 		}
@@ -228,7 +280,7 @@ func WriteContextPath(w io.Writer, n int, at func(k int) Entry) error {
 		b = appendMessage(b[:0], m)
 		bw.Write(b)
 	})
-	bw.Write(appendContextEnd(b[:0], thinkingLevel, model))
+	bw.Write(appendContextEnd(b[:0], st))
 	bw.WriteByte('\n')
 	return bw.Flush()
 }
@@ -252,24 +304,10 @@ func synth(e Entry, prefix string, fields ...field) json.RawMessage {
 		}
 	}
 	b = append(b, `,"timestamp":`...)
-	if ms, ok := unixMillis(e.ts); ok {
+	if ms, ok := jsDateMillis(e.field(fTimestamp)); ok {
 		b = strconv.AppendInt(b, ms, 10)
 	} else {
 		b = append(b, "null"...)
 	}
 	return append(b, '}')
-}
-
-// unixMillis parses an ISO-8601 timestamp as JavaScript's Date does for the forms
-// Pi writes (RFC 3339 with or without fraction, or a bare date in UTC).
-func unixMillis(ts string) (int64, bool) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02"} {
-		if t, err := time.Parse(layout, ts); err == nil {
-			if layout == "2006-01-02T15:04:05.999999999" {
-				t = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.Local)
-			}
-			return t.UnixMilli(), true
-		}
-	}
-	return 0, false
 }

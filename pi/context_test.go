@@ -37,3 +37,46 @@ func TestWriteContextPath(t *testing.T) {
 	require.NoError(t, pi.WriteContextPath(&got, 0, nil))
 	require.Equal(t, string(pi.EmptyContext().JSON())+"\n", got.String())
 }
+
+// A setting that is not a string is copied as Pi copies it, and an absent one
+// leaves its key out as JSON.stringify leaves out undefined (expectations printed
+// by Node for Pi's {messages, thinkingLevel, model}); both builders agree.
+func TestContext_SettingsAsPiCopiesThem(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		entries []string
+		want    string
+	}{
+		{"strings", []string{
+			ent("thinking_level_change", "a", "", `"thinkingLevel":"low"`),
+			ent("model_change", "b", "a", `"provider":"p","modelId":"m"`),
+		}, `{"messages":[],"thinkingLevel":"low","model":{"provider":"p","modelId":"m"}}`},
+		{"absent", []string{
+			ent("thinking_level_change", "a", "", ``),
+			ent("model_change", "b", "a", `"modelId":"m"`),
+		}, `{"messages":[],"model":{"modelId":"m"}}`},
+		{"null and a number", []string{
+			ent("thinking_level_change", "a", "", `"thinkingLevel":null`),
+			ent("model_change", "b", "a", `"provider":7`),
+		}, `{"messages":[],"thinkingLevel":null,"model":{"provider":7}}`},
+		{"an object, and neither", []string{
+			ent("thinking_level_change", "a", "", `"thinkingLevel":{"x":1}`),
+			ent("model_change", "b", "a", `"other":1`),
+		}, `{"messages":[],"thinkingLevel":{"x":1},"model":{}}`},
+		{"an assistant without its model", []string{
+			ent("model_change", "a", "", `"provider":"p","modelId":"m"`),
+			ent("message", "b", "a", `"message":{"role":"assistant","content":[],"provider":"q"}`),
+		}, `{"messages":[{"role":"assistant","content":[],"provider":"q"}],"thinkingLevel":"off","model":{"provider":"q"}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			entries := parse(t, tt.entries...)
+			idx := pi.NewIndex(entries)
+			leaf := len(entries) - 1
+			require.Equal(t, tt.want, string(pi.BuildContext(entries, idx, leaf).JSON()))
+			path := pi.PathTo(entries, idx, leaf)
+			var got bytes.Buffer
+			require.NoError(t, pi.WriteContextPath(&got, len(path), func(k int) pi.Entry { return entries[path[k]] }))
+			require.Equal(t, tt.want+"\n", got.String())
+		})
+	}
+}

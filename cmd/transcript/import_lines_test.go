@@ -61,8 +61,9 @@ func TestImportLines_AsAFirstFlush(t *testing.T) {
 			require.NotEmpty(t, capture.entries)
 
 			var stderr bytes.Buffer
-			got, err := importLines(t.Context(), &cliEnv{stderr: &stderr, getenv: os.Getenv}, ref, path)
+			got, skipped, err := importLines(t.Context(), &cliEnv{stderr: &stderr, getenv: os.Getenv}, ref, path, false)
 			require.NoError(t, err, stderr.String())
+			require.Zero(t, skipped)
 			require.Equal(t, capture.entries, got)
 		})
 	}

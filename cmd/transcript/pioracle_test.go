@@ -25,8 +25,9 @@ import (
 // JSON.stringify line per entry), over every entry type, branches, compactions
 // whose kept entry is on the path, off it or unknown, v1 and v2 files that need
 // migrating, explicit leaves; and a share of them carry what a hand-edited or
-// foreign file may: other timestamp forms, a byte order mark, CRLF line ends,
-// blank and malformed lines, no final newline.
+// foreign file may: other timestamp forms and settings, a byte order mark, CRLF
+// line ends, blank and malformed lines (imported with --skip-malformed), no
+// final newline.
 
 // oracleDir is the npm project that holds Pi's package.
 const oracleDir = "testdata/pioracle"
@@ -40,7 +41,8 @@ type piCase struct {
 	SessionDir string `json:"sessionDir"`
 	// ours is the file `transcript` reads (Pi rewrites File when it migrates it).
 	ours string
-	// malformed: a line of the file is not an entry (import refuses the file).
+	// malformed: a line of the file is not an entry (import refuses the file
+	// without --skip-malformed).
 	malformed bool
 }
 
@@ -103,17 +105,21 @@ func TestPiOracle(t *testing.T) {
 		require.Equal(t, string(want)+"\n", r.stdout, "%s (--file %s, leaf %q): the context Pi builds", name, c.ours, c.Leaf)
 
 		// The same session imported into the store: the context read back
-		// from its segments. (Every third case: an import costs three runs.)
-		if i%3 != 0 {
+		// from its segments. (Every third case, and every damaged one: an
+		// import costs three runs.)
+		if i%3 != 0 && !c.malformed {
 			continue
 		}
 		sel := []string{"--store", store, "--agent", "oracle", "--session", fmt.Sprintf("s%d", i)}
 		r = cli(t, append(append([]string{"import"}, sel...), c.ours)...)
 		if c.malformed {
-			// Where Pi skips the line, import refuses the file and says why.
+			// Where Pi skips the line, import refuses the file and says why,
+			// unless told to skip it too.
 			require.Equal(t, 1, r.code, "%s: import: %s", name, r.stderr)
-			require.Contains(t, r.stderr, "malformed")
-			continue
+			require.Contains(t, r.stderr, "malformed line")
+			require.Contains(t, r.stderr, "--skip-malformed")
+			r = cli(t, append(append([]string{"import", "--skip-malformed"}, sel...), c.ours)...)
+			require.Contains(t, r.stdout, "\t1 skipped")
 		}
 		require.Equal(t, 0, r.code, "%s: import: %s", name, r.stderr)
 		args = append([]string{"context"}, sel...)
@@ -490,6 +496,10 @@ func (g *sessionGen) file() (data []byte, leaf string, malformed bool) {
 			bad := pick(g, "", "   ", "{not json", "[1,2]")
 			malformed = strings.TrimSpace(bad) != ""
 			lines = append(lines[:at], append([]string{bad}, lines[at:]...)...)
+		case 4:
+			// A crash tore the last line: half of another entry, no newline.
+			last := lines[len(lines)-1]
+			lines, end, malformed = append(lines, last[:len(last)/2]), "", true
 		}
 	}
 	return []byte(prefix + strings.Join(lines, sep) + end), leaf, malformed

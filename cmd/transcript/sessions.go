@@ -26,6 +26,10 @@ deterministically) as the session --agent/--session of --ns: the header and
 every entry the store does not hold yet become one new segment. Importing the same
 file again changes nothing.
 
+A file with a malformed line, or a last line torn by a crash, is refused (each
+such line is named on stderr) unless --skip-malformed imports the rest: the
+entries Pi itself would load from that file.
+
 Examples:
   transcript import --agent coder --session s1 ~/.pi/sessions/2026-09-25.jsonl
   transcript import --store 's3://b/p?endpoint=127.0.0.1:9000&insecure=true' --agent a --session s FILE.jsonl
@@ -41,11 +45,14 @@ type importSummary struct {
 	// (each holds at most segment.DefaultTargetSegmentSize of JSONL).
 	Segments []string `json:"segments,omitempty"`
 	Existing bool     `json:"existing"`
+	// Skipped counts the lines --skip-malformed left out.
+	Skipped int `json:"skipped,omitempty"`
 }
 
 func runImport(ctx context.Context, env *cliEnv, args []string) error {
 	fs, sf := newStoreFlagSet(env, "import", importUsage, true)
 	writer := fs.String("writer", "", "writer id in the segment key (default: host name and random hex)")
+	skipMalformed := fs.Bool("skip-malformed", false, "import a file with malformed or torn lines without those lines (each is reported on stderr)")
 	if err := parse(fs, sf, args); err != nil {
 		return err
 	}
@@ -61,7 +68,7 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	path := fs.Arg(0)
-	lines, err := importLines(ctx, env, ref, path)
+	lines, skipped, err := importLines(ctx, env, ref, path, *skipMalformed)
 	if err != nil {
 		return fmt.Errorf("import %s: %w", path, err)
 	}
@@ -94,7 +101,7 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 			return fmt.Errorf("import %s: entry %s differs from the one session %s holds (a different file?)", path, e.ID, ref.Norm())
 		}
 	}
-	sum := importSummary{Session: ref.Norm().String(), Lines: len(lines), Added: len(missing), Existing: len(stored) > 0}
+	sum := importSummary{Session: ref.Norm().String(), Lines: len(lines), Added: len(missing), Existing: len(stored) > 0, Skipped: skipped}
 	if len(missing) > 0 {
 		infos, err := s.AppendSegments(ctx, ref, missing, w)
 		if err != nil {
@@ -110,42 +117,49 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 	if sf.json {
 		return writeJSON(env.stdout, sum)
 	}
+	var skippedNote string
+	if skipped > 0 {
+		skippedNote = fmt.Sprintf("\t%d skipped", skipped)
+	}
 	if len(missing) == 0 {
-		_, err = fmt.Fprintf(env.stdout, "%s\t%d lines\tunchanged (already imported)\n", sum.Session, sum.Lines)
+		_, err = fmt.Fprintf(env.stdout, "%s\t%d lines\tunchanged (already imported)%s\n", sum.Session, sum.Lines, skippedNote)
 		return err
 	}
 	as := sum.Segment
 	if len(sum.Segments) > 1 {
 		as = strings.Join(sum.Segments, " ")
 	}
-	_, err = fmt.Fprintf(env.stdout, "%s\t%d lines\t%d added as %s\n", sum.Session, sum.Lines, sum.Added, as)
+	_, err = fmt.Fprintf(env.stdout, "%s\t%d lines\t%d added as %s%s\n", sum.Session, sum.Lines, sum.Added, as, skippedNote)
 	return err
 }
 
 // importLines parses (and migrates) the Pi session file at path and returns the
-// lines a first flush of it would upload: the header, then every entry.
-func importLines(ctx context.Context, env *cliEnv, ref transcript.TranscriptRef, path string) ([][]byte, error) {
+// lines a first flush of it would upload: the header, then every entry. A file
+// with malformed or torn lines is refused unless skipMalformed, which leaves
+// those lines out and returns how many it left out.
+func importLines(ctx context.Context, env *cliEnv, ref transcript.TranscriptRef, path string, skipMalformed bool) ([][]byte, int, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	scratch, err := os.MkdirTemp("", "transcript-import-")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer os.RemoveAll(scratch)
 	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
 	tree, rep, err := sessiontree.Import(sessiontree.Config{Root: scratch, NoSync: true}, rc, ref.AgentID, ref.SessionID, f)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	reportLoad(env, path, rep)
-	if len(rep.Malformed) > 0 || rep.TornBytes > 0 {
-		return nil, fmt.Errorf("%d malformed lines: %w", len(rep.Malformed)+min(rep.TornBytes, 1), sessiontree.ErrInvalidEntry)
+	skipped := len(rep.Malformed) + min(rep.TornBytes, 1)
+	if skipped > 0 && !skipMalformed {
+		return nil, 0, fmt.Errorf("%d malformed lines (--skip-malformed imports the rest): %w", skipped, sessiontree.ErrInvalidEntry)
 	}
 	// The session is held now; what comes next (the segments) is garbage once
 	// written, so the heap is bounded as the read commands bound theirs.
@@ -163,7 +177,7 @@ func importLines(ctx context.Context, env *cliEnv, ref transcript.TranscriptRef,
 	for _, e := range entries {
 		lines = append(lines, e.Raw())
 	}
-	return lines, nil
+	return lines, skipped, nil
 }
 
 // newWriter returns the writer named id, or a random one for "".

@@ -2,6 +2,7 @@ package pi
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"strconv"
@@ -28,7 +29,7 @@ func rawUnlessString(v []byte) (string, []byte) {
 	if v == nil {
 		return "", []byte{}
 	}
-	return "", v
+	return "", bytes.Clone(v) // v may lie in a buffer its reader reuses
 }
 
 // appendSetting appends `"key":value` for a setting read by rawUnlessString,
@@ -187,39 +188,62 @@ func newModel(provider, modelID []byte) *Model {
 }
 
 // pathSettings reads the settings of a context from its path (n entries, root
-// first, entry k given by at).
+// first, entry k given by at). It remembers where the last thinking level and
+// model were set and reads those two entries again at the end, so that the
+// values it keeps never point into an entry at may since have reused.
 func pathSettings(n int, at func(k int) Entry) pathSetting {
 	st := pathSetting{thinkingLevel: EmptyContext().ThinkingLevel, comp: -1}
+	thinkingAt, modelAt := -1, -1
 	for k := range n {
 		e := at(k)
 		switch e.typ {
 		case TypeThinkingLevelChange:
-			st.thinkingLevel, st.rawThinking = rawUnlessString(e.field(fThinkingLevel))
+			thinkingAt = k
 		case TypeModelChange:
-			st.model = newModel(e.field(fProvider), e.field(fModelID))
+			modelAt = k
 		case TypeMessage:
-			msg := e.field(fMessage)
-			if len(msg) > 0 && msg[0] == '{' {
-				var role, prov, mod []byte
-				_ = eachField(msg, func(k string, v []byte, _ int) {
-					switch k {
-					case "role":
-						role = v
-					case "provider":
-						prov = v
-					case "model":
-						mod = v
-					}
-				})
-				if r, _ := jsonString(role); r == "assistant" {
-					st.model = newModel(prov, mod)
-				}
+			if _, _, ok := assistantModel(e); ok {
+				modelAt = k
 			}
 		case TypeCompaction:
 			st.comp = k
 		}
 	}
+	if thinkingAt >= 0 {
+		st.thinkingLevel, st.rawThinking = rawUnlessString(at(thinkingAt).field(fThinkingLevel))
+	}
+	if modelAt >= 0 {
+		e := at(modelAt)
+		if e.typ == TypeModelChange {
+			st.model = newModel(e.field(fProvider), e.field(fModelID))
+		} else {
+			prov, mod, _ := assistantModel(e)
+			st.model = newModel(prov, mod)
+		}
+	}
 	return st
+}
+
+// assistantModel returns the raw "provider" and "model" of a message entry whose
+// message is an assistant's, and whether it is one.
+func assistantModel(e Entry) (provider, model []byte, ok bool) {
+	msg := e.field(fMessage)
+	if len(msg) == 0 || msg[0] != '{' {
+		return nil, nil, false
+	}
+	var role []byte
+	_ = eachField(msg, func(k string, v []byte, _ int) {
+		switch k {
+		case "role":
+			role = v
+		case "provider":
+			provider = v
+		case "model":
+			model = v
+		}
+	})
+	r, _ := jsonString(role)
+	return provider, model, r == "assistant"
 }
 
 // emitPath passes the messages of a context to emit, in order, given its path (n

@@ -69,13 +69,29 @@ func TestContext_SettingsAsPiCopiesThem(t *testing.T) {
 		}, `{"messages":[{"role":"assistant","content":[],"provider":"q"}],"thinkingLevel":"off","model":{"provider":"q"}}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			entries := parse(t, tt.entries...)
+			// A last entry that sets nothing, so that a reader's buffer holds
+			// other bytes once the settings were read (below).
+			last := parse(t, tt.entries...)
+			entries := parse(t, append(tt.entries, ent("custom", "z", last[len(last)-1].ID(), `"customType":"padding, padding"`))...)
 			idx := pi.NewIndex(entries)
 			leaf := len(entries) - 1
 			require.Equal(t, tt.want, string(pi.BuildContext(entries, idx, leaf).JSON()))
 			path := pi.PathTo(entries, idx, leaf)
 			var got bytes.Buffer
 			require.NoError(t, pi.WriteContextPath(&got, len(path), func(k int) pi.Entry { return entries[path[k]] }))
+			require.Equal(t, tt.want+"\n", got.String())
+
+			// A reader that parses each entry into one reused buffer, as a
+			// streaming one may: what was read before is overwritten.
+			var buf []byte
+			reused := func(k int) pi.Entry {
+				buf = append(buf[:0], entries[path[k]].Raw()...)
+				e, err := pi.ParseEntry(buf)
+				require.NoError(t, err)
+				return e
+			}
+			got.Reset()
+			require.NoError(t, pi.WriteContextPath(&got, len(path), reused))
 			require.Equal(t, tt.want+"\n", got.String())
 		})
 	}

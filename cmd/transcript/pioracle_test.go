@@ -136,13 +136,26 @@ func TestPiOracle(t *testing.T) {
 		require.Equal(t, 0, r.code, "%s: export: %s", name, r.stderr)
 		exports = append(exports, piCase{File: exported, Leaf: c.Leaf, Out: exported + ".pi.json", SessionDir: c.SessionDir})
 		wants[exported] = string(want)
+
+		// And so does the context file a restore writes (Pi opens it as a
+		// session file; it holds what the model still needs at the active
+		// leaf, so only the active leaf is asked).
+		if c.Leaf != "" {
+			continue
+		}
+		out := filepath.Join(dir, "restored", name)
+		r = cli(t, append([]string{"restore", "--out", out}, sel...)...)
+		require.Equal(t, 0, r.code, "%s: restore: %s", name, r.stderr)
+		contextFile := filepath.Join(out, "default", "agents", "oracle", "sessions", sel[len(sel)-1]+".jsonl")
+		exports = append(exports, piCase{File: contextFile, Out: contextFile + ".pi.json", SessionDir: c.SessionDir})
+		wants[contextFile] = string(want)
 	}
 	require.NotEmpty(t, exports)
 	askPi(t, node, dir, "exports.json", exports)
 	for _, c := range exports {
 		got, err := os.ReadFile(c.Out)
 		require.NoError(t, err)
-		require.Equal(t, wants[c.File], string(got), "%s: Pi's context of the export, against its context of the imported file", c.File)
+		require.Equal(t, wants[c.File], string(got), "%s: Pi's context of this file (an export or a restored context file), against its context of the imported file", c.File)
 	}
 }
 

@@ -21,13 +21,15 @@ import (
 // pinned in testdata/pioracle; `npm ci` there installs it, as .ci/run does) for the
 // context of many session files, and requires `transcript context` to print the
 // same bytes: from the file (--file), and from the store after `transcript
-// import`. The files are made by a seeded generator the way Pi writes them (one
-// JSON.stringify line per entry), over every entry type, branches, compactions
-// whose kept entry is on the path, off it or unknown, v1 and v2 files that need
-// migrating, explicit leaves; and a share of them carry what a hand-edited or
-// foreign file may: other timestamp forms and settings, a byte order mark, CRLF
-// line ends, blank and malformed lines (imported with --skip-malformed), no
-// final newline.
+// import`; and Pi must build the same context again from the export and from
+// the context file a restore writes. Sixty files are written by Pi itself through
+// its API. The others come from a seeded generator that writes them the way Pi
+// does (one JSON.stringify line per entry), over every entry type, branches,
+// compactions whose kept entry is on the path, off it or unknown, v1 and v2
+// files that need migrating, explicit leaves; and a share of them carry what a
+// hand-edited or foreign file may: other timestamp forms and settings, a byte
+// order mark, CRLF line ends, blank and malformed lines (imported with
+// --skip-malformed), a torn last line, no final newline.
 
 // oracleDir is the npm project that holds Pi's package.
 const oracleDir = "testdata/pioracle"
@@ -85,6 +87,20 @@ func TestPiOracle(t *testing.T) {
 		g := newSessionGen(seed)
 		data, leaf, malformed := g.file()
 		add(fmt.Sprintf("gen-%03d", seed), data, leaf, malformed)
+	}
+	// Sessions Pi itself wrote through its API; every other one asked at an
+	// entry of its own.
+	for i, path := range piMade(t, node, filepath.Join(dir, "pi-made"), 60) {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		leaf := ""
+		if i%2 == 1 {
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			var e struct{ ID string }
+			require.NoError(t, json.Unmarshal([]byte(lines[1+i%(len(lines)-1)]), &e))
+			leaf = e.ID
+		}
+		add(fmt.Sprintf("pi-made-%02d", i), data, leaf, false)
 	}
 	askPi(t, node, dir, "cases.json", cases)
 
@@ -159,6 +175,21 @@ func TestPiOracle(t *testing.T) {
 	}
 }
 
+// piMade has Pi write n sessions under dir through its own API
+// (testdata/pioracle/context.mjs) and returns their files.
+func piMade(t *testing.T, node, dir string, n int) []string {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join(oracleDir, "context.mjs"))
+	require.NoError(t, err)
+	cmd := exec.Command(node, script, "make", strconv.Itoa(n), "20261201", dir)
+	cmd.Dir = oracleDir
+	out, err := cmd.Output()
+	require.NoError(t, err, "Pi: %s", out)
+	files := strings.Fields(string(out))
+	require.Len(t, files, n)
+	return files
+}
+
 // askPi has Pi write its context of each case (testdata/pioracle/context.mjs).
 func askPi(t *testing.T, node, dir, name string, cases []piCase) {
 	t.Helper()
@@ -168,7 +199,7 @@ func askPi(t *testing.T, node, dir, name string, cases []piCase) {
 	require.NoError(t, os.WriteFile(listFile, list, 0o644))
 	script, err := filepath.Abs(filepath.Join(oracleDir, "context.mjs"))
 	require.NoError(t, err)
-	cmd := exec.Command(node, script, listFile)
+	cmd := exec.Command(node, script, "context", listFile)
 	cmd.Dir = oracleDir
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "Pi: %s", out)

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -57,3 +58,36 @@ func (s *Store) listChildren(ctx context.Context, prefix string) ([]string, erro
 	}
 	return out, nil
 }
+
+// IsDirectoryMarker reports whether key is a "folder" object: a key ending in "/",
+// which S3 consoles and some S3 tools create so that a prefix shows as a folder.
+// Such a key is never a segment, mark or head; the store ignores it.
+func IsDirectoryMarker(key string) bool { return strings.HasSuffix(key, "/") }
+
+// HoldsObjects reports whether the key prefix of session ref holds any object
+// other than a directory marker. A delimited listing cannot tell a session from a
+// prefix that only a folder object made (ListSessions returns both): commands
+// that read many sessions ask this of a listed session that turns out to have no
+// segments, and leave it out when it holds nothing.
+func (s *Store) HoldsObjects(ctx context.Context, ref TranscriptRef) (bool, error) {
+	ref, visible, err := s.checkRef(ref)
+	if err != nil || !visible {
+		return false, err
+	}
+	prefix := sessionPrefix(s.cfg.Prefix, ref)
+	held := false
+	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: prefix}, func(oi bucket.ObjectInfo) error {
+		if IsDirectoryMarker(oi.Key) {
+			return nil
+		}
+		held = true
+		return errStopListing
+	})
+	if err != nil && !errors.Is(err, errStopListing) {
+		return false, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	return held, nil
+}
+
+// errStopListing ends a listing early from its callback.
+var errStopListing = errors.New("stop listing")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -102,6 +103,22 @@ func (e *notFoundError) Unwrap() error { return transcript.ErrNotFound }
 // errSessionNotFound is the error for a session that has no segments.
 func errSessionNotFound(ref transcript.TranscriptRef) error {
 	return &notFoundError{what: "session " + ref.Norm().String()}
+}
+
+// errNotASession marks a listed prefix that holds no session (see notASession).
+var errNotASession = errors.New("not a session: the prefix holds only directory markers")
+
+// notASession reports whether ref, which the selection listed (--session did not
+// name it) and which turned out to have no segments, holds nothing but directory
+// markers: the "folder" objects S3 consoles and tools create, which a delimited
+// listing cannot tell from a session. The commands over many sessions leave such
+// a prefix out instead of failing on it.
+func (f *storeFlags) notASession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) bool {
+	if f.Session != "" {
+		return false
+	}
+	held, err := s.HoldsObjects(ctx, ref)
+	return err == nil && !held
 }
 
 // selectSessions lists the sessions of the namespace, narrowed to --agent and

@@ -72,6 +72,10 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	failed := make([]error, len(refs))
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
 		res, err := s.ReadAll(ctx, ref)
+		if errors.Is(err, transcript.ErrNotFound) && sf.notASession(ctx, s, ref) {
+			failed[i] = errNotASession // not printed, not a problem
+			return nil
+		}
 		if err != nil && ctx.Err() == nil {
 			failed[i] = fmt.Errorf("session %s: %w (run transcript verify)", ref, err)
 			return nil
@@ -101,12 +105,14 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	if err := printSessions(env, infos, failed, sf.json); err != nil {
 		return err
 	}
+	problems := false
 	for _, err := range failed {
-		if err != nil {
+		if err != nil && err != errNotASession {
 			fmt.Fprintf(env.stderr, "Error: %v\n", err)
+			problems = true
 		}
 	}
-	if errors.Join(failed...) != nil {
+	if problems {
 		return errProblems
 	}
 	return nil

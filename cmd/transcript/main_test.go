@@ -217,6 +217,7 @@ func runSuite(t *testing.T, b backend) {
 		{"ForgedSuperseder", testForgedSuperseder},
 		{"IncompleteGroup", testIncompleteGroup},
 		{"HostileIds", testHostileIds},
+		{"Folders", testFolders},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, b) })

@@ -114,9 +114,12 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
+		absent := errors.Is(err, transcript.ErrNotFound) && sf.notASession(ctx, s, ref)
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
+		case absent:
+			sum.Sessions-- // only directory markers: nothing to restore, nothing failed
 		case err != nil:
 			sum.Failed++
 			sum.Failures = append(sum.Failures, restoreFailure{Session: ref.String(), Error: err.Error()})

@@ -61,17 +61,17 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer s.Close()
-	st := storeStats{Namespace: sf.Namespace, Sessions: len(refs), PerLevel: map[string]levelStats{}}
-	agents := map[string]bool{}
-	for _, ref := range refs {
-		agents[ref.AgentID] = true
-	}
-	st.Agents = len(agents)
+	st := storeStats{Namespace: sf.Namespace, PerLevel: map[string]levelStats{}}
+	absent := make([]bool, len(refs))
 	var mu sync.Mutex
-	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, _ int, ref transcript.TranscriptRef) error {
+	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
 		segs, err := s.ListSegments(ctx, ref)
 		if err != nil {
 			return err
+		}
+		if len(segs) == 0 && sf.notASession(ctx, s, ref) {
+			absent[i] = true
+			return nil
 		}
 		for _, info := range segs {
 			seg, err := s.ReadSegment(ctx, info.Key)
@@ -94,6 +94,14 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	agents := map[string]bool{}
+	for i, ref := range refs {
+		if !absent[i] {
+			st.Sessions++
+			agents[ref.AgentID] = true
+		}
+	}
+	st.Agents = len(agents)
 	for _, l := range st.PerLevel {
 		st.Segments += l.Segments
 		st.Bytes += l.Bytes

@@ -56,6 +56,8 @@ type verifySummary struct {
 type sessionCheck struct {
 	segments, entries, headers int
 	problems                   []verifyProblem
+	// absent: the listed prefix holds only directory markers (not a session).
+	absent bool
 }
 
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {
@@ -70,13 +72,20 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
 		var err error
 		checks[i], err = checkSession(ctx, s, ref)
+		if err == nil && checks[i].segments == 0 && sf.notASession(ctx, s, ref) {
+			checks[i].absent = true
+		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	sum := verifySummary{Sessions: len(refs), Problems: []verifyProblem{}}
+	sum := verifySummary{Problems: []verifyProblem{}}
 	for _, c := range checks {
+		if c.absent {
+			continue // only directory markers: not a session, no problem
+		}
+		sum.Sessions++
 		sum.Segments += c.segments
 		sum.Entries += c.entries
 		sum.Headers += c.headers

@@ -37,10 +37,18 @@ const oracleDir = "testdata/pioracle"
 // piCase is one session file for the oracle: the file, the leaf to build the
 // context at ("" for the active leaf), and where Pi writes its answer.
 type piCase struct {
-	File       string `json:"file"`
+	File string `json:"file"`
+	// Leaf is where Pi builds the context: an entry id, "" for the last
+	// entry, or with NullLeaf set Pi's null leaf (no messages).
 	Leaf       string `json:"leaf"`
+	NullLeaf   bool   `json:"nullLeaf"`
 	Out        string `json:"out"`
 	SessionDir string `json:"sessionDir"`
+	// ourLeaf is the --leaf given to `transcript context` ("" for the active
+	// leaf). It differs from Leaf where the file ends in a "leaf" entry (which
+	// Pi does not know): the store takes its target as the active leaf, and Pi
+	// is asked at that target.
+	ourLeaf string
 	// ours is the file `transcript` reads (Pi rewrites File when it migrates it).
 	ours string
 	// malformed: a line of the file is not an entry (import refuses the file
@@ -64,14 +72,14 @@ func TestPiOracle(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var cases []piCase
-	add := func(name string, data []byte, leaf string, malformed bool) {
-		c := piCase{malformed: malformed,
-			File: filepath.Join(dir, name+".pi.jsonl"), Leaf: leaf,
-			Out: filepath.Join(dir, name+".pi.json"), SessionDir: filepath.Join(dir, "pi-sessions"),
+	add := func(name string, f genFile) {
+		c := piCase{malformed: f.malformed, ourLeaf: f.leaf, Leaf: f.piLeaf, NullLeaf: f.nullLeaf,
+			File: filepath.Join(dir, name+".pi.jsonl"),
+			Out:  filepath.Join(dir, name+".pi.json"), SessionDir: filepath.Join(dir, "pi-sessions"),
 			ours: filepath.Join(dir, name+".jsonl"),
 		}
-		require.NoError(t, os.WriteFile(c.File, data, 0o644))
-		require.NoError(t, os.WriteFile(c.ours, data, 0o644))
+		require.NoError(t, os.WriteFile(c.File, f.data, 0o644))
+		require.NoError(t, os.WriteFile(c.ours, f.data, 0o644))
 		cases = append(cases, c)
 	}
 	fixtures, err := filepath.Glob("../../sessiontree/testdata/pi-*.jsonl")
@@ -80,13 +88,12 @@ func TestPiOracle(t *testing.T) {
 	for _, f := range fixtures {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
-		add(strings.TrimSuffix(filepath.Base(f), ".jsonl"), data, "", false)
+		add(strings.TrimSuffix(filepath.Base(f), ".jsonl"), genFile{data: data})
 	}
 	const n = 240
 	for seed := range uint64(n) {
 		g := newSessionGen(seed)
-		data, leaf, malformed := g.file()
-		add(fmt.Sprintf("gen-%03d", seed), data, leaf, malformed)
+		add(fmt.Sprintf("gen-%03d", seed), g.file())
 	}
 	// Sessions Pi itself wrote through its API; every other one asked at an
 	// entry of its own.
@@ -100,7 +107,7 @@ func TestPiOracle(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(lines[1+i%(len(lines)-1)]), &e))
 			leaf = e.ID
 		}
-		add(fmt.Sprintf("pi-made-%02d", i), data, leaf, false)
+		add(fmt.Sprintf("pi-made-%02d", i), genFile{data: data, leaf: leaf, piLeaf: leaf})
 	}
 	askPi(t, node, dir, "cases.json", cases)
 
@@ -113,12 +120,12 @@ func TestPiOracle(t *testing.T) {
 		require.NoError(t, err)
 		require.NotContains(t, string(want), "ERROR", "%s: Pi failed", name)
 		args := []string{"context", "--file", c.ours}
-		if c.Leaf != "" {
-			args = append(args, "--leaf", c.Leaf)
+		if c.ourLeaf != "" {
+			args = append(args, "--leaf", c.ourLeaf)
 		}
 		r := cli(t, args...)
 		require.Equal(t, 0, r.code, "%s: %s", name, r.stderr)
-		require.Equal(t, string(want)+"\n", r.stdout, "%s (--file %s, leaf %q): the context Pi builds", name, c.ours, c.Leaf)
+		require.Equal(t, string(want)+"\n", r.stdout, "%s (--file %s, leaf %q): the context Pi builds", name, c.ours, c.ourLeaf)
 
 		// The same session imported into the store: the context read back
 		// from its segments. (Every third case, and every damaged one: an
@@ -135,35 +142,35 @@ func TestPiOracle(t *testing.T) {
 			require.Contains(t, r.stderr, "malformed line")
 			require.Contains(t, r.stderr, "--skip-malformed")
 			r = cli(t, append(append([]string{"import", "--skip-malformed"}, sel...), c.ours)...)
-			require.Contains(t, r.stdout, "\t1 skipped")
+			require.Contains(t, r.stdout, "\t1 skipped", "%s: %s", name, r.stderr)
 		}
 		require.Equal(t, 0, r.code, "%s: import: %s", name, r.stderr)
 		args = append([]string{"context"}, sel...)
-		if c.Leaf != "" {
-			args = append(args, "--leaf", c.Leaf)
+		if c.ourLeaf != "" {
+			args = append(args, "--leaf", c.ourLeaf)
 		}
 		r = cli(t, args...)
 		require.Equal(t, 0, r.code, "%s: %s", name, r.stderr)
-		require.Equal(t, string(want)+"\n", r.stdout, "%s (imported, leaf %q): the context Pi builds", name, c.Leaf)
+		require.Equal(t, string(want)+"\n", r.stdout, "%s (imported, leaf %q): the context Pi builds", name, c.ourLeaf)
 
 		// Its export opens in Pi with the same context.
 		exported := filepath.Join(dir, name+".export.jsonl")
 		r = cli(t, append([]string{"export", "--out", exported}, sel...)...)
 		require.Equal(t, 0, r.code, "%s: export: %s", name, r.stderr)
-		exports = append(exports, piCase{File: exported, Leaf: c.Leaf, Out: exported + ".pi.json", SessionDir: c.SessionDir})
+		exports = append(exports, piCase{File: exported, Leaf: c.Leaf, NullLeaf: c.NullLeaf, Out: exported + ".pi.json", SessionDir: c.SessionDir})
 		wants[exported] = string(want)
 
 		// And so does the context file a restore writes (Pi opens it as a
 		// session file; it holds what the model still needs at the active
 		// leaf, so only the active leaf is asked).
-		if c.Leaf != "" {
+		if c.ourLeaf != "" {
 			continue
 		}
 		out := filepath.Join(dir, "restored", name)
 		r = cli(t, append([]string{"restore", "--out", out}, sel...)...)
 		require.Equal(t, 0, r.code, "%s: restore: %s", name, r.stderr)
 		contextFile := filepath.Join(out, "default", "agents", "oracle", "sessions", sel[len(sel)-1]+".jsonl")
-		exports = append(exports, piCase{File: contextFile, Out: contextFile + ".pi.json", SessionDir: c.SessionDir})
+		exports = append(exports, piCase{File: contextFile, Leaf: c.Leaf, NullLeaf: c.NullLeaf, Out: contextFile + ".pi.json", SessionDir: c.SessionDir})
 		wants[contextFile] = string(want)
 	}
 	require.NotEmpty(t, exports)
@@ -495,9 +502,23 @@ func (g *sessionGen) oddSetting(kv []string, key string) []string {
 	return kv
 }
 
-// file returns the session file, the leaf to build its context at ("" for the
-// active leaf) and whether a line of it is malformed.
-func (g *sessionGen) file() (data []byte, leaf string, malformed bool) {
+// genFile is one generated session file and where to ask for its context.
+type genFile struct {
+	data []byte
+	// leaf is the --leaf for `transcript context` ("" for the active leaf).
+	leaf string
+	// piLeaf and nullLeaf are where Pi is asked (see piCase.Leaf).
+	piLeaf   string
+	nullLeaf bool
+	// malformed: a line of it is not an entry.
+	malformed bool
+}
+
+// file returns a session file. A version 3 file may hold the "leaf" entries with
+// which a harness records a move of the active leaf (docs/ENTRIES.md): the next
+// entry is appended under the target, and a file that ends in one has the target
+// (or Pi's null leaf) as its active leaf.
+func (g *sessionGen) file() (f genFile) {
 	hdr := []string{"type", `"session"`}
 	if g.version > 1 {
 		hdr = append(hdr, "version", strconv.Itoa(g.version))
@@ -505,10 +526,24 @@ func (g *sessionGen) file() (data []byte, leaf string, malformed bool) {
 	hdr = append(hdr, "id", jsString(fmt.Sprintf("0193e1d2-%04x-7000-8000-%012x", g.r.IntN(1<<16), g.r.Int64N(1<<48))),
 		"timestamp", jsString(g.t.Format("2006-01-02T15:04:05.000Z")), "cwd", `"/work/project"`)
 	lines := []string{obj(hdr...)}
-	last := "null"
+	last := "null" // the active leaf, as JSON
+	endsInLeaf := false
 	for i := range 1 + g.r.IntN(40) {
 		g.t = g.t.Add(time.Duration(500+g.r.IntN(5000)) * time.Millisecond)
 		id := fmt.Sprintf("%08x", g.r.Uint32())
+		if g.version == 3 && len(g.ids) > 0 && g.chance(0.1) {
+			target := "null"
+			if g.chance(0.9) {
+				target = jsString(pick(g, g.ids...))
+			}
+			kv := []string{"type", `"leaf"`, "id", jsString(id), "parentId", last}
+			if ts, ok := g.timestamp(); ok {
+				kv = append(kv, "timestamp", ts)
+			}
+			lines = append(lines, obj(append(kv, "targetId", target)...))
+			last, endsInLeaf = target, true
+			continue
+		}
 		parent := last
 		switch k := g.r.IntN(100); {
 		case k < 15 && len(g.ids) > 0:
@@ -520,10 +555,16 @@ func (g *sessionGen) file() (data []byte, leaf string, malformed bool) {
 		}
 		lines = append(lines, g.entry(i, id, parent))
 		g.ids = append(g.ids, id)
-		last = jsString(id)
+		last, endsInLeaf = jsString(id), false
 	}
-	if g.version == 3 && g.chance(0.3) {
-		leaf = pick(g, g.ids...)
+	switch {
+	case g.version == 3 && g.chance(0.3):
+		f.leaf = pick(g, g.ids...)
+		f.piLeaf = f.leaf
+	case endsInLeaf && last == "null":
+		f.nullLeaf = true
+	case endsInLeaf:
+		f.piLeaf, _ = strconv.Unquote(last)
 	}
 	sep, end := "\n", "\n"
 	var prefix string
@@ -537,14 +578,17 @@ func (g *sessionGen) file() (data []byte, leaf string, malformed bool) {
 			end = ""
 		case 3:
 			at := 1 + g.r.IntN(len(lines))
-			bad := pick(g, "", "   ", "{not json", "[1,2]")
-			malformed = strings.TrimSpace(bad) != ""
+			// Only lines JSON.parse refuses: Pi keeps a JSON line that is not an
+			// entry (docs/ENTRIES.md: the store skips it).
+			bad := pick(g, "", "   ", "{not json", `{"type":"message","id":`)
+			f.malformed = strings.TrimSpace(bad) != ""
 			lines = append(lines[:at], append([]string{bad}, lines[at:]...)...)
 		case 4:
 			// A crash tore the last line: half of another entry, no newline.
 			last := lines[len(lines)-1]
-			lines, end, malformed = append(lines, last[:len(last)/2]), "", true
+			lines, end, f.malformed = append(lines, last[:len(last)/2]), "", true
 		}
 	}
-	return []byte(prefix + strings.Join(lines, sep) + end), leaf, malformed
+	f.data = []byte(prefix + strings.Join(lines, sep) + end)
+	return f
 }

@@ -1,9 +1,10 @@
 // Pi's own session code as the oracle of cmd/transcript's TestPiOracle.
 //
 //   node context.mjs context LIST.json
-//     For each case {file, leaf, out, sessionDir} of LIST.json: open file with Pi's
-//     SessionManager (which migrates a v1 or v2 file in place: the caller passes a
-//     copy), move the leaf to `leaf` when it is not empty, and write
+//     For each case {file, leaf, nullLeaf, out, sessionDir} of LIST.json: open file
+//     with Pi's SessionManager (which migrates a v1 or v2 file in place: the caller
+//     passes a copy), move the leaf to `leaf` when it is not empty (to Pi's null
+//     leaf when nullLeaf), and write
 //     JSON.stringify(buildSessionContext()) to `out` (or "ERROR <message>").
 //
 //   node context.mjs make COUNT SEED DIR
@@ -26,7 +27,8 @@ function context(listFile) {
 		let out;
 		try {
 			const sm = SessionManager.open(c.file, c.sessionDir);
-			if (c.leaf) sm.branch(c.leaf);
+			if (c.nullLeaf) sm.resetLeaf();
+			else if (c.leaf) sm.branch(c.leaf);
 			out = JSON.stringify(sm.buildSessionContext());
 		} catch (e) {
 			out = `ERROR ${e.message}`;

@@ -26,7 +26,8 @@ import (
 // its API. The others come from a seeded generator that writes them the way Pi
 // does (one JSON.stringify line per entry), over every entry type, branches,
 // compactions whose kept entry is on the path, off it or unknown, v1 and v2
-// files that need migrating, explicit leaves; and a share of them carry what a
+// files that need migrating, explicit leaves, a harness's "leaf" entries (Pi is
+// asked at their target); and a share of them carry what a
 // hand-edited or foreign file may: other timestamp forms and settings, a byte
 // order mark, CRLF line ends, blank and malformed lines (imported with
 // --skip-malformed), a torn last line, no final newline.

@@ -35,6 +35,18 @@ import (
 // oracleDir is the npm project that holds Pi's package.
 const oracleDir = "testdata/pioracle"
 
+// oracleTZ is the time zone Pi and `transcript` both run in: not UTC, so that a
+// timestamp without a zone is read as local time, and without daylight saving
+// time, so that no generated local time falls into a gap or an overlap where
+// the two might choose differently.
+const oracleTZ = "TZ=Asia/Kolkata"
+
+// oracleCLI runs `transcript` in oracleTZ.
+func oracleCLI(t *testing.T, args ...string) result {
+	t.Helper()
+	return cliWith(t, cmdOpts{env: []string{oracleTZ}}, args...)
+}
+
 // piCase is one session file for the oracle: the file, the leaf to build the
 // context at ("" for the active leaf), and where Pi writes its answer.
 type piCase struct {
@@ -124,7 +136,7 @@ func TestPiOracle(t *testing.T) {
 		if c.ourLeaf != "" {
 			args = append(args, "--leaf", c.ourLeaf)
 		}
-		r := cli(t, args...)
+		r := oracleCLI(t, args...)
 		require.Equal(t, 0, r.code, "%s: %s", name, r.stderr)
 		require.Equal(t, string(want)+"\n", r.stdout, "%s (--file %s, leaf %q): the context Pi builds", name, c.ours, c.ourLeaf)
 
@@ -135,14 +147,14 @@ func TestPiOracle(t *testing.T) {
 			continue
 		}
 		sel := []string{"--store", store, "--agent", "oracle", "--session", fmt.Sprintf("s%d", i)}
-		r = cli(t, append(append([]string{"import"}, sel...), c.ours)...)
+		r = oracleCLI(t, append(append([]string{"import"}, sel...), c.ours)...)
 		if c.malformed {
 			// Where Pi skips the line, import refuses the file and says why,
 			// unless told to skip it too.
 			require.Equal(t, 1, r.code, "%s: import: %s", name, r.stderr)
 			require.Contains(t, r.stderr, "malformed line")
 			require.Contains(t, r.stderr, "--skip-malformed")
-			r = cli(t, append(append([]string{"import", "--skip-malformed"}, sel...), c.ours)...)
+			r = oracleCLI(t, append(append([]string{"import", "--skip-malformed"}, sel...), c.ours)...)
 			require.Contains(t, r.stdout, "\t1 skipped", "%s: %s", name, r.stderr)
 		}
 		require.Equal(t, 0, r.code, "%s: import: %s", name, r.stderr)
@@ -150,13 +162,13 @@ func TestPiOracle(t *testing.T) {
 		if c.ourLeaf != "" {
 			args = append(args, "--leaf", c.ourLeaf)
 		}
-		r = cli(t, args...)
+		r = oracleCLI(t, args...)
 		require.Equal(t, 0, r.code, "%s: %s", name, r.stderr)
 		require.Equal(t, string(want)+"\n", r.stdout, "%s (imported, leaf %q): the context Pi builds", name, c.ourLeaf)
 
 		// Its export opens in Pi with the same context.
 		exported := filepath.Join(dir, name+".export.jsonl")
-		r = cli(t, append([]string{"export", "--out", exported}, sel...)...)
+		r = oracleCLI(t, append([]string{"export", "--out", exported}, sel...)...)
 		require.Equal(t, 0, r.code, "%s: export: %s", name, r.stderr)
 		exports = append(exports, piCase{File: exported, Leaf: c.Leaf, NullLeaf: c.NullLeaf, Out: exported + ".pi.json", SessionDir: c.SessionDir})
 		wants[exported] = string(want)
@@ -168,7 +180,7 @@ func TestPiOracle(t *testing.T) {
 			continue
 		}
 		out := filepath.Join(dir, "restored", name)
-		r = cli(t, append([]string{"restore", "--out", out}, sel...)...)
+		r = oracleCLI(t, append([]string{"restore", "--out", out}, sel...)...)
 		require.Equal(t, 0, r.code, "%s: restore: %s", name, r.stderr)
 		contextFile := filepath.Join(out, "default", "agents", "oracle", "sessions", sel[len(sel)-1]+".jsonl")
 		exports = append(exports, piCase{File: contextFile, Leaf: c.Leaf, NullLeaf: c.NullLeaf, Out: contextFile + ".pi.json", SessionDir: c.SessionDir})
@@ -191,6 +203,7 @@ func piMade(t *testing.T, node, dir string, n int) []string {
 	require.NoError(t, err)
 	cmd := exec.Command(node, script, "make", strconv.Itoa(n), "20261201", dir)
 	cmd.Dir = oracleDir
+	cmd.Env = append(os.Environ(), oracleTZ)
 	out, err := cmd.Output()
 	require.NoError(t, err, "Pi: %s", out)
 	files := strings.Fields(string(out))
@@ -209,6 +222,7 @@ func askPi(t *testing.T, node, dir, name string, cases []piCase) {
 	require.NoError(t, err)
 	cmd := exec.Command(node, script, "context", listFile)
 	cmd.Dir = oracleDir
+	cmd.Env = append(os.Environ(), oracleTZ)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "Pi: %s", out)
 }

@@ -114,8 +114,18 @@ func (t *Tree) flushLocalLocked() error {
 		}
 		t.pendingLocal = nil
 	}
+	if t.leafJumped {
+		t.leafJumped = false
+		if t.pathLeftContext() {
+			t.rewriteCtx, t.rewriteAll = true, true
+		}
+	}
 	if t.rewriteCtx {
-		if keep, ok := t.contextKeep(); ok {
+		keep, ok := t.contextKeep()
+		if !ok && t.rewriteAll {
+			keep, ok = t.logKeep(), true
+		}
+		if ok {
 			var kept []int
 			for i, k := range keep {
 				if k {
@@ -133,7 +143,7 @@ func (t *Tree) flushLocalLocked() error {
 					t.flags[i] &^= inCtx
 				}
 			}
-			t.headerInCtx, t.ctxPending, t.rewriteCtx = true, nil, false
+			t.headerInCtx, t.ctxPending, t.rewriteCtx, t.rewriteAll = true, nil, false, false
 			return nil
 		}
 		t.rewriteCtx = false
@@ -173,6 +183,40 @@ func (t *Tree) lines(header bool, idx []int) []byte {
 		buf = append(append(buf, t.entries[i].Raw()...), '\n')
 	}
 	return buf
+}
+
+// pathLeftContext reports whether the context file lacks an entry it must hold
+// for the active leaf (caller holds mu; the log is written). After a compaction
+// rewrote the file, a Branch back to an entry before that compaction (or a leaf
+// entry, or a sync, moving there) makes the next entries children of entries
+// the file left out: Pi, or `transcript context --file`, reading the file alone
+// would then walk a path cut short. What the file must hold is what a rewrite
+// would keep now (contextKeep), or, with no compaction on the path, the log.
+func (t *Tree) pathLeftContext() bool {
+	keep, ok := t.contextKeep()
+	if !ok {
+		keep = t.logKeep()
+	}
+	pending := make(map[int]bool, len(t.ctxPending))
+	for _, i := range t.ctxPending {
+		pending[i] = true
+	}
+	for i, k := range keep {
+		if k && t.flags[i]&inCtx == 0 && !pending[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// logKeep keeps every entry the log holds: the context file of a path without
+// a compaction.
+func (t *Tree) logKeep() []bool {
+	keep := make([]bool, len(t.entries))
+	for i := range keep {
+		keep[i] = t.flags[i]&inLog != 0
+	}
+	return keep
 }
 
 // contextKeep decides what the rewritten context file holds, given the last

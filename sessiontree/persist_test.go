@@ -479,3 +479,51 @@ func TestOpen_RestoresFromRemote(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, c.Len())
 }
+
+// After a compaction rewrote the context file to what the model still needs, a
+// move of the active leaf back before it (a Branch, or a recorded leaf entry) and
+// new entries there make the next flush rewrite the file again: read alone (as
+// Pi, or `transcript context --file`, reads it) it must still hold the path the
+// new entries hang from.
+func TestFlush_LeafMovedBackBeforeACompaction(t *testing.T) {
+	for _, record := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leaf entry %v", record), func(t *testing.T) {
+			ctx := context.Background()
+			tr, err := sessiontree.New(testConfig(t), rc, "agent", "moved", sessiontree.HeaderOptions{})
+			require.NoError(t, err)
+			user := json.RawMessage(`{"role":"user","content":"first question"}`)
+			answer := json.RawMessage(`{"role":"assistant","content":[],"provider":"p","model":"m"}`)
+			root, err := tr.AppendMessage(user)
+			require.NoError(t, err)
+			_, err = tr.AppendMessage(answer)
+			require.NoError(t, err)
+			later, err := tr.AppendMessage(json.RawMessage(`{"role":"user","content":"later"}`))
+			require.NoError(t, err)
+			_, err = tr.AppendCompaction(sessiontree.Compaction{Summary: "s", FirstKeptEntryID: later.ID(), TokensBefore: 9})
+			require.NoError(t, err)
+			require.NoError(t, tr.Flush(ctx))
+			fileContext := func() string {
+				t.Helper()
+				f, err := os.Open(tr.ContextPath())
+				require.NoError(t, err)
+				defer f.Close()
+				_, es, _, err := sessiontree.ParseSession(f)
+				require.NoError(t, err)
+				return string(sessiontree.BuildContextFrom(es, nil).JSON())
+			}
+			require.NotContains(t, fileContext(), "first question", "the rewrite left the first turn out")
+
+			require.NoError(t, tr.Branch(root.ID()))
+			if record {
+				_, err = tr.AppendLeaf(root.ID())
+				require.NoError(t, err)
+			}
+			_, err = tr.AppendMessage(answer)
+			require.NoError(t, err)
+			require.NoError(t, tr.Flush(ctx))
+			want := string(tr.BuildContext().JSON())
+			require.Contains(t, want, "first question")
+			require.Equal(t, want, fileContext())
+		})
+	}
+}

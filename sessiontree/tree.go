@@ -43,7 +43,14 @@ type Tree struct {
 	headerInCtx   bool
 	headerRemote  bool
 	rewriteCtx    bool // a compaction was appended since the last flush
-	remote        remoteState
+	// leafJumped: since the last flush the active leaf moved other than onto a
+	// newly appended entry (Branch, a "leaf" entry, a sync), so its path may run
+	// through entries a compaction's rewrite left out of the context file.
+	leafJumped bool
+	// rewriteAll: the next rewrite of the context file, made because the path
+	// left it, holds every entry of the log when the path has no compaction.
+	rewriteAll bool
+	remote     remoteState
 }
 
 func newTree(cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, error) {
@@ -127,9 +134,9 @@ func (t *Tree) setLeaf(move pi.LeafMove, target string, i int) {
 	case pi.MoveTo:
 		t.leaf = i
 	case pi.MoveToTarget:
-		t.leaf = t.byID[target]
+		t.leaf, t.leafJumped = t.byID[target], true
 	case pi.MoveToNull:
-		t.leaf = -1
+		t.leaf, t.leafJumped = -1, true
 	}
 }
 
@@ -140,6 +147,7 @@ func (t *Tree) recomputeLeaf() {
 	} else {
 		t.leaf = -1
 	}
+	t.leafJumped = true
 }
 
 func (t *Tree) newID() (string, error) {
@@ -209,7 +217,7 @@ func (t *Tree) Branch(id string) error {
 	if !ok || t.entries[i].Type() == pi.TypeLeaf {
 		return fmt.Errorf("branch to %q: %w", id, ErrNotFound)
 	}
-	t.leaf = i
+	t.leaf, t.leafJumped = i, true
 	return nil
 }
 

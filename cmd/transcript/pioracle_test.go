@@ -69,7 +69,10 @@ type piCase struct {
 	malformed bool
 }
 
-func TestPiOracle(t *testing.T) {
+// needPi returns the path of node once Pi's package is installed in oracleDir;
+// without them the test skips, and fails in CI.
+func needPi(t *testing.T) string {
+	t.Helper()
 	if _, err := os.Stat(filepath.Join(oracleDir, "node_modules", "@mariozechner", "pi-coding-agent")); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("Pi's package is not installed in %s (run npm ci there): %v", oracleDir, err)
@@ -83,6 +86,11 @@ func TestPiOracle(t *testing.T) {
 		}
 		t.Skip("node is not installed")
 	}
+	return node
+}
+
+func TestPiOracle(t *testing.T) {
+	node := needPi(t)
 	dir := t.TempDir()
 	var cases []piCase
 	add := func(name string, f genFile) {

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/sessiontree"
+)
+
+// TestPiOracle_SessionTree: the files a replica's SessionTree writes as it goes
+// open in Pi with the context the tree builds in memory. Each tree is driven
+// through its own API by a seeded choice of appends of every kind, branches (some
+// recorded as leaf entries), compactions and flushes at random points; it ends
+// with an assistant message, so that its leaf is the last line of both files.
+//
+// The log (every entry) gives Pi the whole context. The context file, rewritten
+// after a compaction to what the model still needs, gives Pi the same messages;
+// a thinking level or model set before the compaction's kept range is not on the
+// path Pi walks in that file alone (the tree keeps the last of each there, and
+// reads the rest from the log; docs/STORAGE.md), so only the messages are
+// compared for it.
+func TestPiOracle_SessionTree(t *testing.T) {
+	node := needPi(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	var cases []piCase
+	wants := map[string]string{}
+	for seed := range uint64(100) {
+		r := rand.New(rand.NewPCG(seed, 0x5eed))
+		tree, err := sessiontree.New(sessiontree.Config{Root: filepath.Join(dir, "trees"), NoSync: true},
+			sessiontree.RuntimeContext{Namespace: "default"}, "oracle", fmt.Sprintf("t%02d", seed), sessiontree.HeaderOptions{Cwd: "/work/project"})
+		require.NoError(t, err)
+		driveTree(t, ctx, r, tree)
+		want := string(tree.BuildContext().JSON())
+		for _, f := range []string{tree.ContextPath(), tree.LogPath()} {
+			cp := filepath.Join(dir, fmt.Sprintf("%02d-%s", seed, filepath.Base(f)))
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(cp, data, 0o644))
+			cases = append(cases, piCase{File: cp, Out: cp + ".pi.json", SessionDir: filepath.Join(dir, "pi-sessions")})
+			wants[cp] = want
+		}
+	}
+	askPi(t, node, dir, "trees.json", cases)
+	for i, c := range cases {
+		got, err := os.ReadFile(c.Out)
+		require.NoError(t, err)
+		if i%2 == 1 { // the log
+			require.Equal(t, wants[c.File], string(got), "%s: Pi's context of the log against the tree's own", c.File)
+			continue
+		}
+		var w, g struct{ Messages []json.RawMessage }
+		require.NoError(t, json.Unmarshal([]byte(wants[c.File]), &w))
+		require.NoError(t, json.Unmarshal(got, &g), "%s", got)
+		require.Equal(t, w.Messages, g.Messages, "%s: Pi's messages of the context file against the tree's own", c.File)
+	}
+}
+
+// driveTree appends to tree a seeded mix of what a replica writes, flushing at
+// random points, and ends with an assistant message and a flush.
+func driveTree(t *testing.T, ctx context.Context, r *rand.Rand, tree *sessiontree.Tree) {
+	t.Helper()
+	var ids []string
+	pickID := func() string { return ids[r.IntN(len(ids))] }
+	text := func() json.RawMessage {
+		b, _ := json.Marshal([]string{"hello", "two\nlines", "unicode é 日本 🎉", `a "quote"`, ""}[r.IntN(5)])
+		return b
+	}
+	assistant := func() json.RawMessage {
+		return json.RawMessage(`{"role":"assistant","content":[{"type":"text","text":` + string(text()) +
+			`}],"api":"openai-completions","provider":"ollama","model":"qwen3:1.7b","usage":{"input":` + strconv.Itoa(r.IntN(999)) +
+			`,"output":3},"stopReason":"stop","timestamp":1790375352000}`)
+	}
+	user := func() json.RawMessage {
+		return json.RawMessage(`{"role":"user","content":` + string(text()) + `,"timestamp":1790375350000}`)
+	}
+	add := func(e sessiontree.Entry, err error) {
+		t.Helper()
+		require.NoError(t, err)
+		ids = append(ids, e.ID())
+	}
+	add(tree.AppendMessage(user()))
+	add(tree.AppendMessage(assistant()))
+	for range 1 + r.IntN(40) {
+		switch k := r.IntN(100); {
+		case k < 25:
+			add(tree.AppendMessage(user()))
+		case k < 45:
+			add(tree.AppendMessage(assistant()))
+		case k < 50:
+			add(tree.AppendThinkingLevelChange([]string{"off", "low", "high"}[r.IntN(3)]))
+		case k < 54:
+			add(tree.AppendModelChange("openai", "gpt-5"))
+		case k < 62:
+			add(tree.AppendCompaction(sessiontree.Compaction{Summary: "summary " + strconv.Itoa(k), FirstKeptEntryID: pickID(), TokensBefore: 100 + r.IntN(9999)}))
+		case k < 66:
+			add(tree.AppendBranchSummary(pickID(), []string{"", "went elsewhere"}[r.IntN(2)], nil, false))
+		case k < 69:
+			add(tree.AppendCustom("ext", json.RawMessage(`{"k":[1,2]}`)))
+		case k < 74:
+			add(tree.AppendCustomMessage("ext-msg", text(), r.IntN(2) == 0, nil))
+		case k < 78:
+			add(tree.AppendLabel(pickID(), "bookmark"))
+		case k < 80:
+			add(tree.AppendSessionInfo("my session"))
+		case k < 90:
+			target := pickID()
+			require.NoError(t, tree.Branch(target))
+			if r.IntN(2) == 0 {
+				_, err := tree.AppendLeaf(target) // recorded; not a parent or target later
+				require.NoError(t, err)
+			}
+		default:
+			require.NoError(t, tree.Flush(ctx))
+		}
+	}
+	add(tree.AppendMessage(assistant()))
+	require.NoError(t, tree.Flush(ctx))
+}

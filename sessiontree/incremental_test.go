@@ -182,3 +182,54 @@ func TestSyncFromRemote_SkewedWriters(t *testing.T) {
 		require.True(t, want[e.ID()], e.ID())
 	}
 }
+
+// A sync that moves the active leaf onto another replica's entries, which hang
+// from an entry this replica's last compaction rewrite left out of its context
+// file, makes the next flush rewrite the file: read alone it must still give the
+// replica's context.
+func TestSyncFromRemote_LeafMovedOffTheContextFile(t *testing.T) {
+	ctx := context.Background()
+	s, err := transcript.New(transcript.Config{Bucket: membucket.New()})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	replica := func(name string) *sessiontree.Tree {
+		w, err := transcript.NewWriter(name)
+		require.NoError(t, err)
+		cfg := testConfig(t)
+		cfg.Uploader, cfg.Remote = &mirror.Sync{Store: s, Writer: w}, s
+		tree, _, err := sessiontree.Open(ctx, cfg, rc, "agent", "moved", sessiontree.HeaderOptions{})
+		require.NoError(t, err)
+		return tree
+	}
+	a := replica("a")
+	root, err := a.AppendMessage(msg(userMsg, "first question"))
+	require.NoError(t, err)
+	_, err = a.AppendMessage(msg(assistantMsg, "first answer", "p", "m"))
+	require.NoError(t, err)
+	later, err := a.AppendMessage(msg(userMsg, "later"))
+	require.NoError(t, err)
+	_, err = a.AppendCompaction(sessiontree.Compaction{Summary: "s", FirstKeptEntryID: later.ID(), TokensBefore: 9})
+	require.NoError(t, err)
+	require.NoError(t, a.Flush(ctx))
+
+	b := replica("b")
+	_, err = b.SyncFromRemote(ctx)
+	require.NoError(t, err)
+	require.NoError(t, b.Branch(root.ID()))
+	_, err = b.AppendMessage(msg(assistantMsg, "another answer", "p", "m"))
+	require.NoError(t, err)
+	require.NoError(t, b.Flush(ctx))
+
+	_, err = a.SyncFromRemote(ctx)
+	require.NoError(t, err)
+	require.NoError(t, a.Flush(ctx))
+	want := string(a.BuildContext().JSON())
+	require.Contains(t, want, "first question")
+	require.Contains(t, want, "another answer")
+	f, err := os.Open(a.ContextPath())
+	require.NoError(t, err)
+	defer f.Close()
+	_, es, _, err := sessiontree.ParseSession(f)
+	require.NoError(t, err)
+	require.Equal(t, want, string(sessiontree.BuildContextFrom(es, nil).JSON()), "the context file read alone")
+}

@@ -12,7 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 )
 
 // TestPiOracle_SessionTree: the files a replica's SessionTree writes as it goes
@@ -124,4 +127,86 @@ func driveTree(t *testing.T, ctx context.Context, r *rand.Rand, tree *sessiontre
 	}
 	add(tree.AppendMessage(assistant()))
 	require.NoError(t, tree.Flush(ctx))
+}
+
+// TestPiOracle_Replicas: replicas of one session behind a load balancer, each a
+// SessionTree with its own files, uploading to one store and syncing from it
+// between turns. After the last sync and flush, each replica's log gives Pi the
+// context the replica builds at its leaf, and its context file the same
+// messages; and every replica builds the context `transcript context` reads
+// from the store.
+func TestPiOracle_Replicas(t *testing.T) {
+	node := needPi(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	storeDir := filepath.Join(dir, "store")
+	b, err := filebucket.New(storeDir)
+	require.NoError(t, err)
+	store, err := transcript.New(transcript.Config{Bucket: b})
+	require.NoError(t, err)
+	defer store.Close()
+	rc := sessiontree.RuntimeContext{Namespace: "default"}
+	var cases []piCase
+	wants := map[string]string{}
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 0x7e91))
+		sid := fmt.Sprintf("r%02d", seed)
+		replicas := make([]*sessiontree.Tree, 3)
+		for i := range replicas {
+			w, err := transcript.NewWriter(fmt.Sprintf("replica-%d", i))
+			require.NoError(t, err)
+			cfg := sessiontree.Config{Root: filepath.Join(dir, fmt.Sprintf("replica-%d", i)), NoSync: true,
+				Uploader: &mirror.Sync{Store: store, Writer: w}, Remote: store}
+			if i == 0 {
+				replicas[i], err = sessiontree.New(cfg, rc, "oracle", sid, sessiontree.HeaderOptions{Cwd: "/work/project"})
+				require.NoError(t, err)
+				driveTree(t, ctx, r, replicas[i]) // the first turns, flushed
+				continue
+			}
+			replicas[i], _, err = sessiontree.Restore(ctx, cfg, rc, "oracle", sid)
+			require.NoError(t, err)
+		}
+		// Turns land on replicas at random; a replica syncs before its turn
+		// (sometimes it does not, as a stale one would).
+		for range 6 {
+			tree := replicas[r.IntN(len(replicas))]
+			if r.IntN(4) > 0 {
+				_, err := tree.SyncFromRemote(ctx)
+				require.NoError(t, err)
+			}
+			driveTree(t, ctx, r, tree)
+		}
+		sel := []string{"--store", "file://" + storeDir, "--agent", "oracle", "--session", sid}
+		stored := oracleCLI(t, append([]string{"context"}, sel...)...)
+		require.Equal(t, 0, stored.code, stored.stderr)
+		for i, tree := range replicas {
+			_, err := tree.SyncFromRemote(ctx)
+			require.NoError(t, err)
+			require.NoError(t, tree.Flush(ctx))
+			want := string(tree.BuildContext().JSON())
+			require.Equal(t, stored.stdout, want+"\n", "%s: replica %d and the store build one context", sid, i)
+			leaf, ok := tree.Leaf()
+			for _, f := range []string{tree.ContextPath(), tree.LogPath()} {
+				cp := filepath.Join(dir, fmt.Sprintf("%s-%d-%s", sid, i, filepath.Base(f)))
+				data, err := os.ReadFile(f)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(cp, data, 0o644))
+				cases = append(cases, piCase{File: cp, Leaf: leaf, NullLeaf: !ok, Out: cp + ".pi.json", SessionDir: filepath.Join(dir, "pi-sessions")})
+				wants[cp] = want
+			}
+		}
+	}
+	askPi(t, node, dir, "replicas.json", cases)
+	for i, c := range cases {
+		got, err := os.ReadFile(c.Out)
+		require.NoError(t, err)
+		if i%2 == 1 { // the log
+			require.Equal(t, wants[c.File], string(got), "%s: Pi's context of the log against the replica's own", c.File)
+			continue
+		}
+		var w, g struct{ Messages []json.RawMessage }
+		require.NoError(t, json.Unmarshal([]byte(wants[c.File]), &w))
+		require.NoError(t, json.Unmarshal(got, &g), "%s: %s", c.File, got)
+		require.Equal(t, w.Messages, g.Messages, "%s: Pi's messages of the context file against the replica's own", c.File)
+	}
 }

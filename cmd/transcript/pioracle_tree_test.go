@@ -32,37 +32,57 @@ import (
 // compared for it.
 func TestPiOracle_SessionTree(t *testing.T) {
 	node := needPi(t)
-	dir := t.TempDir()
 	ctx := context.Background()
-	var cases []piCase
-	wants := map[string]string{}
+	files := &treeFiles{dir: t.TempDir()}
 	for seed := range uint64(100) {
 		r := rand.New(rand.NewPCG(seed, 0x5eed))
-		tree, err := sessiontree.New(sessiontree.Config{Root: filepath.Join(dir, "trees"), NoSync: true},
+		tree, err := sessiontree.New(sessiontree.Config{Root: filepath.Join(files.dir, "trees"), NoSync: true},
 			sessiontree.RuntimeContext{Namespace: "default"}, "oracle", fmt.Sprintf("t%02d", seed), sessiontree.HeaderOptions{Cwd: "/work/project"})
 		require.NoError(t, err)
 		driveTree(t, ctx, r, tree)
-		want := string(tree.BuildContext().JSON())
-		for _, f := range []string{tree.ContextPath(), tree.LogPath()} {
-			cp := filepath.Join(dir, fmt.Sprintf("%02d-%s", seed, filepath.Base(f)))
-			data, err := os.ReadFile(f)
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(cp, data, 0o644))
-			cases = append(cases, piCase{File: cp, Out: cp + ".pi.json", SessionDir: filepath.Join(dir, "pi-sessions")})
-			wants[cp] = want
-		}
+		files.add(t, fmt.Sprintf("%02d", seed), tree)
 	}
-	askPi(t, node, dir, "trees.json", cases)
-	for i, c := range cases {
+	files.check(t, node)
+}
+
+// treeFiles collects copies of SessionTrees' context and log files, each with
+// the context its tree builds, for Pi to read.
+type treeFiles struct {
+	dir   string
+	cases []piCase
+	wants []string
+}
+
+// add copies tree's context file and log, both to be read at the tree's leaf.
+func (f *treeFiles) add(t *testing.T, name string, tree *sessiontree.Tree) {
+	t.Helper()
+	want := string(tree.BuildContext().JSON())
+	leaf, ok := tree.Leaf()
+	for _, p := range []string{tree.ContextPath(), tree.LogPath()} {
+		cp := filepath.Join(f.dir, name+"-"+filepath.Base(p))
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(cp, data, 0o644))
+		f.cases = append(f.cases, piCase{File: cp, Leaf: leaf, NullLeaf: !ok, Out: cp + ".pi.json", SessionDir: filepath.Join(f.dir, "pi-sessions")})
+		f.wants = append(f.wants, want)
+	}
+}
+
+// check has Pi read every file: a log must give its tree's context, a context
+// file the same messages.
+func (f *treeFiles) check(t *testing.T, node string) {
+	t.Helper()
+	askPi(t, node, f.dir, "trees.json", f.cases)
+	for i, c := range f.cases {
 		got, err := os.ReadFile(c.Out)
 		require.NoError(t, err)
 		if i%2 == 1 { // the log
-			require.Equal(t, wants[c.File], string(got), "%s: Pi's context of the log against the tree's own", c.File)
+			require.Equal(t, f.wants[i], string(got), "%s: Pi's context of the log against the tree's own", c.File)
 			continue
 		}
 		var w, g struct{ Messages []json.RawMessage }
-		require.NoError(t, json.Unmarshal([]byte(wants[c.File]), &w))
-		require.NoError(t, json.Unmarshal(got, &g), "%s", got)
+		require.NoError(t, json.Unmarshal([]byte(f.wants[i]), &w))
+		require.NoError(t, json.Unmarshal(got, &g), "%s: %s", c.File, got)
 		require.Equal(t, w.Messages, g.Messages, "%s: Pi's messages of the context file against the tree's own", c.File)
 	}
 }
@@ -146,8 +166,7 @@ func TestPiOracle_Replicas(t *testing.T) {
 	require.NoError(t, err)
 	defer store.Close()
 	rc := sessiontree.RuntimeContext{Namespace: "default"}
-	var cases []piCase
-	wants := map[string]string{}
+	files := &treeFiles{dir: dir}
 	for seed := range uint64(20) {
 		r := rand.New(rand.NewPCG(seed, 0x7e91))
 		sid := fmt.Sprintf("r%02d", seed)
@@ -183,30 +202,9 @@ func TestPiOracle_Replicas(t *testing.T) {
 			_, err := tree.SyncFromRemote(ctx)
 			require.NoError(t, err)
 			require.NoError(t, tree.Flush(ctx))
-			want := string(tree.BuildContext().JSON())
-			require.Equal(t, stored.stdout, want+"\n", "%s: replica %d and the store build one context", sid, i)
-			leaf, ok := tree.Leaf()
-			for _, f := range []string{tree.ContextPath(), tree.LogPath()} {
-				cp := filepath.Join(dir, fmt.Sprintf("%s-%d-%s", sid, i, filepath.Base(f)))
-				data, err := os.ReadFile(f)
-				require.NoError(t, err)
-				require.NoError(t, os.WriteFile(cp, data, 0o644))
-				cases = append(cases, piCase{File: cp, Leaf: leaf, NullLeaf: !ok, Out: cp + ".pi.json", SessionDir: filepath.Join(dir, "pi-sessions")})
-				wants[cp] = want
-			}
+			require.Equal(t, stored.stdout, string(tree.BuildContext().JSON())+"\n", "%s: replica %d and the store build one context", sid, i)
+			files.add(t, fmt.Sprintf("%s-%d", sid, i), tree)
 		}
 	}
-	askPi(t, node, dir, "replicas.json", cases)
-	for i, c := range cases {
-		got, err := os.ReadFile(c.Out)
-		require.NoError(t, err)
-		if i%2 == 1 { // the log
-			require.Equal(t, wants[c.File], string(got), "%s: Pi's context of the log against the replica's own", c.File)
-			continue
-		}
-		var w, g struct{ Messages []json.RawMessage }
-		require.NoError(t, json.Unmarshal([]byte(wants[c.File]), &w))
-		require.NoError(t, json.Unmarshal(got, &g), "%s: %s", c.File, got)
-		require.Equal(t, w.Messages, g.Messages, "%s: Pi's messages of the context file against the replica's own", c.File)
-	}
+	files.check(t, node)
 }

@@ -132,14 +132,7 @@ func TestSyncFromRemote_SkewedWriters(t *testing.T) {
 		return s
 	}
 	replica := func(name string, skew time.Duration) *sessiontree.Tree {
-		s := newStore(skew, transcript.ReconcilePolicy{})
-		w, err := transcript.NewWriter(name)
-		require.NoError(t, err)
-		cfg := testConfig(t)
-		cfg.Uploader, cfg.Remote = &mirror.Sync{Store: s, Writer: w}, s
-		tree, _, err := sessiontree.Open(ctx, cfg, rc, "agent", "skew", sessiontree.HeaderOptions{})
-		require.NoError(t, err)
-		return tree
+		return openReplica(t, newStore(skew, transcript.ReconcilePolicy{}), name, "skew")
 	}
 	exact := replica("exact", 0)
 	_, err := exact.AppendMessage(msg(userMsg, "start"))
@@ -192,16 +185,7 @@ func TestSyncFromRemote_LeafMovedOffTheContextFile(t *testing.T) {
 	s, err := transcript.New(transcript.Config{Bucket: membucket.New()})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	replica := func(name string) *sessiontree.Tree {
-		w, err := transcript.NewWriter(name)
-		require.NoError(t, err)
-		cfg := testConfig(t)
-		cfg.Uploader, cfg.Remote = &mirror.Sync{Store: s, Writer: w}, s
-		tree, _, err := sessiontree.Open(ctx, cfg, rc, "agent", "moved", sessiontree.HeaderOptions{})
-		require.NoError(t, err)
-		return tree
-	}
-	a := replica("a")
+	a := openReplica(t, s, "a", "moved")
 	root, err := a.AppendMessage(msg(userMsg, "first question"))
 	require.NoError(t, err)
 	_, err = a.AppendMessage(msg(assistantMsg, "first answer", "p", "m"))
@@ -212,7 +196,7 @@ func TestSyncFromRemote_LeafMovedOffTheContextFile(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, a.Flush(ctx))
 
-	b := replica("b")
+	b := openReplica(t, s, "b", "moved")
 	_, err = b.SyncFromRemote(ctx)
 	require.NoError(t, err)
 	require.NoError(t, b.Branch(root.ID()))
@@ -232,4 +216,17 @@ func TestSyncFromRemote_LeafMovedOffTheContextFile(t *testing.T) {
 	_, es, _, err := sessiontree.ParseSession(f)
 	require.NoError(t, err)
 	require.Equal(t, want, string(sessiontree.BuildContextFrom(es, nil).JSON()), "the context file read alone")
+}
+
+// openReplica opens session of agent "agent" as a replica named name: its own
+// files, uploading to s (mirror.Sync) and syncing from it.
+func openReplica(t *testing.T, s *transcript.Store, name, session string) *sessiontree.Tree {
+	t.Helper()
+	w, err := transcript.NewWriter(name)
+	require.NoError(t, err)
+	cfg := testConfig(t)
+	cfg.Uploader, cfg.Remote = &mirror.Sync{Store: s, Writer: w}, s
+	tree, _, err := sessiontree.Open(context.Background(), cfg, rc, "agent", session, sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	return tree
 }

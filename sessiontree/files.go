@@ -146,14 +146,40 @@ func saveTorn(path string, tail []byte, noSync bool) (err error) {
 }
 
 // writeAtomic replaces path with data: temp file, fsync, rename, fsync directory.
+// A torn tail of the file it replaces is saved first (repairTail), as an append
+// would save it: replacing the file must not drop those bytes unseen either.
 func writeAtomic(path string, data []byte, noSync bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create session directory: %w", err)
+	}
+	if err := saveTornBefore(path, noSync); err != nil {
+		return err
 	}
 	return fsutil.WriteFileAtomic(path, noSync, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
+}
+
+// saveTornBefore saves the torn tail of path, if it exists and has one, before
+// the file is replaced.
+func saveTornBefore(path string, noSync bool) (err error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close %s: %w", path, cerr)
+		}
+	}()
+	if _, err := repairTail(f, noSync); err != nil {
+		return fmt.Errorf("repair %s: %w", path, err)
+	}
+	return nil
 }
 
 // setAside saves the bytes of path (if any) to path+TornSuffix and removes it.

@@ -178,3 +178,34 @@ func TestParseSession_ByteOrderMark(t *testing.T) {
 		})
 	}
 }
+
+// A rewrite of the context file (after a compaction) replaces a file whose last
+// line a crash tore: the torn bytes are saved to {file}.torn first, as an append
+// saves them, never dropped unseen.
+func TestFlush_RewriteSavesATornTail(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	tr, err := sessiontree.New(cfg, rc, "agent", "torn-rewrite", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	first, err := tr.AppendMessage(msg(userMsg, "one"))
+	require.NoError(t, err)
+	_, err = tr.AppendMessage(msg(assistantMsg, "two", "p", "m"))
+	require.NoError(t, err)
+	require.NoError(t, tr.Flush(ctx))
+	const torn = `{"type":"message","id":"cut-sho`
+	f, err := os.OpenFile(tr.ContextPath(), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(torn)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	_, err = tr.AppendCompaction(sessiontree.Compaction{Summary: "s", FirstKeptEntryID: first.ID(), TokensBefore: 3})
+	require.NoError(t, err)
+	require.NoError(t, tr.Flush(ctx))
+	saved, err := os.ReadFile(tr.ContextPath() + sessiontree.TornSuffix)
+	require.NoError(t, err, "the torn tail is saved")
+	require.Equal(t, torn+"\n", string(saved))
+	data, err := os.ReadFile(tr.ContextPath())
+	require.NoError(t, err)
+	require.NotContains(t, string(data), "cut-sho")
+}

@@ -136,11 +136,13 @@ func (t *Tree) flushLocalLocked() error {
 			if err := writeAtomic(t.ctxPath, buf, t.cfg.NoSync); err != nil {
 				return fmt.Errorf("flush %s: rewrite context file: %w", t.ref, err)
 			}
+			t.ctxPartial = false
 			for i, k := range keep {
 				if k {
 					t.flags[i] |= inCtx
 				} else {
 					t.flags[i] &^= inCtx
+					t.ctxPartial = t.ctxPartial || t.flags[i]&inLog != 0
 				}
 			}
 			t.headerInCtx, t.ctxPending, t.rewriteCtx, t.rewriteAll = true, nil, false, false
@@ -193,6 +195,9 @@ func (t *Tree) lines(header bool, idx []int) []byte {
 // would then walk a path cut short. What the file must hold is what a rewrite
 // would keep now (contextKeep), or, with no compaction on the path, the log.
 func (t *Tree) pathLeftContext() bool {
+	if !t.ctxPartial {
+		return false
+	}
 	keep, ok := t.contextKeep()
 	if !ok {
 		keep = t.logKeep()

@@ -91,6 +91,8 @@ func (t *Tree) SyncFromLog(ctx context.Context) (LoadReport, error) {
 			rep.Added++
 			if k > lastKnown {
 				ctxNew = append(ctxNew, n)
+			} else {
+				t.ctxPartial = true // in the log, left out of the context file
 			}
 		}
 		entries = append(entries, e)

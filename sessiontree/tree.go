@@ -50,6 +50,10 @@ type Tree struct {
 	// rewriteAll: the next rewrite of the context file, made because the path
 	// left it, holds every entry of the log when the path has no compaction.
 	rewriteAll bool
+	// ctxPartial: the context file lacks entries the log holds (a compaction's
+	// rewrite left them out). Until then no path can leave the file, and a leaf
+	// move costs no check.
+	ctxPartial bool
 	remote     remoteState
 }
 

@@ -114,42 +114,30 @@ func (t *Tree) flushLocalLocked() error {
 		}
 		t.pendingLocal = nil
 	}
-	if t.leafJumped {
-		t.leafJumped = false
-		if t.pathLeftContext() {
-			t.rewriteCtx, t.rewriteAll = true, true
+	if keep := t.contextRewrite(); keep != nil {
+		var kept []int
+		for i, k := range keep {
+			if k {
+				kept = append(kept, i)
+			}
 		}
+		buf := t.lines(true, kept)
+		if err := writeAtomic(t.ctxPath, buf, t.cfg.NoSync); err != nil {
+			return fmt.Errorf("flush %s: rewrite context file: %w", t.ref, err)
+		}
+		t.ctxPartial = false
+		for i, k := range keep {
+			if k {
+				t.flags[i] |= inCtx
+			} else {
+				t.flags[i] &^= inCtx
+				t.ctxPartial = t.ctxPartial || t.flags[i]&inLog != 0
+			}
+		}
+		t.headerInCtx, t.ctxPending, t.rewriteCtx, t.leafJumped = true, nil, false, false
+		return nil
 	}
-	if t.rewriteCtx {
-		keep, ok := t.contextKeep()
-		if !ok && t.rewriteAll {
-			keep, ok = t.logKeep(), true
-		}
-		if ok {
-			var kept []int
-			for i, k := range keep {
-				if k {
-					kept = append(kept, i)
-				}
-			}
-			buf := t.lines(true, kept)
-			if err := writeAtomic(t.ctxPath, buf, t.cfg.NoSync); err != nil {
-				return fmt.Errorf("flush %s: rewrite context file: %w", t.ref, err)
-			}
-			t.ctxPartial = false
-			for i, k := range keep {
-				if k {
-					t.flags[i] |= inCtx
-				} else {
-					t.flags[i] &^= inCtx
-					t.ctxPartial = t.ctxPartial || t.flags[i]&inLog != 0
-				}
-			}
-			t.headerInCtx, t.ctxPending, t.rewriteCtx, t.rewriteAll = true, nil, false, false
-			return nil
-		}
-		t.rewriteCtx = false
-	}
+	t.rewriteCtx, t.leafJumped = false, false
 	if len(t.ctxPending) > 0 || !t.headerInCtx {
 		buf := t.lines(!t.headerInCtx, t.ctxPending)
 		if err := writeAppend(t.ctxPath, buf, t.cfg.NoSync); err != nil {
@@ -187,26 +175,47 @@ func (t *Tree) lines(header bool, idx []int) []byte {
 	return buf
 }
 
-// pathLeftContext reports whether the context file lacks an entry it must hold
-// for the active leaf (caller holds mu; the log is written). After a compaction
-// rewrote the file, a Branch back to an entry before that compaction (or a leaf
-// entry, or a sync, moving there) makes the next entries children of entries
-// the file left out: Pi, or `transcript context --file`, reading the file alone
-// would then walk a path cut short. What the file must hold is what a rewrite
-// would keep now (contextKeep), or, with no compaction on the path, the log.
-func (t *Tree) pathLeftContext() bool {
-	if !t.ctxPartial {
-		return false
+// contextRewrite returns what a rewrite of the context file keeps now, or nil
+// when the file is only appended to (caller holds mu; the log is written):
+//
+//   - after a compaction was appended, what contextKeep keeps (nil when the
+//     active path holds no compaction);
+//   - after the leaf moved other than onto a new entry, while the file lacks
+//     entries of the log: what the file must hold for the new leaf (contextKeep,
+//     or the log for a path without a compaction), if it lacks any of it. A
+//     Branch back before the compaction that rewrote the file (or a leaf entry,
+//     or a sync, moving there) makes the next entries children of entries the
+//     file left out, and Pi, or `transcript context --file`, reading the file
+//     alone would walk a path cut short.
+func (t *Tree) contextRewrite() []bool {
+	moved := t.leafJumped && t.ctxPartial
+	if !t.rewriteCtx && !moved {
+		return nil
 	}
 	keep, ok := t.contextKeep()
-	if !ok {
-		keep = t.logKeep()
+	if moved {
+		need := keep
+		if !ok {
+			need = t.logKeep()
+		}
+		if t.lacks(need) {
+			return need
+		}
 	}
+	if t.rewriteCtx && ok {
+		return keep
+	}
+	return nil
+}
+
+// lacks reports whether an entry of need is neither in the context file nor
+// about to be appended to it.
+func (t *Tree) lacks(need []bool) bool {
 	pending := make(map[int]bool, len(t.ctxPending))
 	for _, i := range t.ctxPending {
 		pending[i] = true
 	}
-	for i, k := range keep {
+	for i, k := range need {
 		if k && t.flags[i]&inCtx == 0 && !pending[i] {
 			return true
 		}

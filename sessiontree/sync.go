@@ -230,7 +230,6 @@ func (t *Tree) moveLeaf(merged []Entry, origins []transcript.Origin) {
 		}
 		if origins == nil || t.remote.frontier.Key == "" || origins[k].Compare(t.remote.frontier) >= 0 {
 			t.setLeaf(move, target, t.byID[merged[k].ID()])
-			t.leafJumped = true // onto another replica's entry: maybe off the context file's path
 		}
 		return
 	}

@@ -44,12 +44,9 @@ type Tree struct {
 	headerRemote  bool
 	rewriteCtx    bool // a compaction was appended since the last flush
 	// leafJumped: since the last flush the active leaf moved other than onto a
-	// newly appended entry (Branch, a "leaf" entry, a sync), so its path may run
+	// child of the leaf (Branch, a "leaf" entry, a sync), so its path may run
 	// through entries a compaction's rewrite left out of the context file.
 	leafJumped bool
-	// rewriteAll: the next rewrite of the context file, made because the path
-	// left it, holds every entry of the log when the path has no compaction.
-	rewriteAll bool
 	// ctxPartial: the context file lacks entries the log holds (a compaction's
 	// rewrite left them out). Until then no path can leave the file, and a leaf
 	// move costs no check.
@@ -136,22 +133,29 @@ func (t *Tree) leafMove(e Entry) (pi.LeafMove, string) {
 func (t *Tree) setLeaf(move pi.LeafMove, target string, i int) {
 	switch move {
 	case pi.MoveTo:
-		t.leaf = i
+		if p, ok := t.entries[i].ParentID(); ok && t.leaf >= 0 && p == t.entries[t.leaf].ID() {
+			t.leaf = i // onto a child of the leaf: the path only grows
+		} else {
+			t.jumpLeaf(i)
+		}
 	case pi.MoveToTarget:
-		t.leaf, t.leafJumped = t.byID[target], true
+		t.jumpLeaf(t.byID[target])
 	case pi.MoveToNull:
-		t.leaf, t.leafJumped = -1, true
+		t.jumpLeaf(-1)
 	}
 }
+
+// jumpLeaf makes entry i (-1: none) the active leaf by a move other than onto
+// a child of the leaf (see Tree.leafJumped).
+func (t *Tree) jumpLeaf(i int) { t.leaf, t.leafJumped = i, true }
 
 // recomputeLeaf sets the active leaf from the entry order (after a load or merge).
 func (t *Tree) recomputeLeaf() {
 	if i, ok := pi.ActiveLeaf(t.entries, t.byID); ok {
-		t.leaf = i
+		t.jumpLeaf(i)
 	} else {
-		t.leaf = -1
+		t.jumpLeaf(-1)
 	}
-	t.leafJumped = true
 }
 
 func (t *Tree) newID() (string, error) {
@@ -221,7 +225,7 @@ func (t *Tree) Branch(id string) error {
 	if !ok || t.entries[i].Type() == pi.TypeLeaf {
 		return fmt.Errorf("branch to %q: %w", id, ErrNotFound)
 	}
-	t.leaf, t.leafJumped = i, true
+	t.jumpLeaf(i)
 	return nil
 }
 

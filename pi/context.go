@@ -32,11 +32,15 @@ func rawUnlessString(v []byte) (string, []byte) {
 	return "", bytes.Clone(v) // v may lie in a buffer its reader reuses
 }
 
-// appendSetting appends `"key":value` for a setting read by rawUnlessString,
-// nothing for an absent one, and reports whether it appended.
-func appendSetting(b []byte, key, s string, raw []byte) ([]byte, bool) {
+// appendSetting appends `"key":value`, after sep when sep is not 0, for a
+// setting read by rawUnlessString; nothing for an absent one. It reports whether
+// it appended.
+func appendSetting(b []byte, sep byte, key, s string, raw []byte) ([]byte, bool) {
 	if raw != nil && len(raw) == 0 {
 		return b, false
+	}
+	if sep != 0 {
+		b = append(b, sep)
 	}
 	b = append(append(append(b, '"'), key...), '"', ':')
 	if raw != nil {
@@ -88,23 +92,20 @@ func appendMessage(b []byte, m json.RawMessage) []byte {
 
 // appendContextEnd appends what follows the messages in a context's JSON.
 func appendContextEnd(b []byte, st pathSetting) []byte {
-	b = append(b, "],"...)
-	b, _ = appendSetting(b, "thinkingLevel", st.thinkingLevel, st.rawThinking)
-	if b[len(b)-1] != ',' {
-		b = append(b, ',')
-	}
-	b = append(b, `"model":`...)
+	b = append(b, ']')
+	b, _ = appendSetting(b, ',', "thinkingLevel", st.thinkingLevel, st.rawThinking)
+	b = append(b, `,"model":`...)
 	if m := st.model; m == nil {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, '{')
 		var wrote bool
-		if b, wrote = appendSetting(b, "provider", m.Provider, m.rawProvider); wrote {
-			b = append(b, ',')
+		b, wrote = appendSetting(b, 0, "provider", m.Provider, m.rawProvider)
+		sep := byte(0)
+		if wrote {
+			sep = ','
 		}
-		if b, wrote = appendSetting(b, "modelId", m.ModelID, m.rawModelID); !wrote && b[len(b)-1] == ',' {
-			b = b[:len(b)-1]
-		}
+		b, _ = appendSetting(b, sep, "modelId", m.ModelID, m.rawModelID)
 		b = append(b, '}')
 	}
 	return append(b, '}')

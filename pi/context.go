@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"strconv"
 )
 
 // Model is the model a context runs on; it marshals as {"provider":..,"modelId":..}.
@@ -53,8 +52,9 @@ func appendSetting(b []byte, sep byte, key, s string, raw []byte) ([]byte, bool)
 // It marshals as {"messages":[...],"thinkingLevel":"...","model":{...}|null}.
 type Context struct {
 	// Messages are the agent messages: for message entries the exact bytes of the
-	// entry's "message" value; for custom_message, branch_summary and compaction
-	// entries a synthesised object (see BuildContextFrom).
+	// entry's "message" value (unless its content was lacking or edited); for
+	// custom_message, branch_summary and compaction entries a synthesised object,
+	// and a compaction's recorded system message (see BuildContextFrom).
 	Messages []json.RawMessage
 	// ThinkingLevel is the last thinking_level_change on the path ("off" if none).
 	ThinkingLevel string
@@ -79,7 +79,7 @@ func (c Context) JSON() []byte {
 		}
 		b = appendMessage(b, m)
 	}
-	return appendContextEnd(b, pathSetting{c.ThinkingLevel, c.rawThinking, c.Model, -1})
+	return appendContextEnd(b, pathSetting{thinkingLevel: c.ThinkingLevel, rawThinking: c.rawThinking, model: c.Model, comp: -1})
 }
 
 // appendMessage appends one message of a context's JSON (null for nil).
@@ -112,7 +112,7 @@ func appendContextEnd(b []byte, st pathSetting) []byte {
 }
 
 // BuildContextFrom builds the context of entries (in order) at leafID exactly as
-// Pi does (its buildSessionContext; docs/ENTRIES.md, steps 1–6):
+// Pi does (its buildSessionContext; docs/ENTRIES.md, steps 1–7):
 //
 //   - leafID nil means the active leaf: the last entry, or the target of the last
 //     entry when that is a "leaf" entry (a null target gives the empty context). A
@@ -125,16 +125,27 @@ func appendContextEnd(b []byte, st pathSetting) []byte {
 //   - Over the whole path, thinking_level_change sets the thinking level,
 //     model_change and assistant messages set the model, and the last compaction
 //     counts.
-//   - Without a compaction every entry of the path is emitted; with one, first a
-//     compactionSummary, then the path entries before the compaction starting at
-//     its firstKeptEntryId (none if that id is not before it on the path), then
-//     every entry after it. Emitting: message → its "message" bytes;
-//     custom_message → {"role":"custom","customType","content","display",
-//     "details","timestamp"}; branch_summary with a non-empty summary →
-//     {"role":"branchSummary","summary","fromId","timestamp"}; other types emit
-//     nothing. Fields absent from the entry are omitted (JSON.stringify drops
-//     undefined), present ones keep their bytes; timestamp is the Unix
-//     milliseconds of the entry's timestamp (null if it does not parse).
+//   - Without a compaction every entry of the path counts; with one, first the
+//     compaction, then the path entries before it starting at its
+//     firstKeptEntryId (none if that id is not before it on the path), system
+//     messages and older compactions left out, then every entry after it.
+//   - Each entry that counts gives messages: message → its "message" bytes (a
+//     system message without content gets content "", a user, assistant or
+//     toolResult message []); custom_message → {"role":"custom","customType",
+//     "content","display","details","timestamp"} (content [] when absent);
+//     branch_summary whose summary is truthy → {"role":"branchSummary",
+//     "summary","fromId","timestamp"}; the compaction the context starts from →
+//     its "systemMessage" when truthy, then {"role":"compactionSummary",
+//     "summary","tokensBefore","timestamp"}; other types give none. Fields
+//     absent from the entry are omitted (JSON.stringify drops undefined),
+//     present ones keep their bytes; timestamp is the Unix milliseconds of the
+//     entry's timestamp (null if it does not parse).
+//   - The latest context_edit for an entry among the entries that count
+//     replaces the content of its user, assistant, toolResult and custom
+//     messages, or with a null replacement removes all its messages.
+//
+// These are the rules of Pi 1.6 (buildSessionProjection); docs/ENTRIES.md lists
+// where they differ from Pi 0.x's.
 func BuildContextFrom(entries []Entry, leafID *string) Context {
 	idx := NewIndex(entries)
 	leaf, ok := ResolveLeaf(entries, idx, leafID)
@@ -166,18 +177,25 @@ func BuildContext(entries []Entry, idx Index, leaf int) Context {
 	st := pathSettings(len(path), at)
 	c.ThinkingLevel, c.rawThinking, c.Model = st.thinkingLevel, st.rawThinking, st.model
 	msgs := make([]json.RawMessage, 0, len(path))
-	emitPath(len(path), at, st.comp, func(m json.RawMessage) { msgs = append(msgs, m) })
+	emitPath(len(path), at, st, func(m json.RawMessage) { msgs = append(msgs, m) })
 	c.Messages = msgs
 	return c
 }
 
 // pathSetting is what a context's path sets: the thinking level, the model, and
-// the position of the last compaction on the path (-1 for none).
+// the position of the last compaction on the path (-1 for none); and what its
+// messages need beyond being copied (see projector).
 type pathSetting struct {
 	thinkingLevel string
 	rawThinking   []byte
 	model         *Model
 	comp          int
+	// fix: a message on the path lacks its content (normalMessage).
+	fix bool
+	// system: a message on the path is a system message.
+	system bool
+	// edits are the context_edit entries on the path with a string targetId.
+	edits []editRef
 }
 
 // newModel is the model of a model_change or an assistant message.
@@ -203,11 +221,18 @@ func pathSettings(n int, at func(k int) Entry) pathSetting {
 		case TypeModelChange:
 			modelAt = k
 		case TypeMessage:
-			if _, _, ok := assistantModel(e); ok {
+			f := scanMessage(e.field(fMessage))
+			if f.role == "assistant" {
 				modelAt = k
 			}
+			st.system = st.system || f.role == "system"
+			st.fix = st.fix || f.lacksContent()
 		case TypeCompaction:
 			st.comp = k
+		case TypeContextEdit:
+			if target, ok := jsonString(e.field(fTargetID)); ok {
+				st.edits = append(st.edits, editRef{k, target})
+			}
 		}
 	}
 	if thinkingAt >= 0 {
@@ -218,86 +243,27 @@ func pathSettings(n int, at func(k int) Entry) pathSetting {
 		if e.typ == TypeModelChange {
 			st.model = newModel(e.field(fProvider), e.field(fModelID))
 		} else {
-			prov, mod, _ := assistantModel(e)
-			st.model = newModel(prov, mod)
+			f := scanMessage(e.field(fMessage))
+			st.model = newModel(f.provider, f.model)
 		}
 	}
 	return st
 }
 
-// assistantModel returns the raw "provider" and "model" of a message entry whose
-// message is an assistant's, and whether it is one.
-func assistantModel(e Entry) (provider, model []byte, ok bool) {
-	msg := e.field(fMessage)
-	if len(msg) == 0 || msg[0] != '{' {
-		return nil, nil, false
-	}
-	var role []byte
-	_ = eachField(msg, func(k string, v []byte, _ int) {
-		switch k {
-		case "role":
-			role = v
-		case "provider":
-			provider = v
-		case "model":
-			model = v
-		}
-	})
-	r, _ := jsonString(role)
-	return provider, model, r == "assistant"
-}
-
-// emitPath passes the messages of a context to emit, in order, given its path (n
-// entries, entry k given by at) and the position of its last compaction.
-func emitPath(n int, at func(k int) Entry, comp int, emit func(json.RawMessage)) {
-	one := func(e Entry) {
-		switch e.typ {
-		case TypeMessage:
-			emit(e.field(fMessage))
-		case TypeCustomMessage:
-			emit(synth(e, `{"role":"custom"`, fCustomType, fContent, fDisplay, fDetails))
-		case TypeBranchSummary:
-			if s, _ := jsonString(e.field(fSummary)); s != "" {
-				emit(synth(e, `{"role":"branchSummary"`, fSummary, fFromID))
-			}
-		}
-	}
-	if comp < 0 {
-		for k := range n {
-			one(at(k))
-		}
-		return
-	}
-	ce := at(comp)
-	emit(synth(ce, `{"role":"compactionSummary"`, fSummary, fTokensBefore))
-	first, _ := jsonString(ce.field(fFirstKeptEntryID))
-	found := false
-	for k := range comp {
-		e := at(k)
-		if e.id == first {
-			found = true
-		}
-		if found {
-			one(e)
-		}
-	}
-	for k := comp + 1; k < n; k++ {
-		one(at(k))
-	}
-}
-
 // WriteContextPath writes to w, followed by "\n", the JSON of the context whose
 // path (root first) is n entries, entry k given by at: what BuildContext returns
 // for that path, as Context.JSON writes it. It holds no entry and no message
-// beyond the one being written, and reads each entry twice, so at may parse it
-// on demand: a context of a million messages is streamed.
+// beyond the one being written (and the target ids of the path's context
+// edits), and reads each entry twice (three times up to a compaction, and an
+// edited entry's edit once more, when the path holds context edits), so at may
+// parse it on demand: a context of a million messages is streamed.
 func WriteContextPath(w io.Writer, n int, at func(k int) Entry) error {
 	st := pathSettings(n, at)
 	bw := bufio.NewWriterSize(w, 1<<16)
 	bw.WriteString(`{"messages":[`)
 	first := true
 	var b []byte
-	emitPath(n, at, st.comp, func(m json.RawMessage) {
+	emitPath(n, at, st, func(m json.RawMessage) {
 		if !first {
 			bw.WriteByte(',')
 		}
@@ -308,31 +274,4 @@ func WriteContextPath(w io.Writer, n int, at func(k int) Entry) error {
 	bw.Write(appendContextEnd(b[:0], st))
 	bw.WriteByte('\n')
 	return bw.Flush()
-}
-
-var fieldJSONName = [nFields]string{
-	fCustomType: "customType", fContent: "content", fDisplay: "display", fDetails: "details",
-	fSummary: "summary", fFromID: "fromId", fTokensBefore: "tokensBefore",
-}
-
-// synth builds a synthesised message: prefix, the given fields when present, and
-// the timestamp in Unix milliseconds.
-func synth(e Entry, prefix string, fields ...field) json.RawMessage {
-	b := make([]byte, 0, 64+len(e.raw))
-	b = append(b, prefix...)
-	for _, f := range fields {
-		if v := e.field(f); v != nil {
-			b = append(b, ',', '"')
-			b = append(b, fieldJSONName[f]...)
-			b = append(b, '"', ':')
-			b = append(b, v...)
-		}
-	}
-	b = append(b, `,"timestamp":`...)
-	if ms, ok := jsDateMillis(e.field(fTimestamp)); ok {
-		b = strconv.AppendInt(b, ms, 10)
-	} else {
-		b = append(b, "null"...)
-	}
-	return append(b, '}')
 }

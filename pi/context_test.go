@@ -73,26 +73,33 @@ func TestContext_SettingsAsPiCopiesThem(t *testing.T) {
 			// other bytes once the settings were read (below).
 			last := parse(t, tt.entries...)
 			entries := parse(t, append(tt.entries, ent("custom", "z", last[len(last)-1].ID(), `"customType":"padding, padding"`))...)
-			idx := pi.NewIndex(entries)
-			leaf := len(entries) - 1
-			require.Equal(t, tt.want, string(pi.BuildContext(entries, idx, leaf).JSON()))
-			path := pi.PathTo(entries, idx, leaf)
-			var got bytes.Buffer
-			require.NoError(t, pi.WriteContextPath(&got, len(path), func(k int) pi.Entry { return entries[path[k]] }))
-			require.Equal(t, tt.want+"\n", got.String())
-
-			// A reader that parses each entry into one reused buffer, as a
-			// streaming one may: what was read before is overwritten.
-			var buf []byte
-			reused := func(k int) pi.Entry {
-				buf = append(buf[:0], entries[path[k]].Raw()...)
-				e, err := pi.ParseEntry(buf)
-				require.NoError(t, err)
-				return e
-			}
-			got.Reset()
-			require.NoError(t, pi.WriteContextPath(&got, len(path), reused))
-			require.Equal(t, tt.want+"\n", got.String())
+			requireContext(t, entries, tt.want)
 		})
 	}
+}
+
+// requireContext requires the context of entries at their last entry to be
+// want, from BuildContext and from WriteContextPath, also with a reader that
+// parses each entry into one reused buffer, as a streaming one may (what was
+// read before is overwritten).
+func requireContext(t *testing.T, entries []pi.Entry, want string) {
+	t.Helper()
+	idx := pi.NewIndex(entries)
+	leaf := len(entries) - 1
+	require.Equal(t, want, string(pi.BuildContext(entries, idx, leaf).JSON()))
+	path := pi.PathTo(entries, idx, leaf)
+	var got bytes.Buffer
+	require.NoError(t, pi.WriteContextPath(&got, len(path), func(k int) pi.Entry { return entries[path[k]] }))
+	require.Equal(t, want+"\n", got.String())
+
+	var buf []byte
+	reused := func(k int) pi.Entry {
+		buf = append(buf[:0], entries[path[k]].Raw()...)
+		e, err := pi.ParseEntry(buf)
+		require.NoError(t, err)
+		return e
+	}
+	got.Reset()
+	require.NoError(t, pi.WriteContextPath(&got, len(path), reused))
+	require.Equal(t, want+"\n", got.String())
 }

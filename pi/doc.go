@@ -34,5 +34,7 @@
 //   - Labels: the last "label" entry per target wins; one without a label clears.
 //   - Session name: the last "session_info" entry with a non-empty name.
 //   - New ids (NewID): 8 random lowercase hex digits, redrawn on a collision.
-//   - Context (BuildContextFrom, BuildContextAt): Pi's buildSessionContext.
+//   - Context (BuildContextFrom, BuildContextAt): Pi 1.6's buildSessionContext
+//     (system messages, context edits, the system message a compaction
+//     recorded; docs/ENTRIES.md lists where Pi 0.x builds another context).
 package pi

@@ -22,6 +22,11 @@ const (
 	TypeLabel               = "label"
 	TypeSessionInfo         = "session_info"
 	TypeLeaf                = "leaf"
+	// TypeContextEdit edits (or removes) what an earlier entry on its branch
+	// gives the model (Pi 1.6).
+	TypeContextEdit = "context_edit"
+	// TypeUsage records model usage outside the context (Pi 1.6).
+	TypeUsage = "usage"
 )
 
 // Sentinel errors, tested with errors.Is.

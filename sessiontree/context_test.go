@@ -41,19 +41,24 @@ func TestBuildContext_FixtureV3(t *testing.T) {
 	require.True(t, rep.Clean())
 	require.Equal(t, 12, tr.Len())
 	c := tr.BuildContext()
-	// firstKeptEntryId is the compaction itself: only the summary and what follows.
-	require.Len(t, c.Messages, 2)
-	require.JSONEq(t, `{"role":"compactionSummary","summary":"Summary of earlier turns","tokensBefore":1234,"timestamp":1790375400000}`, string(c.Messages[0]))
-	require.Equal(t, `{"role":"user","content":[{"type":"text","text":"continue from the summary"}],"timestamp":1790375405000}`, string(c.Messages[1]))
+	// firstKeptEntryId is the compaction itself: the system message it recorded,
+	// the summary and what follows (Pi 1.6's rules, docs/ENTRIES.md).
+	require.Len(t, c.Messages, 3)
+	require.Equal(t, `{"sections":{"preamble":"You are an expert coding assistant operating inside pi."}}`, string(c.Messages[0]))
+	require.JSONEq(t, `{"role":"compactionSummary","summary":"Summary of earlier turns","tokensBefore":1234,"timestamp":1790375400000}`, string(c.Messages[1]))
+	require.Equal(t, `{"role":"user","content":[{"type":"text","text":"continue from the summary"}],"timestamp":1790375405000}`, string(c.Messages[2]))
 	require.Equal(t, "off", c.ThinkingLevel)
 	require.Equal(t, &sessiontree.Model{Provider: "ollama", ModelID: "qwen3:1.7b"}, c.Model)
 	golden(t, "pi-v3-browse-session.context.json", append(c.JSON(), '\n'))
 
-	// Before the compaction: the system message (any role is emitted) and the
-	// unknown types (on the path, never emitted).
+	// Before the compaction: the system message, and the usage and context_edit
+	// entries on the path; the edit (a null replacement) removes the assistant's
+	// "hi there".
 	c = tr.BuildContextAt("9ca3d7e8")
-	require.Len(t, c.Messages, 5)
+	require.Len(t, c.Messages, 4)
 	require.Contains(t, string(c.Messages[0]), `"role":"system"`)
+	require.NotContains(t, string(c.JSON()), "hi there")
+	require.Contains(t, string(tr.BuildContextAt("8b92c5d6").JSON()), "hi there")
 	golden(t, "pi-v3-browse-session.at-9ca3d7e8.context.json", append(c.JSON(), '\n'))
 
 	// json.Marshal gives the same document (compacted, HTML-escaped).

@@ -42,7 +42,7 @@ func TestPiOracle_SessionTree(t *testing.T) {
 		driveTree(t, ctx, r, tree)
 		files.add(t, fmt.Sprintf("%02d", seed), tree)
 	}
-	files.check(t, node)
+	files.check(t, node, "context.mjs")
 }
 
 // treeFiles collects copies of SessionTrees' context and log files, each with
@@ -68,11 +68,12 @@ func (f *treeFiles) add(t *testing.T, name string, tree *sessiontree.Tree) {
 	}
 }
 
-// check has Pi read every file: a log must give its tree's context, a context
-// file the same messages.
-func (f *treeFiles) check(t *testing.T, node string) {
+// check has Pi (script in testdata/pioracle, context.mjs for Pi 0.58) read
+// every file: the second of each pair (a log, an export) must give its want,
+// the first (a context file) the same messages.
+func (f *treeFiles) check(t *testing.T, node, script string) {
 	t.Helper()
-	askPi(t, node, f.dir, "trees.json", f.cases)
+	askPiWith(t, node, script, f.dir, "trees.json", f.cases)
 	for i, c := range f.cases {
 		got, err := os.ReadFile(c.Out)
 		require.NoError(t, err)
@@ -206,5 +207,5 @@ func TestPiOracle_Replicas(t *testing.T) {
 			files.add(t, fmt.Sprintf("%s-%d", sid, i), tree)
 		}
 	}
-	files.check(t, node)
+	files.check(t, node, "context.mjs")
 }

@@ -230,8 +230,8 @@ func pathSettings(n int, at func(k int) Entry) pathSetting {
 		case TypeCompaction:
 			st.comp = k
 		case TypeContextEdit:
-			if target, ok := jsonString(e.field(fTargetID)); ok {
-				st.edits = append(st.edits, editRef{k, target})
+			if ed, ok := ContextEditOf(e); ok {
+				st.edits = append(st.edits, editRef{k, ed.Target})
 			}
 		}
 	}

@@ -2,6 +2,10 @@ package pi_test
 
 import (
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/pi"
 )
 
 // The rules Pi 1.6 added (docs/ENTRIES.md), each case's expectation printed by
@@ -95,6 +99,33 @@ func TestContext_Pi16Rules(t *testing.T) {
 			last := parse(t, tt.entries...)
 			entries := parse(t, append(tt.entries, ent("custom", "z", last[len(last)-1].ID(), `"customType":"padding, padding"`))...)
 			requireContext(t, entries, tt.want)
+		})
+	}
+}
+
+func TestContextEditOf(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		line        string
+		ok, removes bool
+		target      string
+		replacement string // "" for none
+		content     string // "" for none
+	}{
+		{"content", ent("context_edit", "e", "a", `"targetId":"t","replacement":{"content":"x"}`), true, false, "t", `{"content":"x"}`, `"x"`},
+		{"removes", ent("context_edit", "e", "a", `"targetId":"t","replacement":null`), true, true, "t", `null`, ""},
+		{"no content", ent("context_edit", "e", "a", `"targetId":"t","replacement":{}`), true, false, "t", `{}`, ""},
+		{"no replacement", ent("context_edit", "e", "a", `"targetId":"t"`), true, false, "t", "", ""},
+		{"a target that is not a string", ent("context_edit", "e", "a", `"targetId":7,"replacement":null`), false, false, "", "", ""},
+		{"another type", ent("label", "e", "a", `"targetId":"t"`), false, false, "", "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ed, ok := pi.ContextEditOf(parse(t, tt.line)[0])
+			require.Equal(t, tt.ok, ok)
+			require.Equal(t, tt.target, ed.Target)
+			require.Equal(t, tt.removes, ed.Removes())
+			require.Equal(t, tt.replacement, string(ed.Replacement))
+			require.Equal(t, tt.content, string(ed.Content()))
 		})
 	}
 }

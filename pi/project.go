@@ -126,11 +126,24 @@ func (p *projector) messages(e Entry, head bool, emit func(json.RawMessage)) {
 		if !head {
 			return
 		}
-		if sm := topField(e.raw, "systemMessage"); truthy(sm) {
+		if sm := RecordedSystemMessage(e); sm != nil {
 			emit(sm)
 		}
 		emit(synth(e, `{"role":"compactionSummary"`, fSummary, fTokensBefore))
 	}
+}
+
+// RecordedSystemMessage returns the system message a compaction entry recorded
+// (its "systemMessage", when truthy), which a context that starts from it
+// gives first; nil for none, or for another entry.
+func RecordedSystemMessage(e Entry) json.RawMessage {
+	if e.typ != TypeCompaction {
+		return nil
+	}
+	if sm := topField(e.raw, "systemMessage"); truthy(sm) {
+		return sm
+	}
+	return nil
 }
 
 // edited emits the messages of entry e as the context_edit at path position ke
@@ -146,25 +159,22 @@ func (p *projector) edited(e Entry, head bool, ke int) {
 	if len(ms) == 0 {
 		return
 	}
-	repl := topField(p.at(ke).raw, "replacement") // e may not be read after this
-	if string(repl) == "null" {
+	ed, _ := ContextEditOf(p.at(ke)) // e may not be read after this
+	if ed.Removes() {
 		return
 	}
 	for _, m := range ms {
-		if repl != nil {
-			m = editMessage(m, repl)
+		if ed.Replacement != nil {
+			m = editMessage(m, ed.Content())
 		}
 		p.emit(m)
 	}
 }
 
-// editMessage returns message m with its content replaced as replacement
-// (a JSON value other than null) says.
-func editMessage(m json.RawMessage, replacement []byte) json.RawMessage {
-	var content []byte
-	if replacement[0] == '{' {
-		content = topField(replacement, "content")
-	}
+// editMessage returns message m with its content replaced by content (nil:
+// the key dropped), when m is a user, assistant, toolResult or custom message;
+// a string becomes one text block for an assistant or toolResult message.
+func editMessage(m json.RawMessage, content []byte) json.RawMessage {
 	switch scanMessage(m).role {
 	case "user", "custom":
 	case "assistant", "toolResult":

@@ -23,7 +23,9 @@ id, type, a short content, the writer (replica) that stored it (found in the lev
 segments still stored; once compaction has deleted them, the compactor with the
 level), and its label.
 Branch points (where replicas diverged) open a new column and say which writers
-continued; compactions are marked; the active leaf is drawn as @ instead of *.
+continued; compactions are marked; a context edit names the entry it edits or
+removes from the context, and that entry names the edits; the active leaf is
+drawn as @ instead of *.
 A wide fan (more than 8 branches, or more columns than 16 in all) is drawn
 collapsed: its branches follow one another in one column, each introduced by a
 ": branch K of N from ID" line, so the output grows with the number of entries.
@@ -148,7 +150,7 @@ func drawTree(w io.Writer, nodes []treeNode, width int) {
 	for i, n := range nodes {
 		entries[i] = n.entry
 	}
-	labels := pi.Labels(entries)
+	labels, edits := pi.Labels(entries), editNotes(entries)
 	var roots []int
 	for i, n := range nodes {
 		if p, ok := n.entry.ParentID(); ok {
@@ -220,6 +222,7 @@ func drawTree(w io.Writer, nodes []treeNode, width int) {
 		if l, ok := labels[n.entry.ID()]; ok {
 			notes = append(notes, "label: "+cmdcli.Escape(l))
 		}
+		notes = append(notes, edits[n.entry.ID()]...)
 		if it.node == active {
 			notes = append(notes, "ACTIVE LEAF")
 		}
@@ -339,7 +342,11 @@ func describe(e pi.Entry, width int) string {
 		what = str("thinkingLevel")
 	case pi.TypeCompaction:
 		tokens, _ := e.Field("tokensBefore")
-		what = fmt.Sprintf("COMPACTION (tokensBefore %s, keeps from %s): %s", tokens, shortID(str("firstKeptEntryId")), str("summary"))
+		system := ""
+		if pi.RecordedSystemMessage(e) != nil {
+			system = ", + system message"
+		}
+		what = fmt.Sprintf("COMPACTION (tokensBefore %s, keeps from %s%s): %s", tokens, shortID(str("firstKeptEntryId")), system, str("summary"))
 	case pi.TypeBranchSummary:
 		what = str("summary")
 	case pi.TypeCustom:
@@ -353,6 +360,10 @@ func describe(e pi.Entry, width int) string {
 		what = str("name")
 	case pi.TypeLeaf:
 		what = "-> " + shortID(str("targetId"))
+	case pi.TypeContextEdit:
+		what = describeEdit(e)
+	case pi.TypeUsage:
+		what = describeUsage(e)
 	}
 	return e.Type() + " " + truncate(what, width)
 }

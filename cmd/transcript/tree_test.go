@@ -106,3 +106,36 @@ func TestDrawTree_Golden(t *testing.T) {
 		})
 	}
 }
+
+// TestDrawTree_Pi16Entries: context edits name the entry they edit or remove,
+// and that entry names them; usage entries and a compaction's recorded system
+// message are shown.
+func TestDrawTree_Pi16Entries(t *testing.T) {
+	lines := []string{
+		`{"type":"message","id":"aaaaaaaa","parentId":null,"timestamp":"t","message":{"role":"system","content":"be brief"}}`,
+		`{"type":"message","id":"bbbbbbbb","parentId":"aaaaaaaa","timestamp":"t","message":{"role":"user","content":"hello"}}`,
+		`{"type":"message","id":"cccccccc","parentId":"bbbbbbbb","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"hi"}]}}`,
+		`{"type":"context_edit","id":"dddddddd","parentId":"cccccccc","timestamp":"t","targetId":"cccccccc","replacement":null}`,
+		`{"type":"context_edit","id":"eeeeeeee","parentId":"dddddddd","timestamp":"t","targetId":"bbbbbbbb","replacement":{"content":[{"type":"text","text":"hello, edited"}]}}`,
+		`{"type":"usage","id":"ffffffff","parentId":"eeeeeeee","timestamp":"t","kind":"cache_warm","provider":"ollama","model":"qwen3","usage":{"input":1}}`,
+		`{"type":"compaction","id":"gggggggg","parentId":"ffffffff","timestamp":"t","summary":"sum","firstKeptEntryId":"bbbbbbbb","tokensBefore":9,"systemMessage":{"role":"system","content":"be brief"}}`,
+		`{"type":"context_edit","id":"hhhhhhhh","parentId":"gggggggg","timestamp":"t","targetId":"bbbbbbbb"}`,
+	}
+	var nodes []treeNode
+	for _, l := range lines {
+		e, err := pi.ParseEntry([]byte(l))
+		require.NoError(t, err)
+		nodes = append(nodes, treeNode{entry: e, writer: "w0"})
+	}
+	var out bytes.Buffer
+	drawTree(&out, nodes, 72)
+	require.Equal(t, `* aaaaaaaa message system: be brief [w0]
+* bbbbbbbb message user: hello [w0]  (edited by eeeeeeee; edited by hhhhhhhh)
+* cccccccc message assistant: hi [w0]  (removed from the context by dddddddd)
+* dddddddd context_edit removes cccccccc from the context [w0]
+* eeeeeeee context_edit edits bbbbbbbb: hello, edited [w0]
+* ffffffff usage cache_warm ollama/qwen3 [w0]
+* gggggggg compaction COMPACTION (tokensBefore 9, keeps from bbbbbbbb, + system message): sum [w0]
+@ hhhhhhhh context_edit edits bbbbbbbb (no replacement: changes nothing) [w0]  (ACTIVE LEAF)
+`, out.String())
+}

@@ -25,8 +25,10 @@ is checked against each input it names that still exists: a segment that claims 
 input whose entries it does not all hold (forged or damaged) is a problem naming
 both keys. Keys under a session that are not part of the layout (not a segment, a
 deletion mark or the head; readers ignore them) are named too. Then it checks each
-session's tree: entries whose parent is missing (dangling), parent cycles, and ids
-that carry different contents in different segments (conflicts). Ids and text from
+session's tree: entries whose parent is missing (dangling), parent cycles, ids
+that carry different contents in different segments (conflicts), and context edits
+whose target is not an entry before them on their branch (or that have no
+replacement). Ids and text from
 segments are printed escaped when they hold control or invisible characters. Prints one line per
 problem and a closing count; exits 1 if it found any. Read-only: it changes nothing.
 
@@ -138,6 +140,7 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	}
 	seen := map[string]int32{}
 	var order []first
+	var edits editCheck
 	bodies := make([][][]byte, len(segs)) // entries of each segment read
 	decoded := make([]*segment.Segment, len(segs))
 	vanished := 0
@@ -171,6 +174,7 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 			if !ok {
 				seen[e.ID] = int32(len(order))
 				order = append(order, first{id: e.ID, parentID: e.ParentID, seg: int32(i), pos: int32(pos)})
+				edits.note(int32(len(order)-1), int32(i), raw)
 				if _, err := pi.ParseHeader(raw); err == nil {
 					c.headers++
 				}
@@ -237,6 +241,9 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 				report(segs[f.seg].Key, "dangling parent: entry %s has parentId %s, which no segment holds", cmdcli.Escape(f.id), cmdcli.Escape(p))
 			}
 		}
+	}
+	for _, p := range edits.problems(len(order), func(k int32) string { return order[k].parentID }, seen) {
+		report(segs[p.seg].Key, "%s", p.text)
 	}
 	for _, cyc := range cycles {
 		sort.Strings(cyc)

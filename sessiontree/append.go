@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
@@ -55,19 +56,32 @@ type Compaction struct {
 	FirstKeptEntryID string
 	TokensBefore     int
 	Details          json.RawMessage // optional
+	Usage            json.RawMessage // optional: the usage of the call that made the summary
 	FromHook         bool            // written only when true
 }
 
 // AppendCompaction appends a compaction entry. FirstKeptEntryID must name an
-// existing entry. Flushing it rewrites the context file.
+// existing entry. As Pi 1.6 does, it records the system message current at the
+// active leaf (pi.CompactionSystemMessage of the context's messages) as
+// "systemMessage" when the context holds one; a context built from the
+// compaction starts with it. Flushing it rewrites the context file.
 func (t *Tree) AppendCompaction(c Compaction) (Entry, error) {
-	fs := []pi.Member{kv("summary", jstr(c.Summary)), kv("firstKeptEntryId", jstr(c.FirstKeptEntryID)),
-		kv("tokensBefore", []byte(strconv.Itoa(c.TokensBefore)))}
-	fs = appendOpt(fs, "details", c.Details)
-	if c.FromHook {
-		fs = append(fs, kv("fromHook", []byte("true")))
-	}
-	return t.appendNewChecked(pi.TypeCompaction, []string{c.FirstKeptEntryID}, fs...)
+	return t.appendBuilt(pi.TypeCompaction, []string{c.FirstKeptEntryID}, func(now time.Time) ([]pi.Member, error) {
+		fs := []pi.Member{kv("summary", jstr(c.Summary)), kv("firstKeptEntryId", jstr(c.FirstKeptEntryID)),
+			kv("tokensBefore", []byte(strconv.Itoa(c.TokensBefore)))}
+		fs = appendOpt(fs, "details", c.Details)
+		fs = appendOpt(fs, "usage", c.Usage)
+		if c.FromHook {
+			fs = append(fs, kv("fromHook", []byte("true")))
+		}
+		if t.leaf >= 0 {
+			msgs := pi.BuildContext(t.entries, t.byID, t.leaf).Messages
+			if sm := pi.CompactionSystemMessage(msgs, now); sm != nil {
+				fs = append(fs, kv("systemMessage", sm))
+			}
+		}
+		return fs, nil
+	})
 }
 
 // AppendBranchSummary appends a branch_summary entry (fromId names the entry the
@@ -174,6 +188,13 @@ func (t *Tree) appendNew(typ string, fields ...pi.Member) (Entry, error) {
 
 // appendNewChecked builds and appends an entry; refs must name existing entries.
 func (t *Tree) appendNewChecked(typ string, refs []string, fields ...pi.Member) (Entry, error) {
+	return t.appendBuilt(typ, refs, func(time.Time) ([]pi.Member, error) { return fields, nil })
+}
+
+// appendBuilt builds and appends an entry of the time now, whose fields build
+// returns (called with mu held, so it may read the tree; its error is
+// returned as it is); refs must name existing entries.
+func (t *Tree) appendBuilt(typ string, refs []string, build func(now time.Time) ([]pi.Member, error)) (Entry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, r := range refs {
@@ -189,7 +210,12 @@ func (t *Tree) appendNewChecked(typ string, refs []string, fields ...pi.Member) 
 	if t.leaf >= 0 {
 		parent = t.entries[t.leaf].ID()
 	}
-	e, err := pi.NewEntry(typ, id, parent, t.cfg.now(), fields...)
+	now := t.cfg.now()
+	fields, err := build(now)
+	if err != nil {
+		return Entry{}, err
+	}
+	e, err := pi.NewEntry(typ, id, parent, now, fields...)
 	if err == nil {
 		err = checkSize(e.Raw())
 	}

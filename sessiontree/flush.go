@@ -237,8 +237,9 @@ func (t *Tree) logKeep() []bool {
 // compaction C on the active path P (ok is false when there is none):
 //
 //   - the entries of P from C.firstKeptEntryId (or from C when that id is not
-//     before C on P) to the leaf — exactly what Pi emits, with their parent links
-//     back to the first kept entry intact;
+//     before C on P) to the leaf — exactly the entries whose messages Pi emits
+//     (C with the system message it recorded, and every context edit that
+//     counts), with their parent links back to the first kept entry intact;
 //   - every entry that follows C in order (other branches grown since);
 //   - the last thinking_level_change and model_change on P before the kept range,
 //     for inspection (Pi's walk does not reach them in the context file alone;

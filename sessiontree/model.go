@@ -35,6 +35,9 @@ var (
 	ErrNotFound = transcript.ErrNotFound
 	// ErrConflict is wrapped when an entry id already exists with other bytes.
 	ErrConflict = errors.New("entry id conflict")
+	// ErrNotEditable is wrapped when a context edit names an entry that is not
+	// on the active branch or gives the model no content to edit.
+	ErrNotEditable = errors.New("entry not editable")
 )
 
 // ParseEntry parses one entry line; see pi.ParseEntry.

@@ -39,7 +39,7 @@ func TestPiOracle_SessionTree(t *testing.T) {
 		tree, err := sessiontree.New(sessiontree.Config{Root: filepath.Join(files.dir, "trees"), NoSync: true},
 			sessiontree.RuntimeContext{Namespace: "default"}, "oracle", fmt.Sprintf("t%02d", seed), sessiontree.HeaderOptions{Cwd: "/work/project"})
 		require.NoError(t, err)
-		driveTree(t, ctx, r, tree)
+		driveTree(t, ctx, r, tree, false)
 		files.add(t, fmt.Sprintf("%02d", seed), tree)
 	}
 	files.check(t, node, "context.mjs")
@@ -89,8 +89,10 @@ func (f *treeFiles) check(t *testing.T, node, script string) {
 }
 
 // driveTree appends to tree a seeded mix of what a replica writes, flushing at
-// random points, and ends with an assistant message and a flush.
-func driveTree(t *testing.T, ctx context.Context, r *rand.Rand, tree *sessiontree.Tree) {
+// random points, and ends with an assistant message and a flush. With pi16 it
+// writes what Pi 1.6 added too (pi16Step): system messages, context edits,
+// usage entries.
+func driveTree(t *testing.T, ctx context.Context, r *rand.Rand, tree *sessiontree.Tree, pi16 bool) {
 	t.Helper()
 	var ids []string
 	pickID := func() string { return ids[r.IntN(len(ids))] }
@@ -114,7 +116,11 @@ func driveTree(t *testing.T, ctx context.Context, r *rand.Rand, tree *sessiontre
 	add(tree.AppendMessage(user()))
 	add(tree.AppendMessage(assistant()))
 	for range 1 + r.IntN(40) {
-		switch k := r.IntN(100); {
+		k := r.IntN(100)
+		if pi16 && pi16Step(t, r, tree, k, add) {
+			continue
+		}
+		switch {
 		case k < 25:
 			add(tree.AppendMessage(user()))
 		case k < 45:
@@ -157,7 +163,12 @@ func driveTree(t *testing.T, ctx context.Context, r *rand.Rand, tree *sessiontre
 // messages; and every replica builds the context `transcript context` reads
 // from the store.
 func TestPiOracle_Replicas(t *testing.T) {
-	node := needPi(t)
+	testReplicas(t, needPi(t), "context.mjs", false)
+}
+
+// testReplicas is TestPiOracle_Replicas with the Pi of script (in
+// testdata/pioracle); with pi16 the replicas write what Pi 1.6 added too.
+func testReplicas(t *testing.T, node, script string, pi16 bool) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	storeDir := filepath.Join(dir, "store")
@@ -180,7 +191,7 @@ func TestPiOracle_Replicas(t *testing.T) {
 			if i == 0 {
 				replicas[i], err = sessiontree.New(cfg, rc, "oracle", sid, sessiontree.HeaderOptions{Cwd: "/work/project"})
 				require.NoError(t, err)
-				driveTree(t, ctx, r, replicas[i]) // the first turns, flushed
+				driveTree(t, ctx, r, replicas[i], pi16) // the first turns, flushed
 				continue
 			}
 			replicas[i], _, err = sessiontree.Restore(ctx, cfg, rc, "oracle", sid)
@@ -194,7 +205,7 @@ func TestPiOracle_Replicas(t *testing.T) {
 				_, err := tree.SyncFromRemote(ctx)
 				require.NoError(t, err)
 			}
-			driveTree(t, ctx, r, tree)
+			driveTree(t, ctx, r, tree, pi16)
 		}
 		sel := []string{"--store", "file://" + storeDir, "--agent", "oracle", "--session", sid}
 		stored := oracleCLI(t, append([]string{"context"}, sel...)...)
@@ -207,5 +218,5 @@ func TestPiOracle_Replicas(t *testing.T) {
 			files.add(t, fmt.Sprintf("%s-%d", sid, i), tree)
 		}
 	}
-	files.check(t, node, "context.mjs")
+	files.check(t, node, script)
 }

@@ -12,6 +12,9 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const sessionManagerFile = join(here, "node_modules", "@earendil-works", "pi-coding-agent", "dist", "core", "session-manager.js");
 
+/** pi-ai's getCurrentSystemMessage: the system message a compaction records. */
+export { getCurrentSystemMessage } from "@earendil-works/pi-ai";
+
 /** Pi 1.6's dist/core/session-manager.js: SessionManager, buildSessionContext, ... */
 export const pi16 = await import(pathToFileURL(sessionManagerFile).href);
 export const { SessionManager } = pi16;

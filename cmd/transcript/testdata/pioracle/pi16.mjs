@@ -13,13 +13,18 @@
 //     file with Pi 1.6's SessionManager, move the leaf to `leaf` when it is not
 //     empty (to Pi's null leaf when nullLeaf), and write
 //     JSON.stringify(buildSessionContext()) to `out` (or "ERROR <message>").
+//
+//   node pi16.mjs system-message IN.json OUT.json
+//     For each list of messages in IN.json, write to OUT.json (an array) the
+//     JSON of the system message getCurrentSystemMessage makes of it, or null.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { SessionManager, contextOf, prng, writeSession } from "./pi16-sessions.mjs";
+import { SessionManager, contextOf, getCurrentSystemMessage, prng, writeSession } from "./pi16-sessions.mjs";
 
 const [mode, ...args] = process.argv.slice(2);
 if (mode === "make") make(Number(args[0]), Number(args[1]), args[2], args[3]);
 else if (mode === "context") context(args[0]);
+else if (mode === "system-message") systemMessages(args[0], args[1]);
 else throw new Error(`unknown mode ${mode}`);
 
 function make(count, seed, dir, out) {
@@ -51,4 +56,13 @@ function context(listFile) {
 		}
 		writeFileSync(c.out, out);
 	}
+}
+
+function systemMessages(inFile, outFile) {
+	const lists = JSON.parse(readFileSync(inFile, "utf8"));
+	const out = lists.map((messages) => {
+		const m = getCurrentSystemMessage(messages);
+		return m === undefined ? null : JSON.stringify(m);
+	});
+	writeFileSync(outFile, JSON.stringify(out));
 }

@@ -3,6 +3,7 @@ package sessiontree_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
@@ -107,6 +108,19 @@ func FuzzLoadJSONL(f *testing.F) {
 	f.Add(readFixture(f, "pi-v1-prompt-cache-replay.jsonl"))
 	f.Add([]byte("{\"type\":\"session\",\"version\":3,\"id\":\"x\"}\n{\"type\":\"m\",\"id\":\"a\",\"parentId\":\"a\"}\n{\"type\":\"leaf\",\"id\":\"b\",\"targetId\":\"b\"}"))
 	f.Add([]byte("{\"type\":\"session\",\"id\":\"x\"}\n{\"type\":\"compaction\",\"firstKeptEntryIndex\":0}\n{}\n[]\n\"\\u0069d\"\n"))
+	// Pi 1.6's entries, odd ones among them: edits of every kind of target and
+	// replacement, messages without content, recorded system messages.
+	f.Add([]byte(`{"type":"session","version":3,"id":"x"}
+{"type":"message","id":"a","parentId":null,"message":{"role":"system"}}
+{"type":"message","id":"b","parentId":"a","message":{"role":"user","content":null,"1":2}}
+{"type":"custom_message","id":"c","parentId":"b","customType":"n"}
+{"type":"context_edit","id":"d","parentId":"c","targetId":"b","replacement":{"content":"x"}}
+{"type":"context_edit","id":"e","parentId":"d","targetId":"c","replacement":7}
+{"type":"compaction","id":"f","parentId":"e","firstKeptEntryId":"a","systemMessage":{"role":"user","content":[]}}
+{"type":"context_edit","id":"g","parentId":"f","targetId":"f","replacement":{"content":"y"}}
+{"type":"context_edit","id":"h","parentId":"g","targetId":"a"}
+{"type":"usage","id":"i","parentId":"h"}
+`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, es, rep, err := sessiontree.ParseSession(bytes.NewReader(data))
 		if err != nil {
@@ -124,7 +138,9 @@ func FuzzLoadJSONL(f *testing.F) {
 			}
 		}
 		c := sessiontree.BuildContextFrom(es, nil)
-		_ = c.JSON()
+		if !json.Valid(c.JSON()) {
+			t.Fatalf("context is not JSON: %s", c.JSON())
+		}
 		var w bytes.Buffer
 		if err := sessiontree.WriteSession(&w, h, es); err != nil {
 			t.Fatal(err)

@@ -42,6 +42,18 @@ import (
 // pi16Package is Pi 1.6's npm package, installed in oracleDir.
 const pi16Package = "@earendil-works/pi-coding-agent"
 
+// fileStore opens a store on the directory dir (the command line reaches it
+// as file://dir); it is closed when the test ends.
+func fileStore(t *testing.T, dir string) *transcript.Store {
+	t.Helper()
+	b, err := filebucket.New(dir)
+	require.NoError(t, err)
+	s, err := transcript.New(transcript.Config{Bucket: b})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // pi16Session is a session Pi 1.6 wrote, with the context Pi builds for the file
 // at some of its entries (Leaf "" for the last one).
 type pi16Session struct {
@@ -59,11 +71,7 @@ func TestPi16Oracle(t *testing.T) {
 	sessions := pi16Make(t, node, dir, 400, 20261201)
 	requirePi16Variety(t, sessions)
 	storeDir := filepath.Join(dir, "store")
-	b, err := filebucket.New(storeDir)
-	require.NoError(t, err)
-	store, err := transcript.New(transcript.Config{Bucket: b})
-	require.NoError(t, err)
-	defer store.Close()
+	store := fileStore(t, storeDir)
 
 	var mu sync.Mutex
 	files := &treeFiles{dir: dir}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,12 +23,7 @@ func TestPi16Oracle_SessionTree(t *testing.T) {
 	ctx := context.Background()
 	files := &treeFiles{dir: t.TempDir()}
 	edits, recorded := 0, 0
-	for seed := range uint64(100) {
-		r := rand.New(rand.NewPCG(seed, 0x16))
-		tree, err := sessiontree.New(sessiontree.Config{Root: filepath.Join(files.dir, "trees"), NoSync: true},
-			sessiontree.RuntimeContext{Namespace: "default"}, "oracle", fmt.Sprintf("t%02d", seed), sessiontree.HeaderOptions{Cwd: "/work/project"})
-		require.NoError(t, err)
-		driveTree(t, ctx, r, tree, true)
+	for _, tree := range drivenTrees(t, ctx, files, 0x16, true) {
 		for _, e := range tree.Entries() {
 			if e.Type() == pi.TypeContextEdit {
 				edits++
@@ -38,7 +32,6 @@ func TestPi16Oracle_SessionTree(t *testing.T) {
 				recorded++
 			}
 		}
-		files.add(t, fmt.Sprintf("%02d", seed), tree)
 	}
 	require.Greater(t, edits, 50)
 	require.Greater(t, recorded, 50)

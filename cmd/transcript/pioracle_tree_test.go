@@ -15,7 +15,6 @@ import (
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 )
 
 // TestPiOracle_SessionTree: the files a replica's SessionTree writes as it goes
@@ -34,15 +33,25 @@ func TestPiOracle_SessionTree(t *testing.T) {
 	node := needPi(t)
 	ctx := context.Background()
 	files := &treeFiles{dir: t.TempDir()}
+	drivenTrees(t, ctx, files, 0x5eed, false)
+	files.check(t, node, "context.mjs")
+}
+
+// drivenTrees makes 100 SessionTrees, each driven by driveTree from a seed
+// (salted), and adds their files to files.
+func drivenTrees(t *testing.T, ctx context.Context, files *treeFiles, salt uint64, pi16 bool) []*sessiontree.Tree {
+	t.Helper()
+	var trees []*sessiontree.Tree
 	for seed := range uint64(100) {
-		r := rand.New(rand.NewPCG(seed, 0x5eed))
+		r := rand.New(rand.NewPCG(seed, salt))
 		tree, err := sessiontree.New(sessiontree.Config{Root: filepath.Join(files.dir, "trees"), NoSync: true},
 			sessiontree.RuntimeContext{Namespace: "default"}, "oracle", fmt.Sprintf("t%02d", seed), sessiontree.HeaderOptions{Cwd: "/work/project"})
 		require.NoError(t, err)
-		driveTree(t, ctx, r, tree, false)
+		driveTree(t, ctx, r, tree, pi16)
 		files.add(t, fmt.Sprintf("%02d", seed), tree)
+		trees = append(trees, tree)
 	}
-	files.check(t, node, "context.mjs")
+	return trees
 }
 
 // treeFiles collects copies of SessionTrees' context and log files, each with
@@ -172,11 +181,7 @@ func testReplicas(t *testing.T, node, script string, pi16 bool) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	storeDir := filepath.Join(dir, "store")
-	b, err := filebucket.New(storeDir)
-	require.NoError(t, err)
-	store, err := transcript.New(transcript.Config{Bucket: b})
-	require.NoError(t, err)
-	defer store.Close()
+	store := fileStore(t, storeDir)
 	rc := sessiontree.RuntimeContext{Namespace: "default"}
 	files := &treeFiles{dir: dir}
 	for seed := range uint64(20) {

@@ -16,6 +16,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SessionManager } from "@mariozechner/pi-coding-agent";
+import { prng } from "./prng.mjs";
 
 const [mode, ...args] = process.argv.slice(2);
 if (mode === "context") context(args[0]);
@@ -35,18 +36,6 @@ function context(listFile) {
 		}
 		writeFileSync(c.out, out);
 	}
-}
-
-// mulberry32: a small seeded PRNG, so that a failing session can be made again.
-function prng(seed) {
-	let a = seed >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
 }
 
 function make(count, seed, dir) {

@@ -9,6 +9,8 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
+export { prng } from "./prng.mjs";
+
 const here = dirname(fileURLToPath(import.meta.url));
 const sessionManagerFile = join(here, "node_modules", "@earendil-works", "pi-coding-agent", "dist", "core", "session-manager.js");
 
@@ -18,18 +20,6 @@ export { getCurrentSystemMessage } from "@earendil-works/pi-ai";
 /** Pi 1.6's dist/core/session-manager.js: SessionManager, buildSessionContext, ... */
 export const pi16 = await import(pathToFileURL(sessionManagerFile).href);
 export const { SessionManager } = pi16;
-
-/** mulberry32: a small seeded PRNG, so that a failing session can be made again. */
-export function prng(seed) {
-	let a = seed >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
 
 const texts = ["hello", "list the files", "two\nlines", 'a "quote" and a \\ backslash', "unicode é 日本 🎉", "<b>&</b>", ""];
 const tools = [

@@ -222,10 +222,10 @@ func pathSettings(n int, at func(k int) Entry) pathSetting {
 			modelAt = k
 		case TypeMessage:
 			f := scanMessage(e.field(fMessage))
-			if f.role == "assistant" {
+			if string(f.role) == "assistant" {
 				modelAt = k
 			}
-			st.system = st.system || f.role == "system"
+			st.system = st.system || string(f.role) == "system"
 			st.fix = st.fix || f.lacksContent()
 		case TypeCompaction:
 			st.comp = k

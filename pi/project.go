@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/transcriptstore/transcript/internal/jsonscan"
 )
 
 // The messages of a context, by Pi 1.6's rules (docs/ENTRIES.md): which entries of
@@ -175,7 +177,7 @@ func (p *projector) edited(e Entry, head bool, ke int) {
 // the key dropped), when m is a user, assistant, toolResult or custom message;
 // a string becomes one text block for an assistant or toolResult message.
 func editMessage(m json.RawMessage, content []byte) json.RawMessage {
-	switch scanMessage(m).role {
+	switch string(scanMessage(m).role) {
 	case "user", "custom":
 	case "assistant", "toolResult":
 		if len(content) > 0 && content[0] == '"' {
@@ -203,7 +205,7 @@ func normalMessage(m json.RawMessage) json.RawMessage {
 		return m
 	}
 	content := []byte("[]")
-	if f.role == "system" {
+	if string(f.role) == "system" {
 		content = []byte(`""`)
 	}
 	o, err := SplitObject(m)
@@ -217,9 +219,9 @@ func normalMessage(m json.RawMessage) json.RawMessage {
 type messageFacts struct {
 	// provider and model are the raw values (nil when absent).
 	provider, model []byte
-	// role is the message's role ("" when it is not a string, or the message
-	// not an object).
-	role string
+	// role is the message's role (empty when it is not a string, or the
+	// message not an object); it may share the message's bytes.
+	role []byte
 	// noContent: "content" is absent or null.
 	noContent bool
 }
@@ -230,7 +232,7 @@ func (f messageFacts) lacksContent() bool {
 	if !f.noContent {
 		return false
 	}
-	switch f.role {
+	switch string(f.role) {
 	case "system", "user", "assistant", "toolResult":
 		return true
 	}
@@ -244,8 +246,10 @@ func scanMessage(m []byte) messageFacts {
 		return f
 	}
 	var role, content []byte
-	_ = eachField(m, func(k string, v []byte, _ int) {
-		switch k {
+	// The hot loop of a context: every message of the path is scanned here,
+	// its keys compared without copying them.
+	_ = jsonscan.EachRawField(m, func(k, v []byte, _ int) {
+		switch string(k) {
 		case "role":
 			role = v
 		case "provider":
@@ -256,7 +260,7 @@ func scanMessage(m []byte) messageFacts {
 			content = v
 		}
 	})
-	f.role, _ = jsonString(role)
+	f.role, _ = jsonscan.StringBytes(role)
 	f.noContent = content == nil || string(content) == "null"
 	return f
 }

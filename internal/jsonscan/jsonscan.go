@@ -19,14 +19,7 @@ func String(v []byte) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
-	simple := true
-	for _, c := range v[1 : len(v)-1] {
-		if c == '\\' || c < 0x20 || c >= 0x80 {
-			simple = false
-			break
-		}
-	}
-	if simple {
+	if plain(v) {
 		return string(v[1 : len(v)-1]), true
 	}
 	var s string
@@ -34,6 +27,28 @@ func String(v []byte) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// StringBytes decodes a JSON string value as String does, returning v's own
+// bytes between the quotes when they need no decoding (the caller must then
+// not modify them); ok is false for anything else.
+func StringBytes(v []byte) ([]byte, bool) {
+	if len(v) >= 2 && v[0] == '"' && plain(v) {
+		return v[1 : len(v)-1], true
+	}
+	s, ok := String(v)
+	return []byte(s), ok
+}
+
+// plain reports whether the JSON string token v (quotes included) is its own
+// text: printable ASCII without escapes.
+func plain(v []byte) bool {
+	for _, c := range v[1 : len(v)-1] {
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // Field returns the raw value of one top-level key of a JSON object (the last
@@ -52,6 +67,14 @@ func Field(obj []byte, name string) []byte {
 // valid JSON) with the decoded key, the raw value and the value's offset. Later
 // duplicates are reported after earlier ones, so "last wins" as in JavaScript.
 func EachField(obj []byte, fn func(key string, v []byte, off int)) error {
+	return EachRawField(obj, func(key, v []byte, off int) { fn(string(key), v, off) })
+}
+
+// EachRawField is EachField with each decoded key as bytes, which are obj's own
+// bytes when the key needs no decoding (printable ASCII without escapes): a
+// scan that only compares keys (switch string(key)) copies none. fn must not
+// keep or modify key.
+func EachRawField(obj []byte, fn func(key, v []byte, off int)) error {
 	i := skipWS(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return fmt.Errorf("%w: not a JSON object", ErrSyntax)
@@ -66,7 +89,7 @@ func EachField(obj []byte, fn func(key string, v []byte, off int)) error {
 		if err != nil {
 			return err
 		}
-		key, ok := String(obj[ks:ke])
+		key, ok := StringBytes(obj[ks:ke])
 		if !ok {
 			return fmt.Errorf("%w: bad key", ErrSyntax)
 		}

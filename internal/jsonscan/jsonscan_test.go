@@ -55,6 +55,20 @@ func TestString(t *testing.T) {
 	}
 }
 
+// StringBytes decodes as String does, and shares the value's bytes when
+// there is nothing to decode.
+func TestStringBytes(t *testing.T) {
+	for _, in := range []string{`"abc"`, `"a\nb"`, `"\u00e9"`, `"é"`, `""`, ``, `null`, `1`, `"`, `{"a":1}`} {
+		want, wantOK := jsonscan.String([]byte(in))
+		got, ok := jsonscan.StringBytes([]byte(in))
+		require.Equal(t, wantOK, ok, in)
+		require.Equal(t, want, string(got), in)
+	}
+	v := []byte(`"role"`)
+	got, _ := jsonscan.StringBytes(v)
+	require.Same(t, &v[1], &got[0], "a plain string is not copied")
+}
+
 func TestField(t *testing.T) {
 	require.Equal(t, `"b"`, string(jsonscan.Field([]byte(`{"a":"x","a":"b"}`), "a")))
 	require.Nil(t, jsonscan.Field([]byte(`{"a":1}`), "b"))

@@ -3,6 +3,7 @@ package sessiontree_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -130,6 +131,47 @@ func BenchmarkBuildContext100k(b *testing.B) {
 	for b.Loop() {
 		c := tr.BuildContext()
 		if len(c.Messages) != 100_000 {
+			b.Fatal(len(c.Messages))
+		}
+	}
+}
+
+// BenchmarkBuildContext100kPi16 is BenchmarkBuildContext100k with what Pi 1.6
+// added on the path: a system message every 1,000 entries and a context edit
+// of the message before it every 100 (a tenth of them removing it), which
+// make the context build look into messages and edits.
+func BenchmarkBuildContext100kPi16(b *testing.B) {
+	tr, err := sessiontree.New(sessiontree.Config{Root: b.TempDir(), NoSync: true}, rc, "a", "big", sessiontree.HeaderOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	edits := 0
+	for i := range 100_000 {
+		var err error
+		var e sessiontree.Entry
+		switch {
+		case i%1000 == 0:
+			e, err = tr.AppendMessage(json.RawMessage(`{"role":"system","content":"be brief","timestamp":1}`))
+		case i%2 == 0:
+			e, err = tr.AppendMessage(msg(userMsg, fmt.Sprintf("question %d", i)))
+		default:
+			e, err = tr.AppendMessage(benchMsg)
+		}
+		if err == nil && i%100 == 99 {
+			repl := json.RawMessage(`{"content":"edited"}`)
+			if edits++; edits%10 == 0 {
+				repl = json.RawMessage(`null`)
+			}
+			_, err = tr.AppendContextEdit(e.ID(), repl)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	want := len(tr.BuildContext().Messages)
+	b.ReportAllocs()
+	for b.Loop() {
+		if c := tr.BuildContext(); len(c.Messages) != want {
 			b.Fatal(len(c.Messages))
 		}
 	}

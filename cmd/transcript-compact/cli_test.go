@@ -42,7 +42,7 @@ func TestJob_SharedStoreFlags(t *testing.T) {
 	cmd.Env = append(os.Environ(), "TRANSCRIPT_STORE=file://"+dir)
 	out, err := cmd.Output()
 	require.NoError(t, err)
-	require.Contains(t, string(out), `"sessionsScanned": 0`)
+	require.Contains(t, string(out), `"sessionsScanned":0`)
 
 	r := runBinary(t, context.Background(), "--store", "file://"+dir, "--min-segment", "3")
 	require.Equal(t, 2, r.code)

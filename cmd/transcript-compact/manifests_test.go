@@ -90,7 +90,7 @@ func TestManifests(t *testing.T) {
 				var out, errOut bytes.Buffer
 				err := run(context.Background(), append(args, "--dry-run"), &out, &errOut, func(string) string { return "" })
 				require.NoError(t, err, errOut.String())
-				require.Contains(t, out.String(), fmt.Sprintf(`"shard": "%d/%d"`, idx, spec.Completions))
+				require.Contains(t, out.String(), fmt.Sprintf(`"shard":"%d/%d"`, idx, spec.Completions))
 			}
 		})
 	}

@@ -167,7 +167,7 @@ func (s *Server) handle(method, path string, h http.HandlerFunc) {
 		s.metrics.latency.WithLabelValues(pattern).Observe(d.Seconds())
 		attrs := []slog.Attr{
 			slog.String("route", pattern), slog.Int("status", rec.code),
-			slog.Duration("duration", d),
+			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 		}
 		if ri.owner != nil {
 			attrs = append(attrs, slog.String("tenant", ri.owner.Tenant), slog.String("user", ri.owner.User))

@@ -115,9 +115,9 @@ type options struct {
 	childTimeout                       time.Duration
 }
 
-func parseFlags(args []string, stderr io.Writer) (options, error) {
+func parseFlags(args []string, stdout io.Writer) (options, error) {
 	var o options
-	fs := cli.NewFlagSet("transcript-bench", benchUsage, stderr)
+	fs := cli.NewFlagSet("transcript-bench", benchUsage, stdout)
 	// No TRANSCRIPT_STORE here: the bench writes (under a prefix of its own), so the
 	// store it measures is always named on its command line.
 	fs.StringVar(&o.store, "store", "mem://", "bucket `URL` to measure (mem://, file://DIR, s3://BUCKET/PREFIX?endpoint=...)")
@@ -161,7 +161,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 
 // run is the parent: it runs each group of items in a child process and reports.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseFlags(args, stderr)
+	o, err := parseFlags(args, stdout)
 	if err != nil {
 		return err
 	}

@@ -122,6 +122,9 @@ func (c *client) do(method, path string, body any) (int, []byte) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(c.t, err)
 	defer resp.Body.Close()
@@ -144,9 +147,13 @@ type metadata struct {
 
 type errResp struct {
 	Error struct {
-		Code    string  `json:"code"`
-		Message string  `json:"message"`
-		Head    *string `json:"head"`
+		Code     string  `json:"code"`
+		Message  string  `json:"message"`
+		Head     *string `json:"head"`
+		Field    string  `json:"field"`
+		EntryID  string  `json:"entryId"`
+		RefersTo string  `json:"refersTo"`
+		Index    *int    `json:"index"`
 	} `json:"error"`
 }
 

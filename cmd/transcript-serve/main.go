@@ -171,7 +171,7 @@ type serveFlags struct {
 	addr, store, keyFile, pubFile, agent, issuer, audience string
 	logFormat                                              string
 	trustHeaders                                           bool
-	requestTimeout, shutdownTimeout                        time.Duration
+	requestTimeout, shutdownTimeout, bodyTimeout           time.Duration
 	maxBody                                                int64
 }
 
@@ -190,6 +190,7 @@ func newServeFlagSet(getenv func(string) string, stdout io.Writer) (*pflag.FlagS
 	fs.StringVar(&f.agent, "agent", "", "agent `ID` of the sessions (default \"default\")")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "time limit of one request")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "time in-flight requests get on shutdown")
+	fs.DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "time a request body may take to arrive (then 408)")
 	fs.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body, in `BYTES`")
 	fs.StringVar(&f.logFormat, "log", "json", "log `FORMAT`: json or text")
 	return fs, &f
@@ -206,8 +207,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return cli.Usagef("serve: --store or $%s is required", cli.StoreEnv)
 	case f.logFormat != "json" && f.logFormat != "text":
 		return cli.Usagef("serve: --log %q: want json or text", f.logFormat)
-	case f.requestTimeout <= 0 || f.shutdownTimeout < 0:
-		return cli.Usagef("serve: --request-timeout must be more than 0 and --shutdown-timeout at least 0")
+	case f.requestTimeout <= 0 || f.bodyTimeout <= 0 || f.shutdownTimeout < 0:
+		return cli.Usagef("serve: --request-timeout and --body-timeout must be more than 0, --shutdown-timeout at least 0")
 	}
 	var handler slog.Handler = slog.NewJSONHandler(stderr, nil)
 	if f.logFormat == "text" {
@@ -231,7 +232,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer store.Close()
 	srv, err := server.New(server.Config{
 		Store: store, Auth: auth, Logger: log, AgentID: f.agent,
-		RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody,
+		RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody, BodyTimeout: f.bodyTimeout,
 	})
 	if err != nil {
 		return err

@@ -32,8 +32,29 @@ const (
 	fixtureV3ID = "6d4c2f18-9a3b-4e57-8c21-2f5a9d0b7e64"
 )
 
-// binary is the transcript command built once by TestMain.
-var binary string
+// binary is the transcript command built once by TestMain, in binDir.
+var binary, binDir string
+
+// otherBinaries builds the project's other commands (transcript-compact,
+// transcript-serve, transcript-bench) into binDir once, for the tests of the
+// contract they share.
+var otherBinaries = sync.OnceValue(func() error {
+	build := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator), "../transcript-compact", "../transcript-serve", "../transcript-bench")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return nil
+})
+
+// builtBinary returns the path of command name (transcript, transcript-compact,
+// transcript-serve or transcript-bench), built once.
+func builtBinary(t *testing.T, name string) string {
+	t.Helper()
+	if name != "transcript" {
+		require.NoError(t, otherBinaries())
+	}
+	return filepath.Join(binDir, name)
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(buildAndRun(m))
@@ -46,6 +67,7 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	binDir = dir
 	binary = filepath.Join(dir, "transcript")
 	build := exec.Command("go", "build", "-o", binary, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -64,9 +86,16 @@ type result struct {
 
 // cmdOpts tune one run of the binary.
 type cmdOpts struct {
+	bin   string // the binary; "" for transcript
 	dir   string // working directory; "" for the test's own
 	stdin string
 	env   []string // extra environment
+}
+
+// runBinary runs the binary bin with stdin and args.
+func runBinary(t testing.TB, bin, stdin string, args ...string) result {
+	t.Helper()
+	return cliWith(t, cmdOpts{bin: bin, stdin: stdin}, args...)
 }
 
 // cli runs the built binary with args and returns its streams and exit code.
@@ -79,7 +108,11 @@ func cliWith(t testing.TB, o cmdOpts, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	bin := binary
+	if o.bin != "" {
+		bin = o.bin
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = o.dir
 	cmd.Stdin = strings.NewReader(o.stdin)
 	cmd.Env = append(os.Environ(), "TRANSCRIPT_STORE=")

@@ -169,6 +169,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if loc.Scheme == "s3" {
+		// A bucket that does not exist (and that create=true does not make) is
+		// "not found" here, as in every command, before any child starts.
+		s, err := cli.OpenStore(ctx, o.store, "", cli.ReadWrite)
+		if err != nil {
+			return err
+		}
+		s.Close()
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err

@@ -314,3 +314,23 @@ func (p *tcpProxy) stop() {
 	}
 	p.conns = nil
 }
+
+// TestEdge_LogDurations: each request's log line carries its duration with its
+// unit, duration_ms, a number of milliseconds. (Issue 26, finding 7.)
+func TestEdge_LogDurations(t *testing.T) {
+	ts := newServer(t, backends[0].new(t), server.Config{})
+	c := ts.as(t, "acme", "alice")
+	must(c.do("GET", "/v1/sessions", nil))
+	c.send(rawReq{method: "GET", path: "/nope"})
+	lines := strings.Split(strings.TrimSpace(ts.log.String()), "\n")
+	require.Len(t, lines, 2)
+	for _, line := range lines {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		ms, ok := rec["duration_ms"].(float64)
+		require.True(t, ok, "duration_ms is a number: %s", line)
+		require.GreaterOrEqual(t, ms, 0.0)
+		require.Less(t, ms, 60_000.0, "milliseconds, not nanoseconds")
+		require.NotContains(t, rec, "duration", "no unitless duration: %s", line)
+	}
+}

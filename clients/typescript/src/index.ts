@@ -1,4 +1,4 @@
-// Pi's session storage port over the transcript serve HTTP API.
+// Pi's session storage port over the transcript-serve HTTP API.
 //
 // HttpSessionStorage implements Pi's SessionStorage for one session: reads are
 // answered from a cache of the session's entries (Pi's own InMemorySessionStorage,
@@ -24,7 +24,7 @@ import {
 	uuidv7,
 } from "@earendil-works/pi-agent-core";
 
-/** Metadata of a session kept by transcript serve. */
+/** Metadata of a session kept by transcript-serve. */
 export interface HttpSessionMetadata extends SessionMetadata {
 	/** Working directory recorded at creation ("" if none). */
 	cwd: string;
@@ -211,7 +211,7 @@ function randomEntryId(): string {
 	return crypto.randomUUID().replaceAll("-", "").slice(-8);
 }
 
-/** Pi's SessionStorage for one session kept by transcript serve. */
+/** Pi's SessionStorage for one session kept by transcript-serve. */
 export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 	private cache: InMemorySessionStorage;
 	private head: string | null;
@@ -354,7 +354,7 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 	}
 }
 
-/** Pi's SessionRepo over transcript serve: the sessions of the token's owner. */
+/** Pi's SessionRepo over transcript-serve: the sessions of the token's owner. */
 export class HttpSessionRepo implements SessionRepo<HttpSessionMetadata, HttpSessionCreateOptions> {
 	private readonly api: Api;
 	constructor(options: HttpClientOptions) {

@@ -67,7 +67,7 @@ const assistant = (text: string) =>
 		timestamp: 2,
 	}) as any;
 
-test("Pi's Session on transcript serve builds what it builds in memory", async () => {
+test("Pi's Session on transcript-serve builds what it builds in memory", async () => {
 	const memRepo = new InMemorySessionRepo();
 	const repo = new HttpSessionRepo(alice);
 	const mem = await memRepo.create({});

@@ -55,9 +55,9 @@ func requireEnvelope(t *testing.T, status int, h http.Header, body []byte, code 
 	t.Helper()
 	require.Equal(t, "application/json", h.Get("Content-Type"), "status %d: %s", status, body)
 	e := decode[errResp](t, body)
-	require.Equal(t, string(code), e.Error.Code, string(body))
+	require.Equal(t, code, e.Error.Code, string(body))
 	require.NotEmpty(t, e.Error.Message)
-	require.Contains(t, server.ErrorCodes(), server.ErrorCode(e.Error.Code))
+	require.Contains(t, server.ErrorCodes(), e.Error.Code)
 	return e
 }
 

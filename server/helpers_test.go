@@ -145,17 +145,8 @@ type metadata struct {
 	Strict        bool    `json:"strict"`
 }
 
-type errResp struct {
-	Error struct {
-		Code     string  `json:"code"`
-		Message  string  `json:"message"`
-		Head     *string `json:"head"`
-		Field    string  `json:"field"`
-		EntryID  string  `json:"entryId"`
-		RefersTo string  `json:"refersTo"`
-		Index    *int    `json:"index"`
-	} `json:"error"`
-}
+// errResp is the error envelope of a response.
+type errResp = server.ErrorBody
 
 type page struct {
 	Entries    []json.RawMessage `json:"entries"`

@@ -85,14 +85,7 @@ func runAppend(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("append: %w", err)
 	}
 	sum := appendSummary{Session: ref.Norm().String(), Entries: len(entries), Added: res.fresh}
-	for i, in := range res.segments {
-		if i == 0 {
-			sum.Segment = in.Key
-		}
-		if len(res.segments) > 1 {
-			sum.Segments = append(sum.Segments, in.Key)
-		}
-	}
+	sum.Segment, sum.Segments = res.keys()
 	if sf.json {
 		return writeJSON(env.stdout, sum)
 	}

@@ -79,14 +79,7 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("import %s: %w", path, err)
 	}
 	sum := importSummary{Session: ref.Norm().String(), Lines: len(lines), Added: res.fresh, Existing: res.existing, Skipped: skipped}
-	if len(res.segments) > 0 {
-		sum.Segment = res.segments[0].Key
-		if len(res.segments) > 1 {
-			for _, in := range res.segments {
-				sum.Segments = append(sum.Segments, in.Key)
-			}
-		}
-	}
+	sum.Segment, sum.Segments = res.keys()
 	if sf.json {
 		return writeJSON(env.stdout, sum)
 	}

@@ -156,3 +156,17 @@ func headerID(raw []byte) string {
 	}
 	return h.ID()
 }
+
+// keys returns the key of the first segment written ("" for none) and, when more
+// than one was written, every key: the segment and segments of a summary.
+func (r writeResult) keys() (first string, all []string) {
+	if len(r.segments) == 0 {
+		return "", nil
+	}
+	if len(r.segments) > 1 {
+		for _, in := range r.segments {
+			all = append(all, in.Key)
+		}
+	}
+	return r.segments[0].Key, all
+}

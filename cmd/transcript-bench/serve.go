@@ -163,6 +163,7 @@ func httpAppender(ctx context.Context, base, user string) (appender, error) {
 			return err
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
+	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -275,4 +276,39 @@ func (o *outbox) unqueued(recs []journalRecord, files []pendingFile, release fun
 		release(r.file)
 	}
 	return kept, nil
+}
+
+// NoOutboxError reports a directory given as an outbox that does not exist or
+// holds none of what a Mirror creates in one. It wraps transcript.ErrNotFound.
+type NoOutboxError struct {
+	Dir string
+	// Why: "no such directory", or what the directory lacks.
+	Why string
+}
+
+func (e *NoOutboxError) Error() string {
+	return fmt.Sprintf("outbox %s: not found (%s)", e.Dir, e.Why)
+}
+
+// Unwrap returns transcript.ErrNotFound.
+func (e *NoOutboxError) Unwrap() error { return transcript.ErrNotFound }
+
+// checkOutbox returns a *NoOutboxError unless dir is a directory holding the lock
+// file, the journal, pending/ or failed/ of a Mirror.
+func checkOutbox(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &NoOutboxError{Dir: dir, Why: "no such directory"}
+	case err != nil:
+		return fmt.Errorf("outbox: %w", err)
+	case !fi.IsDir():
+		return &NoOutboxError{Dir: dir, Why: "not a directory"}
+	}
+	for _, name := range []string{outboxLock, outboxJournal, outboxPending, outboxFailed} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return nil
+		}
+	}
+	return &NoOutboxError{Dir: dir, Why: fmt.Sprintf("the directory holds no %s, %s/, %s/ or %s/ of a mirror", outboxLock, outboxJournal, outboxPending, outboxFailed)}
 }

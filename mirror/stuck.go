@@ -246,7 +246,11 @@ func (m *Mirror) loadStuck() error {
 
 // InspectOutbox lists the stuck sessions of the outbox directory dir (which a
 // running Mirror may hold): those with segments in its quarantine. It only reads.
+// A directory that does not exist or holds no outbox gives a *NoOutboxError.
 func InspectOutbox(dir string) ([]StuckSession, error) {
+	if err := checkOutbox(dir); err != nil {
+		return nil, err
+	}
 	o := &outbox{dir: dir}
 	return o.stuck()
 }
@@ -254,8 +258,13 @@ func InspectOutbox(dir string) ([]StuckSession, error) {
 // ReleaseOutbox moves the quarantined segments of session ("namespace/agent/
 // session") of the outbox directory dir back to pending/, for the next Mirror on
 // it to upload. It takes the outbox lock, so it fails while a Mirror holds it (use
-// Mirror.Release there). It returns how many segments it moved.
+// Mirror.Release there). It returns how many segments it moved. A directory that
+// does not exist or holds no outbox gives a *NoOutboxError, and nothing is created
+// in it.
 func ReleaseOutbox(dir, session string) (int, error) {
+	if err := checkOutbox(dir); err != nil {
+		return 0, err
+	}
 	o, err := openOutbox(dir)
 	if err != nil {
 		return 0, fmt.Errorf("release %s: %w", session, err)

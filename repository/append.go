@@ -107,7 +107,7 @@ func parseBatch(raws [][]byte) ([]pi.Entry, error) {
 		}
 		if prev, ok := seen[e.ID()]; ok {
 			if !bytes.Equal(prev, e.Raw()) {
-				return nil, fmt.Errorf("%w: entry %d: id %q twice with other bytes", ErrConflict, i, e.ID())
+				return nil, fmt.Errorf("entry %d: %w", i, &EntryError{EntryID: e.ID(), Twice: true, Err: ErrConflict})
 			}
 			continue
 		}
@@ -129,7 +129,7 @@ func (s *Session) fresh(batch []pi.Entry) ([]pi.Entry, error) {
 			continue
 		}
 		if !bytes.Equal(stored, e.Raw()) {
-			return nil, fmt.Errorf("append to session %q: %w: entry %q exists with other bytes", s.id, ErrConflict, e.ID())
+			return nil, fmt.Errorf("append to session %q: %w", s.id, &EntryError{EntryID: e.ID(), Err: ErrConflict})
 		}
 	}
 	inBatch := map[string]bool{}
@@ -145,8 +145,7 @@ func (s *Session) fresh(batch []pi.Entry) ([]pi.Entry, error) {
 		}
 		for _, id := range refs {
 			if _, known := s.byID[id]; !known && !inBatch[id] {
-				return nil, fmt.Errorf("append to session %q: %w: entry %q refers to unknown entry %q",
-					s.id, ErrInvalid, e.ID(), id)
+				return nil, fmt.Errorf("append to session %q: %w", s.id, &EntryError{EntryID: e.ID(), RefersTo: id, Err: ErrInvalid})
 			}
 		}
 		inBatch[e.ID()] = true

@@ -2,6 +2,7 @@ package repository
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -35,3 +36,32 @@ var (
 	// the bucket does not implement bucket.Conditional.
 	ErrNotConditional = errors.New("bucket has no conditional writes")
 )
+
+// EntryError is an append refused because of one of its entries: an id stored,
+// or given twice in the call, with other bytes (wrapping ErrConflict), or a
+// parentId or leaf target that names no stored entry and no earlier one of the
+// call (wrapping ErrInvalid). Nothing was committed.
+type EntryError struct {
+	// EntryID is the id of the entry refused.
+	EntryID string
+	// RefersTo is, for an unknown reference, the id it names ("" otherwise).
+	RefersTo string
+	// Twice reports an id given twice in the call with other bytes.
+	Twice bool
+	// Err is ErrConflict or ErrInvalid.
+	Err error
+}
+
+func (e *EntryError) Error() string {
+	switch {
+	case e.RefersTo != "":
+		return fmt.Sprintf("%v: entry %q refers to unknown entry %q", e.Err, e.EntryID, e.RefersTo)
+	case e.Twice:
+		return fmt.Sprintf("%v: entry %q given twice with other bytes", e.Err, e.EntryID)
+	default:
+		return fmt.Sprintf("%v: entry %q exists with other bytes", e.Err, e.EntryID)
+	}
+}
+
+// Unwrap returns ErrConflict or ErrInvalid.
+func (e *EntryError) Unwrap() error { return e.Err }

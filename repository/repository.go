@@ -149,19 +149,15 @@ type SessionInfo struct {
 	ParentSession string
 }
 
-// ValidateID checks a session id: a valid key element (see
-// transcript.ValidatePart) of ASCII letters, digits, '.', '_' and '-' that does not
-// start with '.'. Errors wrap ErrInvalid.
+// ValidateID checks a session id. The rule is the one every id of the store
+// follows, in the library, the commands and the server alike:
+// transcript.ValidatePart (1 to 128 bytes of UTF-8; no "/", "\\", "..", control,
+// format or line-separator characters; not hidden, not ending in ".log", not a
+// name of the key layout). So a session the command line wrote ("café", say) is
+// one the repository and the server open and list. Errors wrap ErrInvalid.
 func ValidateID(id string) error {
 	if err := transcript.ValidatePart("session id", id); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	for i, c := range id {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' ||
-			c == '.' && i > 0
-		if !ok {
-			return fmt.Errorf("%w: session id %q: character %q at %d", ErrInvalid, id, c, i)
-		}
 	}
 	return nil
 }

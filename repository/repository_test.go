@@ -602,7 +602,14 @@ func TestRepository_Validation(t *testing.T) {
 	e := newEnv(t, membucket.New())
 	ctx := t.Context()
 	r := e.repo(alice)
-	for _, id := range []string{"", ".", "..", "a/b", "a..b", ".hidden", "sp ace", "é", strings.Repeat("x", 129)} {
+	for _, id := range []string{"café", "sp ace", "é"} { // the store's one id rule (transcript.ValidatePart)
+		s, err := r.Create(ctx, repository.CreateOptions{ID: id})
+		require.NoError(t, err, "create %q", id)
+		require.Equal(t, id, s.ID())
+		_, err = r.Open(ctx, id)
+		require.NoError(t, err, "open %q", id)
+	}
+	for _, id := range []string{"", ".", "..", "a/b", "a..b", ".hidden", "x.log", "L0", "gc", "a\u202eb", "a\nb", strings.Repeat("x", 129)} {
 		_, err := r.Create(ctx, repository.CreateOptions{ID: id})
 		if id == "" {
 			require.NoError(t, err, "an empty id means a generated one")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -16,8 +15,9 @@ import (
 // CreateRequest is the body of POST /v1/sessions.
 type CreateRequest struct {
 	// ID is the session id; empty for a new random one. Creating an id that
-	// exists answers the existing session (200), so a retry after a lost
-	// response is harmless.
+	// exists with the same cwd, strict mode and (when given) name answers the
+	// existing session (200), so a retry after a lost response is harmless; with
+	// other values it answers 409 exists, naming the field.
 	ID   string `json:"id,omitempty"`
 	Name string `json:"name,omitempty"`
 	Cwd  string `json:"cwd,omitempty"`
@@ -33,35 +33,47 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, repo *repository
 	}
 	strict := req.Strict == nil || *req.Strict
 	sess, err := repo.Create(r.Context(), repository.CreateOptions{ID: req.ID, Name: req.Name, Cwd: req.Cwd, Strict: strict})
-	code := http.StatusCreated
 	if errors.Is(err, repository.ErrExists) && req.ID != "" {
-		sess, err = repo.Open(r.Context(), req.ID)
-		code = http.StatusOK
+		s.createAgain(w, r, repo, req, strict)
+		return
 	}
 	if err != nil {
 		s.failStore(w, r, err)
 		return
 	}
-	s.writeSession(w, r, code, sess)
+	s.writeSession(w, r, http.StatusCreated, sess)
 }
 
-// decodeOptional decodes a JSON body into v; an empty body leaves v as is.
-func (s *Server) decodeOptional(w http.ResponseWriter, r *http.Request, v any) bool {
-	data, err := io.ReadAll(r.Body)
+// createAgain answers a create of a session that exists: the session (200) when
+// the request asks for what it holds (a retry), else 409 exists naming the first
+// field that differs.
+func (s *Server) createAgain(w http.ResponseWriter, r *http.Request, repo *repository.Repository, req CreateRequest, strict bool) {
+	sess, err := repo.Open(r.Context(), req.ID)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.fail(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", s.cfg.MaxBodyBytes), err)
-			return false
-		}
-		s.fail(w, r, http.StatusBadRequest, "invalid_request", "unreadable body", err)
-		return false
+		s.failStore(w, r, err)
+		return
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return true
+	entries, err := sess.Entries(r.Context())
+	if err != nil {
+		s.failStore(w, r, err)
+		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(data))
-	return s.decode(w, r, v)
+	meta := sessionMetadata(sess, entries)
+	field, has, asked := "", "", ""
+	switch {
+	case meta.Cwd != req.Cwd:
+		field, has, asked = "cwd", strconv.Quote(meta.Cwd), strconv.Quote(req.Cwd)
+	case meta.Strict != strict:
+		field, has, asked = "strict", strconv.FormatBool(meta.Strict), strconv.FormatBool(strict)
+	case req.Name != "" && meta.Name != req.Name:
+		field, has, asked = "name", strconv.Quote(meta.Name), strconv.Quote(req.Name)
+	}
+	if field != "" {
+		s.failWith(w, r, http.StatusConflict, ErrorDetail{Code: CodeExists, Field: field,
+			Message: fmt.Sprintf("session %q exists with %s %s, not %s", req.ID, field, has, asked)}, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, meta)
 }
 
 // writeSession answers the metadata of sess, read afresh.
@@ -112,12 +124,12 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, repo *repository
 func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {
 	after, err := queryInt(r, "after", 0)
 	if err != nil {
-		s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error(), err)
+		s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidRequest, Field: "after", Message: err.Error()}, err)
 		return
 	}
 	limit, err := queryInt(r, "limit", s.cfg.MaxPage)
 	if err != nil || limit == 0 {
-		s.fail(w, r, http.StatusBadRequest, "invalid_request", "limit must be a positive integer", err)
+		s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidRequest, Field: "limit", Message: "limit must be a positive integer"}, err)
 		return
 	}
 	limit = min(limit, s.cfg.MaxPage)
@@ -190,19 +202,20 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 		return
 	}
 	if len(req.Entries) == 0 {
-		s.fail(w, r, http.StatusBadRequest, "invalid_request", "no entries", nil)
+		s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidRequest, Field: "entries", Message: "no entries"}, nil)
 		return
 	}
 	raws := make([][]byte, len(req.Entries))
 	for i, raw := range req.Entries {
 		if len(raw) > s.cfg.MaxEntryBytes {
-			s.fail(w, r, http.StatusRequestEntityTooLarge, "too_large",
-				fmt.Sprintf("entry %d is %d bytes, over %d", i, len(raw), s.cfg.MaxEntryBytes), nil)
+			s.failWith(w, r, http.StatusRequestEntityTooLarge, ErrorDetail{Code: CodeTooLarge, Index: &i,
+				Message: fmt.Sprintf("entry %d is %d bytes, over %d", i, len(raw), s.cfg.MaxEntryBytes)}, nil)
 			return
 		}
 		raw = pi.CompactJSON(raw)
 		if _, err := pi.ParseEntry(raw); err != nil {
-			s.fail(w, r, http.StatusBadRequest, "invalid_entry", fmt.Sprintf("entry %d: %v", i, err), err)
+			s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidEntry, Index: &i,
+				Message: fmt.Sprintf("entry %d: %v", i, err)}, err)
 			return
 		}
 		raws[i] = raw
@@ -231,17 +244,14 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 	case err == nil:
 		writeJSON(w, http.StatusOK, AppendResponse{Head: headPtr(sess.Head())})
 	case errors.Is(err, repository.ErrStaleHead):
-		s.metrics.conflicts.WithLabelValues("stale_head").Inc()
-		infoOf(r).err = err
-		body := errorBody{Error: errorDetail{Code: "stale_head", Message: "the expected head is not the committed head"}}
+		s.metrics.conflicts.WithLabelValues(string(CodeStaleHead)).Inc()
+		d := ErrorDetail{Code: CodeStaleHead, Message: "the expected head is not the committed head"}
 		if cur, oerr := repo.Open(r.Context(), id); oerr == nil {
-			body.Error.Head = headPtr(cur.Head())
+			d.Head = headPtr(cur.Head())
 		}
-		writeJSON(w, http.StatusConflict, body)
-	case errors.Is(err, repository.ErrInvalid):
-		s.fail(w, r, http.StatusUnprocessableEntity, "unknown_parent", "an entry refers to an entry that is not stored", err)
+		s.failWith(w, r, http.StatusConflict, d, err)
 	default:
-		s.failStore(w, r, err)
+		s.failStore(w, r, err) // entry_conflict and unknown_parent name the entry
 	}
 }
 
@@ -277,7 +287,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, repo *repository.R
 		return
 	}
 	if req.EntryID == "" {
-		s.fail(w, r, http.StatusBadRequest, "invalid_request", "entryId is required", nil)
+		s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidRequest, Field: "entryId", Message: "entryId is required"}, nil)
 		return
 	}
 	id := r.PathValue("id")
@@ -285,7 +295,8 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, repo *repository.R
 	if errors.Is(err, repository.ErrNotFound) {
 		// Tell an unknown entry of an existing session from an unknown session.
 		if _, oerr := repo.Open(r.Context(), id); oerr == nil {
-			s.fail(w, r, http.StatusUnprocessableEntity, "invalid_fork_target", "entry not found in the session", err)
+			s.failWith(w, r, http.StatusUnprocessableEntity, ErrorDetail{Code: CodeInvalidForkTarget, EntryID: req.EntryID,
+				Message: fmt.Sprintf("entry %q is not in the session", req.EntryID)}, err)
 			return
 		}
 	}

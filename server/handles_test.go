@@ -34,7 +34,7 @@ func TestCachedHandlesFollowTheBucket(t *testing.T) {
 					must(bb.do("POST", p, appendReq("u2", msg("u3", "u2", "user", "three"))))
 					code, body = a.do("POST", p, appendReq("u3", msg("u2", "u1", "user", "other bytes")))
 					require.Equal(t, http.StatusConflict, code, string(body))
-					require.Equal(t, "entry_conflict", decode[errResp](t, body).Error.Code)
+					require.Equal(t, server.CodeEntryConflict, decode[errResp](t, body).Error.Code)
 
 					// Deleted through B: gone for A.
 					code, _ = bb.do("DELETE", "/v1/sessions/"+id, nil)

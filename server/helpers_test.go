@@ -122,6 +122,9 @@ func (c *client) do(method, path string, body any) (int, []byte) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(c.t, err)
 	defer resp.Body.Close()
@@ -142,13 +145,8 @@ type metadata struct {
 	Strict        bool    `json:"strict"`
 }
 
-type errResp struct {
-	Error struct {
-		Code    string  `json:"code"`
-		Message string  `json:"message"`
-		Head    *string `json:"head"`
-	} `json:"error"`
-}
+// errResp is the error envelope of a response.
+type errResp = server.ErrorBody
 
 type page struct {
 	Entries    []json.RawMessage `json:"entries"`

@@ -41,3 +41,70 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		require.True(t, served[r], "openapi.yaml describes %s %s, which the router does not serve", r.Method, r.Path)
 	}
 }
+
+// openAPIDoc is the part of openapi.yaml the tests read.
+type openAPIDoc struct {
+	Unmatched map[string]any            `yaml:"x-unmatched"`
+	Paths     map[string]map[string]any `yaml:"paths"`
+	Comps     struct {
+		Schemas struct {
+			Error struct {
+				Properties struct {
+					Error struct {
+						Properties struct {
+							Code struct {
+								Enum []string `yaml:"enum"`
+							} `yaml:"code"`
+						} `yaml:"properties"`
+					} `yaml:"error"`
+				} `yaml:"properties"`
+			} `yaml:"Error"`
+		} `yaml:"schemas"`
+	} `yaml:"components"`
+}
+
+func readOpenAPI(t *testing.T) openAPIDoc {
+	t.Helper()
+	data, err := os.ReadFile("openapi.yaml")
+	require.NoError(t, err)
+	var doc openAPIDoc
+	require.NoError(t, yaml.Unmarshal(data, &doc))
+	return doc
+}
+
+// TestOpenAPIListsEveryErrorAndStatus: the error codes of the document are the
+// server's constants, every /v1 operation lists the statuses any of them can
+// answer (401, 500, 503, 504), every operation with a body those of the body
+// checks (400, 408, 413, 415), and unmatched requests their 404 and 405.
+func TestOpenAPIListsEveryErrorAndStatus(t *testing.T) {
+	doc := readOpenAPI(t)
+	var codes []string
+	for _, c := range server.ErrorCodes() {
+		codes = append(codes, string(c))
+	}
+	require.ElementsMatch(t, codes, doc.Comps.Schemas.Error.Properties.Error.Properties.Code.Enum)
+	require.Contains(t, doc.Unmatched, "404")
+	require.Contains(t, doc.Unmatched, "405")
+	checked := 0
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			if method == "parameters" {
+				continue
+			}
+			opMap, _ := op.(map[string]any)
+			responses, _ := opMap["responses"].(map[string]any)
+			want := []string{}
+			if strings.HasPrefix(path, "/v1/") {
+				want = append(want, "401", "500", "503", "504")
+			}
+			if _, ok := opMap["requestBody"]; ok {
+				want = append(want, "400", "408", "413", "415")
+			}
+			for _, status := range want {
+				require.Contains(t, responses, status, "%s %s lists %s", method, path, status)
+			}
+			checked++
+		}
+	}
+	require.Equal(t, 10, checked)
+}

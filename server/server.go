@@ -2,12 +2,13 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,8 @@ import (
 const (
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultReadyTimeout   = 5 * time.Second
+	// DefaultBodyTimeout bounds the arrival of a request body.
+	DefaultBodyTimeout = 30 * time.Second
 	// DefaultMaxBodyBytes bounds a request body: an append batch.
 	DefaultMaxBodyBytes = 64 << 20
 	// DefaultMaxPage is the most entries one read returns.
@@ -50,6 +53,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time a request body takes to arrive, from the
+	// start of the request's handling (default DefaultBodyTimeout); a body that
+	// stalls answers 408.
+	BodyTimeout time.Duration
 	// MaxEntryBytes bounds one entry (default segment.DefaultMaxEntrySize, the
 	// store's limit).
 	MaxEntryBytes int
@@ -108,6 +115,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
 	if cfg.MaxEntryBytes <= 0 {
 		cfg.MaxEntryBytes = segment.DefaultMaxEntrySize
 	}
@@ -137,6 +147,7 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.handle("GET", "/readyz", s.ready)
 	s.handle("GET", "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}).ServeHTTP)
+	s.fallbacks()
 	return s, nil
 }
 
@@ -155,7 +166,37 @@ func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 func (s *Server) handle(method, path string, h http.HandlerFunc) {
 	s.routes = append(s.routes, Route{Method: method, Path: path})
 	pattern := method + " " + path
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	s.mux.HandleFunc(pattern, s.observed(pattern, h))
+}
+
+// fallbacks answers, in the JSON error envelope, a request for a path the router
+// does not serve (404 unknown_route) and one for a path it serves with another
+// method (405 method_not_allowed, with Allow).
+func (s *Server) fallbacks() {
+	methods := map[string][]string{}
+	for _, rt := range s.routes {
+		methods[rt.Path] = append(methods[rt.Path], rt.Method)
+		if rt.Method == http.MethodGet {
+			methods[rt.Path] = append(methods[rt.Path], http.MethodHead)
+		}
+	}
+	for path, ms := range methods {
+		slices.Sort(ms)
+		allow := strings.Join(ms, ", ")
+		s.mux.HandleFunc(path, s.observed(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			s.fail(w, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+				fmt.Sprintf("%s is not a method of %s (allowed: %s)", r.Method, path, allow), nil)
+		}))
+	}
+	s.mux.HandleFunc("/", s.observed("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusNotFound, CodeUnknownRoute, "no such route (see openapi.yaml)", nil)
+	}))
+}
+
+// observed wraps h: counted and timed under pattern, and logged.
+func (s *Server) observed(pattern string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		s.metrics.inFlight.Inc()
 		defer s.metrics.inFlight.Dec()
@@ -167,7 +208,7 @@ func (s *Server) handle(method, path string, h http.HandlerFunc) {
 		s.metrics.latency.WithLabelValues(pattern).Observe(d.Seconds())
 		attrs := []slog.Attr{
 			slog.String("route", pattern), slog.Int("status", rec.code),
-			slog.Duration("duration", d),
+			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 		}
 		if ri.owner != nil {
 			attrs = append(attrs, slog.String("tenant", ri.owner.Tenant), slog.String("user", ri.owner.User))
@@ -180,7 +221,7 @@ func (s *Server) handle(method, path string, h http.HandlerFunc) {
 			level = slog.LevelError
 		}
 		s.cfg.Logger.LogAttrs(r.Context(), level, "request", attrs...)
-	})
+	}
 }
 
 // requestInfo collects what a handler learned for the request log line.
@@ -208,6 +249,9 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap returns the wrapped writer (for http.ResponseController).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 // ownerHandler is a /v1 handler that runs with the request owner's repository.
 type ownerHandler func(w http.ResponseWriter, r *http.Request, repo *repository.Repository)
 
@@ -220,7 +264,7 @@ func (s *Server) auth(h ownerHandler) http.HandlerFunc {
 		owner, err := s.cfg.Auth.Authenticate(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="transcript"`)
-			s.fail(w, r, http.StatusUnauthorized, "unauthorized", "missing, invalid or expired credentials", err)
+			s.fail(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing, invalid or expired credentials", err)
 			return
 		}
 		infoOf(r).owner = &owner
@@ -238,62 +282,6 @@ func (s *Server) auth(h ownerHandler) http.HandlerFunc {
 	}
 }
 
-// errorBody is the JSON of every error response.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	// Code is a stable machine-readable reason.
-	Code string `json:"code"`
-	// Message is for people; it never holds entry contents.
-	Message string `json:"message"`
-	// Head is the committed head of a stale_head conflict (null: no entries).
-	Head *string `json:"head,omitempty"`
-}
-
-// fail writes an error response; err (possibly nil) goes to the log only.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, reason, msg string, err error) {
-	if err != nil {
-		infoOf(r).err = err
-	}
-	writeJSON(w, code, errorBody{Error: errorDetail{Code: reason, Message: msg}})
-}
-
-// failStore maps a repository error to its response.
-func (s *Server) failStore(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, repository.ErrNotFound):
-		s.fail(w, r, http.StatusNotFound, "not_found", "session not found", err)
-	case errors.Is(err, repository.ErrStaleHead):
-		s.metrics.conflicts.WithLabelValues("stale_head").Inc()
-		s.fail(w, r, http.StatusConflict, "stale_head", "the expected head is not the committed head", err)
-	case errors.Is(err, repository.ErrConflict):
-		s.metrics.conflicts.WithLabelValues("entry_conflict").Inc()
-		s.fail(w, r, http.StatusConflict, "entry_conflict", "an entry id exists with other bytes", err)
-	case errors.Is(err, repository.ErrExists):
-		s.fail(w, r, http.StatusConflict, "exists", "session already exists", err)
-	case errors.Is(err, repository.ErrHeadMismatch):
-		s.fail(w, r, http.StatusInternalServerError, "invalid_session", "the session's head does not match its entries", err)
-	case errors.Is(err, repository.ErrInvalid):
-		s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error(), err)
-	case errors.Is(err, context.DeadlineExceeded):
-		s.fail(w, r, http.StatusGatewayTimeout, "timeout", "the request timed out", err)
-	default:
-		s.fail(w, r, http.StatusInternalServerError, "storage", "storage error", err)
-	}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		code, data = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"encoding failed"}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(append(data, '\n'))
-}
-
 // errStop ends the readiness listing after its first object.
 var errStop = errors.New("stop")
 
@@ -303,7 +291,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	err := s.cfg.Store.Bucket().List(ctx, bucket.ListOptions{Delimited: true}, func(bucket.ObjectInfo) error { return errStop })
 	if err != nil && !errors.Is(err, errStop) {
-		s.fail(w, r, http.StatusServiceUnavailable, "not_ready", "bucket unreachable", err)
+		s.fail(w, r, http.StatusServiceUnavailable, CodeNotReady, "bucket unreachable", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -355,19 +343,4 @@ func sessionMetadata(sess *repository.Session, entries []pi.Entry) SessionMetada
 		ParentSession: h.ParentSession(), Head: headPtr(sess.Head()), EntryCount: len(entries),
 		Strict: sess.Strict(),
 	}
-}
-
-// decode reads a JSON body into v: 413 when over the limit, 400 when malformed.
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.fail(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", s.cfg.MaxBodyBytes), err)
-			return false
-		}
-		s.fail(w, r, http.StatusBadRequest, "invalid_request", "malformed JSON body", err)
-		return false
-	}
-	return true
 }

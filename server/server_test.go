@@ -106,7 +106,7 @@ func TestEndpoints(t *testing.T) {
 				require.Equal(t, a.code, code, "%s: %s", a.name, body)
 				if a.reason != "" {
 					e := decode[errResp](t, body)
-					require.Equal(t, a.reason, e.Error.Code, a.name)
+					require.Equal(t, a.reason, string(e.Error.Code), a.name)
 					if a.head != "" {
 						require.Equal(t, str(a.head), e.Error.Head, a.name)
 					}
@@ -149,7 +149,7 @@ func TestEndpoints(t *testing.T) {
 			forkID = fm.ID
 			code, body = c.do("POST", "/v1/sessions/s1/fork", map[string]any{"entryId": "ghost"})
 			require.Equal(t, http.StatusUnprocessableEntity, code, string(body))
-			require.Equal(t, "invalid_fork_target", decode[errResp](t, body).Error.Code)
+			require.Equal(t, server.CodeInvalidForkTarget, decode[errResp](t, body).Error.Code)
 			code, _ = c.do("POST", "/v1/sessions/s1/fork", map[string]any{})
 			require.Equal(t, http.StatusBadRequest, code)
 			code, _ = c.do("POST", "/v1/sessions/nope/fork", map[string]any{"entryId": "a1"})
@@ -163,7 +163,7 @@ func TestEndpoints(t *testing.T) {
 			} {
 				code, body := c.do(r.method, r.path, nil)
 				require.Equal(t, http.StatusNotFound, code, r)
-				require.Equal(t, "not_found", decode[errResp](t, body).Error.Code)
+				require.Equal(t, server.CodeNotFound, decode[errResp](t, body).Error.Code)
 			}
 			code, _ = c.do("GET", "/v1/sessions/"+forkID, nil)
 			require.Equal(t, http.StatusOK, code, "the fork outlives its source")

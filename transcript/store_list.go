@@ -3,7 +3,6 @@ package transcript
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -54,7 +53,7 @@ func (s *Store) listChildren(ctx context.Context, prefix string) ([]string, erro
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", prefix, err)
+		return nil, wrapKey("list", prefix, err)
 	}
 	return out, nil
 }
@@ -84,7 +83,7 @@ func (s *Store) HoldsObjects(ctx context.Context, ref TranscriptRef) (bool, erro
 		return errStopListing
 	})
 	if err != nil && !errors.Is(err, errStopListing) {
-		return false, fmt.Errorf("list %s: %w", prefix, err)
+		return false, wrapKey("list", prefix, err)
 	}
 	return held, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -120,9 +121,19 @@ func (s *Store) PutSegment(ctx context.Context, key string, data []byte) error {
 		err = s.sameObject(ctx, key, data, err)
 	}
 	if err != nil {
-		return fmt.Errorf("put segment %s: %w", key, err)
+		return wrapKey("put segment", key, err)
 	}
 	return nil
+}
+
+// wrapKey wraps err, from a bucket call about key (an object key or a listed
+// prefix), as "op key: err", or as "op: err" when err names key already (the
+// backends' errors do), so that a message holds every key once.
+func wrapKey(op, key string, err error) error {
+	if strings.Contains(err.Error(), key) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return fmt.Errorf("%s %s: %w", op, key, err)
 }
 
 // sameObject decides a create-only conflict (putErr wraps bucket.ErrExists) by the

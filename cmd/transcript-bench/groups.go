@@ -153,7 +153,7 @@ var groups = []group{
 	{"restore", []int{6}, []string{"restore vs raw minio-go GETs and rclone copy"}, true, runRestore},
 	{"compact", []int{7}, []string{"compaction throughput"}, false, runCompact},
 	{"sync", []int{9, 10}, []string{"per-turn sync cost by session length", "Watch latency"}, false, runSync},
-	{"serve", []int{11}, []string{"appends through transcript serve vs the Go repository"}, true, runServe},
+	{"serve", []int{11}, []string{"appends through transcript-serve vs the Go repository"}, true, runServe},
 	{"memory", []int{12}, []string{"peak RSS of restore, export, context and verify vs the session's JSONL"}, false, runMemory},
 }
 

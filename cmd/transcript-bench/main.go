@@ -115,9 +115,9 @@ type options struct {
 	childTimeout                       time.Duration
 }
 
-func parseFlags(args []string, stderr io.Writer) (options, error) {
+func parseFlags(args []string, stdout io.Writer) (options, error) {
 	var o options
-	fs := cli.NewFlagSet("transcript-bench", benchUsage, stderr)
+	fs := cli.NewFlagSet("transcript-bench", benchUsage, stdout)
 	// No TRANSCRIPT_STORE here: the bench writes (under a prefix of its own), so the
 	// store it measures is always named on its command line.
 	fs.StringVar(&o.store, "store", "mem://", "bucket `URL` to measure (mem://, file://DIR, s3://BUCKET/PREFIX?endpoint=...)")
@@ -161,13 +161,22 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 
 // run is the parent: it runs each group of items in a child process and reports.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseFlags(args, stderr)
+	o, err := parseFlags(args, stdout)
 	if err != nil {
 		return err
 	}
 	loc, err := bucketurl.Parse(o.store)
 	if err != nil {
 		return err
+	}
+	if loc.Scheme == "s3" {
+		// A bucket that does not exist (and that create=true does not make) is
+		// "not found" here, as in every command, before any child starts.
+		s, err := cli.OpenStore(ctx, o.store, "", cli.ReadWrite)
+		if err != nil {
+			return err
+		}
+		s.Close()
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -63,6 +64,7 @@ func TestRun_Quick(t *testing.T) {
 			data, err := os.ReadFile(jsonPath)
 			require.NoError(t, err)
 			require.NoError(t, json.Unmarshal(data, &rep))
+			requireSchema(t, data, "transcript-bench")
 			require.Equal(t, "quick", rep.Mode)
 			require.Positive(t, rep.Machine.Cores)
 			byItem := map[int][]Row{}
@@ -269,4 +271,17 @@ func TestSession_Deterministic(t *testing.T) {
 	}
 	require.Contains(t, string(a[0][2]), `"type":"toolCall"`)
 	require.Contains(t, string(a[0][2]), `"usage":{`)
+}
+
+// requireSchema requires data to be the shape $defs/def of docs/cli-json.schema.json
+// gives it.
+func requireSchema(t *testing.T, data []byte, def string) {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	sch, err := c.Compile("../../docs/cli-json.schema.json#/$defs/" + def)
+	require.NoError(t, err)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	require.NoError(t, err)
+	require.NoError(t, sch.Validate(inst))
 }

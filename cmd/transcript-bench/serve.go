@@ -24,7 +24,7 @@ var serveClients = []int{1, 16}
 var serveKey = []byte("transcript-bench-serve-key-0123456789")
 
 // runServe is item 11: strict appends (one entry each, at the expected head)
-// through transcript serve over loopback HTTP, against the same appends through
+// through transcript-serve over loopback HTTP, against the same appends through
 // a Go repository.Session held open by the caller; 1 and 16 clients, each on a
 // session of its own. It reports appends per second and p50/p99 latency. The
 // server is stateless: every request authenticates, opens the owner's repository
@@ -61,7 +61,7 @@ func runServe(ctx context.Context, e *env) (ItemResult, error) {
 		note := fmt.Sprintf("%d clients × %d appends", clients, perClient)
 		e.logf("serve %s: %.0f appends/s (direct %.0f), p50 %.1f ms (direct %.1f), p99 %.1f ms (direct %.1f)",
 			note, viaHTTP.rate, direct.rate, ms(viaHTTP.p50), ms(direct.p50), ms(viaHTTP.p99), ms(direct.p99))
-		name := fmt.Sprintf("appends through transcript serve, %d client(s)", clients)
+		name := fmt.Sprintf("appends through transcript-serve, %d client(s)", clients)
 		res.Rows = append(res.Rows,
 			row(11, name+": throughput", "appends/s", viaHTTP.rate, "Go repository", direct.rate, true, note),
 			row(11, name+": p50 latency", "ms", ms(viaHTTP.p50), "Go repository", ms(direct.p50), false, note),
@@ -163,6 +163,7 @@ func httpAppender(ctx context.Context, base, user string) (appender, error) {
 			return err
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err

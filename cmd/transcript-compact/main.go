@@ -23,7 +23,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -69,7 +68,7 @@ func parseShard(s string) (int, int, error) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := cli.NewFlagSet("transcript-compact", usage, stderr)
+	fs := cli.NewFlagSet("transcript-compact", usage, stdout)
 	var (
 		j           = &job{out: stdout, errOut: stderr}
 		sf          cli.StoreFlags
@@ -83,7 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.IntVar(&minSegments, "min-segments", transcript.DefaultMinSegments, "compact a level once it holds this many segments (at least 2)")
 	fs.DurationVar(&delay, "delete-delay", transcript.DefaultDeleteDelay, "keep superseded segments this long after marking them (0: delete at once)")
 	fs.StringVar(&shard, "shard", "0/1", "process shard `I/N` (stable hash of the session)")
-	fs.IntVar(&j.parallel, "parallel", 4, "sessions compacted at once")
+	fs.IntVar(&j.parallel, "parallel", cli.DefaultParallel, "sessions compacted at once")
 	fs.DurationVar(&j.olderThan, "older-than", 0, "skip sessions with a segment stored less than this ago, by the bucket's clock (0: none skipped)")
 	fs.BoolVar(&j.opts.DryRun, "dry-run", false, "print the plan and change nothing")
 	fs.BoolVar(&jsonOut, "json", false, "print the summary as JSON on stdout")
@@ -135,6 +134,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return err
 	}
 	defer j.store.Close()
+	// A namespace, agent or session named that does not exist is "not found", as
+	// in every command.
+	if err := sf.CheckSelection(ctx, j.store); err != nil {
+		return err
+	}
 	j.progress = newProgress(stderr)
 
 	sum, err := j.run(ctx)
@@ -142,23 +146,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return err
 	}
 	if jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(sum); err != nil {
+		if err := cli.WriteJSON(stdout, sum); err != nil {
 			return err
 		}
 	} else {
-		verb := "compacted"
-		if sum.DryRun {
-			verb = "would compact"
-		}
-		fmt.Fprintf(stdout, "shard %s: %d sessions scanned, %s %d (%d segments, %d bytes -> %d segments, %d bytes); %d marked, %d deleted, %d waiting for their delay; %d skipped as recent, %d failed; %.1fs\n",
-			sum.Shard, sum.SessionsScanned, verb, sum.SessionsCompacted, sum.SegmentsIn, sum.BytesIn,
-			sum.SegmentsOut, sum.BytesOut, sum.Marks, sum.Deletions, sum.PendingDeletions,
-			sum.SessionsSkipped, sum.SessionsFailed, sum.DurationSeconds)
+		printSummary(stdout, sum)
 	}
 	if sum.SessionsFailed > 0 {
 		return cli.ErrProblems
 	}
 	return nil
+}
+
+// printSummary prints the job's summary as one line of text.
+func printSummary(w io.Writer, sum *summary) {
+	verb := "compacted"
+	if sum.DryRun {
+		verb = "would compact"
+	}
+	fmt.Fprintf(w, "shard %s: %s scanned, %s %d (%s, %d bytes -> %s, %d bytes); %d marked, %d deleted, %d waiting for their delay; %d skipped as recent, %d failed; %.1fs\n",
+		sum.Shard, cli.Count(sum.SessionsScanned, "session"), verb, sum.SessionsCompacted,
+		cli.Count(sum.SegmentsIn, "segment"), sum.BytesIn, cli.Count(sum.SegmentsOut, "segment"), sum.BytesOut,
+		sum.Marks, sum.Deletions, sum.PendingDeletions, sum.SessionsSkipped, sum.SessionsFailed, sum.DurationSeconds)
 }

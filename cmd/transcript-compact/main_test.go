@@ -269,7 +269,7 @@ func TestJob_Usage(t *testing.T) {
 	}
 	r := runBinary(t, context.Background(), "-h")
 	require.Equal(t, 0, r.code)
-	require.Contains(t, r.stderr, "--shard")
+	require.Contains(t, r.stdout, "--shard", "help goes to stdout")
 }
 
 func TestJob_CorruptSessionSkipped(t *testing.T) {

@@ -90,9 +90,35 @@ func TestManifests(t *testing.T) {
 				var out, errOut bytes.Buffer
 				err := run(context.Background(), append(args, "--dry-run"), &out, &errOut, func(string) string { return "" })
 				require.NoError(t, err, errOut.String())
-				require.Contains(t, out.String(), fmt.Sprintf(`"shard": "%d/%d"`, idx, spec.Completions))
+				require.Contains(t, out.String(), fmt.Sprintf(`"shard":"%d/%d"`, idx, spec.Completions))
 			}
 		})
 	}
 	require.Equal(t, 2, jobs, "the indexed Job and the CronJob")
+}
+
+// TestManifests_PinnedImages: every image of deploy/k8s names a release tag (or a
+// digest), never :latest or no tag, so that a rollout runs what was reviewed.
+// (Issue 26, finding 7.)
+func TestManifests_PinnedImages(t *testing.T) {
+	files, err := filepath.Glob("../../deploy/k8s/*.yaml")
+	require.NoError(t, err)
+	images := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(data), "\n") {
+			ref, ok := strings.CutPrefix(strings.TrimSpace(line), "image:")
+			if !ok {
+				continue
+			}
+			ref, _, _ = strings.Cut(strings.TrimSpace(ref), " ")
+			images++
+			name := ref[strings.LastIndex(ref, "/")+1:]
+			_, tag, tagged := strings.Cut(name, ":")
+			require.True(t, tagged || strings.Contains(ref, "@sha256:"), "%s: image %s has no tag", f, ref)
+			require.NotEqual(t, "latest", tag, "%s: image %s", f, ref)
+		}
+	}
+	require.Equal(t, 3, images, "the two compaction manifests and the server's")
 }

@@ -8,6 +8,9 @@
 //	transcript-serve [serve] --store URL --jwt-key-file FILE [--addr :8080]
 //	transcript-serve token --tenant T --user U [--ttl 1h] --jwt-key-file FILE
 //
+// Flags are GNU style (--flag value or --flag=value), as in the other commands
+// (internal/cli); help and --version go to stdout, errors to stderr.
+//
 // The HS256 key may also come from $TRANSCRIPT_JWT_KEY; an RS256 or Ed25519
 // public key (PEM) from --jwt-public-key-file. --trust-headers takes the owner
 // from X-Transcript-Tenant and X-Transcript-User instead, for deployments behind an
@@ -19,7 +22,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,9 +33,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/server"
-	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
@@ -44,11 +47,42 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
-const usage = `transcript-serve serves the transcript store over HTTP.
+const usage = `transcript-serve serves the transcript store over HTTP (server/openapi.yaml).
 
 Usage:
   transcript-serve [serve] [flags]      run the server
   transcript-serve token [flags]        print an HS256 token for a test owner
+
+Run 'transcript-serve COMMAND --help' for a command's flags; 'transcript-serve
+--version' prints the version. Exit codes: 0 ok (or SIGTERM handled), 1 failure,
+2 usage.
+`
+
+const serveUsage = `
+Usage: transcript-serve [serve] --store URL [flags]
+
+Serves the sessions of --store over HTTP (server/openapi.yaml): the owner of each
+request comes from a verified bearer JWT (HS256 key from --jwt-key-file or
+$TRANSCRIPT_JWT_KEY; RS256 or EdDSA from --jwt-public-key-file), or, with
+--trust-headers, from X-Transcript-Tenant and X-Transcript-User (only behind an
+authenticating proxy: anyone who reaches the server can claim any owner). Logs
+are JSON lines on stderr; durations are in milliseconds (duration_ms). SIGTERM
+stops accepting and lets in-flight appends finish.
+
+Examples:
+  TRANSCRIPT_JWT_KEY=$(openssl rand -hex 32) transcript-serve --addr :8080 \
+    --store 's3://transcripts/sessions?endpoint=127.0.0.1:9000&insecure=true&create=true'
+  transcript-serve --store file://./transcripts --jwt-public-key-file idp.pem --jwt-issuer https://idp
+`
+
+const tokenUsage = `
+Usage: transcript-serve token --tenant T --user U [--ttl 1h] [--jwt-key-file FILE]
+
+Prints an HS256 bearer token for the owner tenant/user, valid for --ttl (more than
+0), signed with --jwt-key-file or $TRANSCRIPT_JWT_KEY: for tests and trials.
+
+Examples:
+  transcript-serve token --tenant acme --user alice --ttl 1h
 `
 
 // run dispatches the subcommand.
@@ -56,34 +90,35 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 0 {
 		switch args[0] {
 		case "serve":
-			return serve(ctx, args[1:], getenv, stderr)
+			return serve(ctx, args[1:], getenv, stdout, stderr)
 		case "token":
-			return token(args[1:], getenv, stdout, stderr)
+			return token(args[1:], getenv, stdout)
 		case "help", "-h", "--help":
-			fmt.Fprint(stderr, usage)
+			if len(args) > 1 && (args[1] == "serve" || args[1] == "token") {
+				return run(ctx, []string{args[1], "--help"}, getenv, stdout, stderr)
+			}
+			fmt.Fprint(stdout, usage)
 			return cli.ErrHelp
+		case "--" + cli.VersionFlag:
+			_, err := fmt.Fprintln(stdout, cli.Version())
+			return err
+		}
+		if !strings.HasPrefix(args[0], "-") {
+			if s := cli.Suggest(args[0], []string{"serve", "token", "help"}); s != "" {
+				return cli.Usagef("unknown command %q (did you mean %q?)", args[0], s)
+			}
+			return cli.Usagef("unknown command %q", args[0])
 		}
 	}
-	return serve(ctx, args, getenv, stderr)
+	return serve(ctx, args, getenv, stdout, stderr)
 }
 
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cli.ErrHelp
-		}
-		return cli.Usagef("%s: %v", fs.Name(), err)
+// parse parses args into fs (see cli.Parse); positional arguments are a usage error.
+func parse(fs *pflag.FlagSet, args []string) error {
+	if err := cli.Parse(fs, args); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return cli.Usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
-	}
-	return nil
+	return cli.NoArgs(fs)
 }
 
 // hmacKey reads the HS256 key from file, or else from $TRANSCRIPT_JWT_KEY.
@@ -101,17 +136,20 @@ func hmacKey(file string, getenv func(string) string) ([]byte, error) {
 	return nil, nil
 }
 
-func token(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("token", stderr)
-	tenant := fs.String("tenant", "", "owner tenant (required)")
-	user := fs.String("user", "", "owner user (required)")
-	ttl := fs.Duration("ttl", time.Hour, "token lifetime")
-	keyFile := fs.String("jwt-key-file", "", "HS256 key file (default $TRANSCRIPT_JWT_KEY)")
+func token(args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := cli.NewFlagSet("token", tokenUsage, stdout)
+	tenant := fs.String("tenant", "", "owner `TENANT` (required)")
+	user := fs.String("user", "", "owner `USER` (required)")
+	ttl := fs.Duration("ttl", time.Hour, "token lifetime, more than 0")
+	keyFile := fs.String("jwt-key-file", "", "HS256 key `FILE` (default $TRANSCRIPT_JWT_KEY)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *tenant == "" || *user == "" {
 		return cli.Usagef("token: --tenant and --user are required")
+	}
+	if *ttl <= 0 {
+		return cli.Usagef("token: --ttl %s: want more than 0 (a token that is already expired is refused by the server)", *ttl)
 	}
 	key, err := hmacKey(*keyFile, getenv)
 	if err != nil {
@@ -133,37 +171,44 @@ type serveFlags struct {
 	addr, store, keyFile, pubFile, agent, issuer, audience string
 	logFormat                                              string
 	trustHeaders                                           bool
-	requestTimeout, shutdownTimeout                        time.Duration
+	requestTimeout, shutdownTimeout, bodyTimeout           time.Duration
 	maxBody                                                int64
 }
 
-// newServeFlagSet returns the flag set of serve and the flags it fills.
-func newServeFlagSet(getenv func(string) string, stderr io.Writer) (*flag.FlagSet, *serveFlags) {
-	fs := newFlagSet("serve", stderr)
+// newServeFlagSet returns the flag set of serve and the flags it fills; its help
+// goes to stdout.
+func newServeFlagSet(getenv func(string) string, stdout io.Writer) (*pflag.FlagSet, *serveFlags) {
+	fs := cli.NewFlagSet("serve", serveUsage, stdout)
 	var f serveFlags
-	fs.StringVar(&f.addr, "addr", ":8080", "listen address")
-	fs.StringVar(&f.store, "store", getenv("TRANSCRIPT_STORE"), "store URL (env TRANSCRIPT_STORE), e.g. s3://bucket/prefix?endpoint=host:9000")
-	fs.StringVar(&f.keyFile, "jwt-key-file", "", "HS256 key file (default $TRANSCRIPT_JWT_KEY)")
-	fs.StringVar(&f.pubFile, "jwt-public-key-file", "", "PEM public key (RSA: RS256, Ed25519: EdDSA)")
+	fs.StringVar(&f.addr, "addr", ":8080", "listen `ADDRESS`")
+	fs.StringVar(&f.store, "store", getenv(cli.StoreEnv), cli.StoreHelp)
+	fs.StringVar(&f.keyFile, "jwt-key-file", "", "HS256 key `FILE` (default $TRANSCRIPT_JWT_KEY)")
+	fs.StringVar(&f.pubFile, "jwt-public-key-file", "", "PEM public key `FILE` (RSA: RS256, Ed25519: EdDSA)")
 	fs.StringVar(&f.issuer, "jwt-issuer", "", "required iss claim")
 	fs.StringVar(&f.audience, "jwt-audience", "", "required aud claim")
 	fs.BoolVar(&f.trustHeaders, "trust-headers", false, "take the owner from X-Transcript-Tenant/-User (behind an authenticating proxy only)")
-	fs.StringVar(&f.agent, "agent", "", "agent id of the sessions (default \"default\")")
+	fs.StringVar(&f.agent, "agent", "", "agent `ID` of the sessions (default \"default\")")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "time limit of one request")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "time in-flight requests get on shutdown")
-	fs.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body, in bytes")
-	fs.StringVar(&f.logFormat, "log", "json", "log format: json or text")
+	fs.DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "time a request body may take to arrive (then 408)")
+	fs.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body, in `BYTES`")
+	fs.StringVar(&f.logFormat, "log", "json", "log `FORMAT`: json or text")
 	return fs, &f
 }
 
-func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	fs, fp := newServeFlagSet(getenv, stderr)
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs, fp := newServeFlagSet(getenv, stdout)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	f := *fp
-	if f.store == "" {
-		return cli.Usagef("serve: --store or $TRANSCRIPT_STORE is required")
+	switch {
+	case f.store == "":
+		return cli.Usagef("serve: --store or $%s is required", cli.StoreEnv)
+	case f.logFormat != "json" && f.logFormat != "text":
+		return cli.Usagef("serve: --log %q: want json or text", f.logFormat)
+	case f.requestTimeout <= 0 || f.bodyTimeout <= 0 || f.shutdownTimeout < 0:
+		return cli.Usagef("serve: --request-timeout and --body-timeout must be more than 0, --shutdown-timeout at least 0")
 	}
 	var handler slog.Handler = slog.NewJSONHandler(stderr, nil)
 	if f.logFormat == "text" {
@@ -174,17 +219,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	b, prefix, err := bucketurl.Open(ctx, f.store)
+	if f.trustHeaders {
+		log.Warn("--trust-headers: every request's owner is taken from its X-Transcript-Tenant and X-Transcript-User headers, unverified; " +
+			"only an authenticating proxy may reach this server")
+	}
+	// The server creates sessions: a directory store is created, a bucket when
+	// the URL says create=true; a missing one is "not found", as in every command.
+	store, err := cli.OpenStore(ctx, f.store, "", cli.ReadWrite)
 	if err != nil {
 		return err
 	}
-	store, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
-	if err != nil {
-		return err
-	}
+	defer store.Close()
 	srv, err := server.New(server.Config{
 		Store: store, Auth: auth, Logger: log, AgentID: f.agent,
-		RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody,
+		RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody, BodyTimeout: f.bodyTimeout,
 	})
 	if err != nil {
 		return err

@@ -100,6 +100,9 @@ func call(t *testing.T, addr, token, method, path, body string) (int, string) {
 	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+addr+path, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -196,26 +199,48 @@ func TestShutdownFinishesInFlightAppend(t *testing.T) {
 	p.done <- nil // for the cleanup
 }
 
-// TestUsage checks the command line errors.
+// TestUsage checks the command line: usage errors exit 2 and print nothing on
+// stdout; help and the version go to stdout; a token that would be expired at once
+// is refused. (Issue 26, finding 7.)
 func TestUsage(t *testing.T) {
+	key := map[string]string{"TRANSCRIPT_JWT_KEY": testKey}
 	cases := []struct {
-		name string
-		args []string
-		env  map[string]string
-		code int
+		name   string
+		args   []string
+		env    map[string]string
+		code   int
+		stdout string // substring of stdout ("" for none at all)
+		stderr string // substring of stderr
 	}{
-		{"no store", []string{"serve"}, map[string]string{"TRANSCRIPT_JWT_KEY": testKey}, 2},
-		{"no key", []string{"serve", "--store", "mem://"}, nil, 2},
-		{"token without owner", []string{"token"}, map[string]string{"TRANSCRIPT_JWT_KEY": testKey}, 2},
-		{"token without key", []string{"token", "--tenant", "a", "--user", "b"}, nil, 2},
-		{"bad flag", []string{"serve", "--nope"}, nil, 2},
-		{"help", []string{"-h"}, nil, 0},
+		{"no store", []string{"serve"}, key, 2, "", "--store or $TRANSCRIPT_STORE is required"},
+		{"no key", []string{"serve", "--store", "mem://"}, nil, 2, "", "set --jwt-key-file"},
+		{"token without owner", []string{"token"}, key, 2, "", "--tenant and --user are required"},
+		{"token without key", []string{"token", "--tenant", "a", "--user", "b"}, nil, 2, "", "no key"},
+		{"token ttl 0", []string{"token", "--tenant", "a", "--user", "b", "--ttl", "0"}, key, 2, "", "--ttl 0s: want more than 0"},
+		{"token negative ttl", []string{"token", "--tenant", "a", "--user", "b", "--ttl", "-1h"}, key, 2, "", "--ttl -1h0m0s: want more than 0"},
+		{"bad flag", []string{"serve", "--nope"}, nil, 2, "", "unknown flag --nope"},
+		{"mistyped flag", []string{"serve", "--stroe", "mem://"}, nil, 2, "", "did you mean --store?"},
+		{"Go-style flag", []string{"token", "-tenant", "a"}, nil, 2, "", "did you mean --tenant?"},
+		{"unknown command", []string{"tokn"}, nil, 2, "", `unknown command "tokn" (did you mean "token"?)`},
+		{"bad log format", []string{"serve", "--store", "mem://", "--log", "xml"}, key, 2, "", "--log"},
+		{"help", []string{"-h"}, nil, 0, "Usage:", ""},
+		{"serve help", []string{"serve", "--help"}, nil, 0, "--trust-headers", ""},
+		{"token help", []string{"help", "token"}, nil, 0, "--ttl", ""},
+		{"version", []string{"--version"}, nil, 0, "transcript-serve", ""},
+		{"token version", []string{"token", "--version"}, nil, 0, "transcript-serve", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			err := run(t.Context(), tc.args, func(k string) string { return tc.env[k] }, &out, &errb)
 			require.Equal(t, tc.code, exitCode(err, &errb), errb.String())
+			require.Contains(t, errb.String(), tc.stderr)
+			if tc.stdout == "" {
+				require.Empty(t, out.String())
+			} else {
+				require.Contains(t, out.String(), tc.stdout)
+				require.Empty(t, errb.String())
+			}
 		})
 	}
 	var out bytes.Buffer
@@ -224,6 +249,31 @@ func TestUsage(t *testing.T) {
 	}, &out, io.Discard)
 	require.NoError(t, err)
 	require.Len(t, strings.Split(strings.TrimSpace(out.String()), "."), 3)
+}
+
+// TestTrustHeadersWarns: a server that takes owners from headers says so, at
+// warning level, before it listens. (Issue 26, finding 7.)
+func TestTrustHeadersWarns(t *testing.T) {
+	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--store", "file://"+t.TempDir(), "--trust-headers")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	var levels []string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		var line struct{ Level, Msg string }
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &line), sc.Text())
+		levels = append(levels, line.Level)
+		if line.Msg == "listening" {
+			break
+		}
+		require.Contains(t, line.Msg, "--trust-headers")
+	}
+	require.Equal(t, []string{"WARN", "INFO"}, levels)
 }
 
 // TestManifestArgs checks that the Deployment's args parse as serve flags.

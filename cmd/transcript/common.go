@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,9 +23,9 @@ type storeFlags struct {
 }
 
 // newFlagSet returns a flag set whose help prints usage (ending in examples) and the
-// flags to stderr.
+// flags to stdout (see cmdcli.NewFlagSet).
 func newFlagSet(env *cliEnv, name, usage string) *pflag.FlagSet {
-	return cmdcli.NewFlagSet(name, usage, env.stderr)
+	return cmdcli.NewFlagSet(name, usage, env.stdout)
 }
 
 // newStoreFlagSet returns a flag set (see newFlagSet) with the global flags
@@ -80,29 +79,14 @@ func (f *storeFlags) openStoreToWrite(ctx context.Context) (*transcript.Store, e
 	return cmdcli.OpenStore(ctx, f.URL, f.Namespace, cmdcli.ReadWrite)
 }
 
-// otherNamespaces counts the namespaces of the store other than --ns. It names
-// none of them: a command bound to one namespace shows nothing of another.
-func (f *storeFlags) otherNamespaces(ctx context.Context) (int, error) {
-	all, err := cmdcli.OpenStore(ctx, f.URL, "", cmdcli.ReadOnly)
-	if err != nil {
-		return 0, err
-	}
-	defer all.Close()
-	nss, err := all.ListNamespaces(ctx)
-	return len(slices.DeleteFunc(nss, func(ns string) bool { return ns == f.Namespace })), err
+// notFound returns the error for what, which does not exist (exit code 1).
+func notFound(format string, args ...any) error {
+	return &cmdcli.NotFoundError{What: fmt.Sprintf(format, args...)}
 }
-
-// notFoundError says that what does not exist; it wraps transcript.ErrNotFound.
-type notFoundError struct{ what string }
-
-func (e *notFoundError) Error() string { return e.what + ": not found" }
-
-// Unwrap returns transcript.ErrNotFound.
-func (e *notFoundError) Unwrap() error { return transcript.ErrNotFound }
 
 // errSessionNotFound is the error for a session that has no segments.
 func errSessionNotFound(ref transcript.TranscriptRef) error {
-	return &notFoundError{what: "session " + ref.Norm().String()}
+	return notFound("session %s", ref.Norm())
 }
 
 // errNotASession marks a listed prefix that holds no session (see notASession).
@@ -130,15 +114,12 @@ func (f *storeFlags) selectSessions(ctx context.Context, s *transcript.Store) ([
 		return nil, err
 	}
 	if !slices.Contains(nss, f.Namespace) {
-		others, err := f.otherNamespaces(ctx)
+		all, err := cmdcli.OpenStore(ctx, f.URL, "", cmdcli.ReadOnly)
 		if err != nil {
 			return nil, err
 		}
-		known := "the store is empty"
-		if others > 0 {
-			known = fmt.Sprintf("the store has %d other %s; choose one with --ns", others, plural(others, "namespace"))
-		}
-		return nil, fmt.Errorf("%w (%s)", &notFoundError{what: fmt.Sprintf("namespace %q", f.Namespace)}, known)
+		defer all.Close()
+		return nil, cmdcli.NamespaceNotFound(ctx, all, f.Namespace)
 	}
 	agents := []string{f.Agent}
 	if f.Agent == "" {
@@ -159,14 +140,7 @@ func (f *storeFlags) selectSessions(ctx context.Context, s *transcript.Store) ([
 		}
 	}
 	if len(refs) == 0 {
-		switch {
-		case f.Session != "" && f.Agent != "":
-			return nil, errSessionNotFound(transcript.TranscriptRef{Namespace: f.Namespace, AgentID: f.Agent, SessionID: f.Session})
-		case f.Session != "":
-			return nil, &notFoundError{what: fmt.Sprintf("session %q in namespace %q", f.Session, f.Namespace)}
-		default:
-			return nil, &notFoundError{what: fmt.Sprintf("agent %q in namespace %q", f.Agent, f.Namespace)}
-		}
+		return nil, f.SelectionNotFound()
 	}
 	return refs, nil
 }
@@ -202,15 +176,8 @@ func (f *storeFlags) parseSelection(ctx context.Context, fs *pflag.FlagSet, args
 	return s, refs, nil
 }
 
-// writeJSON writes v as indented JSON.
-func writeJSON(w io.Writer, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(cmdcli.EscapeJSON(data), '\n'))
-	return err
-}
+// writeJSON writes v as one line of JSON (see cmdcli.WriteJSON).
+func writeJSON(w io.Writer, v any) error { return cmdcli.WriteJSON(w, v) }
 
 // isTerminal reports whether w is a terminal (progress is drawn only then).
 func isTerminal(w io.Writer) bool {

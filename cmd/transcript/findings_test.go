@@ -78,9 +78,9 @@ func TestFindings_UsageErrors(t *testing.T) {
 func TestFindings_HelpSpellsFlagsAsTheReadme(t *testing.T) {
 	r := cli(t, "help", "ls")
 	require.Equal(t, 0, r.code)
-	require.Contains(t, r.stderr, "--agent ID")
-	require.Contains(t, r.stderr, "--store URL")
-	require.NotRegexp(t, regexp.MustCompile(`(?m)^\s+-[a-z]{2,}`), r.stderr, "no Go-style -flag in help")
+	require.Contains(t, r.stdout, "--agent ID")
+	require.Contains(t, r.stdout, "--store URL")
+	require.NotRegexp(t, regexp.MustCompile(`(?m)^\s+-[a-z]{2,}`), r.stdout, "no Go-style -flag in help")
 }
 
 func TestFindings_GlobalFlagsBeforeTheCommand(t *testing.T) {
@@ -98,7 +98,7 @@ func TestFindings_NamespaceNotFound(t *testing.T) {
 	tests := []struct {
 		name, store, stderr string
 	}{
-		{"store with another namespace", store, `namespace "nope": not found (the store has 1 other namespace; choose one with --ns)`},
+		{"store with another namespace", store, `namespace "nope": not found (the store has one other namespace: --ns default)`},
 		{"empty store", empty, `namespace "nope": not found (the store is empty)`},
 		{"missing store directory", "file://" + missing, "store file://" + missing + " not found: no directory " + missing},
 	}
@@ -309,14 +309,20 @@ func TestFindings_S3RequestTimeout(t *testing.T) {
 }
 
 // TestFindings_ReadOnlyCommandsCreateNoBucket: create=true in the URL of a command
-// that only reads does not make the bucket.
+// that only reads does not make the bucket, and the error says "not found" without
+// suggesting create (which a read ignores); a command that writes, given a URL
+// without create=true, says how to make it.
 func TestFindings_ReadOnlyCommandsCreateNoBucket(t *testing.T) {
 	url := s3Backend().fresh(t) // a bucket that does not exist yet, with create=true
-	r := cli(t, "ls", "--store", url)
+	// Twice: the first run did not create it.
+	for range 2 {
+		r := cli(t, "ls", "--store", url)
+		require.Equal(t, 1, r.code, r.stderr)
+		require.Empty(t, r.stdout)
+		require.Regexp(t, `^Error: store s3://\S+: bucket "transcript-cli-[0-9-]+": not found\n$`, r.stderr)
+	}
+	noCreate := strings.Replace(url, "&create=true", "", 1)
+	r := cliWith(t, cmdOpts{stdin: headerLine("h") + "\n"}, "append", "--store", noCreate, "--agent", "a", "--session", "s")
 	require.Equal(t, 1, r.code, r.stderr)
-	require.Empty(t, r.stdout)
-	require.Contains(t, r.stderr, "Error: open s3://")
-	require.Contains(t, r.stderr, "bucket does not exist")
-	r = cli(t, "ls", "--store", url)
-	require.Contains(t, r.stderr, "bucket does not exist", "the first run did not create it")
+	require.Contains(t, r.stderr, "not found (add create=true to the store URL to make it)")
 }

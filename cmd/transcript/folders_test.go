@@ -55,11 +55,11 @@ func testFolders(t *testing.T, b backend) {
 	require.Contains(t, out, "default    coder  s1 ")
 	require.NotContains(t, out, "s2")
 	require.NotContains(t, out, "s3")
-	require.Equal(t, "0 problems in 1 segments of 1 sessions (12 entries, not counting 1 session headers)\n", ok(t, "verify", "--store", store))
+	require.Equal(t, "0 problems in 1 segment of 1 session (12 entries, not counting 1 session header)\n", ok(t, "verify", "--store", store))
 	out = ok(t, "stats", "--store", store)
 	require.Contains(t, out, "agents       1\nsessions     1\n")
 	out = ok(t, "restore", "--store", store, "--out", t.TempDir())
-	require.Contains(t, out, "restored 1, skipped 0 (identical), failed 0 of 1 sessions")
+	require.Contains(t, out, "restored 1, skipped 0 (identical), failed 0 of 1 session ")
 
 	r := cli(t, "ls", "--store", store, "--agent", "coder", "--session", "s2")
 	require.Equal(t, 1, r.code)

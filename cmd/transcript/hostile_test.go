@@ -52,7 +52,11 @@ func testForgedSuperseder(t *testing.T, b backend) {
 	store := b.fresh(t)
 	sel := []string{"--store", store, "--agent", "a", "--session", "s"}
 	for i, parent := range []string{"", "e0", "e1"} {
-		r := cliWith(t, cmdOpts{stdin: entryLine(fmt.Sprintf("e%d", i), parent) + "\n"}, append([]string{"append"}, sel...)...)
+		in := entryLine(fmt.Sprintf("e%d", i), parent) + "\n"
+		if i == 0 {
+			in = headerLine("s") + "\n" + in
+		}
+		r := cliWith(t, cmdOpts{stdin: in}, append([]string{"append"}, sel...)...)
 		require.Equal(t, 0, r.code, r.stderr)
 	}
 	bk, prefix := openBucket(t, store)
@@ -132,7 +136,7 @@ func testHostileIds(t *testing.T, b backend) {
 	}
 	evil := "x\n0 problems in 0 segments of 0 sessions (0 entries)\x1b[2J"
 	r := cliWith(t, cmdOpts{stdin: line(evil, "") + "\n" + line("a\u202eb\u200b", "gone\x1b]0;pwned\a") + "\n"},
-		"append", "--store", store, "--agent", "a", "--session", "s")
+		"append", "--force", "--store", store, "--agent", "a", "--session", "s")
 	require.Equal(t, 0, r.code, r.stderr)
 	for _, args := range [][]string{
 		{"verify", "--store", store},
@@ -149,7 +153,7 @@ func testHostileIds(t *testing.T, b backend) {
 			lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 			require.Len(t, lines, 2, "one problem line and the count: %q", r.stdout)
 			require.Contains(t, lines[0], `"gone\x1b]0;pwned\a"`)
-			require.True(t, strings.HasPrefix(lines[1], "1 problems in "), lines[1])
+			require.True(t, strings.HasPrefix(lines[1], "1 problem in "), lines[1])
 		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -59,7 +58,7 @@ type segmentLine struct {
 func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	fs, sf := newStoreFlagSet(env, "ls", lsUsage, true)
 	segments := fs.Bool("segments", false, "list the segments of each session")
-	parallel := fs.Int("parallel", 8, "sessions read at once")
+	parallel := fs.Int("parallel", cmdcli.DefaultParallel, "sessions read at once")
 	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, nil)
 	if err != nil {
 		return err
@@ -122,12 +121,11 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 // JSON lines.
 func printSessions(env *cliEnv, infos []sessionInfo, failed []error, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(env.stdout)
 		for i, info := range infos {
 			if failed[i] != nil {
 				continue
 			}
-			if err := enc.Encode(info); err != nil {
+			if err := writeJSON(env.stdout, info); err != nil {
 				return err
 			}
 		}
@@ -147,7 +145,6 @@ func printSessions(env *cliEnv, infos []sessionInfo, failed []error, asJSON bool
 }
 
 func lsSegments(ctx context.Context, env *cliEnv, s *transcript.Store, refs []transcript.TranscriptRef, asJSON bool) error {
-	enc := json.NewEncoder(env.stdout)
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	if !asJSON {
 		fmt.Fprintln(tw, "KEY\tLEVEL\tWRITER\tBYTES")
@@ -159,7 +156,7 @@ func lsSegments(ctx context.Context, env *cliEnv, s *transcript.Store, refs []tr
 		}
 		for _, seg := range segs {
 			if asJSON {
-				err = enc.Encode(segmentLine{Session: ref.String(), Key: seg.Key, Level: seg.Level, Writer: seg.WriterID,
+				err = writeJSON(env.stdout, segmentLine{Session: ref.String(), Key: seg.Key, Level: seg.Level, Writer: seg.WriterID,
 					Seq: seg.Seq, Time: seg.Time, Bytes: seg.Size})
 			} else {
 				_, err = fmt.Fprintf(tw, "%s\tL%d\t%s\t%d\n", cmdcli.Escape(seg.Key), seg.Level, cmdcli.Escape(seg.WriterID), seg.Size)

@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
@@ -79,13 +80,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 		args = append([]string{"help"}, args[1:]...)
 	}
-	name, rest, err := cmdcli.SplitCommand(args, cmdcli.GlobalValueFlags, []string{"json"})
+	name, rest, err := cmdcli.SplitCommand(args, cmdcli.GlobalValueFlags, []string{"json", cmdcli.VersionFlag})
 	if err != nil {
 		return err
 	}
 	switch {
+	case name == "" && slices.Contains(rest, "--"+cmdcli.VersionFlag):
+		_, err := fmt.Fprintln(stdout, cmdcli.Version())
+		return err
 	case name == "":
-		printUsage(stdout)
+		printUsage(stderr)
 		return usagef("no command given")
 	case name == "help":
 		if len(rest) == 0 {
@@ -161,6 +165,7 @@ Examples:
   transcript ls --json
   transcript restore --store file:///mnt/bucket-copy --out ./restored
 
-Run 'transcript help COMMAND' for a command's flags.
+Run 'transcript help COMMAND' (or 'transcript COMMAND --help') for a command's
+flags; 'transcript --version' prints the version.
 `, cmdcli.DefaultStoreURL)
 }

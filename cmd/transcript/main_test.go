@@ -32,8 +32,29 @@ const (
 	fixtureV3ID = "6d4c2f18-9a3b-4e57-8c21-2f5a9d0b7e64"
 )
 
-// binary is the transcript command built once by TestMain.
-var binary string
+// binary is the transcript command built once by TestMain, in binDir.
+var binary, binDir string
+
+// otherBinaries builds the project's other commands (transcript-compact,
+// transcript-serve, transcript-bench) into binDir once, for the tests of the
+// contract they share.
+var otherBinaries = sync.OnceValue(func() error {
+	build := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator), "../transcript-compact", "../transcript-serve", "../transcript-bench")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return nil
+})
+
+// builtBinary returns the path of command name (transcript, transcript-compact,
+// transcript-serve or transcript-bench), built once.
+func builtBinary(t *testing.T, name string) string {
+	t.Helper()
+	if name != "transcript" {
+		require.NoError(t, otherBinaries())
+	}
+	return filepath.Join(binDir, name)
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(buildAndRun(m))
@@ -46,6 +67,7 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	binDir = dir
 	binary = filepath.Join(dir, "transcript")
 	build := exec.Command("go", "build", "-o", binary, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -64,9 +86,16 @@ type result struct {
 
 // cmdOpts tune one run of the binary.
 type cmdOpts struct {
+	bin   string // the binary; "" for transcript
 	dir   string // working directory; "" for the test's own
 	stdin string
 	env   []string // extra environment
+}
+
+// runBinary runs the binary bin with stdin and args.
+func runBinary(t testing.TB, bin, stdin string, args ...string) result {
+	t.Helper()
+	return cliWith(t, cmdOpts{bin: bin, stdin: stdin}, args...)
 }
 
 // cli runs the built binary with args and returns its streams and exit code.
@@ -79,7 +108,11 @@ func cliWith(t testing.TB, o cmdOpts, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	bin := binary
+	if o.bin != "" {
+		bin = o.bin
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = o.dir
 	cmd.Stdin = strings.NewReader(o.stdin)
 	cmd.Env = append(os.Environ(), "TRANSCRIPT_STORE=")
@@ -233,10 +266,10 @@ func TestUsage(t *testing.T) {
 		stdout string // substring of stdout
 		stderr string // substring of stderr
 	}{
-		{"no command", nil, 2, "Usage: transcript COMMAND", "no command given"},
+		{"no command", nil, 2, "", "no command given"},
 		{"help", []string{"help"}, 0, "Commands:", ""},
-		{"help command", []string{"help", "restore"}, 0, "", "--parallel"},
-		{"command -h", []string{"verify", "-h"}, 0, "", "Usage: transcript verify"},
+		{"help command", []string{"help", "restore"}, 0, "--parallel", ""},
+		{"command -h", []string{"verify", "-h"}, 0, "Usage: transcript verify", ""},
 		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
 		{"unknown flag", []string{"ls", "--store", store, "--nope"}, 2, "", "unknown flag --nope"},
 		{"bad flag value", []string{"restore", "--store", store, "--out", "x", "--parallel", "zero"}, 2, "", "invalid argument"},
@@ -379,6 +412,11 @@ func testReadOnlyAndErrors(t *testing.T, b backend) {
 	require.Equal(t, before, b.snapshot(t, store), "read-only commands leave the store unchanged")
 }
 
+// headerLine is the session header of a Pi v3 session id, as append reads it.
+func headerLine(id string) string {
+	return fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-09-25T22:28:55.554Z","cwd":"/work"}`, id)
+}
+
 // entryLine is a custom entry as append reads it.
 func entryLine(id, parent string) string {
 	p := "null"
@@ -394,9 +432,9 @@ func testAppend(t *testing.T, b backend) {
 	appendIn := func(stdin string, extra ...string) result {
 		return cliWith(t, cmdOpts{stdin: stdin}, append(append([]string{"append"}, sel...), extra...)...)
 	}
-	r := appendIn(entryLine("e1", "") + "\n\n" + entryLine("e2", "e1") + "\n")
+	r := appendIn(headerLine("s") + "\n" + entryLine("e1", "") + "\n\n" + entryLine("e2", "e1") + "\n")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "default/a/s\t2 entries\t")
+	require.Contains(t, r.stdout, "default/a/s\t3 entries\t3 added as ")
 
 	snap := b.snapshot(t, store)
 	tests := []struct {
@@ -422,13 +460,13 @@ func testAppend(t *testing.T, b backend) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "-replica-7-0000000000000001-")
 	cat := ok(t, append([]string{"cat"}, sel...)...)
-	require.Equal(t, entryLine("e1", "")+"\n"+entryLine("e2", "e1")+"\n"+entryLine("e3", "e2")+"\n", cat)
+	require.Equal(t, headerLine("s")+"\n"+entryLine("e1", "")+"\n"+entryLine("e2", "e1")+"\n"+entryLine("e3", "e2")+"\n", cat)
 }
 
 func testConcurrentAppends(t *testing.T, b backend) {
 	store := b.fresh(t)
 	sel := []string{"--store", store, "--agent", "a", "--session", "race"}
-	r := cliWith(t, cmdOpts{stdin: entryLine("root", "") + "\n"}, append([]string{"append"}, sel...)...)
+	r := cliWith(t, cmdOpts{stdin: headerLine("race") + "\n" + entryLine("root", "") + "\n"}, append([]string{"append"}, sel...)...)
 	require.Equal(t, 0, r.code, r.stderr)
 	const n = 8
 	results := make([]result, n)
@@ -451,7 +489,7 @@ func testConcurrentAppends(t *testing.T, b backend) {
 		require.Contains(t, cat, fmt.Sprintf(`"id":"p%d-a"`, i))
 		require.Contains(t, cat, fmt.Sprintf(`"id":"p%d-b"`, i))
 	}
-	require.Len(t, strings.Split(strings.TrimSpace(cat), "\n"), 1+2*n)
+	require.Len(t, strings.Split(strings.TrimSpace(cat), "\n"), 2+2*n, "the header, the root and two entries per append")
 	segs := strings.Split(strings.TrimSpace(ok(t, "ls", "--store", store, "--segments", "--json")), "\n")
 	require.Len(t, segs, 1+n, "one segment per append")
 	tree := ok(t, append([]string{"tree"}, sel...)...)
@@ -462,12 +500,13 @@ func testVerify(t *testing.T, b backend) {
 	store := b.fresh(t)
 	add := func(session, stdin string) {
 		t.Helper()
-		r := cliWith(t, cmdOpts{stdin: stdin}, "append", "--store", store, "--agent", "a", "--session", session)
+		// --force: these sessions are broken on purpose, which append refuses.
+		r := cliWith(t, cmdOpts{stdin: stdin}, "append", "--force", "--store", store, "--agent", "a", "--session", session)
 		require.Equal(t, 0, r.code, r.stderr)
 	}
 	add("good", entryLine("g1", "")+"\n"+entryLine("g2", "g1")+"\n")
 	out := ok(t, "verify", "--store", store)
-	require.Equal(t, "0 problems in 1 segments of 1 sessions (2 entries, not counting 0 session headers)\n", out)
+	require.Equal(t, "0 problems in 1 segment of 1 session (2 entries, not counting 0 session headers)\n", out)
 
 	add("dangling", entryLine("d1", "")+"\n"+entryLine("d2", "gone")+"\n")
 	add("conflict", entryLine("c1", "")+"\n")
@@ -510,7 +549,7 @@ func testVerify(t *testing.T, b backend) {
 	r = cli(t, "verify", "--store", store, "--session", "good")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stdout, "default/a/good: "+strings.TrimPrefix(seg, dir+"/"))
-	require.Contains(t, r.stdout, "1 problems in 1 segments of 1 sessions")
+	require.Contains(t, r.stdout, "1 problem in 1 segment of 1 session")
 }
 
 func testRestore(t *testing.T, b backend) {
@@ -676,9 +715,9 @@ func TestCLI_StoreLimits(t *testing.T) {
 	appendTo := func(session, stdin string) result {
 		return cliWith(t, cmdOpts{stdin: stdin}, "append", "--store", store, "--agent", "a", "--session", session)
 	}
-	r = appendTo("app", e1+"\n"+e2+"\n")
+	r = appendTo("app", header+"\n"+e1+"\n"+e2+"\n")
 	require.Equal(t, 0, r.code, r.stderr)
-	r = appendTo("app2", e1+"\n"+huge+"\n")
+	r = appendTo("app2", header+"\n"+e1+"\n"+huge+"\n")
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "64 MiB")
 	require.NotEqual(t, 0, cli(t, "cat", "--store", store, "--agent", "a", "--session", "app2").code)

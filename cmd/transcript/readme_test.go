@@ -2,12 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -15,6 +20,7 @@ import (
 // readmeBlock is a shell code block of README.md.
 type readmeBlock struct {
 	run   bool // marked <!-- readme:run -->: runs as written on a fresh copy
+	minio bool // marked <!-- readme:run minio -->: runs too, and needs the test MinIO
 	lines []string
 }
 
@@ -29,16 +35,17 @@ func readmeShellBlocks(t *testing.T, path string) []readmeBlock {
 		blocks  []readmeBlock
 		cur     *readmeBlock
 		marked  bool
+		minio   bool
 		pending string
 	)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		switch {
-		case cur == nil && line == "<!-- readme:run -->":
-			marked = true
+		case cur == nil && (line == "<!-- readme:run -->" || line == "<!-- readme:run minio -->"):
+			marked, minio = true, strings.Contains(line, "minio")
 		case cur == nil && line == "```sh":
-			cur = &readmeBlock{run: marked}
+			cur = &readmeBlock{run: marked, minio: marked && minio}
 			marked = false
 		case cur == nil:
 			if line != "" {
@@ -86,13 +93,16 @@ func freshCopy(t *testing.T, root string) string {
 }
 
 // ourCommand matches a README line that runs one of the project's commands.
-var ourCommand = regexp.MustCompile(`^(bin/)?transcript(-compact|-bench)?( |$)`)
+var ourCommand = regexp.MustCompile(`^(bin/)?transcript(-compact|-bench|-serve)?( |$)`)
 
 // TestReadme_CommandsRunAsWritten runs the README's marked shell blocks, in order, on
-// a fresh copy of the repository (building the binaries as the README says), then
-// checks every other command line of the README against the built binaries: the
-// same arguments with --help appended must parse (exit 0), so every command and flag
-// the README shows exists.
+// a fresh copy of the repository (building the binaries as the README says), each
+// in one shell, then checks every other command line of the README against the
+// built binaries: the same arguments with --help appended must parse (exit 0), so
+// every command and flag the README shows exists. A block marked
+// <!-- readme:run minio --> (the server's) starts MinIO with deploy/minio/minio.sh
+// and needs it built: it runs when TRANSCRIPT_TEST_S3_ENDPOINT is set, and always
+// under CI=true; the server it starts gets a free port through $PORT.
 func TestReadme_CommandsRunAsWritten(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the commands in a fresh copy")
@@ -100,21 +110,32 @@ func TestReadme_CommandsRunAsWritten(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	dir := freshCopy(t, root)
-	env := append(os.Environ(), "TRANSCRIPT_STORE=", "PATH="+filepath.Join(dir, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	env := append(os.Environ(), "TRANSCRIPT_STORE=", "PATH="+filepath.Join(dir, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"PORT="+freePort(t))
+	withMinIO := os.Getenv("TRANSCRIPT_TEST_S3_ENDPOINT") != "" || os.Getenv("CI") == "true"
 	blocks := readmeShellBlocks(t, filepath.Join(dir, "README.md"))
-	ran := 0
+	ran, ranMinIO := 0, 0
 	for _, b := range blocks {
 		if !b.run {
 			continue
 		}
+		if b.minio && !withMinIO {
+			t.Logf("not run without MinIO (set TRANSCRIPT_TEST_S3_ENDPOINT):\n%s", strings.Join(b.lines, "\n"))
+			continue
+		}
 		script := strings.Join(b.lines, "\n")
-		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
-		cmd.Dir, cmd.Env = dir, env
-		out, err := cmd.CombinedOutput()
+		out, err := runBlock(t, dir, env, script)
 		require.NoError(t, err, "README block:\n%s\noutput:\n%s", script, out)
 		ran++
+		if b.minio {
+			ranMinIO++
+			require.Contains(t, out, `"id":"chat-1"`, "the server block created and listed chat-1:\n%s", out)
+		}
 	}
 	require.GreaterOrEqual(t, ran, 3, "the quick start, the look around and the compaction blocks run")
+	if withMinIO {
+		require.Equal(t, 1, ranMinIO, "the server block ran")
+	}
 	require.FileExists(t, filepath.Join(dir, "bin", "transcript"))
 
 	checked := 0
@@ -137,6 +158,39 @@ func TestReadme_CommandsRunAsWritten(t *testing.T) {
 		}
 	}
 	require.Positive(t, checked)
+}
+
+// runBlock runs script in one bash (-euo pipefail) in dir, in a process group of
+// its own that is killed when the script ends or after five minutes, so that a
+// server it left running cannot outlive it (or hold its output open).
+func runBlock(t *testing.T, dir string, env []string, script string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Start()
+	if err == nil {
+		err = cmd.Wait()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever the block left behind
+	}
+	return out.String(), err
+}
+
+// freePort returns a TCP port free on 127.0.0.1 right now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	require.NoError(t, err)
+	return port
 }
 
 // mdLink matches a Markdown link or image target.

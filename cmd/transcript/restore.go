@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -72,7 +73,7 @@ const (
 func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	fs, sf := newStoreFlagSet(env, "restore", restoreUsage, true)
 	out := fs.String("out", "", "directory to restore into (required)")
-	parallel := fs.Int("parallel", 8, "sessions restored at once")
+	parallel := fs.Int("parallel", cmdcli.DefaultParallel, "sessions restored at once")
 	force := fs.Bool("force", false, "replace local files even when their log holds entries the bucket lacks")
 	start := time.Now()
 	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, func() error {
@@ -154,8 +155,8 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		if sum.Interrupted {
 			fmt.Fprint(env.stdout, "interrupted: ")
 		}
-		fmt.Fprintf(env.stdout, "restored %d, skipped %d (identical), failed %d of %d sessions (%d entries, not counting session headers) into %s in %.2fs\n",
-			sum.Restored, sum.Skipped, sum.Failed, sum.Sessions, sum.Entries, sum.Out, sum.Seconds)
+		fmt.Fprintf(env.stdout, "restored %d, skipped %d (identical), failed %d of %s (%s, not counting session headers) into %s in %.2fs\n",
+			sum.Restored, sum.Skipped, sum.Failed, cmdcli.Count(sum.Sessions, "session"), cmdcli.Count(sum.Entries, "entry"), sum.Out, sum.Seconds)
 	}
 	if sum.Interrupted {
 		return fmt.Errorf("restore interrupted after %d of %d sessions: %w", sum.Restored+sum.Skipped+sum.Failed, sum.Sessions, err)

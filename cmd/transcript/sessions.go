@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/pi"
-	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -77,43 +74,12 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer s.Close()
-	stored, err := s.ReadEntries(ctx, ref)
+	res, err := writeSession(ctx, s, ref, lines, w, false)
 	if err != nil {
-		return err
+		return fmt.Errorf("import %s: %w", path, err)
 	}
-	have := make(map[string][]byte, len(stored))
-	for _, raw := range stored {
-		if e, err := transcript.ParseEntry(raw); err == nil {
-			have[e.ID] = raw
-		}
-	}
-	var missing [][]byte
-	for _, raw := range lines {
-		e, err := transcript.ParseEntry(raw)
-		if err != nil {
-			return fmt.Errorf("import %s: %w", path, err)
-		}
-		prev, ok := have[e.ID]
-		switch {
-		case !ok:
-			missing = append(missing, raw)
-		case !bytes.Equal(prev, raw):
-			return fmt.Errorf("import %s: entry %s differs from the one session %s holds (a different file?)", path, e.ID, ref.Norm())
-		}
-	}
-	sum := importSummary{Session: ref.Norm().String(), Lines: len(lines), Added: len(missing), Existing: len(stored) > 0, Skipped: skipped}
-	if len(missing) > 0 {
-		infos, err := s.AppendSegments(ctx, ref, missing, w)
-		if err != nil {
-			return err
-		}
-		sum.Segment = infos[0].Key
-		if len(infos) > 1 {
-			for _, in := range infos {
-				sum.Segments = append(sum.Segments, in.Key)
-			}
-		}
-	}
+	sum := importSummary{Session: ref.Norm().String(), Lines: len(lines), Added: res.fresh, Existing: res.existing, Skipped: skipped}
+	sum.Segment, sum.Segments = res.keys()
 	if sf.json {
 		return writeJSON(env.stdout, sum)
 	}
@@ -121,7 +87,7 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 	if skipped > 0 {
 		skippedNote = fmt.Sprintf("\t%d skipped", skipped)
 	}
-	if len(missing) == 0 {
+	if sum.Added == 0 {
 		_, err = fmt.Fprintf(env.stdout, "%s\t%d lines\tunchanged (already imported)%s\n", sum.Session, sum.Lines, skippedNote)
 		return err
 	}
@@ -203,98 +169,6 @@ func reportLoad(env *cliEnv, what string, rep sessiontree.LoadReport) {
 	for _, c := range rep.Conflicts {
 		fmt.Fprintf(env.stderr, "%s: kept the first of two different entries with one id: %v\n", what, c)
 	}
-}
-
-const appendUsage = `
-Usage: transcript append [flags] < ENTRIES.jsonl
-
-Reads entries (one JSON object per line, each with a string "type" and "id") on
-stdin and writes them to the session --agent/--session of --ns as one new segment,
-as one replica's flush would. Several appends running at once on one session all
-land: segments are never overwritten. A malformed line rejects the whole input.
-
-Examples:
-  printf '%s\n' '{"type":"custom","id":"e1","parentId":null,"customType":"note"}' |
-    transcript append --agent coder --session s1 --writer replica-7
-`
-
-func runAppend(ctx context.Context, env *cliEnv, args []string) error {
-	fs, sf := newStoreFlagSet(env, "append", appendUsage, true)
-	writer := fs.String("writer", "", "writer id in the segment key (default: host name and random hex)")
-	if err := parse(fs, sf, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	ref, err := sf.ref("append")
-	if err != nil {
-		return err
-	}
-	w, err := newWriter(*writer)
-	if err != nil {
-		return err
-	}
-	entries, err := readEntryLines(env.stdin)
-	if err != nil {
-		return fmt.Errorf("append: stdin: %w", err)
-	}
-	if len(entries) == 0 {
-		return fmt.Errorf("append: stdin holds no entries: %w", transcript.ErrEmptySegment)
-	}
-	s, err := sf.openStoreToWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	infos, err := s.AppendSegments(ctx, ref, entries, w)
-	if err != nil {
-		return err
-	}
-	keys := make([]string, len(infos))
-	for i, in := range infos {
-		keys[i] = in.Key
-	}
-	if sf.json {
-		out := map[string]any{"session": ref.Norm().String(), "entries": len(entries), "segment": keys[0]}
-		if len(keys) > 1 {
-			out["segments"] = keys
-		}
-		return writeJSON(env.stdout, out)
-	}
-	_, err = fmt.Fprintf(env.stdout, "%s\t%d entries\t%s\n", ref.Norm(), len(entries), strings.Join(keys, " "))
-	return err
-}
-
-// readEntryLines reads JSONL entries from r; blank lines are skipped, any other line
-// must be a session header or a Pi entry.
-func readEntryLines(r io.Reader) ([][]byte, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), sessiontree.MaxLineBytes)
-	var out [][]byte
-	n := 0
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		raw := bytes.Clone(line)
-		if _, err := pi.ParseHeader(raw); err != nil {
-			if _, err := pi.ParseEntry(raw); err != nil {
-				return nil, fmt.Errorf("line %d: %w", n, err)
-			}
-		}
-		if _, err := transcript.ParseEntry(raw); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
-		}
-		out = append(out, raw)
-	}
-	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		// The scanner stops at a line longer than its buffer, the store's limit.
-		return nil, fmt.Errorf("line %d: %w", n+1, segment.CheckEntrySize(sessiontree.MaxLineBytes+1))
-	}
-	return out, sc.Err()
 }
 
 // restoreTree rebuilds ref from the store into local files under root (written by
@@ -389,7 +263,7 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 		var at *string
 		if *leaf != "" {
 			if !slices.ContainsFunc(entries, func(e sessiontree.Entry) bool { return e.ID() == *leaf }) {
-				return &notFoundError{what: fmt.Sprintf("entry %q (--leaf)", *leaf)}
+				return notFound("entry %q (--leaf)", *leaf)
 			}
 			at = leaf
 		}
@@ -407,7 +281,7 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprintf(env.stderr, "skipped entry %s: %v\n", id, err)
 		})
 		if *leaf != "" && !sess.has(*leaf) {
-			return &notFoundError{what: fmt.Sprintf("entry %q (--leaf)", *leaf)}
+			return notFound("entry %q (--leaf)", *leaf)
 		}
 		return sess.writeContext(env.stdout, *leaf)
 	default:

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -25,14 +26,6 @@ Examples:
   transcript stats
   transcript stats --json --store 's3://transcripts?endpoint=127.0.0.1:9000&insecure=true'
 `
-
-// plural returns noun for one and noun+"s" for any other count.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return noun
-	}
-	return noun + "s"
-}
 
 // levelStats counts the segments of one level.
 type levelStats struct {
@@ -55,7 +48,7 @@ type storeStats struct {
 
 func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	fs, sf := newStoreFlagSet(env, "stats", statsUsage, true)
-	parallel := fs.Int("parallel", 4, "sessions read at once")
+	parallel := fs.Int("parallel", cmdcli.DefaultParallel, "sessions read at once")
 	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, nil)
 	if err != nil {
 		return err
@@ -126,7 +119,7 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	sort.Strings(levels)
 	for _, name := range levels {
 		l := st.PerLevel[name]
-		fmt.Fprintf(env.stdout, "  %-4s %6d %-8s %12d bytes\n", name, l.Segments, plural(l.Segments, "segment"), l.Bytes)
+		fmt.Fprintf(env.stdout, "  %-4s %6d %-8s %12d bytes\n", name, l.Segments, cmdcli.Plural(l.Segments, "segment"), l.Bytes)
 	}
 	return nil
 }

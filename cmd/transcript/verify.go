@@ -64,7 +64,7 @@ type sessionCheck struct {
 
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	fs, sf := newStoreFlagSet(env, "verify", verifyUsage, true)
-	parallel := fs.Int("parallel", 4, "sessions checked at once")
+	parallel := fs.Int("parallel", cmdcli.DefaultParallel, "sessions checked at once")
 	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, nil)
 	if err != nil {
 		return err
@@ -105,8 +105,9 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 				fmt.Fprintf(env.stdout, "%s: %s\n", p.Session, cmdcli.Escape(p.Problem))
 			}
 		}
-		fmt.Fprintf(env.stdout, "%d problems in %d segments of %d sessions (%d entries, not counting %d session headers)\n",
-			len(sum.Problems), sum.Segments, sum.Sessions, sum.Entries, sum.Headers)
+		fmt.Fprintf(env.stdout, "%s in %s of %s (%s, not counting %s)\n",
+			cmdcli.Count(len(sum.Problems), "problem"), cmdcli.Count(sum.Segments, "segment"), cmdcli.Count(sum.Sessions, "session"),
+			cmdcli.Count(sum.Entries, "entry"), cmdcli.Count(sum.Headers, "session header"))
 	}
 	if len(sum.Problems) > 0 {
 		return errProblems

@@ -1,5 +1,6 @@
 # Image of transcript-serve (serve-deployment.yaml). Build it from the repository root:
-#   docker build -f deploy/k8s/serve.Dockerfile -t ghcr.io/transcriptstore/transcript-serve .
+#   docker build -f deploy/k8s/serve.Dockerfile -t ghcr.io/transcriptstore/transcript-serve:0.1.0 .
+# (tag each build with its release, as serve-deployment.yaml names it: never :latest)
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -4,7 +4,7 @@
 #   deploy/minio/minio.sh install        build the pinned MinIO with `go install` (cached)
 #   deploy/minio/minio.sh start          start it on 127.0.0.1 with a temp data dir, wait until live
 #   deploy/minio/minio.sh stop           stop the server started by `start`
-#   deploy/minio/minio.sh env            print the export lines the tests read
+#   deploy/minio/minio.sh env            print the export lines the tests (and README.md) read
 #
 # Settings (environment): MINIO_PORT (default 9000), MINIO_CONSOLE_PORT (9001),
 # MINIO_ROOT_USER / MINIO_ROOT_PASSWORD (test defaults below), TRANSCRIPT_CACHE
@@ -82,6 +82,7 @@ stop() {
 }
 
 env_lines() {
+	echo "export MINIO_ENDPOINT=127.0.0.1:$PORT"
 	echo "export TRANSCRIPT_TEST_S3_ENDPOINT=127.0.0.1:$PORT"
 	echo "export AWS_ACCESS_KEY_ID=$MINIO_ROOT_USER"
 	echo "export AWS_SECRET_ACCESS_KEY=$MINIO_ROOT_PASSWORD"

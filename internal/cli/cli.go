@@ -1,12 +1,16 @@
-// Package cli is the command layer the project's three commands (transcript,
-// transcript-compact, transcript-bench) share: the store flags and
-// TRANSCRIPT_STORE, GNU-style flag parsing (pflag) with suggestions for mistyped
-// flags and commands, opening a store without creating anything for a command that
-// only reads, and one mapping from errors to exit codes:
+// Package cli is the command layer the project's four binaries (transcript,
+// transcript-compact, transcript-serve, transcript-bench) share: the store flags
+// and TRANSCRIPT_STORE, GNU-style flag parsing (pflag) with suggestions for
+// mistyped flags and commands, --help and --version on every command, opening a
+// store without creating anything for a command that only reads, what "not found"
+// means, and one mapping from errors to exit codes:
 //
-//	0  success, or help shown
+//	0  success, or help or the version shown (on stdout)
 //	1  failure, or problems found (a missing store, namespace or session says "not found")
 //	2  usage error (bad flag, bad value, bad store URL, unknown command)
+//
+// Results, help and the version go to stdout; errors, progress and diagnostics to
+// stderr.
 package cli
 
 import (
@@ -16,6 +20,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // UsageError marks a bad command line (exit code 2).
@@ -32,12 +38,14 @@ func Usagef(format string, args ...any) error {
 // printed (exit code 1, nothing more printed).
 var ErrProblems = errors.New("problems found")
 
-// ErrHelp reports that help was asked for and shown (exit code 0).
+// ErrHelp reports that help or the version was asked for and shown (exit code 0).
 var ErrHelp = pflag.ErrHelp
 
 // ExitCode returns the exit code for err and prints what the user needs to stderr:
 // the message of a failure, or of a usage error followed by "Run '<hint>' for usage.".
 // A message holding a character a terminal would act on is printed escaped (Escape).
+// A failure the bucket refused for the credentials (bucket.ErrAccessDenied) says
+// where credentials come from.
 func ExitCode(err error, stderr io.Writer, hint string) int {
 	var ue *UsageError
 	switch {
@@ -50,31 +58,47 @@ func ExitCode(err error, stderr io.Writer, hint string) int {
 		return 1
 	default:
 		fmt.Fprintf(stderr, "Error: %s\n", Escape(err.Error()))
+		if errors.Is(err, bucket.ErrAccessDenied) {
+			fmt.Fprintln(stderr, AccessDeniedHint)
+		}
 		return 1
 	}
 }
 
+// AccessDeniedHint follows an error the bucket refused for the credentials.
+const AccessDeniedHint = "Hint: the store refused these credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): check that they are right and that their policy allows this command (deploy/iam lists what each role may do)."
+
 // NewFlagSet returns a flag set named name whose help (-h, --help) prints usage,
-// trimmed, then "Flags:" and the flags, to w. Parse errors are returned, not
-// printed: Parse turns them into short usage errors.
-func NewFlagSet(name, usage string, w io.Writer) *pflag.FlagSet {
+// trimmed, then "Flags:" and the flags, to stdout, and whose --version prints
+// Version to stdout (Parse returns ErrHelp for both). Parse errors are returned,
+// not printed: Parse turns them into short usage errors.
+func NewFlagSet(name, usage string, stdout io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(w)
+	fs.SetOutput(stdout)
 	fs.SortFlags = false
 	fs.SetInterspersed(false) // flags precede file arguments
+	fs.Bool(VersionFlag, false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(w, "%s\n\nFlags:\n%s", strings.TrimSpace(usage), fs.FlagUsages())
+		fmt.Fprintf(stdout, "%s\n\nFlags:\n%s", strings.TrimSpace(usage), fs.FlagUsages())
 	}
 	return fs
 }
 
-// Parse parses args into fs. Help gives ErrHelp; a bad flag or value gives a
-// UsageError of one line, prefixed with the flag set's name, that names the
-// nearest known flag for a mistyped one ("unknown flag --sesion (did you mean
-// --session?)"), also for a Go-style single-dash long flag such as -session.
+// Parse parses args into fs. Help gives ErrHelp, and so does --version once it
+// printed the version; a bad flag or value gives a UsageError of one line,
+// prefixed with the flag set's name, that names the nearest known flag for a
+// mistyped one ("unknown flag --sesion (did you mean --session?)"), also for a
+// Go-style single-dash long flag such as -session.
 func Parse(fs *pflag.FlagSet, args []string) error {
 	err := fs.Parse(args)
-	if err == nil || errors.Is(err, pflag.ErrHelp) {
+	if err == nil {
+		if v, _ := fs.GetBool(VersionFlag); v {
+			fmt.Fprintln(fs.Output(), Version())
+			return ErrHelp
+		}
+		return nil
+	}
+	if errors.Is(err, pflag.ErrHelp) {
 		return err
 	}
 	msg := err.Error()
@@ -148,3 +172,25 @@ func NoArgs(fs *pflag.FlagSet) error {
 	}
 	return nil
 }
+
+// Count returns n and noun, in the plural unless n is 1: "1 session", "2 sessions".
+func Count(n int, noun string) string {
+	return fmt.Sprintf("%d %s", n, Plural(n, noun))
+}
+
+// Plural returns noun for 1 and its plural for any other count: noun+"s", or
+// "ies" for a final consonant and "y" ("entry", "entries").
+func Plural(n int, noun string) string {
+	switch {
+	case n == 1:
+		return noun
+	case len(noun) > 1 && noun[len(noun)-1] == 'y' && !strings.ContainsRune("aeiou", rune(noun[len(noun)-2])):
+		return noun[:len(noun)-1] + "ies"
+	default:
+		return noun + "s"
+	}
+}
+
+// DefaultParallel is the default of --parallel in every command that works on
+// several sessions at once.
+const DefaultParallel = 8

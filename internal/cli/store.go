@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
@@ -77,44 +78,58 @@ const (
 )
 
 // OpenStore opens the store at rawURL, bound to namespace ns. A malformed URL or an
-// unknown scheme is a usage error; with ReadOnly, a file store whose directory does
-// not exist is an error wrapping transcript.ErrNotFound that names the directory,
-// and nothing is created.
+// unknown scheme is a usage error. A store that does not exist (a file store's
+// directory, an S3 bucket) is an error wrapping transcript.ErrNotFound that names
+// it; with ReadOnly nothing is created (an S3 URL's create=true is ignored), with
+// ReadWrite a directory is created and a bucket when the URL says create=true (the
+// error for a missing bucket says so).
 func OpenStore(ctx context.Context, rawURL, ns string, access Access) (*transcript.Store, error) {
 	loc, err := bucketurl.Parse(rawURL)
 	if err != nil {
 		return nil, &UsageError{Msg: "--store: " + err.Error()}
 	}
-	if loc.Scheme == "s3" && access == ReadOnly && loc.S3.Create {
-		// create=true asks to make a missing bucket, which a command that only
-		// reads never does: a missing bucket is "not found".
-		b, err := s3bucket.New(ctx, withoutCreate(loc.S3))
-		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", bucketurl.Redact(rawURL), err)
+	redacted := bucketurl.Redact(rawURL)
+	var (
+		b      bucket.Bucket
+		prefix string
+	)
+	switch {
+	case loc.Scheme == "s3":
+		cfg := loc.S3
+		if access == ReadOnly {
+			// create=true asks to make a missing bucket, which a command that only
+			// reads never does: a missing bucket is "not found".
+			cfg.Create = false
 		}
-		return transcript.New(transcript.Config{Bucket: b, Prefix: loc.Prefix, Namespace: ns})
-	}
-	if loc.Scheme == "file" && access == ReadOnly {
+		sb, err := s3bucket.New(ctx, cfg)
+		switch {
+		case errors.Is(err, s3bucket.ErrNoBucket):
+			nf := &NotFoundError{What: fmt.Sprintf("store %s: bucket %q", redacted, cfg.Bucket)}
+			if access == ReadWrite {
+				nf.Hint = "add create=true to the store URL to make it"
+			}
+			return nil, nf
+		case err != nil:
+			return nil, fmt.Errorf("store %s: %w", redacted, err)
+		}
+		b, prefix = sb, loc.Prefix
+	case loc.Scheme == "file" && access == ReadOnly:
 		fi, err := os.Stat(loc.Dir)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			return nil, &StoreNotFoundError{URL: bucketurl.Redact(rawURL), Dir: loc.Dir}
+			return nil, &StoreNotFoundError{URL: redacted, Dir: loc.Dir}
 		case err != nil:
-			return nil, fmt.Errorf("store %s: %w", rawURL, err)
+			return nil, fmt.Errorf("store %s: %w", redacted, err)
 		case !fi.IsDir():
-			return nil, fmt.Errorf("store %s: %s is not a directory", rawURL, loc.Dir)
+			return nil, fmt.Errorf("store %s: %s is not a directory", redacted, loc.Dir)
+		}
+		fallthrough
+	default:
+		if b, prefix, err = bucketurl.Open(ctx, rawURL); err != nil {
+			return nil, err
 		}
 	}
-	b, prefix, err := bucketurl.Open(ctx, rawURL)
-	if err != nil {
-		return nil, err
-	}
 	return transcript.New(transcript.Config{Bucket: b, Prefix: prefix, Namespace: ns})
-}
-
-func withoutCreate(c s3bucket.Config) s3bucket.Config {
-	c.Create = false
-	return c
 }
 
 // StoreNotFoundError reports a file store whose directory does not exist; it wraps

@@ -207,8 +207,9 @@ func TestIsolation_CLI(t *testing.T) {
 		require.NotContains(t, m, tenantB, "restore --ns %s wrote %s", tenantA, m)
 	}
 	// append with --ns A lands in A, whatever the session id claims.
+	header, _ := json.Marshal(map[string]any{"type": "session", "version": 3, "id": "appended-session", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"})
 	entry, _ := json.Marshal(map[string]any{"type": "custom", "id": "appended", "parentId": nil, "customType": "x"})
-	out, code = run(string(entry)+"\n", "append", "--store", store, "--ns", tenantA, "--agent", "agent", "--session", "only-"+tenantB)
+	out, code = run(string(header)+"\n"+string(entry)+"\n", "append", "--store", store, "--ns", tenantA, "--agent", "agent", "--session", "only-"+tenantB)
 	require.Equal(t, 0, code, out)
 	// The compaction job bound to A compacts A and leaves B alone.
 	job := exec.Command(buildCmd(t, "transcript-compact"), "--store", store, "--ns", tenantA, "--min-segments", "2", "--delete-delay", "0", "--json")

@@ -1,4 +1,4 @@
-// Runs the adapter's tests against a real transcript serve on MinIO: builds the Go
+// Runs the adapter's tests against a real transcript-serve on MinIO: builds the Go
 // server from this repository, starts it on a fresh bucket of the MinIO named by
 // TRANSCRIPT_TEST_S3_ENDPOINT (credentials AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY),
 // mints tokens for two owners, runs node --test on the compiled tests, and stops

@@ -1,12 +1,14 @@
-// Pi's session storage port over the transcript serve HTTP API.
+// Pi's session storage port over the transcript-serve HTTP API.
 //
 // HttpSessionStorage implements Pi's SessionStorage for one session: reads are
 // answered from a cache of the session's entries (Pi's own InMemorySessionStorage,
 // filled from the server when the session is opened), every append is sent to the
 // server with the head this client last saw as expectedHead, and enters the cache
 // only once the server committed it. HttpSessionRepo implements Pi's SessionRepo.
-// Requests that fail on the network are retried: appends are idempotent by entry
-// id, so a retry of an append whose response was lost commits nothing twice.
+// Requests that fail on the network, or that the server answers 503 (the bucket is
+// unreachable; after its Retry-After) or 408 (the body came too late), are retried:
+// appends are idempotent by entry id, so a retry of an append whose response was
+// lost commits nothing twice.
 import {
 	InMemorySessionStorage,
 	Session,
@@ -22,7 +24,7 @@ import {
 	uuidv7,
 } from "@earendil-works/pi-agent-core";
 
-/** Metadata of a session kept by transcript serve. */
+/** Metadata of a session kept by transcript-serve. */
 export interface HttpSessionMetadata extends SessionMetadata {
 	/** Working directory recorded at creation ("" if none). */
 	cwd: string;
@@ -46,22 +48,33 @@ export interface HttpClientOptions {
 	token: string | (() => string | Promise<string>);
 	/** fetch implementation (default: the global fetch). */
 	fetch?: typeof fetch;
-	/** How many times a request that failed on the network is retried (default 3). */
+	/**
+	 * How many times a request is retried (default 3) when it failed on the
+	 * network, or the server answered 503 (the bucket is unreachable: after its
+	 * Retry-After) or 408 (the body did not arrive in time). Retries are safe:
+	 * appends are idempotent by entry id, and a create retried with its id and
+	 * fields answers the session it created.
+	 */
 	retries?: number;
+	/** The longest Retry-After honoured, in milliseconds (default 30000). */
+	maxRetryAfterMs?: number;
 	/** Entries read per page when a session is opened (default: the server's cap). */
 	pageSize?: number;
 }
 
-/** A conflict: another writer committed first (stale_head) or an entry id exists with other bytes. */
+/** A conflict: another writer committed first (stale_head), an entry id exists with other bytes (entry_conflict), or a create found the id taken with other fields (exists). */
 export class HttpConflictError extends SessionError {
 	/** The committed head, for a stale_head conflict. */
 	readonly head: string | null | undefined;
-	/** The server's reason: "stale_head" or "entry_conflict". */
+	/** The server's reason: "stale_head", "entry_conflict" or "exists". */
 	readonly reason: string;
-	constructor(reason: string, message: string, head: string | null | undefined) {
+	/** The entry at fault, for entry_conflict. */
+	readonly entryId: string | undefined;
+	constructor(reason: string, message: string, head: string | null | undefined, entryId?: string) {
 		super("storage", message);
 		this.reason = reason;
 		this.head = head;
+		this.entryId = entryId;
 	}
 }
 
@@ -75,8 +88,9 @@ interface ServerMetadata {
 	entryCount: number;
 }
 
+/** The server's error envelope (openapi.yaml, Error). */
 interface ErrorBody {
-	error?: { code?: string; message?: string; head?: string | null };
+	error?: { code?: string; message?: string; head?: string | null; field?: string; entryId?: string; refersTo?: string; index?: number };
 }
 
 interface Response<T> {
@@ -84,20 +98,29 @@ interface Response<T> {
 	body: T;
 }
 
+/** Statuses a request is retried on: the bucket was unreachable, or the body came too late. */
+const retriedStatuses = new Set([408, 503]);
+
 /** The HTTP client of the API. */
 class Api {
 	private readonly fetch: typeof fetch;
 	private readonly retries: number;
+	private readonly maxRetryAfterMs: number;
 	constructor(private readonly opts: HttpClientOptions) {
 		this.fetch = opts.fetch ?? globalThis.fetch;
 		this.retries = opts.retries ?? 3;
+		this.maxRetryAfterMs = opts.maxRetryAfterMs ?? 30_000;
 	}
 
 	get pageSize(): number | undefined {
 		return this.opts.pageSize;
 	}
 
-	/** Sends a request, retrying network failures; returns status and JSON body. */
+	/**
+	 * Sends a request, retrying network failures, 503 (after Retry-After) and 408;
+	 * returns the status and the JSON body (undefined for none, or for a body that
+	 * is not JSON, such as a proxy's error page).
+	 */
 	async request<T>(method: string, path: string, body?: unknown): Promise<Response<T> & { attempts: number }> {
 		const url = this.opts.baseUrl.replace(/\/+$/, "") + path;
 		let lastError: unknown;
@@ -118,10 +141,31 @@ class Api {
 				continue;
 			}
 			const text = await res.text();
-			return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T, attempts: attempt + 1 };
+			const out = { status: res.status, body: parseJSON(text) as T, attempts: attempt + 1 };
+			if (!retriedStatuses.has(res.status) || attempt === this.retries) return out;
+			await sleep(res.status === 503 ? this.retryAfterMs(res.headers.get("Retry-After")) : 0);
 		}
 		throw new SessionError("storage", `${method} ${path}: ${String(lastError)}`, lastError instanceof Error ? lastError : undefined);
 	}
+
+	/** The wait a Retry-After header asks for (seconds; 1 s when absent or not a number), capped. */
+	private retryAfterMs(header: string | null): number {
+		const seconds = header === null ? NaN : Number(header);
+		return Math.min(Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 1000, this.maxRetryAfterMs);
+	}
+}
+
+function parseJSON(text: string): unknown {
+	if (!text) return undefined;
+	try {
+		return JSON.parse(text);
+	} catch {
+		return undefined;
+	}
+}
+
+function sleep(ms: number): Promise<void> {
+	return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Maps an error response to Pi's SessionError. */
@@ -134,7 +178,8 @@ function toSessionError(what: string, res: Response<unknown>): SessionError {
 			return new SessionError("not_found", message);
 		case "stale_head":
 		case "entry_conflict":
-			return new HttpConflictError(reason, message, e?.head);
+		case "exists":
+			return new HttpConflictError(reason, message, e?.head, e?.entryId);
 		case "invalid_entry":
 		case "unknown_parent":
 			return new SessionError("invalid_entry", message);
@@ -143,6 +188,9 @@ function toSessionError(what: string, res: Response<unknown>): SessionError {
 		case "invalid_session":
 			return new SessionError("invalid_session", message);
 		default:
+			// unavailable and request_timeout after the retries, timeout, storage,
+			// unauthorized, and the request errors (invalid_request, too_large,
+			// unsupported_media_type, unknown_route, method_not_allowed).
 			return new SessionError("storage", message);
 	}
 }
@@ -163,7 +211,7 @@ function randomEntryId(): string {
 	return crypto.randomUUID().replaceAll("-", "").slice(-8);
 }
 
-/** Pi's SessionStorage for one session kept by transcript serve. */
+/** Pi's SessionStorage for one session kept by transcript-serve. */
 export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 	private cache: InMemorySessionStorage;
 	private head: string | null;
@@ -306,7 +354,7 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 	}
 }
 
-/** Pi's SessionRepo over transcript serve: the sessions of the token's owner. */
+/** Pi's SessionRepo over transcript-serve: the sessions of the token's owner. */
 export class HttpSessionRepo implements SessionRepo<HttpSessionMetadata, HttpSessionCreateOptions> {
 	private readonly api: Api;
 	constructor(options: HttpClientOptions) {

@@ -67,7 +67,7 @@ const assistant = (text: string) =>
 		timestamp: 2,
 	}) as any;
 
-test("Pi's Session on transcript serve builds what it builds in memory", async () => {
+test("Pi's Session on transcript-serve builds what it builds in memory", async () => {
 	const memRepo = new InMemorySessionRepo();
 	const repo = new HttpSessionRepo(alice);
 	const mem = await memRepo.create({});
@@ -226,4 +226,42 @@ test("another owner's session is not found", async () => {
 	const forged = new HttpSessionRepo({ baseUrl, token: "e30.e30.forged" });
 	await assert.rejects(forged.list(), (e: SessionError) => e.code === "storage" && /401/.test(e.message));
 	await repo.delete(meta);
+});
+
+test("503 and 408 are retried (after Retry-After); what stays unavailable is a storage error", async () => {
+	const statuses: number[] = [];
+	let failures = 2;
+	const flaky: typeof fetch = async (input, init) => {
+		if (init?.method === "POST" && String(input).endsWith("/entries") && failures > 0) {
+			const status = failures-- === 2 ? 503 : 408;
+			statuses.push(status);
+			const code = status === 503 ? "unavailable" : "request_timeout";
+			return new Response(JSON.stringify({ error: { code, message: "try again" } }), {
+				status,
+				headers: { "Content-Type": "application/json", "Retry-After": "0" },
+			});
+		}
+		return fetch(input, init);
+	};
+	const repo = new HttpSessionRepo({ ...alice, fetch: flaky });
+	const s = await repo.create({});
+	await s.appendMessage(user("after two retries"));
+	assert.deepEqual(statuses, [503, 408]);
+	assert.equal((await s.getEntries()).length, 1);
+
+	const down: typeof fetch = async () =>
+		new Response("<html>bad gateway</html>", { status: 503, headers: { "Content-Type": "text/html", "Retry-After": "0" } });
+	const unreachable = new HttpSessionRepo({ ...alice, fetch: down, retries: 1 });
+	await assert.rejects(unreachable.list(), (e: SessionError) => e.code === "storage" && /503/.test(e.message));
+	await repo.delete(await s.getMetadata());
+});
+
+test("a create of an existing id with other fields is a conflict", async () => {
+	const repo = new HttpSessionRepo(alice);
+	const id = `taken-${Date.now()}`;
+	const s = await repo.create({ id, cwd: "/one" });
+	await assert.rejects(repo.create({ id, cwd: "/two" }), (e: unknown) => e instanceof HttpConflictError && e.reason === "exists");
+	const again = await repo.create({ id, cwd: "/one" });
+	assert.equal((await again.getMetadata()).id, id);
+	await repo.delete(await s.getMetadata());
 });

@@ -94,6 +94,10 @@ func New(ctx context.Context, cfg Config) (*Bucket, error) {
 	return b, nil
 }
 
+// ErrNoBucket is returned (wrapped) by New when the bucket does not exist and
+// Config.Create is not set.
+var ErrNoBucket = errors.New("bucket does not exist")
+
 func (b *Bucket) ensureBucket(ctx context.Context) error {
 	ctx, cancel := b.timeout(ctx)
 	defer cancel()
@@ -115,16 +119,16 @@ func (b *Bucket) ensureBucket(ctx context.Context) error {
 		if gerr == nil {
 			return nil
 		}
-		return gerr
+		return classify(ctx, gerr)
 	}
 	if err != nil {
-		return err
+		return classify(ctx, err)
 	}
 	if ok {
 		return nil
 	}
 	if !b.cfg.Create {
-		return errors.New("bucket does not exist (set create to make it)")
+		return ErrNoBucket
 	}
 	err = b.client.MakeBucket(ctx, b.cfg.Bucket, minio.MakeBucketOptions{Region: b.cfg.Region})
 	if code := minio.ToErrorResponse(err).Code; code == "BucketAlreadyOwnedByYou" {

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// NotFoundError says that something a command was asked for does not exist: a
+// store, a namespace, an agent, a session, an outbox. It wraps
+// transcript.ErrNotFound; the exit code is 1 in every binary.
+type NotFoundError struct {
+	// What names it, e.g. `namespace "acme"`.
+	What string
+	// Hint, if set, says what to do instead.
+	Hint string
+}
+
+func (e *NotFoundError) Error() string {
+	if e.Hint == "" {
+		return e.What + ": not found"
+	}
+	return e.What + ": not found (" + e.Hint + ")"
+}
+
+// Unwrap returns transcript.ErrNotFound.
+func (e *NotFoundError) Unwrap() error { return transcript.ErrNotFound }
+
+// maxNamedNamespaces bounds the namespaces a "not found" hint names.
+const maxNamedNamespaces = 5
+
+// NamespaceNotFound is the error for namespace ns that the store does not hold.
+// all is the store unbound to a namespace; its other namespaces are named (up to
+// a few) so that the hint says which --ns to give. A store whose namespaces cannot
+// be listed (a role limited to one namespace) gets no hint.
+func NamespaceNotFound(ctx context.Context, all *transcript.Store, ns string) error {
+	nf := &NotFoundError{What: fmt.Sprintf("namespace %q", ns)}
+	nss, err := all.ListNamespaces(ctx)
+	if err != nil {
+		return nf
+	}
+	nss = slices.DeleteFunc(nss, func(n string) bool { return n == ns })
+	switch {
+	case len(nss) == 0:
+		nf.Hint = "the store is empty"
+	case len(nss) == 1:
+		nf.Hint = fmt.Sprintf("the store has one other namespace: --ns %s", Escape(nss[0]))
+	default:
+		named := make([]string, 0, maxNamedNamespaces)
+		for _, n := range nss[:min(len(nss), maxNamedNamespaces)] {
+			named = append(named, Escape(n))
+		}
+		more := ""
+		if len(nss) > maxNamedNamespaces {
+			more = fmt.Sprintf(" and %d more", len(nss)-maxNamedNamespaces)
+		}
+		nf.Hint = fmt.Sprintf("the store has %d other namespaces: %s%s; choose one with --ns", len(nss), strings.Join(named, ", "), more)
+	}
+	return nf
+}
+
+// CheckSelection checks that what f selects exists in the store (unbound to a
+// namespace): --ns when set, --agent in it, --session of that agent. The first
+// that does not exist gives a NotFoundError; --agent or --session without --ns
+// are looked for in every namespace. It reads listings only.
+func (f *StoreFlags) CheckSelection(ctx context.Context, all *transcript.Store) error {
+	namespaces := []string{f.Namespace}
+	nss, err := all.ListNamespaces(ctx)
+	if err != nil {
+		return err
+	}
+	if f.Namespace == "" {
+		namespaces = nss
+	} else if !slices.Contains(nss, f.Namespace) {
+		return NamespaceNotFound(ctx, all, f.Namespace)
+	}
+	if f.Agent == "" && f.Session == "" {
+		return nil
+	}
+	for _, ns := range namespaces {
+		agents, err := all.ListAgents(ctx, ns)
+		if err != nil {
+			return err
+		}
+		for _, agent := range agents {
+			if f.Agent != "" && agent != f.Agent {
+				continue
+			}
+			if f.Session == "" {
+				return nil
+			}
+			sessions, err := all.ListSessions(ctx, ns, agent)
+			if err != nil {
+				return err
+			}
+			if slices.Contains(sessions, f.Session) {
+				return nil
+			}
+		}
+	}
+	return f.SelectionNotFound()
+}
+
+// SelectionNotFound is the NotFoundError for an agent or session of the
+// selection that no namespace searched holds.
+func (f *StoreFlags) SelectionNotFound() error {
+	in := "any namespace"
+	if f.Namespace != "" {
+		in = fmt.Sprintf("namespace %q", f.Namespace)
+	}
+	switch {
+	case f.Session != "" && f.Agent != "" && f.Namespace != "":
+		ref := transcript.TranscriptRef{Namespace: f.Namespace, AgentID: f.Agent, SessionID: f.Session}
+		return &NotFoundError{What: "session " + ref.Norm().String()}
+	case f.Session != "" && f.Agent != "":
+		return &NotFoundError{What: fmt.Sprintf("session %q of agent %q in %s", f.Session, f.Agent, in)}
+	case f.Session != "":
+		return &NotFoundError{What: fmt.Sprintf("session %q in %s", f.Session, in)}
+	default:
+		return &NotFoundError{What: fmt.Sprintf("agent %q in %s", f.Agent, in)}
+	}
+}

@@ -10,12 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 var benchBucketSeq atomic.Int64
@@ -48,7 +48,7 @@ func testBackends() map[string]func(t *testing.T) bucket.Bucket {
 			return b
 		},
 		"minio": func(t *testing.T) bucket.Bucket {
-			endpoint, access, secret := storetest.S3Endpoint(t)
+			endpoint, access, secret := s3test.S3Endpoint(t)
 			b, err := s3bucket.New(context.Background(), s3bucket.Config{
 				Endpoint: endpoint, AccessKey: access, SecretKey: secret, Insecure: true, Create: true,
 				Bucket: fmt.Sprintf("transcript-store-%d-%d", os.Getpid(), benchBucketSeq.Add(1)),

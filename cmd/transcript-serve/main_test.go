@@ -21,7 +21,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/transcriptstore/transcript/internal/s3test"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 const testKey = "0123456789abcdef0123456789abcdef-cmd-test"
@@ -46,7 +45,7 @@ func TestMain(m *testing.M) {
 // minioURL creates a bucket on the test MinIO and returns its store URL.
 func minioURL(t *testing.T) string {
 	b := s3test.NewS3Bucket(t, "serve-cmd-")
-	endpoint, _, _ := storetest.S3Endpoint(t)
+	endpoint, _, _ := s3test.S3Endpoint(t)
 	return fmt.Sprintf("s3://%s/sessions?endpoint=%s&insecure=true&region=us-east-1", b.Name(), endpoint)
 }
 

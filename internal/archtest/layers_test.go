@@ -28,14 +28,14 @@ var allowed = []struct {
 	// The reliability suite tests everything from outside, like a command.
 	{"internal/reliability", []string{""}},
 	{"internal/churntest", []string{"transcript"}},
-	{"internal/s3test", []string{"transcript"}},
+	{"internal/s3test", []string{"transcript", "internal/rclone"}},
 	// server is the HTTP API over repository, used by commands.
 	{"server", []string{"repository", "sessiontree", "mirror", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"repository", []string{"sessiontree", "mirror", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"sessiontree", []string{"mirror", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"mirror", []string{"transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"transcript/bucketurl", []string{"transcript/bucket", "internal/fsutil"}},
-	{"transcript/storetest", []string{"transcript/bucket", "segment", "internal/fsutil", "internal/jsonscan"}},
+	{"transcript/bucket/buckettest", []string{"transcript/bucket"}},
 	{"transcript/bucket/faultbucket", []string{"transcript/bucket"}},
 	{"transcript/bucket", []string{"transcript/bucket", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"transcript", []string{"pi", "transcript/bucket", "segment", "internal/fsutil", "internal/jsonscan"}},
@@ -43,6 +43,7 @@ var allowed = []struct {
 	{"segment", nil},
 	{"internal/fsutil", nil},
 	{"internal/jsonscan", nil},
+	{"internal/rclone", nil},
 	{"internal/archtest", nil},
 }
 

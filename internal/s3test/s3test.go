@@ -1,6 +1,8 @@
-// Package s3test gives tests a fresh bucket on the S3 test server. It lives
-// outside transcript/ because it uses minio-go directly (to remove the bucket),
-// which only the S3 backend may do there.
+// Package s3test is test support for the S3 tests of every package: the S3 test
+// server named by the environment (S3Endpoint), fresh buckets on it (NewS3Bucket),
+// and rclone against it (Rclone). Only tests import it. It lives outside
+// transcript/ because it uses minio-go directly (to remove a bucket), which only the
+// S3 backend may do there.
 package s3test
 
 import (
@@ -13,15 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // NewS3Bucket creates a bucket named namePrefix plus a random suffix on the S3 test
-// server (see storetest.S3Endpoint: it fails under CI=true when none is configured, and
+// server (see S3Endpoint: it fails under CI=true when none is configured, and
 // skips otherwise) and removes the bucket and its objects when the test ends.
 func NewS3Bucket(t testing.TB, namePrefix string) *s3bucket.Bucket {
 	t.Helper()
-	endpoint, access, secret := storetest.S3Endpoint(t)
+	endpoint, access, secret := S3Endpoint(t)
 	suffix := make([]byte, 6)
 	_, _ = rand.Read(suffix)
 	b, err := s3bucket.New(t.Context(), s3bucket.Config{

@@ -3,7 +3,7 @@
 //
 // Backends live in their own packages (membucket, filebucket, s3bucket) and import this
 // one, never the reverse. Every backend passes the conformance suite in
-// transcript/storetest.
+// transcript/bucket/buckettest.
 //
 // Consistency: the store assumes strong read-after-write and list-after-write
 // consistency, as MinIO and AWS S3 provide today.

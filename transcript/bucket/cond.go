@@ -34,7 +34,7 @@ func (c Cond) Validate() error {
 // store does not need it (segments are create-only); a small mutable object such as
 // a session's head pointer does.
 //
-// The contract, checked by the conformance suite in transcript/storetest:
+// The contract, checked by the conformance suite in transcript/bucket/buckettest:
 //   - GetWithETag returns the whole object and the ETag of exactly those bytes; a
 //     missing key gives an error wrapping ErrNotFound. It is meant for small objects.
 //   - PutIf writes the object atomically (readers see the old or the new bytes,

@@ -11,14 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/buckettest"
 	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // The wrapper without faults is a conforming bucket.
 func TestBucket_Conformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) bucket.Bucket { return faultbucket.Wrap(membucket.New()) })
+	buckettest.Run(t, func(t *testing.T) bucket.Bucket { return faultbucket.Wrap(membucket.New()) })
 }
 
 func put(ctx context.Context, b bucket.Bucket, key, data string) error {

@@ -10,9 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/buckettest"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -23,12 +24,12 @@ func TestMain(m *testing.M) {
 // everything in it, when the test ends.
 func newTestBucket(t *testing.T) *s3bucket.Bucket {
 	t.Helper()
-	endpoint, access, secret := storetest.S3Endpoint(t)
+	endpoint, access, secret := s3test.S3Endpoint(t)
 	suffix := make([]byte, 6)
 	_, _ = rand.Read(suffix)
 	b, err := s3bucket.New(t.Context(), s3bucket.Config{
 		Endpoint:  endpoint,
-		Bucket:    "storetest-" + hex.EncodeToString(suffix),
+		Bucket:    "buckettest-" + hex.EncodeToString(suffix),
 		Region:    "us-east-1",
 		AccessKey: access,
 		SecretKey: secret,
@@ -54,6 +55,6 @@ func newTestBucket(t *testing.T) *s3bucket.Bucket {
 func TestBucket_Conformance(t *testing.T) {
 	// MinIO, unlike AWS S3, cannot list both "a/b" and "a/b/c": it stores objects
 	// as directories, as a file system would.
-	opts := storetest.Options{FileDirConflict: true}
-	storetest.RunWithOptions(t, opts, func(t *testing.T) bucket.Bucket { return newTestBucket(t) })
+	opts := buckettest.Options{FileDirConflict: true}
+	buckettest.RunWithOptions(t, opts, func(t *testing.T) bucket.Bucket { return newTestBucket(t) })
 }

@@ -1,4 +1,4 @@
-package storetest
+package s3test
 
 import (
 	"os"

@@ -1,15 +1,16 @@
-// Package storetest is the conformance suite every bucket.Bucket backend runs.
+// Package buckettest is the conformance suite every bucket.Bucket backend, and every
+// wrapper of one, runs. Only tests import it.
 //
 // A backend's test calls Run with a constructor that returns a fresh, empty bucket for
 // each subtest:
 //
 //	func TestBucket_Conformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) bucket.Bucket { return membucket.New() })
+//		buckettest.Run(t, func(t *testing.T) bucket.Bucket { return membucket.New() })
 //	}
 //
 // The suite lives in a non-test file so that every backend, and every wrapper around
 // one (prefixing, metrics, fault injection), runs the same cases.
-package storetest
+package buckettest
 
 import (
 	"bytes"
@@ -135,7 +136,7 @@ func sum(data []byte) string {
 }
 
 // ErrInjected is the error a FailingReader returns.
-var ErrInjected = errors.New("storetest: injected read failure")
+var ErrInjected = errors.New("buckettest: injected read failure")
 
 // FailingReader returns a reader that yields the first n bytes of data and then fails
 // with ErrInjected, to simulate a source that breaks half way through an upload.

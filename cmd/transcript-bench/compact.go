@@ -91,7 +91,7 @@ func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 		if err := e.bucket.Put(ctx, e.key("raw", "compact", sid), bytes.NewReader(buf.Bytes()), int64(buf.Len()), bucket.PutOptions{}); err != nil {
 			return err
 		}
-		return deleteKeys(ctx, e.bucket, keys)
+		return bucket.DeleteInBatches(ctx, e.bucket, keys)
 	})
 	if err != nil {
 		return res, fmt.Errorf("floor: %w", err)
@@ -177,18 +177,4 @@ func copySessions(ctx context.Context, b bucket.Bucket, sids []string, from, to 
 		}
 	}
 	return n.Load(), g.Wait()
-}
-
-// deleteKeys deletes keys with batch requests where the bucket has them (as
-// compaction does), one by one otherwise.
-func deleteKeys(ctx context.Context, b bucket.Bucket, keys []string) error {
-	if bd, ok := b.(bucket.BatchDeleter); ok {
-		return bucket.DeleteInBatches(ctx, bd, keys)
-	}
-	for _, k := range keys {
-		if err := b.Delete(ctx, k); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -69,6 +69,10 @@ func RunWithOptions(t *testing.T, opts Options, newBucket func(t *testing.T) buc
 		{"ConcurrentSameKey", s.concurrentSameKey},
 		{"BatchDelete", s.batchDelete},
 		{"ReadRange", s.readRange},
+		{"ReadRangePastEnd", s.readRangePastEnd},
+		{"Replace", s.replaceObject},
+		{"ReplaceAtomic", s.replaceAtomic},
+		{"Clock", s.clock},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

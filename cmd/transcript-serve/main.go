@@ -31,9 +31,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/server"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/metricbucket"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
@@ -178,12 +181,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	store, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
+	// The bucket's requests, failures and latency are served on /metrics with the
+	// server's own.
+	reg := prometheus.NewRegistry()
+	bm, err := metricbucket.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	loc, err := bucketurl.Parse(f.store)
+	if err != nil {
+		return err
+	}
+	store, err := transcript.New(transcript.Config{Bucket: bm.Wrap(b, loc.Scheme), Prefix: prefix})
 	if err != nil {
 		return err
 	}
 	srv, err := server.New(server.Config{
-		Store: store, Auth: auth, Logger: log, AgentID: f.agent,
+		Store: store, Auth: auth, Logger: log, AgentID: f.agent, Registry: reg,
 		RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody,
 	})
 	if err != nil {

@@ -37,6 +37,7 @@ var allowed = []struct {
 	{"transcript/bucketurl", []string{"transcript/bucket", "internal/fsutil"}},
 	{"transcript/bucket/buckettest", []string{"transcript/bucket"}},
 	{"transcript/bucket/faultbucket", []string{"transcript/bucket"}},
+	{"transcript/bucket/metricbucket", []string{"transcript/bucket"}},
 	{"transcript/bucket", []string{"transcript/bucket", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"transcript", []string{"pi", "transcript/bucket", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"pi", []string{"internal/jsonscan"}},

@@ -1,10 +1,7 @@
 package archtest_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -118,16 +115,8 @@ func TestTableFollowsDesign(t *testing.T) {
 }
 
 func TestLayers(t *testing.T) {
-	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", module+"...").Output()
-	require.NoError(t, err)
-	dec := json.NewDecoder(bytes.NewReader(out))
 	checked := 0
-	for dec.More() {
-		var p struct {
-			ImportPath string
-			Imports    []string
-		}
-		require.NoError(t, dec.Decode(&p))
+	for _, p := range goList(t, "ImportPath,Imports", module+"...") {
 		rel := strings.TrimPrefix(p.ImportPath, module)
 		var rule []string
 		found := false

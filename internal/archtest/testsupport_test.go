@@ -38,19 +38,8 @@ func isTestOnly(pkg string) bool {
 // TestCommandsLinkNoTestSupport checks `go list -deps` of every command: test
 // support lives in packages only tests import, so the binaries link none of it.
 func TestCommandsLinkNoTestSupport(t *testing.T) {
-	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", module+"cmd/...")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "go list: %s", stderr.String())
-	dec := json.NewDecoder(bytes.NewReader(out))
 	commands := 0
-	for dec.More() {
-		var p struct {
-			ImportPath string
-			Deps       []string
-		}
-		require.NoError(t, dec.Decode(&p))
+	for _, p := range goList(t, "ImportPath,Deps", module+"cmd/...") {
 		commands++
 		require.Greater(t, len(p.Deps), 10, "%s: no dependencies listed", p.ImportPath)
 		for _, dep := range p.Deps {
@@ -58,6 +47,30 @@ func TestCommandsLinkNoTestSupport(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, commands, 4, "too few commands listed")
+}
+
+// listedPackage is a package as `go list -json` describes it.
+type listedPackage struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// goList runs `go list -json=fields` on patterns.
+func goList(t *testing.T, fields string, patterns ...string) []listedPackage {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-json=" + fields}, patterns...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list: %s", stderr.String())
+	var pkgs []listedPackage
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p listedPackage
+		require.NoError(t, dec.Decode(&p))
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
 }
 
 // The rule names what it means to: a check that cannot fail checks nothing.

@@ -253,18 +253,6 @@ func (b *Bucket) addBytes(n int64) {
 	b.counts.BytesUp += n
 }
 
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // Get implements bucket.Reader.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
 	if err := b.before(ctx, OpGet, key); err != nil {
@@ -300,9 +288,9 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64, o
 	if err := b.before(ctx, OpPut, key); err != nil {
 		return err
 	}
-	cr := &countingReader{r: r}
+	cr := &bucket.CountingReader{R: r}
 	err := b.inner.Put(ctx, key, cr, size, opts)
-	b.addBytes(cr.n)
+	b.addBytes(cr.N)
 	return b.after(OpPut, key, err)
 }
 
@@ -319,8 +307,8 @@ func (b *Bucket) Replace(ctx context.Context, key string, r io.Reader, size int6
 	if err := b.before(ctx, OpReplace, key); err != nil {
 		return err
 	}
-	cr := &countingReader{r: r}
+	cr := &bucket.CountingReader{R: r}
 	err := b.inner.Replace(ctx, key, cr, size, opts)
-	b.addBytes(cr.n)
+	b.addBytes(cr.N)
 	return b.after(OpReplace, key, err)
 }

@@ -37,9 +37,9 @@ func (b *Bucket) PutIf(ctx context.Context, key string, r io.Reader, size int64,
 	if err := b.before(ctx, OpPut, key); err != nil {
 		return "", err
 	}
-	cr := &countingReader{r: r}
+	cr := &bucket.CountingReader{R: r}
 	etag, err := b.inner.PutIf(ctx, key, cr, size, cond)
-	b.addBytes(cr.n)
+	b.addBytes(cr.N)
 	if err = b.after(OpPut, key, err); err != nil {
 		return "", err
 	}

@@ -97,25 +97,25 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions, fn func(buck
 // Put implements bucket.Bucket.
 func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions) error {
 	c := b.begin(OpPut)
-	cr := &countingReader{r: r}
+	cr := &bucket.CountingReader{R: r}
 	err := b.inner.Put(ctx, key, cr, size, opts)
-	return c.end(err, cr.n)
+	return c.end(err, cr.N)
 }
 
 // PutIf implements bucket.Conditional.
 func (b *Bucket) PutIf(ctx context.Context, key string, r io.Reader, size int64, cond bucket.Cond) (string, error) {
 	c := b.begin(OpPutIf)
-	cr := &countingReader{r: r}
+	cr := &bucket.CountingReader{R: r}
 	etag, err := b.inner.PutIf(ctx, key, cr, size, cond)
-	return etag, c.end(err, cr.n)
+	return etag, c.end(err, cr.N)
 }
 
 // Replace implements bucket.Replacer.
 func (b *Bucket) Replace(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions) error {
 	c := b.begin(OpReplace)
-	cr := &countingReader{r: r}
+	cr := &bucket.CountingReader{R: r}
 	err := b.inner.Replace(ctx, key, cr, size, opts)
-	return c.end(err, cr.n)
+	return c.end(err, cr.N)
 }
 
 // Delete implements bucket.Bucket.
@@ -132,15 +132,3 @@ func (b *Bucket) DeleteBatch(ctx context.Context, keys []string) error {
 
 // Now implements bucket.Clock with the inner bucket's clock (not measured).
 func (b *Bucket) Now(ctx context.Context) (time.Time, error) { return b.inner.Now(ctx) }
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}

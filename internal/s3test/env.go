@@ -3,6 +3,8 @@ package s3test
 import (
 	"os"
 	"testing"
+
+	"github.com/transcriptstore/transcript/transcript/bucket/buckettest"
 )
 
 // Environment variables read by the endpoints of the engines.
@@ -29,19 +31,27 @@ type Engine struct {
 	Env string
 	// Start is the command that starts a local one and prints its Env line.
 	Start string
+	// Conformance are the limits of the engine the conformance suite allows for.
+	Conformance buckettest.Options
 }
 
 // MinIO is the test engine every S3 test runs against.
 func MinIO() Engine {
 	return Engine{Name: "minio", Env: EnvS3Endpoint,
-		Start: `bash deploy/minio/minio.sh start && eval "$(bash deploy/minio/minio.sh env)"`}
+		Start: `bash deploy/minio/minio.sh start && eval "$(bash deploy/minio/minio.sh env)"`,
+		// MinIO, unlike AWS S3, cannot hold both "a/b" and "a/b/c": it stores
+		// objects as files in directories, as a file system would.
+		Conformance: buckettest.Options{FileDirConflict: true}}
 }
 
 // SeaweedFS is the second engine: the conformance suite, strict mode and the
 // concurrent-writer suites run against it too.
 func SeaweedFS() Engine {
 	return Engine{Name: "seaweedfs", Env: EnvSeaweedFSEndpoint,
-		Start: `bash deploy/seaweedfs/seaweedfs.sh start && eval "$(bash deploy/seaweedfs/seaweedfs.sh env)"`}
+		Start: `bash deploy/seaweedfs/seaweedfs.sh start && eval "$(bash deploy/seaweedfs/seaweedfs.sh env)"`,
+		// SeaweedFS keeps objects in directories too, and removes a directory its
+		// last object left empty minutes later (TestSeaweedFS_EmptiedPrefixLingers).
+		Conformance: buckettest.Options{FileDirConflict: true, StaleEmptyPrefixes: true}}
 }
 
 // Engines returns every engine, MinIO first.

@@ -3,6 +3,7 @@ package buckettest
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,8 +116,11 @@ func (s suite) deleteVisibility(t *testing.T, b bucket.Bucket) {
 	require.NoError(t, b.Delete(t.Context(), "d/sub/three"))
 	requireAbsent(t, b, "d/sub/three")
 	require.Equal(t, []string{"d/two"}, list(t, b, bucket.ListOptions{}))
-	require.Equal(t, []string{"d/two"}, list(t, b, bucket.ListOptions{Prefix: "d/", Delimited: true}),
-		"a deleted subtree must not leave a common prefix")
+	delimited := list(t, b, bucket.ListOptions{Prefix: "d/", Delimited: true})
+	if s.opts.StaleEmptyPrefixes {
+		delimited = slices.DeleteFunc(delimited, func(k string) bool { return k == "d/sub/" })
+	}
+	require.Equal(t, []string{"d/two"}, delimited, "a deleted subtree must not leave a common prefix")
 
 	// Deleting what is missing is not an error.
 	require.NoError(t, b.Delete(t.Context(), "d/one"))

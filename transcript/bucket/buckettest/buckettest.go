@@ -34,6 +34,12 @@ type Options struct {
 	// FileDirConflict reports that the backend cannot hold both "a/b" and "a/b/c"
 	// (a file system); the suite then never creates such pairs.
 	FileDirConflict bool
+	// StaleEmptyPrefixes reports that a delimited listing may go on returning, for
+	// a while, a common prefix whose keys were all deleted (SeaweedFS removes the
+	// emptied directory asynchronously, two minutes or more later). The suite then
+	// accepts such a prefix right after the delete; the recursive listing, and every
+	// read, must still be exact.
+	StaleEmptyPrefixes bool
 }
 
 // Run runs the whole conformance suite against the buckets newBucket returns.

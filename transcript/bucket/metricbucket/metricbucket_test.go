@@ -39,8 +39,7 @@ func TestBucket_Conformance(t *testing.T) {
 	})
 	for _, e := range s3test.Engines() {
 		t.Run(e.Name, func(t *testing.T) {
-			opts := buckettest.Options{FileDirConflict: true}
-			buckettest.RunWithOptions(t, opts, func(t *testing.T) bucket.Bucket {
+			buckettest.RunWithOptions(t, e.Conformance, func(t *testing.T) bucket.Bucket {
 				return m.Wrap(e.NewBucket(t, "metricbucket-"), e.Name)
 			})
 		})

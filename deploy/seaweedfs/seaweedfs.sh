@@ -25,9 +25,11 @@ ACCESS="${SEAWEEDFS_ACCESS_KEY:-transcript-test}"
 SECRET="${SEAWEEDFS_SECRET_KEY:-transcript-test-secret}"
 
 log() { echo "seaweedfs.sh: $*" >&2; }
+# shellcheck source=../lib/server.sh
+. "$(dirname "$0")/../lib/server.sh"
 
 install() {
-	if [ -x "$BIN" ] && [ -f "$CACHE/bin/weed.version" ] && [ "$(cat "$CACHE/bin/weed.version")" = "$SEAWEEDFS_VERSION" ]; then
+	if cached weed "$SEAWEEDFS_VERSION"; then
 		return 0
 	fi
 	log "building $SEAWEEDFS_MODULE/weed@$SEAWEEDFS_VERSION (many minutes the first time, cached in $CACHE/bin)"
@@ -95,37 +97,10 @@ EOF
 		-s3 -s3.port="$PORT" -s3.port.grpc=$((PORT + 7)) -s3.port.iceberg=0 -s3.port.lance=0 \
 		-s3.config="$data/s3.json" >"$STATE/seaweedfs.log" 2>&1 &
 	echo $! >"$STATE/seaweedfs.pid"
-	for _ in $(seq 1 240); do
-		if ready; then
-			log "live on 127.0.0.1:$PORT (pid $(cat "$STATE/seaweedfs.pid"), data $data)"
-			return 0
-		fi
-		if ! kill -0 "$(cat "$STATE/seaweedfs.pid")" 2>/dev/null; then
-			log "server exited; its log:"
-			tail -n 50 "$STATE/seaweedfs.log" >&2
-			return 1
-		fi
-		sleep 0.5
-	done
-	log "not taking writes after 120s; its log:"
-	tail -n 50 "$STATE/seaweedfs.log" >&2
-	return 1
+	wait_up seaweedfs ready 240
 }
 
-stop() {
-	if [ -f "$STATE/seaweedfs.pid" ]; then
-		local pid
-		pid=$(cat "$STATE/seaweedfs.pid")
-		kill "$pid" 2>/dev/null || true
-		for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-		kill -9 "$pid" 2>/dev/null || true
-		rm -f "$STATE/seaweedfs.pid"
-	fi
-	if [ -f "$STATE/data-dir" ]; then
-		rm -rf "$(cat "$STATE/data-dir")"
-		rm -f "$STATE/data-dir"
-	fi
-}
+stop() { stop_server seaweedfs; }
 
 env_lines() {
 	echo "export TRANSCRIPT_TEST_SEAWEEDFS_ENDPOINT=127.0.0.1:$PORT"
@@ -133,13 +108,4 @@ env_lines() {
 	echo "export AWS_SECRET_ACCESS_KEY=$SECRET"
 }
 
-case "${1:-}" in
-install) install ;;
-start) start ;;
-stop) stop ;;
-env) env_lines ;;
-*)
-	echo "usage: $0 install|start|stop|env" >&2
-	exit 2
-	;;
-esac
+main "$@"

@@ -12,12 +12,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // benchTurn returns the entries of one realistic agent turn: a user message, an
@@ -157,8 +157,8 @@ func BenchmarkMirror_SegmentsVsLegacy(b *testing.B) {
 	}{
 		{"mem", func(*testing.B) bucket.Bucket { return membucket.New() }},
 		{"minio", func(b *testing.B) bucket.Bucket {
-			if os.Getenv(storetest.EnvS3Endpoint) == "" {
-				b.Skip(storetest.EnvS3Endpoint + " is not set")
+			if os.Getenv(s3test.EnvS3Endpoint) == "" {
+				b.Skip(s3test.EnvS3Endpoint + " is not set")
 			}
 			return newS3Client(b, newS3TestBucket(b), s3Options{})
 		}},

@@ -33,10 +33,6 @@ type Config struct {
 	// of the process (a persistent volume in Kubernetes), and belong to one Mirror at
 	// a time: New locks it. Its layout is described in outbox.go.
 	OutboxDir string
-	// Mode selects the implementation Open returns (default ModeSegments). New
-	// ignores it.
-	Mode Mode
-
 	// Workers is the number of concurrent uploads (default DefaultWorkers).
 	Workers int
 	// MaxPending bounds the segments accepted but not yet confirmed by the store

@@ -16,7 +16,7 @@
 //   - Sync stores the segment in the caller's goroutine (tests, tools, the demo).
 //   - Legacy uploads the session's two whole files after every flush, the old
 //     full-file mirror kept for backward compatibility and as the benchmarks'
-//     baseline (ModeLegacy).
+//     baseline.
 //
 // Create one Mirror per process and share it between all SessionTrees. The outbox
 // layout is described in docs/STORAGE.md at the repository root.

@@ -25,10 +25,7 @@ import (
 // once both files are stored. Use a Prefix other than the segment store's, so that the
 // legacy objects never mix with a session's segments.
 //
-// Overwriting uses bucket.Replacer when the bucket implements it (an atomic replace).
-// Otherwise Legacy deletes the old object and creates the new one: between the two a
-// reader finds no object, and a crash in that window leaves none until the next
-// flush.
+// Each file is overwritten with one atomic Replace (bucket.Replacer).
 type Legacy struct {
 	// Bucket receives the files. Required.
 	Bucket bucket.Bucket
@@ -82,31 +79,11 @@ func (l *Legacy) ReadsLocalFiles() bool { return true }
 // Close returns nil: Legacy holds no resources.
 func (l *Legacy) Close(context.Context) error { return nil }
 
-// legacyReplaceAttempts bounds the delete-and-create loop against concurrent writers.
-const legacyReplaceAttempts = 5
-
 func (l *Legacy) replaceFile(ctx context.Context, key, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	opts := bucket.PutOptions{ContentType: "application/x-ndjson"}
-	if r, ok := l.Bucket.(bucket.Replacer); ok {
-		err := r.Replace(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
-		if !errors.Is(err, errors.ErrUnsupported) {
-			return err
-		}
-		// A wrapper whose inner bucket cannot replace: fall back.
-	}
-	for range legacyReplaceAttempts {
-		if err := l.Bucket.Delete(ctx, key); err != nil {
-			return err
-		}
-		err := l.Bucket.Put(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
-		if !errors.Is(err, bucket.ErrExists) {
-			return err
-		}
-		// Another writer created the key between our delete and put: last writer wins.
-	}
-	return fmt.Errorf("replace %s: %w: concurrent writers", key, bucket.ErrExists)
+	return l.Bucket.Replace(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
 }

@@ -415,24 +415,6 @@ func TestMirror_ForeignPrefixQuarantined(t *testing.T) {
 	require.Len(t, outboxFiles(t, dir, "failed"), 1)
 }
 
-func TestOpen_Modes(t *testing.T) {
-	store := newStore(t, membucket.New(), "p")
-	w, _ := transcript.NewWriter("w")
-	ctx := ctxTimeout(t, 5*time.Second)
-
-	r, err := mirror.Open(mirror.Config{Store: store, Writer: w, OutboxDir: t.TempDir()})
-	require.NoError(t, err)
-	require.IsType(t, &mirror.Mirror{}, r)
-	require.NoError(t, r.Close(ctx))
-
-	r, err = mirror.Open(mirror.Config{Store: store, Mode: mirror.ModeLegacy})
-	require.NoError(t, err)
-	require.Equal(t, &mirror.Legacy{Bucket: store.Bucket(), Prefix: "p/legacy"}, r)
-
-	_, err = mirror.ParseMode("fast")
-	require.Error(t, err)
-}
-
 // A segment whose outbox file someone removed is reported, not silently dropped:
 // by the AwaitQuiescence that waits for it, and, when it was lost before any call,
 // by the next call (once). The second case used to return nil.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // s3Options tune a client of the test server.
@@ -27,7 +27,7 @@ type s3Options struct {
 // closes the client when the test ends.
 func newS3Client(t testing.TB, name string, opts s3Options) *s3bucket.Bucket {
 	t.Helper()
-	endpoint, access, secret := storetest.S3Endpoint(t)
+	endpoint, access, secret := s3test.S3Endpoint(t)
 	if opts.endpoint != "" {
 		endpoint = opts.endpoint
 	}
@@ -72,7 +72,7 @@ func openS3Bucket(t testing.TB, spec string) bucket.Bucket {
 }
 
 func TestMirror_CrashRecoveryS3(t *testing.T) {
-	storetest.S3Endpoint(t)
+	s3test.S3Endpoint(t)
 	if os.Getenv(crashChildEnv) != "" {
 		t.Skip()
 	}

@@ -61,12 +61,11 @@ func TestMirror_SessionTrees(t *testing.T) {
 	}
 }
 
-// The legacy mode, selected by configuration, uploads the tree's whole files.
+// The legacy full-file mirror uploads the tree's whole files.
 func TestLegacy_SessionTree(t *testing.T) {
 	mb := membucket.New()
 	store := newStore(t, mb, "p")
-	r, err := mirror.Open(mirror.Config{Store: store, Mode: mirror.ModeLegacy})
-	require.NoError(t, err)
+	r := &mirror.Legacy{Bucket: mb, Prefix: "p/legacy"}
 	ctx := ctxTimeout(t, 10*time.Second)
 	tr, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), Uploader: r}, sessiontree.RuntimeContext{}, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)

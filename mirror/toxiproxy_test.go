@@ -11,15 +11,15 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // startProxy runs an in-process toxiproxy on a random local port in front of the S3
 // test server and stops it when the test ends.
 func startProxy(t *testing.T) *toxiproxy.Proxy {
 	t.Helper()
-	endpoint, _, _ := storetest.S3Endpoint(t)
+	endpoint, _, _ := s3test.S3Endpoint(t)
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 	p := toxiproxy.NewProxy(srv, "minio", "127.0.0.1:0", endpoint)
 	require.NoError(t, p.Start())

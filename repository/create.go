@@ -20,7 +20,7 @@ type CreateOptions struct {
 	// Cwd is recorded in the session header.
 	Cwd string
 	// Strict creates the session in strict mode (a head object advanced by
-	// conditional writes; the bucket must implement bucket.Conditional).
+	// conditional writes, bucket.Conditional).
 	Strict bool
 }
 
@@ -57,11 +57,6 @@ func (r *Repository) create(ctx context.Context, opts CreateOptions, parent stri
 	s, err := r.newSession(opts.ID)
 	if err != nil {
 		return nil, err
-	}
-	if opts.Strict {
-		if _, ok := r.bucket.(bucket.Conditional); !ok {
-			return nil, fmt.Errorf("create session %q: strict: %w", opts.ID, ErrNotConditional)
-		}
 	}
 	if exists, err := r.exists(ctx, s); err != nil {
 		return nil, err

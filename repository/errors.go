@@ -32,9 +32,6 @@ var (
 	ErrHeadMismatch = errors.New("stored head does not match the committed entries")
 	// ErrReadOnly is wrapped by appends to a session opened as of a point in time.
 	ErrReadOnly = errors.New("session is read-only")
-	// ErrNotConditional is wrapped when strict mode needs conditional writes and
-	// the bucket does not implement bucket.Conditional.
-	ErrNotConditional = errors.New("bucket has no conditional writes")
 )
 
 // EntryError is an append refused because of one of its entries: an id stored,

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/transcriptstore/transcript/transcript"
@@ -82,20 +81,7 @@ func (s *Session) relName(key string) string { return strings.TrimPrefix(key, s.
 
 // readHead reads the head object; ok is false when there is none.
 func (r *Repository) readHead(ctx context.Context, key string) (hs headState, ok bool, err error) {
-	var data []byte
-	var etag string
-	if c, isCond := r.bucket.(bucket.Conditional); isCond {
-		data, etag, err = c.GetWithETag(ctx, key)
-	} else {
-		var rc io.ReadCloser
-		var info bucket.ObjectInfo
-		rc, info, err = r.bucket.Get(ctx, key)
-		if err == nil {
-			data, err = io.ReadAll(rc)
-			rc.Close()
-			etag = info.ETag
-		}
-	}
+	data, etag, err := r.bucket.GetWithETag(ctx, key)
 	if errors.Is(err, bucket.ErrNotFound) {
 		return headState{}, false, nil
 	}
@@ -112,15 +98,11 @@ func (r *Repository) readHead(ctx context.Context, key string) (hs headState, ok
 // writeHead writes h with cond and returns the new state. A failed condition
 // wraps bucket.ErrPreconditionFailed.
 func (r *Repository) writeHead(ctx context.Context, key string, h head, cond bucket.Cond) (headState, error) {
-	c, ok := r.bucket.(bucket.Conditional)
-	if !ok {
-		return headState{}, ErrNotConditional
-	}
 	data, err := json.Marshal(h)
 	if err != nil {
 		return headState{}, fmt.Errorf("encode head: %w", err)
 	}
-	etag, err := c.PutIf(ctx, key, bytes.NewReader(data), int64(len(data)), cond)
+	etag, err := r.bucket.PutIf(ctx, key, bytes.NewReader(data), int64(len(data)), cond)
 	if err != nil {
 		return headState{}, fmt.Errorf("write head: %w", err)
 	}

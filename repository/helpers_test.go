@@ -20,7 +20,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// backends are the buckets the repository suite runs over. Each call returns a
+// backends are the buckets the repository suite (strict mode and its races
+// included) runs over: memory, a directory and each S3 engine. Each call returns a
 // fresh, empty bucket that is removed when the test ends.
 var backends = []struct {
 	name string
@@ -33,6 +34,7 @@ var backends = []struct {
 		return b
 	}},
 	{"minio", newMinioBucket},
+	{"seaweedfs", func(t testing.TB) bucket.Bucket { return s3test.SeaweedFS().NewBucket(t, "repository-") }},
 }
 
 // newMinioBucket creates a uniquely named bucket on the test MinIO (failing under

@@ -15,7 +15,6 @@ import (
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -667,16 +666,6 @@ func TestOwner_Namespace(t *testing.T) {
 	require.Equal(t, ns, rc.NamespaceName())
 	require.Equal(t, alice, repository.OwnerOf(sessiontree.RuntimeContext{Namespace: "acme", UserID: "alice@acme.example"}))
 }
-
-// TestRepository_NotConditional: strict mode needs conditional writes.
-func TestRepository_NotConditional(t *testing.T) {
-	e := newEnv(t, plainBucket{membucket.New()})
-	_, err := e.repo(alice).Create(t.Context(), repository.CreateOptions{Strict: true})
-	require.ErrorIs(t, err, repository.ErrNotConditional)
-}
-
-// plainBucket hides the Conditional methods of the bucket it wraps.
-type plainBucket struct{ bucket.Bucket }
 
 // TestRepository_StrictCompacted: the compaction job leaves strict sessions alone
 // (their head names the committed segments); a default session beside it is compacted.

@@ -34,9 +34,6 @@ func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]by
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
 	r := s.repo
-	if _, ok := r.bucket.(bucket.Conditional); !ok {
-		return fmt.Errorf("append to session %q: %w", s.id, ErrNotConditional)
-	}
 	hs, ok, err := r.readHead(ctx, s.headKey())
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)

@@ -24,7 +24,8 @@ import (
 // testKey is the HS256 key of the test servers.
 var testKey = []byte("0123456789abcdef0123456789abcdef-test")
 
-// backends are the buckets the server suite runs over: a directory and MinIO.
+// backends are the buckets the server suite runs over: a directory and each S3
+// engine.
 var backends = []struct {
 	name string
 	new  func(t *testing.T) bucket.Bucket
@@ -35,6 +36,7 @@ var backends = []struct {
 		return b
 	}},
 	{"minio", func(t *testing.T) bucket.Bucket { return s3test.NewS3Bucket(t, "serve-") }},
+	{"seaweedfs", func(t *testing.T) bucket.Bucket { return s3test.SeaweedFS().NewBucket(t, "serve-") }},
 }
 
 // syncBuffer is a log sink safe for concurrent writes.

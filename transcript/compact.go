@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/segment"
-	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // DefaultMinSegments is how many segments a level must hold before Compact merges them.
@@ -351,13 +350,9 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 }
 
 // bucketNow returns the time on the clock that stamps the bucket's objects
-// (bucket.Clock), or the store's clock for a bucket that cannot tell.
+// (bucket.Clock).
 func (s *Store) bucketNow(ctx context.Context) (time.Time, error) {
-	c, ok := s.cfg.Bucket.(bucket.Clock)
-	if !ok {
-		return s.cfg.Now(), nil
-	}
-	t, err := c.Now(ctx)
+	t, err := s.cfg.Bucket.Now(ctx)
 	if err != nil {
 		return t, fmt.Errorf("read the bucket's clock: %w", err)
 	}

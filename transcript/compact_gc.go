@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -272,22 +270,8 @@ func (s *Store) verifiedDue(ctx context.Context, st *compactState, keys []string
 	return ok, errors.Join(errs...)
 }
 
-// deleteKeys deletes keys: with DeleteObjects requests of up to
-// bucket.MaxBatchDelete keys where the bucket has them, else one DELETE per key,
-// ReadConcurrency at a time.
+// deleteKeys deletes keys with DeleteBatch calls of up to bucket.MaxBatchDelete
+// keys each: one DeleteObjects request per call on S3.
 func (s *Store) deleteKeys(ctx context.Context, keys []string) error {
-	if bd, ok := s.cfg.Bucket.(bucket.BatchDeleter); ok {
-		return bucket.DeleteInBatches(ctx, bd, keys)
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.cfg.ReadConcurrency)
-	for _, k := range keys {
-		g.Go(func() error {
-			if err := s.cfg.Bucket.Delete(gctx, k); err != nil {
-				return fmt.Errorf("delete %s: %w", k, err)
-			}
-			return nil
-		})
-	}
-	return g.Wait()
+	return bucket.DeleteInBatches(ctx, s.cfg.Bucket, keys)
 }

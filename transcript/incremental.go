@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/segment"
-	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Increment is what ReadNew found beyond the segments a reader holds.
@@ -375,8 +374,7 @@ func (s *Store) eachMeta(ctx context.Context, infos []SegmentInfo, fn func(ctx c
 }
 
 // ReadMeta reads and verifies only the metadata frame of the segment at key, with
-// ranged reads where the bucket supports them (bucket.RangeReader): usually one
-// request for a few hundred bytes.
+// ranged reads (bucket.RangeReader): usually one request for a few hundred bytes.
 func (s *Store) ReadMeta(ctx context.Context, key string) (segment.Meta, error) {
 	info, err := ParseKey(s.cfg.Prefix, key)
 	if err != nil {
@@ -385,7 +383,7 @@ func (s *Store) ReadMeta(ctx context.Context, key string) (segment.Meta, error) 
 	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible {
 		return segment.Meta{}, fmt.Errorf("read metadata of %s: %w", key, ErrNotFound)
 	}
-	head, err := bucket.ReadRange(ctx, s.cfg.Bucket, key, 0, metaProbe)
+	head, err := s.cfg.Bucket.GetRange(ctx, key, 0, metaProbe)
 	if err != nil {
 		return segment.Meta{}, fmt.Errorf("read metadata of %s: %w", key, err)
 	}
@@ -394,7 +392,7 @@ func (s *Store) ReadMeta(ctx context.Context, key string) (segment.Meta, error) 
 		return segment.Meta{}, fmt.Errorf("read metadata of %s: %w", key, err)
 	}
 	if n > len(head) && len(head) == metaProbe {
-		rest, err := bucket.ReadRange(ctx, s.cfg.Bucket, key, int64(len(head)), int64(n-len(head)))
+		rest, err := s.cfg.Bucket.GetRange(ctx, key, int64(len(head)), int64(n-len(head)))
 		if err != nil {
 			return segment.Meta{}, fmt.Errorf("read metadata of %s: %w", key, err)
 		}

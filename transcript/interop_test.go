@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // TestStore_RcloneInterop checks the disaster-recovery promise with an independent
@@ -21,7 +21,7 @@ import (
 // readable as a local-directory store with the same merged entries, and a directory
 // store copied by rclone into a bucket is readable through S3.
 func TestStore_RcloneInterop(t *testing.T) {
-	endpoint, access, secret := storetest.S3Endpoint(t)
+	endpoint, access, secret := s3test.S3Endpoint(t)
 	ctx := context.Background()
 	newS3 := func(name string) *transcript.Store {
 		b, err := s3bucket.New(ctx, s3bucket.Config{Endpoint: endpoint, AccessKey: access, SecretKey: secret,
@@ -54,7 +54,7 @@ func TestStore_RcloneInterop(t *testing.T) {
 		name := fmt.Sprintf("transcript-rclone-out-%d-%d", os.Getpid(), time.Now().UnixNano())
 		want := write(newS3(name))
 		dir := t.TempDir()
-		storetest.Rclone(t, "copy", "minio:"+name, dir)
+		s3test.Rclone(t, "copy", "minio:"+name, dir)
 		fb, err := filebucket.New(dir)
 		require.NoError(t, err)
 		got, err := newStore(t, fb, transcript.Config{Prefix: "prod/transcripts"}).ReadAll(ctx, ref)
@@ -70,7 +70,7 @@ func TestStore_RcloneInterop(t *testing.T) {
 		want := write(newStore(t, fb, transcript.Config{Prefix: "prod/transcripts"}))
 		name := fmt.Sprintf("transcript-rclone-in-%d-%d", os.Getpid(), time.Now().UnixNano())
 		s3 := newS3(name) // creates the bucket
-		storetest.Rclone(t, "copy", dir, "minio:"+name)
+		s3test.Rclone(t, "copy", dir, "minio:"+name)
 		got, err := s3.ReadAll(ctx, ref)
 		require.NoError(t, err)
 		require.Equal(t, raw(want), raw(got))

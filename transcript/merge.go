@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"runtime/trace"
 	"slices"
@@ -101,9 +102,9 @@ func (r *MergeResult) Missing(want []string) []string {
 
 // ReadAll reads every segment of ref and union-merges their entries (see MergeResult).
 // A session without segments gives an error wrapping ErrNotFound. If a listed segment
-// vanishes before it is fetched (a compaction replaced it), ReadAll lists again, at
-// most Config.MaxRelists times, then it fails with ErrVanished (which a reader must
-// not take for a missing session).
+// vanishes before it is fetched (a compaction replaced it), ReadAll lists again after
+// a pause (relistPause), at most Config.MaxRelists times, then it fails with
+// ErrVanished (which a reader must not take for a missing session).
 func (s *Store) ReadAll(ctx context.Context, ref TranscriptRef) (*MergeResult, error) {
 	ctx, task := trace.NewTask(ctx, "transcript.ReadAll")
 	defer task.End()
@@ -168,7 +169,21 @@ func readListedAfter[T any](ctx context.Context, s *Store, ref TranscriptRef, af
 		case attempt >= s.cfg.MaxRelists:
 			return zero, fmt.Errorf("read %s: %w (%d listings): %v", ref, ErrVanished, attempt+1, err)
 		}
+		if !sleepCtx(ctx, relistPause(attempt)) {
+			return zero, fmt.Errorf("read %s: %w", ref, ctx.Err())
+		}
 	}
+}
+
+// relistPause is how long a read waits before listing again after its attempt-th
+// listing (from 0) met a vanished segment: 20 ms, doubling with every attempt, plus
+// up to as much again of jitter. A compaction deleting its inputs may still be at
+// it: some S3 servers (SeaweedFS) carry out a batch delete key by key, over
+// hundreds of milliseconds under load, and a listing sent at once would list the
+// keys the batch has not reached yet.
+func relistPause(attempt int) time.Duration {
+	d := 20 * time.Millisecond << min(attempt, 8)
+	return d + rand.N(d)
 }
 
 // ReadEntries returns the raw entries of ref in merge order; a session that does not

@@ -10,12 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 var benchBucketSeq atomic.Int64
@@ -38,29 +38,25 @@ func s3BenchBucket(b *testing.B) func(b *testing.B) bucket.Bucket {
 }
 
 // testBackends returns constructors of a fresh empty bucket on every backend: memory,
-// a local directory and MinIO (skipped without MinIO, failed under CI=true).
+// a local directory and each S3 engine, MinIO and SeaweedFS (skipped when not
+// configured, failed under CI=true).
 func testBackends() map[string]func(t *testing.T) bucket.Bucket {
-	return map[string]func(t *testing.T) bucket.Bucket{
+	backends := map[string]func(t *testing.T) bucket.Bucket{
 		"mem": func(*testing.T) bucket.Bucket { return membucket.New() },
 		"file": func(t *testing.T) bucket.Bucket {
 			b, err := filebucket.New(t.TempDir())
 			require.NoError(t, err)
 			return b
 		},
-		"minio": func(t *testing.T) bucket.Bucket {
-			endpoint, access, secret := storetest.S3Endpoint(t)
-			b, err := s3bucket.New(context.Background(), s3bucket.Config{
-				Endpoint: endpoint, AccessKey: access, SecretKey: secret, Insecure: true, Create: true,
-				Bucket: fmt.Sprintf("transcript-store-%d-%d", os.Getpid(), benchBucketSeq.Add(1)),
-			})
-			require.NoError(t, err)
-			return b
-		},
 	}
+	for _, e := range s3test.Engines() {
+		backends[e.Name] = func(t *testing.T) bucket.Bucket { return e.NewBucket(t, "transcript-store-") }
+	}
+	return backends
 }
 
-// TestStore_Backends runs the store's write/merge path over every backend: memory, a
-// local directory and MinIO (skipped without MinIO, failed under CI=true).
+// TestStore_Backends runs the store's write/merge path, with concurrent writers, over
+// every backend of testBackends.
 func TestStore_Backends(t *testing.T) {
 	backends := testBackends()
 	for name, newBucket := range backends {

@@ -38,7 +38,9 @@ type Config struct {
 	// sessions (see MaxAdaptiveReadConcurrency).
 	ReadConcurrency int
 	// MaxRelists bounds how often ReadAll lists again after a listed segment vanished
-	// (compaction removed it); default 3.
+	// (compaction removed it); default 5. A read pauses before each new listing,
+	// 20 ms doubling with jitter (0.6 to 1.2 s over five), so that a compaction's
+	// batch delete still in progress can finish first.
 	MaxRelists int
 	// Reconcile decides when ReadNew lists a whole session rather than only the
 	// keys after those its reader holds (see ReadNew); the zero value takes the defaults.
@@ -92,7 +94,7 @@ func New(cfg Config) (*Store, error) {
 		cfg.ReadConcurrency = DefaultReadConcurrency
 	}
 	if cfg.MaxRelists <= 0 {
-		cfg.MaxRelists = 3
+		cfg.MaxRelists = 5
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

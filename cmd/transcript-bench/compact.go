@@ -15,7 +15,6 @@ import (
 
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
-	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 )
 
 // runCompact is item 7: Store.CompactAll over the fleet's sessions (DeleteAtOnce, so
@@ -29,7 +28,10 @@ import (
 func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
 	sz := e.cfg.Sizes
-	counted := faultbucket.Wrap(e.bucket)
+	counted, err := countBucket(e.bucket)
+	if err != nil {
+		return res, err
+	}
 	store, err := openFleet(ctx, e, counted, &res)
 	if err != nil {
 		return res, err
@@ -64,64 +66,41 @@ func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 	res.Notes = append(res.Notes, fmt.Sprintf("floor setup: copied %d segments for the floor to read and delete", copied))
 	var floorBytes atomic.Int64
 	floorD, err := forEach(func(ctx context.Context, sid string) error {
-		var keys []string
-		if err := e.bucket.List(ctx, bucket.ListOptions{Prefix: copyPrefix(sid)}, func(o bucket.ObjectInfo) error {
-			keys = append(keys, o.Key)
-			return nil
-		}); err != nil {
-			return err
-		}
-		// Compact fetches a session's segments DefaultReadConcurrency at a time; so
-		// does the floor.
-		parts := make([][]byte, len(keys))
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(transcript.DefaultReadConcurrency)
-		for i, k := range keys {
-			g.Go(func() error {
-				var err error
-				parts[i], err = getBytes(gctx, e.bucket, k)
-				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return err
-		}
-		buf := bytes.NewBuffer(bytes.Join(parts, nil))
-		floorBytes.Add(int64(buf.Len()))
-		if err := e.bucket.Put(ctx, e.key("raw", "compact", sid), bytes.NewReader(buf.Bytes()), int64(buf.Len()), bucket.PutOptions{}); err != nil {
-			return err
-		}
-		return deleteKeys(ctx, e.bucket, keys)
+		n, err := floorCompact(ctx, e.bucket, copyPrefix(sid), e.key("raw", "compact", sid))
+		floorBytes.Add(n)
+		return err
 	})
 	if err != nil {
 		return res, fmt.Errorf("floor: %w", err)
 	}
 	e.logf("floor: %d sessions in %v", len(sids), floorD)
-	counted.ResetCounts()
 	var in, out, segsIn atomic.Int64
 	var errs errList
-	d, err := timeIt(func() error {
-		return store.CompactAll(ctx, "", fleetAgent, sz.Parallel, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce}, nil,
-			func(_ transcript.TranscriptRef, r transcript.CompactResult, err error) {
-				if err != nil {
-					errs.add(err)
-					return
-				}
-				in.Add(r.BytesIn())
-				out.Add(r.BytesOut())
-				segsIn.Add(int64(r.SegmentsIn()))
-			})
+	var d time.Duration
+	c, err := counted.measure(func() (err error) {
+		d, err = timeIt(func() error {
+			return store.CompactAll(ctx, "", fleetAgent, sz.Parallel, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce}, nil,
+				func(_ transcript.TranscriptRef, r transcript.CompactResult, err error) {
+					if err != nil {
+						errs.add(err)
+						return
+					}
+					in.Add(r.BytesIn())
+					out.Add(r.BytesOut())
+					segsIn.Add(int64(r.SegmentsIn()))
+				})
+		})
+		if err == nil {
+			err = errs.err()
+		}
+		return err
 	})
-	if err == nil {
-		err = errs.err()
-	}
 	if err != nil {
 		return res, err
 	}
 	if want := int64(sz.Sessions * sz.SessionSegments); segsIn.Load() != want {
 		return res, fmt.Errorf("compacted %d segments, want %d", segsIn.Load(), want)
 	}
-	c := counted.Counts()
 	e.logf("compaction: %d sessions in %v, %s", len(sids), d, breakdown(c))
 	n := float64(len(sids))
 	res.Rows = append(res.Rows,
@@ -151,6 +130,38 @@ func (l *errList) err() error {
 	return errors.Join(l.errs...)
 }
 
+// floorCompact is the floor's compaction of one session: it lists the segments
+// under prefix, fetches them DefaultReadConcurrency at a time (as Compact does),
+// stores their concatenation under out with one PUT and deletes them with batch
+// requests. It returns the bytes stored.
+func floorCompact(ctx context.Context, b bucket.Bucket, prefix, out string) (int64, error) {
+	var keys []string
+	if err := b.List(ctx, bucket.ListOptions{Prefix: prefix}, func(o bucket.ObjectInfo) error {
+		keys = append(keys, o.Key)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	parts := make([][]byte, len(keys))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(transcript.DefaultReadConcurrency)
+	for i, k := range keys {
+		g.Go(func() error {
+			var err error
+			parts[i], err = getBytes(gctx, b, k)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	data := bytes.Join(parts, nil)
+	if err := b.Put(ctx, out, bytes.NewReader(data), int64(len(data)), bucket.PutOptions{}); err != nil {
+		return 0, err
+	}
+	return int64(len(data)), bucket.DeleteInBatches(ctx, b, keys)
+}
+
 // copySessions copies every object under from(sid) to the same relative key under
 // to(sid), for each of sids, 16 at a time, and returns how many it copied.
 func copySessions(ctx context.Context, b bucket.Bucket, sids []string, from, to func(sid string) string) (int64, error) {
@@ -177,18 +188,4 @@ func copySessions(ctx context.Context, b bucket.Bucket, sids []string, from, to 
 		}
 	}
 	return n.Load(), g.Wait()
-}
-
-// deleteKeys deletes keys with batch requests where the bucket has them (as
-// compaction does), one by one otherwise.
-func deleteKeys(ctx context.Context, b bucket.Bucket, keys []string) error {
-	if bd, ok := b.(bucket.BatchDeleter); ok {
-		return bucket.DeleteInBatches(ctx, bd, keys)
-	}
-	for _, k := range keys {
-		if err := b.Delete(ctx, k); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -19,8 +19,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/transcriptstore/transcript/internal/cli"
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // TestMain lets the test binary serve as the runner's child process: run
@@ -121,7 +121,7 @@ func TestRun_Quick(t *testing.T) {
 // minioURL returns an s3:// URL of a new bucket on the test MinIO, removed at the end
 // (the runner deletes what it wrote under its prefix).
 func minioURL(t *testing.T) string {
-	endpoint, access, secret := storetest.S3Endpoint(t)
+	endpoint, access, secret := s3test.S3Endpoint(t)
 	rnd := make([]byte, 4)
 	_, err := rand.Read(rnd)
 	require.NoError(t, err)

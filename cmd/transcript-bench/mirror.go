@@ -13,7 +13,6 @@ import (
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 )
 
 // S3 Standard list prices in us-east-1 (USD per request), the assumption of item 8.
@@ -24,22 +23,22 @@ const (
 )
 
 // cost prices the requests of c.
-func cost(c faultbucket.Counts) float64 {
+func cost(c counts) float64 {
 	return float64(c.Put+c.Replace+c.List)*pricePutList + float64(c.Get+c.Stat)*priceGet
 }
 
-func scaled(c faultbucket.Counts, f float64) faultbucket.Counts {
+func scaled(c counts, f float64) counts {
 	r := func(n int64) int64 { return int64(float64(n)*f + 0.5) }
-	return faultbucket.Counts{Get: r(c.Get), Stat: r(c.Stat), List: r(c.List), Put: r(c.Put),
+	return counts{Get: r(c.Get), Stat: r(c.Stat), List: r(c.List), Put: r(c.Put),
 		Delete: r(c.Delete), Replace: r(c.Replace), BytesUp: r(c.BytesUp)}
 }
 
-func add(a, b faultbucket.Counts) faultbucket.Counts {
-	return faultbucket.Counts{Get: a.Get + b.Get, Stat: a.Stat + b.Stat, List: a.List + b.List, Put: a.Put + b.Put,
+func add(a, b counts) counts {
+	return counts{Get: a.Get + b.Get, Stat: a.Stat + b.Stat, List: a.List + b.List, Put: a.Put + b.Put,
 		Delete: a.Delete + b.Delete, Replace: a.Replace + b.Replace, BytesUp: a.BytesUp + b.BytesUp}
 }
 
-func breakdown(c faultbucket.Counts) string {
+func breakdown(c counts) string {
 	return fmt.Sprintf("PUT %d, GET %d, HEAD %d, LIST %d, DELETE %d", c.Put+c.Replace, c.Get, c.Stat, c.List, c.Delete)
 }
 
@@ -56,7 +55,10 @@ func runMirror(ctx context.Context, e *env) (ItemResult, error) {
 	step := max(1, turns/50)
 
 	// Segment mirror.
-	segB := faultbucket.Wrap(e.bucket)
+	segB, err := countBucket(e.bucket)
+	if err != nil {
+		return res, err
+	}
 	store, err := e.newStore(segB, "mirror")
 	if err != nil {
 		return res, err
@@ -88,24 +90,34 @@ func runMirror(ctx context.Context, e *env) (ItemResult, error) {
 		return res, err
 	}
 	segWall = max(segWall, time.Nanosecond)
-	segWrite := segB.Counts()
+	segWrite, err := segB.Counts()
+	if err != nil {
+		return res, err
+	}
 	e.logf("segment mirror: %d turns, %d bytes, %d requests, %v", turns, segWrite.BytesUp, segWrite.Requests(), segWall)
 
 	// Legacy mirror.
-	legB := faultbucket.Wrap(e.bucket)
+	legB, err := countBucket(e.bucket)
+	if err != nil {
+		return res, err
+	}
 	legacy := &mirror.Legacy{Bucket: legB, Prefix: e.key("legacy")}
 	legCurve := Series{Chart: "mirror", Name: "legacy full-file mirror"}
 	legWall, err := timeIt(func() error {
 		return flushSession(ctx, sessiontree.Config{Root: filepath.Join(e.tmp, "legacy"), Uploader: legacy, NoSync: true}, batches, step,
 			func(turn int) error {
-				legCurve.X, legCurve.Y = append(legCurve.X, float64(turn)), append(legCurve.Y, float64(legB.Counts().BytesUp))
-				return nil
+				c, err := legB.Counts()
+				legCurve.X, legCurve.Y = append(legCurve.X, float64(turn)), append(legCurve.Y, float64(c.BytesUp))
+				return err
 			})
 	})
 	if err != nil {
 		return res, fmt.Errorf("legacy mirror: %w", err)
 	}
-	legWrite := legB.Counts()
+	legWrite, err := legB.Counts()
+	if err != nil {
+		return res, err
+	}
 	e.logf("legacy mirror: %d turns, %d bytes, %d requests, %v", turns, legWrite.BytesUp, legWrite.Requests(), legWall)
 	res.Series = append(res.Series, segCurve, legCurve)
 
@@ -117,40 +129,54 @@ func runMirror(ctx context.Context, e *env) (ItemResult, error) {
 		row(3, fmt.Sprintf("wall time to upload a %d-turn session", turns), "s", segWall.Seconds(), "legacy full-file mirror", legWall.Seconds(), false,
 			"segments: until AwaitQuiescence (async, 4 workers); legacy: synchronous in Flush"))
 
-	// Item 8: requests of reading and compacting, per 1,000 turns.
-	ref := transcript.TranscriptRef{AgentID: "bench", SessionID: "mirror"}
-	measure := func(c *faultbucket.Bucket, fn func() error) (faultbucket.Counts, error) {
-		c.ResetCounts()
-		err := fn()
-		return c.Counts(), err
+	rows, err := requestCosts(ctx, e, mirrorRun{store: store, seg: segB, leg: legB, turns: turns,
+		entries: len(flatten(batches)) + 1, segWrite: segWrite, legWrite: legWrite})
+	if err != nil {
+		return res, err
 	}
+	res.Rows = append(res.Rows, rows...)
+	return res, nil
+}
+
+// mirrorRun is what runMirror measured, for requestCosts.
+type mirrorRun struct {
+	store              *transcript.Store
+	seg, leg           *counted // the segment store's bucket and the legacy mirror's
+	turns, entries     int      // the session's turns, and its entries with the header
+	segWrite, legWrite counts   // the requests of writing the session each way
+}
+
+// requestCosts is item 8: the requests of writing, opening and compacting the
+// session of runMirror, per 1,000 turns, and their price.
+func requestCosts(ctx context.Context, e *env, run mirrorRun) ([]Row, error) {
+	ref := transcript.TranscriptRef{AgentID: "bench", SessionID: "mirror"}
 	open := func() error {
-		r, err := store.ReadAll(ctx, ref)
-		if err == nil && len(r.Entries) != len(flatten(batches))+1 {
-			err = fmt.Errorf("open read %d entries, want %d", len(r.Entries), len(flatten(batches))+1)
+		r, err := run.store.ReadAll(ctx, ref)
+		if err == nil && len(r.Entries) != run.entries {
+			err = fmt.Errorf("open read %d entries, want %d", len(r.Entries), run.entries)
 		}
 		return err
 	}
-	segOpen, err := measure(segB, open)
+	segOpen, err := run.seg.measure(open)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	segCompact, err := measure(segB, func() error {
-		_, err := store.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
+	segCompact, err := run.seg.measure(func() error {
+		_, err := run.store.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
 		return err
 	})
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	segOpen2, err := measure(segB, open)
+	segOpen2, err := run.seg.measure(open)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	legOpen, err := measure(legB, func() error {
+	legOpen, err := run.leg.measure(func() error {
 		cKey, lKey := mirror.LegacyKeys(e.key("legacy"), ref.Norm())
 		var errs []error
 		for _, k := range []string{cKey, lKey} {
-			rc, _, err := legB.Get(ctx, k)
+			rc, _, err := run.leg.Get(ctx, k)
 			if err == nil {
 				_, err = io.Copy(io.Discard, rc)
 				rc.Close()
@@ -160,18 +186,18 @@ func runMirror(ctx context.Context, e *env) (ItemResult, error) {
 		return errors.Join(errs...)
 	})
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	f := 1000 / float64(turns)
+	f := 1000 / float64(run.turns)
 	scaleNote := ""
-	if turns != 1000 {
-		scaleNote = fmt.Sprintf("; measured at %d turns, scaled ×%.3g", turns, f)
+	if run.turns != 1000 {
+		scaleNote = fmt.Sprintf("; measured at %d turns, scaled ×%.3g", run.turns, f)
 	}
-	sw, lw := scaled(segWrite, f), scaled(legWrite, f)
+	sw, lw := scaled(run.segWrite, f), scaled(run.legWrite, f)
 	// Opening the compacted session and the legacy files costs the same at any length.
 	so, so2, sc, lo := scaled(segOpen, f), segOpen2, scaled(segCompact, f), legOpen
 	segAll, legAll := add(add(sw, sc), so2), add(lw, lo)
-	res.Rows = append(res.Rows,
+	return []Row{
 		row(8, "requests to write 1,000 turns", "requests", float64(sw.Requests()), "legacy full-file mirror", float64(lw.Requests()), false,
 			"segments: "+breakdown(sw)+"; legacy: "+breakdown(lw)+scaleNote),
 		row(8, "requests to open the session (no compaction)", "requests", float64(so.Requests()), "legacy: GET context + log file", float64(lo.Requests()), false,
@@ -183,8 +209,8 @@ func runMirror(ctx context.Context, e *env) (ItemResult, error) {
 		row(8, "cost to write 1,000 turns", "USD", cost(sw), "legacy full-file mirror", cost(lw), false,
 			"S3 Standard us-east-1: PUT/LIST $0.005 per 1,000, GET/HEAD $0.0004 per 1,000, DELETE free; transfer in free; storage not counted"),
 		row(8, "cost to write 1,000 turns, compact once, open once", "USD", cost(segAll), "legacy: write + open", cost(legAll), false,
-			"segments: "+breakdown(segAll)+"; legacy: "+breakdown(legAll)))
-	return res, nil
+			"segments: "+breakdown(segAll)+"; legacy: "+breakdown(legAll)),
+	}, nil
 }
 
 // segmentCurve returns the bytes the segment mirror had uploaded after every step

@@ -15,10 +15,10 @@ import (
 	"github.com/minio/minio-go/v7"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/transcriptstore/transcript/internal/rclone"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // runRestore is item 6: restore every session of the fleet from the bucket alone
@@ -151,7 +151,7 @@ func rcloneCopy(ctx context.Context, e *env, bin, bucketName, prefix, dir string
 		scheme = "http://"
 	}
 	p := fmt.Sprint(transfers)
-	cmd := storetest.RcloneCommand(ctx, bin, storetest.RcloneRemote{
+	cmd := rclone.Command(ctx, bin, rclone.Remote{
 		Name:     "bench",
 		Endpoint: scheme + loc.S3.Endpoint,
 		Access:   os.Getenv("AWS_ACCESS_KEY_ID"),

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"time"
@@ -41,8 +41,11 @@ func runServe(ctx context.Context, e *env) (ItemResult, error) {
 		return res, err
 	}
 	defer srv.Close()
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
+	url, stop, err := listen(srv.Handler())
+	if err != nil {
+		return res, err
+	}
+	defer stop()
 	total := max(e.cfg.Sizes.MirrorTurns, 5)
 	for _, clients := range serveClients {
 		perClient := max(total/clients, 5)
@@ -53,7 +56,7 @@ func runServe(ctx context.Context, e *env) (ItemResult, error) {
 			return res, fmt.Errorf("direct, %d clients: %w", clients, err)
 		}
 		viaHTTP, err := appendLoad(ctx, clients, perClient, func(ctx context.Context, c int) (appender, error) {
-			return httpAppender(ctx, hs.URL, fmt.Sprintf("http-%d-%d", clients, c))
+			return httpAppender(ctx, url, fmt.Sprintf("http-%d-%d", clients, c))
 		})
 		if err != nil {
 			return res, fmt.Errorf("http, %d clients: %w", clients, err)
@@ -188,5 +191,24 @@ func httpAppender(ctx context.Context, base, user string) (appender, error) {
 			return err
 		}
 		return do(ctx, "/v1/sessions/s/entries", body, http.StatusOK)
+	}, nil
+}
+
+// listen serves h over HTTP on a loopback port of its own and returns its URL and
+// the function that stops it.
+func listen(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hs.Serve(ln) // ends with http.ErrServerClosed at stop
+	}()
+	return "http://" + ln.Addr().String(), func() {
+		_ = hs.Close()
+		<-done
 	}, nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 )
 
 // runSync is items 9 and 10.
@@ -41,9 +40,57 @@ func runSync(ctx context.Context, e *env) (ItemResult, error) {
 	return res, nil
 }
 
+// syncCase is one session length of runTurnSync.
+type syncCase struct {
+	n     int
+	ref   transcript.TranscriptRef
+	turns [][][]byte
+	tree  *sessiontree.Tree
+	ds    []time.Duration
+	reqs  counts
+}
+
+// newSyncCase stores the first n turns of a session of n+reps+1 turns as another
+// replica would have written them, a minute apart, and restores a tree from them.
+func newSyncCase(ctx context.Context, e *env, store *transcript.Store, w *transcript.Writer, n, reps int) (*syncCase, error) {
+	c := &syncCase{n: n, ref: transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "sync", SessionID: fmt.Sprintf("n%d", n)}}
+	c.turns = session(c.ref.SessionID, 9, n+reps+1)
+	hist, err := transcript.New(transcript.Config{Bucket: e.bucket, Prefix: e.key("sync"),
+		Now: minutes(time.Now().Add(-time.Duration(n+1) * time.Minute))})
+	if err != nil {
+		return nil, err
+	}
+	var objs []transcript.SegmentObject
+	for _, t := range c.turns[:n] {
+		o, err := hist.PrepareSegment(c.ref, t, w)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, o)
+	}
+	err = putSegments(ctx, store, objs, 16)
+	if cerr := hist.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg := sessiontree.Config{Root: e.tmp, Remote: store, NoSync: true}
+	if c.tree, _, err = sessiontree.Restore(ctx, cfg, sessiontree.RuntimeContext{}, c.ref.AgentID, c.ref.SessionID); err != nil {
+		return nil, err
+	}
+	if err := c.tree.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 	sz := e.cfg.Sizes
-	counted := faultbucket.Wrap(e.bucket)
+	counted, err := countBucket(e.bucket)
+	if err != nil {
+		return err
+	}
 	store, err := e.newStore(counted, "sync")
 	if err != nil {
 		return err
@@ -58,43 +105,10 @@ func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 	// deletes of an earlier item) falls on every length alike instead of on
 	// whichever ran at that moment: the ratio compares the lengths, not two
 	// stretches of time.
-	type syncCase struct {
-		n     int
-		ref   transcript.TranscriptRef
-		turns [][][]byte
-		tree  *sessiontree.Tree
-		ds    []time.Duration
-		reqs  faultbucket.Counts
-	}
 	var cases []*syncCase
 	for _, n := range sz.SyncLengths {
-		c := &syncCase{n: n, ref: transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "sync", SessionID: fmt.Sprintf("n%d", n)}}
-		c.turns = session(c.ref.SessionID, 9, n+sz.SyncReps+1)
-		hist, err := transcript.New(transcript.Config{Bucket: e.bucket, Prefix: e.key("sync"),
-			Now: minutes(time.Now().Add(-time.Duration(n+1) * time.Minute))})
+		c, err := newSyncCase(ctx, e, store, w, n, sz.SyncReps)
 		if err != nil {
-			return err
-		}
-		var objs []transcript.SegmentObject
-		for _, t := range c.turns[:n] {
-			o, err := hist.PrepareSegment(c.ref, t, w)
-			if err != nil {
-				return err
-			}
-			objs = append(objs, o)
-		}
-		err = putSegments(ctx, store, objs, 16)
-		if cerr := hist.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-		cfg := sessiontree.Config{Root: e.tmp, Remote: store, NoSync: true}
-		if c.tree, _, err = sessiontree.Restore(ctx, cfg, sessiontree.RuntimeContext{}, c.ref.AgentID, c.ref.SessionID); err != nil {
-			return err
-		}
-		if err := c.tree.Flush(ctx); err != nil {
 			return err
 		}
 		cases = append(cases, c)
@@ -105,22 +119,25 @@ func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 			if _, err := store.AppendSegment(ctx, c.ref, turn, w); err != nil {
 				return err
 			}
-			counted.ResetCounts()
-			d, err := timeIt(func() error {
-				rep, err := c.tree.SyncFromRemote(ctx)
-				if err == nil && rep.Added != len(turn) {
-					err = fmt.Errorf("%s: sync added %d entries, want %d", c.ref, rep.Added, len(turn))
-				}
-				if err != nil {
-					return err
-				}
-				return c.tree.Flush(ctx)
+			var d time.Duration
+			reqs, err := counted.measure(func() (err error) {
+				d, err = timeIt(func() error {
+					rep, err := c.tree.SyncFromRemote(ctx)
+					if err == nil && rep.Added != len(turn) {
+						err = fmt.Errorf("%s: sync added %d entries, want %d", c.ref, rep.Added, len(turn))
+					}
+					if err != nil {
+						return err
+					}
+					return c.tree.Flush(ctx)
+				})
+				return err
 			})
 			if err != nil {
 				return err
 			}
 			if i > 0 { // the first turn warms up
-				c.ds, c.reqs = append(c.ds, d), add(c.reqs, counted.Counts())
+				c.ds, c.reqs = append(c.ds, d), add(c.reqs, reqs)
 			}
 		}
 	}

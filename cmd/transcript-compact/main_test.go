@@ -20,10 +20,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/internal/churntest"
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // binary is the transcript-compact binary built once for the tests.
@@ -84,7 +84,7 @@ func stores() map[string]func(t *testing.T) string {
 	return map[string]func(t *testing.T) string{
 		"file": func(t *testing.T) string { return "file://" + t.TempDir() },
 		"minio": func(t *testing.T) string {
-			endpoint, _, _ := storetest.S3Endpoint(t)
+			endpoint, _, _ := s3test.S3Endpoint(t)
 			return fmt.Sprintf("s3://compact-test-%d-%d/jobs?endpoint=%s&insecure=true&create=true",
 				os.Getpid(), bucketSeq.Add(1), endpoint)
 		},

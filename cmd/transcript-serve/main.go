@@ -33,10 +33,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/server"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/metricbucket"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
@@ -223,15 +226,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Warn("--trust-headers: every request's owner is taken from its X-Transcript-Tenant and X-Transcript-User headers, unverified; " +
 			"only an authenticating proxy may reach this server")
 	}
+	// The bucket's requests, failures and latency are served on /metrics with the
+	// server's own.
+	reg := prometheus.NewRegistry()
+	bm, err := metricbucket.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
 	// The server creates sessions: a directory store is created, a bucket when
 	// the URL says create=true; a missing one is "not found", as in every command.
-	store, err := cli.OpenStore(ctx, f.store, "", cli.ReadWrite)
+	store, err := cli.OpenStoreWrapped(ctx, f.store, "", cli.ReadWrite,
+		func(b bucket.Bucket, backend string) bucket.Bucket { return bm.Wrap(b, backend) })
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	srv, err := server.New(server.Config{
-		Store: store, Auth: auth, Logger: log, AgentID: f.agent,
+		Store: store, Auth: auth, Logger: log, AgentID: f.agent, Registry: reg,
 		RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody, BodyTimeout: f.bodyTimeout,
 	})
 	if err != nil {

@@ -21,7 +21,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/transcriptstore/transcript/internal/s3test"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 const testKey = "0123456789abcdef0123456789abcdef-cmd-test"
@@ -43,10 +42,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// minioURL creates a bucket on the test MinIO and returns its store URL.
-func minioURL(t *testing.T) string {
-	b := s3test.NewS3Bucket(t, "serve-cmd-")
-	endpoint, _, _ := storetest.S3Endpoint(t)
+// s3URL creates a bucket on the engine's test server and returns its store URL.
+func s3URL(t *testing.T, e s3test.Engine) string {
+	b := e.NewBucket(t, "serve-cmd-")
+	endpoint, _, _ := e.Endpoint(t)
 	return fmt.Sprintf("s3://%s/sessions?endpoint=%s&insecure=true&region=us-east-1", b.Name(), endpoint)
 }
 
@@ -119,10 +118,15 @@ func entry(id, parent string) string {
 	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-03-01T12:00:00.000Z","message":{"role":"user","content":"x","timestamp":1}}`, id, p)
 }
 
-// TestTwoProcessesRace runs two server processes on one MinIO bucket and 8
-// clients appending at one expected head through them: exactly one wins.
+// TestTwoProcessesRace runs two server processes on one bucket of each S3 engine
+// and 8 clients appending at one expected head through them: exactly one wins.
 func TestTwoProcessesRace(t *testing.T) {
-	store := minioURL(t)
+	for _, e := range s3test.Engines() {
+		t.Run(e.Name, func(t *testing.T) { testTwoProcessesRace(t, s3URL(t, e)) })
+	}
+}
+
+func testTwoProcessesRace(t *testing.T, store string) {
 	procs := []*process{start(t, store), start(t, store)}
 	tok := mint(t, "acme", "alice")
 	code, body := call(t, procs[0].addr, tok, "POST", "/v1/sessions", `{"id":"race"}`)
@@ -197,6 +201,26 @@ func TestShutdownFinishesInFlightAppend(t *testing.T) {
 	require.Contains(t, string(data), `"head":"u1"`)
 	require.NoError(t, <-p.done, "clean exit")
 	p.done <- nil // for the cleanup
+}
+
+// TestBucketMetrics: /metrics serves the bucket's requests by operation and
+// backend beside the server's own metrics.
+func TestBucketMetrics(t *testing.T) {
+	p := start(t, "file://"+t.TempDir())
+	tok := mint(t, "acme", "alice")
+	code, body := call(t, p.addr, tok, "POST", "/v1/sessions", `{"id":"s"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = call(t, p.addr, tok, "POST", "/v1/sessions/s/entries", `{"expectedHead":null,"entries":[`+entry("u1", "")+`]}`)
+	require.Equal(t, http.StatusOK, code, body)
+	_, body = call(t, p.addr, "", "GET", "/metrics", "")
+	for _, want := range []string{
+		`transcript_bucket_requests_total{backend="file",operation="put"}`,
+		`transcript_bucket_requests_total{backend="file",operation="put_if"}`,
+		`transcript_bucket_request_duration_seconds_bucket{backend="file",operation="list",le=`,
+		`transcript_serve_requests_total{`,
+	} {
+		require.Contains(t, body, want)
+	}
 }
 
 // TestUsage checks the command line: usage errors exit 2 and print nothing on

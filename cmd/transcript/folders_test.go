@@ -12,7 +12,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/transcript/storetest"
+	"github.com/transcriptstore/transcript/internal/s3test"
 )
 
 // makeFolder makes what a console's "create folder" leaves in the store at
@@ -27,7 +27,7 @@ func makeFolder(t *testing.T, storeURL, key string) {
 	}
 	u, err := url.Parse(storeURL)
 	require.NoError(t, err)
-	endpoint, access, secret := storetest.S3Endpoint(t)
+	endpoint, access, secret := s3test.S3Endpoint(t)
 	c, err := minio.New(endpoint, &minio.Options{Creds: credentials.NewStaticV4(access, secret, "")})
 	require.NoError(t, err)
 	if prefix := strings.Trim(u.Path, "/"); prefix != "" {

@@ -19,11 +19,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // BenchmarkHugeSession_MinIO takes one generated Pi session of TRANSCRIPT_HUGE_MIB
@@ -66,7 +66,7 @@ func BenchmarkHugeSession_MinIO(b *testing.B) {
 	require.NoError(b, build.Run(), "building transcript-compact")
 
 	for i := 0; i < b.N; i++ {
-		endpoint, _, _ := storetest.S3Endpoint(b)
+		endpoint, _, _ := s3test.S3Endpoint(b)
 		store := fmt.Sprintf("s3://transcript-huge-%d-%d?endpoint=%s&insecure=true&create=true", os.Getpid(), time.Now().UnixNano(), endpoint)
 		args := []string{"--store", store, "--agent", "coder", "--session", "huge"}
 		step := func(name string, stdout io.Writer, bin string, argv ...string) {

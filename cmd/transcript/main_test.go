@@ -20,10 +20,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 const (
@@ -222,7 +222,7 @@ func s3BackendAt(prefix string) backend {
 	return backend{
 		name: "s3",
 		fresh: func(t *testing.T) string {
-			endpoint, _, _ := storetest.S3Endpoint(t)
+			endpoint, _, _ := s3test.S3Endpoint(t)
 			name := fmt.Sprintf("transcript-cli-%d-%d", os.Getpid(), time.Now().UnixNano())
 			return fmt.Sprintf("s3://%s/%s?endpoint=%s&insecure=true&create=true", name, prefix, endpoint)
 		},

@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/transcript/storetest"
+	"github.com/transcriptstore/transcript/internal/s3test"
 )
 
 // rcloneCopy copies src to dst with rclone (remote "minio:" is the test MinIO).
 func rcloneCopy(t *testing.T, src, dst string) {
 	t.Helper()
-	storetest.Rclone(t, "copy", src, dst)
+	s3test.Rclone(t, "copy", src, dst)
 }
 
 // readOutputs runs every read subcommand on store and returns their stdout by

@@ -22,9 +22,11 @@ export MINIO_ROOT_USER="${MINIO_ROOT_USER:-transcript-test}"
 export MINIO_ROOT_PASSWORD="${MINIO_ROOT_PASSWORD:-transcript-test-secret}"
 
 log() { echo "minio.sh: $*" >&2; }
+# shellcheck source=../lib/server.sh
+. "$(dirname "$0")/../lib/server.sh"
 
 install() {
-	if [ -x "$BIN" ] && [ -f "$CACHE/bin/minio.version" ] && [ "$(cat "$CACHE/bin/minio.version")" = "$MINIO_VERSION" ]; then
+	if cached minio "$MINIO_VERSION"; then
 		return 0
 	fi
 	log "building github.com/minio/minio@$MINIO_VERSION (a few minutes, cached in $CACHE/bin)"
@@ -49,37 +51,10 @@ start() {
 	nohup "$BIN" server --quiet --address "127.0.0.1:$PORT" --console-address "127.0.0.1:$CONSOLE_PORT" "$data" \
 		>"$STATE/minio.log" 2>&1 &
 	echo $! >"$STATE/minio.pid"
-	for _ in $(seq 1 120); do
-		if live; then
-			log "live on 127.0.0.1:$PORT (pid $(cat "$STATE/minio.pid"), data $data)"
-			return 0
-		fi
-		if ! kill -0 "$(cat "$STATE/minio.pid")" 2>/dev/null; then
-			log "server exited; its log:"
-			cat "$STATE/minio.log" >&2
-			return 1
-		fi
-		sleep 0.5
-	done
-	log "not live after 60s; its log:"
-	cat "$STATE/minio.log" >&2
-	return 1
+	wait_up minio live 120
 }
 
-stop() {
-	if [ -f "$STATE/minio.pid" ]; then
-		local pid
-		pid=$(cat "$STATE/minio.pid")
-		kill "$pid" 2>/dev/null || true
-		for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-		kill -9 "$pid" 2>/dev/null || true
-		rm -f "$STATE/minio.pid"
-	fi
-	if [ -f "$STATE/data-dir" ]; then
-		rm -rf "$(cat "$STATE/data-dir")"
-		rm -f "$STATE/data-dir"
-	fi
-}
+stop() { stop_server minio; }
 
 env_lines() {
 	echo "export MINIO_ENDPOINT=127.0.0.1:$PORT"
@@ -88,13 +63,4 @@ env_lines() {
 	echo "export AWS_SECRET_ACCESS_KEY=$MINIO_ROOT_PASSWORD"
 }
 
-case "${1:-}" in
-install) install ;;
-start) start ;;
-stop) stop ;;
-env) env_lines ;;
-*)
-	echo "usage: $0 install|start|stop|env" >&2
-	exit 2
-	;;
-esac
+main "$@"

@@ -84,6 +84,13 @@ const (
 // ReadWrite a directory is created and a bucket when the URL says create=true (the
 // error for a missing bucket says so).
 func OpenStore(ctx context.Context, rawURL, ns string, access Access) (*transcript.Store, error) {
+	return OpenStoreWrapped(ctx, rawURL, ns, access, nil)
+}
+
+// OpenStoreWrapped is OpenStore with the bucket passed through wrap (when not
+// nil) before the store is built on it; backend is the URL's scheme ("s3",
+// "file", "mem"). transcript-serve wraps it with its bucket metrics.
+func OpenStoreWrapped(ctx context.Context, rawURL, ns string, access Access, wrap func(b bucket.Bucket, backend string) bucket.Bucket) (*transcript.Store, error) {
 	loc, err := bucketurl.Parse(rawURL)
 	if err != nil {
 		return nil, &UsageError{Msg: "--store: " + err.Error()}
@@ -128,6 +135,9 @@ func OpenStore(ctx context.Context, rawURL, ns string, access Access) (*transcri
 		if b, prefix, err = bucketurl.Open(ctx, rawURL); err != nil {
 			return nil, err
 		}
+	}
+	if wrap != nil {
+		b = wrap(b, loc.Scheme)
 	}
 	return transcript.New(transcript.Config{Bucket: b, Prefix: prefix, Namespace: ns})
 }

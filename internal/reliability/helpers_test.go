@@ -17,10 +17,10 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // ctxTimeout returns a context that ends after d or with the test.
@@ -55,10 +55,10 @@ type s3Server struct {
 	endpoint, access, secret string
 }
 
-// sharedS3 returns the test MinIO of the environment (storetest.S3Endpoint: the
+// sharedS3 returns the test MinIO of the environment (s3test.S3Endpoint: the
 // test fails under CI=true when it is not set, and is skipped otherwise).
 func sharedS3(t testing.TB) s3Server {
-	e, a, s := storetest.S3Endpoint(t)
+	e, a, s := s3test.S3Endpoint(t)
 	return s3Server{e, a, s}
 }
 

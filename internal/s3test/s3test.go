@@ -1,6 +1,9 @@
-// Package s3test gives tests a fresh bucket on the S3 test server. It lives
-// outside transcript/ because it uses minio-go directly (to remove the bucket),
-// which only the S3 backend may do there.
+// Package s3test is test support for the S3 tests of every package: the S3 test
+// servers named by the environment, one per engine (MinIO, and SeaweedFS as a
+// second engine), fresh buckets on them (Engine.NewBucket), and rclone against
+// MinIO (Rclone). Only tests import it. It lives outside
+// transcript/ because it uses minio-go directly (to remove a bucket), which only the
+// S3 backend may do there.
 package s3test
 
 import (
@@ -13,15 +16,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
-// NewS3Bucket creates a bucket named namePrefix plus a random suffix on the S3 test
-// server (see storetest.S3Endpoint: it fails under CI=true when none is configured, and
-// skips otherwise) and removes the bucket and its objects when the test ends.
+// NewS3Bucket creates a bucket named namePrefix plus a random suffix on the MinIO
+// test server: MinIO().NewBucket(t, namePrefix).
 func NewS3Bucket(t testing.TB, namePrefix string) *s3bucket.Bucket {
 	t.Helper()
-	endpoint, access, secret := storetest.S3Endpoint(t)
+	return MinIO().NewBucket(t, namePrefix)
+}
+
+// NewBucket creates a bucket named namePrefix plus a random suffix on the engine's
+// test server (see Endpoint: it fails under CI=true when none is configured, and
+// skips otherwise) and removes the bucket and its objects when the test ends.
+func (e Engine) NewBucket(t testing.TB, namePrefix string) *s3bucket.Bucket {
+	t.Helper()
+	endpoint, access, secret := e.Endpoint(t)
 	suffix := make([]byte, 6)
 	_, _ = rand.Read(suffix)
 	b, err := s3bucket.New(t.Context(), s3bucket.Config{
@@ -37,6 +46,8 @@ func NewS3Bucket(t testing.TB, namePrefix string) *s3bucket.Bucket {
 				_ = c.RemoveObject(ctx, b.Name(), oi.Key, minio.RemoveObjectOptions{})
 			}
 		}
+		// ForceDelete (a MinIO extension, ignored elsewhere) also purges what
+		// listings cannot show.
 		_ = c.RemoveBucketWithOptions(ctx, b.Name(), minio.RemoveBucketOptions{ForceDelete: true})
 		_ = b.Close()
 	})

@@ -10,20 +10,21 @@ import (
 // DeleteObjects request).
 const MaxBatchDelete = 1000
 
-// BatchDeleter is implemented by backends that can delete many keys in one request
-// (S3 DeleteObjects). Compaction deletes a compaction's inputs with it, so
-// collecting garbage costs one request instead of one per segment. Missing keys are
-// not an error, as with Delete.
+// BatchDeleter is the batch delete of a Bucket: many keys in one request where the
+// backend has one (S3 DeleteObjects). Compaction deletes a compaction's inputs with
+// it, so collecting garbage costs one request instead of one per segment. Missing
+// keys are not an error, as with Delete.
 type BatchDeleter interface {
 	// DeleteBatch deletes up to MaxBatchDelete keys. It returns an error naming the
 	// keys it could not delete (some may have been deleted); it may be retried.
 	DeleteBatch(ctx context.Context, keys []string) error
 }
 
-// DeleteEach deletes keys one by one with b.Delete, checking the batch limit: the
-// DeleteBatch of backends without a batch request, and the fallback for buckets
-// that are not BatchDeleters.
-func DeleteEach(ctx context.Context, b Bucket, keys []string) error {
+// DeleteEach deletes keys one by one with d.Delete, checking the batch limit and
+// every key first: the DeleteBatch of backends without a batch request.
+func DeleteEach(ctx context.Context, d interface {
+	Delete(ctx context.Context, key string) error
+}, keys []string) error {
 	if len(keys) > MaxBatchDelete {
 		return fmt.Errorf("delete batch: %d keys, limit %d: %w", len(keys), MaxBatchDelete, ErrInvalidKey)
 	}
@@ -34,7 +35,7 @@ func DeleteEach(ctx context.Context, b Bucket, keys []string) error {
 	}
 	var errs []error
 	for _, k := range keys {
-		if err := b.Delete(ctx, k); err != nil {
+		if err := d.Delete(ctx, k); err != nil {
 			errs = append(errs, err)
 			if ctx.Err() != nil {
 				break

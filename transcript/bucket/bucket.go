@@ -3,7 +3,7 @@
 //
 // Backends live in their own packages (membucket, filebucket, s3bucket) and import this
 // one, never the reverse. Every backend passes the conformance suite in
-// transcript/storetest.
+// transcript/bucket/buckettest.
 //
 // Consistency: the store assumes strong read-after-write and list-after-write
 // consistency, as MinIO and AWS S3 provide today.
@@ -89,9 +89,20 @@ type Reader interface {
 	// List calls fn for every key matching opts in ascending lexical byte order.
 	// An error from fn stops the listing and is returned as is.
 	List(ctx context.Context, opts ListOptions, fn func(ObjectInfo) error) error
+	RangeReader
 }
 
-// Bucket is a flat key/value object store with create-only writes.
+// Bucket is a flat key/value object store with create-only writes, and every
+// capability the store builds on: ranged reads (RangeReader), batch deletes
+// (BatchDeleter), unconditional replacement (Replacer), compare-and-swap writes
+// (Conditional) and the clock that stamps objects (Clock).
+//
+// Every backend implements every method; a backend without a native form of a
+// capability implements it with the requests it has and says so in its doc. So a
+// capability is never discovered by type assertion, and a wrapper of a bucket
+// cannot lose one: wrappers hold the inner bucket in a field rather than embedding
+// it, so the compiler asks them for every method, and the conformance suite
+// (transcript/bucket/buckettest) runs through each wrapper.
 type Bucket interface {
 	Reader
 	// Put creates key with the first size bytes read from r (size -1: read to EOF).
@@ -102,4 +113,8 @@ type Bucket interface {
 	Put(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) error
 	// Delete removes key. Deleting a missing key is not an error (idempotent).
 	Delete(ctx context.Context, key string) error
+	BatchDeleter
+	Replacer
+	Conditional
+	Clock
 }

@@ -29,12 +29,12 @@ func (c Cond) Validate() error {
 	return nil
 }
 
-// Conditional is implemented by backends that can replace an object only while it is
-// the version the caller read: a compare-and-swap on the object's ETag. The segment
+// Conditional is the compare-and-swap of a Bucket: replacing an object only while it
+// is the version the caller read, by its ETag. The segment
 // store does not need it (segments are create-only); a small mutable object such as
 // a session's head pointer does.
 //
-// The contract, checked by the conformance suite in transcript/storetest:
+// The contract, checked by the conformance suite in transcript/bucket/buckettest:
 //   - GetWithETag returns the whole object and the ETag of exactly those bytes; a
 //     missing key gives an error wrapping ErrNotFound. It is meant for small objects.
 //   - PutIf writes the object atomically (readers see the old or the new bytes,
@@ -54,6 +54,9 @@ func (c Cond) Validate() error {
 //   - Objects written by PutIf are ordinary objects for Get, Stat, List and Delete.
 //     A Delete is not conditional: a Delete racing a PutIf may be undone by it on
 //     backends without server-side conditions (see each backend's doc).
+//   - Backends without server-side conditions decide the condition under a lock of
+//     their own (membucket: a mutex; filebucket: a lock file), which holds only
+//     among the processes that share it.
 type Conditional interface {
 	// GetWithETag reads key whole and returns its bytes and their ETag.
 	GetWithETag(ctx context.Context, key string) ([]byte, string, error)

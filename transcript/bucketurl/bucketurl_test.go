@@ -9,12 +9,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 func TestParse(t *testing.T) {
@@ -111,7 +111,7 @@ func TestOpen(t *testing.T) {
 }
 
 func TestOpen_S3(t *testing.T) {
-	endpoint, _, _ := storetest.S3Endpoint(t)
+	endpoint, _, _ := s3test.S3Endpoint(t)
 	url := "s3://bucketurl-open-test/team/a/?create=true&insecure=true&region=us-east-1&endpoint=" + endpoint
 	b, prefix, err := bucketurl.Open(t.Context(), url)
 	require.NoError(t, err)

@@ -20,7 +20,9 @@ var ErrInjected = errors.New("injected fault")
 // Op is a set of bucket operations a fault applies to.
 type Op uint8
 
-// The operations of a bucket.
+// The operations of a bucket. A ranged read and a read with its ETag are OpGet, a
+// conditional write is OpPut and a batch delete is one OpDelete, as the S3 requests
+// they make are.
 const (
 	OpGet Op = 1 << iota
 	OpStat
@@ -35,10 +37,11 @@ const (
 )
 
 // Counts are the requests a Bucket has seen, successful or not, and the bytes that
-// reached the inner bucket through Put and Replace.
+// reached the inner bucket through Put, PutIf and Replace.
 type Counts struct {
 	Get, Stat, List, Put, Delete, Replace int64
-	// BytesUp is the payload of the Put and Replace calls passed to the inner bucket.
+	// BytesUp is the payload of the Put, PutIf and Replace calls passed to the inner
+	// bucket.
 	BytesUp int64
 }
 
@@ -47,9 +50,8 @@ func (c Counts) Requests() int64 { return c.Get + c.Stat + c.List + c.Put + c.De
 
 // Bucket wraps a bucket.Bucket, counts its requests and bytes, and injects faults:
 // failures before or after the inner call, delays, and hangs that last until the
-// call's context ends. It is safe for concurrent use. Replace forwards to the inner
-// bucket when it implements bucket.Replacer, and otherwise returns an error wrapping
-// errors.ErrUnsupported.
+// call's context ends. It is safe for concurrent use. Every method of the inner bucket
+// is forwarded.
 type Bucket struct {
 	inner bucket.Bucket
 
@@ -63,10 +65,7 @@ type Bucket struct {
 	hangDone chan struct{} // closed by Heal to release hung calls
 }
 
-var (
-	_ bucket.Bucket   = (*Bucket)(nil)
-	_ bucket.Replacer = (*Bucket)(nil)
-)
+var _ bucket.Bucket = (*Bucket)(nil)
 
 // Wrap returns a Bucket around inner, with no faults.
 func Wrap(inner bucket.Bucket) *Bucket {
@@ -254,18 +253,6 @@ func (b *Bucket) addBytes(n int64) {
 	b.counts.BytesUp += n
 }
 
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // Get implements bucket.Reader.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
 	if err := b.before(ctx, OpGet, key); err != nil {
@@ -301,9 +288,9 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64, o
 	if err := b.before(ctx, OpPut, key); err != nil {
 		return err
 	}
-	cr := &countingReader{r: r}
+	cr := &bucket.CountingReader{R: r}
 	err := b.inner.Put(ctx, key, cr, size, opts)
-	b.addBytes(cr.n)
+	b.addBytes(cr.N)
 	return b.after(OpPut, key, err)
 }
 
@@ -315,19 +302,13 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 	return b.after(OpDelete, key, b.inner.Delete(ctx, key))
 }
 
-// Replace implements bucket.Replacer by forwarding to the inner bucket; it returns an
-// error wrapping errors.ErrUnsupported (and counts nothing) when the inner bucket is
-// not a bucket.Replacer.
+// Replace implements bucket.Replacer.
 func (b *Bucket) Replace(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions) error {
-	rep, ok := b.inner.(bucket.Replacer)
-	if !ok {
-		return fmt.Errorf("replace %s: %w", key, errors.ErrUnsupported)
-	}
 	if err := b.before(ctx, OpReplace, key); err != nil {
 		return err
 	}
-	cr := &countingReader{r: r}
-	err := rep.Replace(ctx, key, cr, size, opts)
-	b.addBytes(cr.n)
+	cr := &bucket.CountingReader{R: r}
+	err := b.inner.Replace(ctx, key, cr, size, opts)
+	b.addBytes(cr.N)
 	return b.after(OpReplace, key, err)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,14 +12,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/buckettest"
 	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
-// The wrapper without faults is a conforming bucket.
+// The wrapper without faults is a conforming bucket over each local backend, every
+// capability (strict mode's conditional writes included) forwarded.
 func TestBucket_Conformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) bucket.Bucket { return faultbucket.Wrap(membucket.New()) })
+	t.Run("mem", func(t *testing.T) {
+		buckettest.Run(t, func(t *testing.T) bucket.Bucket { return faultbucket.Wrap(membucket.New()) })
+	})
+	t.Run("file", func(t *testing.T) {
+		opts := buckettest.Options{ChecksumNotStored: true, FileDirConflict: true}
+		buckettest.RunWithOptions(t, opts, func(t *testing.T) bucket.Bucket {
+			b, err := filebucket.New(t.TempDir())
+			require.NoError(t, err)
+			return faultbucket.Wrap(b)
+		})
+	})
 }
 
 func put(ctx context.Context, b bucket.Bucket, key, data string) error {
@@ -76,12 +89,49 @@ func TestBucket_HangAndDelay(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond)
 }
 
-type noReplace struct{ bucket.Bucket }
-
-func TestBucket_ReplaceUnsupported(t *testing.T) {
-	b := faultbucket.Wrap(noReplace{membucket.New()})
-	err := b.Replace(context.Background(), "a", bytes.NewReader(nil), 0, bucket.PutOptions{})
-	require.ErrorIs(t, err, errors.ErrUnsupported)
+// Every capability of the inner bucket is forwarded, counted as the S3 request it
+// makes, and faulted with that request's Op.
+func TestBucket_Capabilities(t *testing.T) {
+	ctx := t.Context()
+	tests := []struct {
+		name string
+		op   faultbucket.Op
+		call func(b bucket.Bucket) error
+		want faultbucket.Counts
+	}{
+		{"GetRange", faultbucket.OpGet, func(b bucket.Bucket) error {
+			data, err := b.GetRange(ctx, "k", 1, 2)
+			if err == nil && string(data) != "bc" {
+				err = fmt.Errorf("got %q", data)
+			}
+			return err
+		}, faultbucket.Counts{Get: 1}},
+		{"GetWithETag", faultbucket.OpGet, func(b bucket.Bucket) error {
+			_, _, err := b.GetWithETag(ctx, "k")
+			return err
+		}, faultbucket.Counts{Get: 1}},
+		{"PutIf", faultbucket.OpPut, func(b bucket.Bucket) error {
+			_, err := b.PutIf(ctx, "new", strings.NewReader("xyz"), 3, bucket.Cond{IfNoneMatch: true})
+			return err
+		}, faultbucket.Counts{Put: 1, BytesUp: 3}},
+		{"Replace", faultbucket.OpReplace, func(b bucket.Bucket) error {
+			return b.Replace(ctx, "k", strings.NewReader("wxyz"), 4, bucket.PutOptions{})
+		}, faultbucket.Counts{Replace: 1, BytesUp: 4}},
+		{"DeleteBatch", faultbucket.OpDelete, func(b bucket.Bucket) error {
+			return b.DeleteBatch(ctx, []string{"k", "other"})
+		}, faultbucket.Counts{Delete: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := faultbucket.Wrap(membucket.New())
+			require.NoError(t, put(ctx, b, "k", "abcd"))
+			b.ResetCounts()
+			require.NoError(t, tt.call(b))
+			require.Equal(t, tt.want, b.Counts())
+			b.FailNext(tt.op, 1, nil)
+			require.ErrorIs(t, tt.call(b), faultbucket.ErrInjected)
+		})
+	}
 }
 
 func TestBucket_DeleteBatchCountsOneRequest(t *testing.T) {

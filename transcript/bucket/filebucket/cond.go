@@ -1,5 +1,3 @@
-//go:build unix
-
 package filebucket
 
 import (
@@ -12,7 +10,6 @@ import (
 	"io"
 	"os"
 	"syscall"
-	"time"
 
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -32,9 +29,9 @@ import (
 // strict append), so that is cheap. The lock is not taken by Put and Delete: a
 // create-only Put cannot overwrite, but a Delete racing a PutIf may be undone by it.
 // The ETag is the hex MD5 of the file's bytes, as S3 gives a single-PUT object.
-// Local file systems support flock; some network file systems do not.
-
-var _ bucket.Conditional = (*Bucket)(nil)
+// Local file systems support flock; some network file systems do not. Where the
+// platform has no flock (not unix), PutIf fails with an error wrapping
+// errors.ErrUnsupported: strict mode needs a unix file system there.
 
 // GetWithETag reads key's file and returns its bytes and their ETag.
 func (b *Bucket) GetWithETag(ctx context.Context, key string) ([]byte, string, error) {
@@ -94,39 +91,6 @@ func (b *Bucket) PutIf(ctx context.Context, key string, r io.Reader, size int64,
 		return "", fmt.Errorf("put %s: %w", key, err)
 	}
 	return etagOf(data), nil
-}
-
-// lock takes the bucket's exclusive conditional-write lock, polling so that ctx can
-// end the wait. The returned function releases it.
-func (b *Bucket) lock(ctx context.Context) (func(), error) {
-	f, err := os.Open(b.root)
-	if err != nil {
-		return nil, fmt.Errorf("lock bucket: %w", err)
-	}
-	wait := 100 * time.Microsecond
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("lock bucket: %w", err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			f.Close()
-			return nil, fmt.Errorf("lock bucket: %w", ctx.Err())
-		case <-t.C:
-		}
-		wait = min(2*wait, 10*time.Millisecond)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }
 
 // etagOf is the ETag of an object's bytes.

@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/buckettest"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 func TestBucket_Conformance(t *testing.T) {
-	opts := storetest.Options{ChecksumNotStored: true, FileDirConflict: true}
-	storetest.RunWithOptions(t, opts, func(t *testing.T) bucket.Bucket {
+	opts := buckettest.Options{ChecksumNotStored: true, FileDirConflict: true}
+	buckettest.RunWithOptions(t, opts, func(t *testing.T) bucket.Bucket {
 		b, err := filebucket.New(t.TempDir())
 		require.NoError(t, err)
 		return b
@@ -124,8 +124,8 @@ func TestBucket_Replace(t *testing.T) {
 	ctx := t.Context()
 	require.NoError(t, b.Replace(ctx, "legacy/s.jsonl", strings.NewReader("v1"), 2, bucket.PutOptions{}))
 	require.NoError(t, b.Replace(ctx, "legacy/s.jsonl", strings.NewReader("v2, longer"), -1, bucket.PutOptions{}))
-	err = b.Replace(ctx, "legacy/s.jsonl", storetest.FailingReader([]byte("v3"), 1), -1, bucket.PutOptions{})
-	require.ErrorIs(t, err, storetest.ErrInjected)
+	err = b.Replace(ctx, "legacy/s.jsonl", buckettest.FailingReader([]byte("v3"), 1), -1, bucket.PutOptions{})
+	require.ErrorIs(t, err, buckettest.ErrInjected)
 	rc, _, err := b.Get(ctx, "legacy/s.jsonl")
 	require.NoError(t, err)
 	defer rc.Close()

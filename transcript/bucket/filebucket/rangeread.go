@@ -10,11 +10,12 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
-var _ bucket.RangeReader = (*Bucket)(nil)
-
 // GetRange reads up to n bytes of key from off.
 func (b *Bucket) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
 	if err := check(ctx, key); err != nil {
+		return nil, fmt.Errorf("get range %s: %w", key, err)
+	}
+	if err := bucket.ValidateRange(off, n); err != nil {
 		return nil, fmt.Errorf("get range %s: %w", key, err)
 	}
 	f, err := os.Open(b.path(key))

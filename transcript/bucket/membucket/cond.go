@@ -11,8 +11,6 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
-var _ bucket.Conditional = (*Bucket)(nil)
-
 // GetWithETag returns a copy of key's bytes and its ETag.
 func (b *Bucket) GetWithETag(ctx context.Context, key string) ([]byte, string, error) {
 	if err := check(ctx, key); err != nil {

@@ -20,11 +20,7 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
-var (
-	_ bucket.Bucket   = (*Bucket)(nil)
-	_ bucket.Replacer = (*Bucket)(nil)
-	_ bucket.Clock    = (*Bucket)(nil)
-)
+var _ bucket.Bucket = (*Bucket)(nil)
 
 // Bucket is an in-memory bucket. The zero value is not usable; call New.
 // It is safe for concurrent use.
@@ -45,7 +41,7 @@ func New() *Bucket {
 	return &Bucket{objects: make(map[string]object), now: time.Now}
 }
 
-// Now implements bucket.Clock: the clock that stamps ModTime (time.Now unless
+// Now is the bucket's clock: the clock that stamps ModTime (time.Now unless
 // SetClock changed it).
 func (b *Bucket) Now(ctx context.Context) (time.Time, error) {
 	if err := ctx.Err(); err != nil {

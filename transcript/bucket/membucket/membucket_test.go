@@ -10,12 +10,12 @@ import (
 	"testing"
 
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/buckettest"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 func TestBucket_Conformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) bucket.Bucket { return membucket.New() })
+	buckettest.Run(t, func(t *testing.T) bucket.Bucket { return membucket.New() })
 }
 
 func TestBucket_Replace(t *testing.T) {

@@ -10,8 +10,6 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
-var _ bucket.BatchDeleter = (*Bucket)(nil)
-
 // DeleteBatch deletes keys with one DeleteObjects request (see bucket.BatchDeleter).
 func (b *Bucket) DeleteBatch(ctx context.Context, keys []string) error {
 	if len(keys) > bucket.MaxBatchDelete {

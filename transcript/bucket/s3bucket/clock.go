@@ -5,11 +5,7 @@ import (
 	"net/http"
 	"sync"
 	"time"
-
-	"github.com/transcriptstore/transcript/transcript/bucket"
 )
-
-var _ bucket.Clock = (*Bucket)(nil)
 
 // serverClock remembers the Date header of the latest response, with the local
 // monotonic time it arrived at, so that the server's time can be read without a
@@ -60,7 +56,7 @@ func (t clockTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// Now implements bucket.Clock: the server's time, from the Date header of its
+// Now is the bucket's clock (bucket.Clock): the server's time, from the Date header of its
 // latest response (whole seconds, so an age is never overestimated by the
 // rounding), plus the time elapsed since. Before the first response it asks the
 // server with a HEAD of the bucket, whose answer (even a refusal) carries a Date.

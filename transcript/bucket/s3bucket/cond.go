@@ -23,8 +23,6 @@ import (
 // something unique in the object (a version, the new segment's key), so another
 // writer's object is never mistaken for ours.
 
-var _ bucket.Conditional = (*Bucket)(nil)
-
 // GetWithETag reads key whole with one GET and returns its bytes and the ETag of
 // that response, so the ETag is the one of exactly these bytes.
 func (b *Bucket) GetWithETag(ctx context.Context, key string) ([]byte, string, error) {

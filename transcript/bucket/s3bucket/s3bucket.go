@@ -42,10 +42,7 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
-var (
-	_ bucket.Bucket   = (*Bucket)(nil)
-	_ bucket.Replacer = (*Bucket)(nil)
-)
+var _ bucket.Bucket = (*Bucket)(nil)
 
 // Bucket is one S3 bucket. It is safe for concurrent use.
 type Bucket struct {

@@ -1,8 +1,9 @@
-package storetest
+package buckettest
 
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,8 +116,11 @@ func (s suite) deleteVisibility(t *testing.T, b bucket.Bucket) {
 	require.NoError(t, b.Delete(t.Context(), "d/sub/three"))
 	requireAbsent(t, b, "d/sub/three")
 	require.Equal(t, []string{"d/two"}, list(t, b, bucket.ListOptions{}))
-	require.Equal(t, []string{"d/two"}, list(t, b, bucket.ListOptions{Prefix: "d/", Delimited: true}),
-		"a deleted subtree must not leave a common prefix")
+	delimited := list(t, b, bucket.ListOptions{Prefix: "d/", Delimited: true})
+	if s.opts.StaleEmptyPrefixes {
+		delimited = slices.DeleteFunc(delimited, func(k string) bool { return k == "d/sub/" })
+	}
+	require.Equal(t, []string{"d/two"}, delimited, "a deleted subtree must not leave a common prefix")
 
 	// Deleting what is missing is not an error.
 	require.NoError(t, b.Delete(t.Context(), "d/one"))
@@ -175,18 +179,14 @@ func (s suite) largeObject(t *testing.T, b bucket.Bucket) {
 }
 
 func (s suite) batchDelete(t *testing.T, b bucket.Bucket) {
-	bd, ok := b.(bucket.BatchDeleter)
-	if !ok {
-		t.Skip("bucket does not implement bucket.BatchDeleter")
-	}
 	put(t, b, "bd/one", []byte("1"))
 	put(t, b, "bd/two", []byte("2"))
 	put(t, b, "bd/sub/three", []byte("3"))
-	require.NoError(t, bd.DeleteBatch(t.Context(), []string{"bd/one", "bd/sub/three", "bd/never"}),
+	require.NoError(t, b.DeleteBatch(t.Context(), []string{"bd/one", "bd/sub/three", "bd/never"}),
 		"missing keys are not an error")
 	require.Equal(t, []string{"bd/two"}, list(t, b, bucket.ListOptions{}))
-	require.NoError(t, bd.DeleteBatch(t.Context(), nil))
-	require.ErrorIs(t, bd.DeleteBatch(t.Context(), []string{"bd/../x"}), bucket.ErrInvalidKey)
-	require.ErrorIs(t, bd.DeleteBatch(t.Context(), make([]string, bucket.MaxBatchDelete+1)), bucket.ErrInvalidKey)
+	require.NoError(t, b.DeleteBatch(t.Context(), nil))
+	require.ErrorIs(t, b.DeleteBatch(t.Context(), []string{"bd/../x"}), bucket.ErrInvalidKey)
+	require.ErrorIs(t, b.DeleteBatch(t.Context(), make([]string, bucket.MaxBatchDelete+1)), bucket.ErrInvalidKey)
 	require.Equal(t, []string{"bd/two"}, list(t, b, bucket.ListOptions{}), "a refused batch deletes nothing")
 }

@@ -1,4 +1,4 @@
-package storetest
+package buckettest
 
 import (
 	"bytes"
@@ -12,9 +12,8 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
-// conditionalCases are the cases of bucket.Conditional. RunWithOptions runs them as
-// subtests of "Conditional"; a backend that does not implement the interface skips
-// them.
+// conditionalCases are the cases of bucket.Conditional, what a strict session
+// builds on. RunWithOptions runs them as subtests of "Conditional".
 func (s suite) conditionalCases() []namedCase {
 	return []namedCase{
 		{"CreateIfNoneMatch", s.condCreate},
@@ -44,11 +43,7 @@ func (s suite) runConditional(t *testing.T) {
 	t.Run("Conditional", func(t *testing.T) {
 		for _, c := range s.conditionalCases() {
 			t.Run(c.name, func(t *testing.T) {
-				b := s.newBucket(t)
-				if _, ok := b.(bucket.Conditional); !ok {
-					t.Skipf("%T does not implement bucket.Conditional", b)
-				}
-				c.fn(t, b)
+				c.fn(t, s.newBucket(t))
 			})
 		}
 	})
@@ -57,13 +52,13 @@ func (s suite) runConditional(t *testing.T) {
 // putIf calls PutIf with data.
 func putIf(t *testing.T, b bucket.Bucket, key string, data []byte, cond bucket.Cond) (string, error) {
 	t.Helper()
-	return b.(bucket.Conditional).PutIf(t.Context(), key, bytes.NewReader(data), int64(len(data)), cond)
+	return b.PutIf(t.Context(), key, bytes.NewReader(data), int64(len(data)), cond)
 }
 
 // getETag reads key with GetWithETag and fails the test on error.
 func getETag(t *testing.T, b bucket.Bucket, key string) ([]byte, string) {
 	t.Helper()
-	data, etag, err := b.(bucket.Conditional).GetWithETag(t.Context(), key)
+	data, etag, err := b.GetWithETag(t.Context(), key)
 	require.NoError(t, err, "get with etag %s", key)
 	require.NotEmpty(t, etag, "etag of %s", key)
 	return data, etag
@@ -153,7 +148,7 @@ func (s suite) condInvalid(t *testing.T, b bucket.Bucket) {
 }
 
 func (s suite) condGetMissing(t *testing.T, b bucket.Bucket) {
-	_, _, err := b.(bucket.Conditional).GetWithETag(t.Context(), "cond/missing")
+	_, _, err := b.GetWithETag(t.Context(), "cond/missing")
 	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
@@ -161,10 +156,9 @@ func (s suite) condFailingReader(t *testing.T, b bucket.Bucket) {
 	e1, err := putIf(t, b, "cond/head", []byte("version-1"), bucket.Cond{IfNoneMatch: true})
 	require.NoError(t, err)
 	data := bytes.Repeat([]byte("x"), 4096)
-	c := b.(bucket.Conditional)
-	_, err = c.PutIf(t.Context(), "cond/head", FailingReader(data, 100), int64(len(data)), bucket.Cond{IfMatch: e1})
+	_, err = b.PutIf(t.Context(), "cond/head", FailingReader(data, 100), int64(len(data)), bucket.Cond{IfMatch: e1})
 	require.Error(t, err)
-	_, err = c.PutIf(t.Context(), "cond/new", FailingReader(data, 100), int64(len(data)), bucket.Cond{IfNoneMatch: true})
+	_, err = b.PutIf(t.Context(), "cond/new", FailingReader(data, 100), int64(len(data)), bucket.Cond{IfNoneMatch: true})
 	require.Error(t, err)
 	got, etag := getETag(t, b, "cond/head")
 	require.Equal(t, "version-1", string(got))
@@ -173,10 +167,9 @@ func (s suite) condFailingReader(t *testing.T, b bucket.Bucket) {
 }
 
 func (s suite) condCancelled(t *testing.T, b bucket.Bucket) {
-	c := b.(bucket.Conditional)
-	_, err := c.PutIf(cancelled(t), "cond/head", bytes.NewReader([]byte("v")), 1, bucket.Cond{IfNoneMatch: true})
+	_, err := b.PutIf(cancelled(t), "cond/head", bytes.NewReader([]byte("v")), 1, bucket.Cond{IfNoneMatch: true})
 	require.Error(t, err)
-	_, _, err = c.GetWithETag(cancelled(t), "cond/head")
+	_, _, err = b.GetWithETag(cancelled(t), "cond/head")
 	require.Error(t, err)
 	requireAbsent(t, b, "cond/head")
 }
@@ -215,7 +208,7 @@ func race(t *testing.T, b bucket.Bucket, key string, cond bucket.Cond) {
 		wg.Go(func() {
 			data := []byte(fmt.Sprintf("writer-%d", i))
 			<-start
-			etag, err := b.(bucket.Conditional).PutIf(t.Context(), key, bytes.NewReader(data), int64(len(data)), cond)
+			etag, err := b.PutIf(t.Context(), key, bytes.NewReader(data), int64(len(data)), cond)
 			results[i] = result{data, etag, err}
 		})
 	}
@@ -260,7 +253,7 @@ func (s suite) condReadWhileWriting(t *testing.T, b bucket.Bucket) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for range versions {
-			data, etag, err := b.(bucket.Conditional).GetWithETag(t.Context(), "cond/head")
+			data, etag, err := b.GetWithETag(t.Context(), "cond/head")
 			if err != nil {
 				readErr = err
 				return

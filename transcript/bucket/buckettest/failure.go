@@ -1,4 +1,4 @@
-package storetest
+package buckettest
 
 import (
 	"bytes"
@@ -34,6 +34,11 @@ func (s suite) cancelledContext(t *testing.T, b bucket.Bucket) {
 			return b.Put(ctx, "c/new", strings.NewReader("new"), 3, bucket.PutOptions{Checksum: "x"})
 		}},
 		{"Delete", func() error { return b.Delete(ctx, "c/present") }},
+		{"GetRange", func() error { _, err := b.GetRange(ctx, "c/present", 0, 2); return err }},
+		{"Replace", func() error {
+			return b.Replace(ctx, "c/present", strings.NewReader("new"), 3, bucket.PutOptions{Checksum: "x"})
+		}},
+		{"DeleteBatch", func() error { return b.DeleteBatch(ctx, []string{"c/present"}) }},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
@@ -41,7 +46,7 @@ func (s suite) cancelledContext(t *testing.T, b bucket.Bucket) {
 		})
 	}
 	requireAbsent(t, b, "c/new")
-	require.Equal(t, []byte("here"), get(t, b, "c/present"), "a cancelled delete must not delete")
+	require.Equal(t, []byte("here"), get(t, b, "c/present"), "a cancelled delete or replace must not change the object")
 
 	t.Run("during Put", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())

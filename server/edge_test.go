@@ -19,7 +19,6 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
-	"github.com/transcriptstore/transcript/transcript/storetest"
 )
 
 // rawReq is one HTTP request as a client may send it.
@@ -219,7 +218,7 @@ func TestEdge_StalledBody(t *testing.T) {
 // with Retry-After (what clients retry on), /readyz too; once it is back, 200.
 // (Issue 26, finding 6.)
 func TestEdge_BucketDown(t *testing.T) {
-	endpoint, access, secret := storetest.S3Endpoint(t)
+	endpoint, access, secret := s3test.S3Endpoint(t)
 	name := s3test.NewS3Bucket(t, "serve-down-").Name()
 	p := newTCPProxy(t, endpoint)
 	b, err := s3bucket.New(t.Context(), s3bucket.Config{Endpoint: p.addr(), Bucket: name, AccessKey: access, SecretKey: secret,

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/transcript/storetest"
+	"github.com/transcriptstore/transcript/internal/s3test"
 )
 
 // binaryCommands are the commands of each binary ("" for the binary itself).
@@ -75,7 +75,7 @@ func TestContract_HelpVersionAndWrongFlags(t *testing.T) {
 // with exit 1 in each of the four binaries, and none of them creates it unless
 // it writes and the URL says create=true. (Issue 26.)
 func TestContract_NotFoundInEveryBinary(t *testing.T) {
-	endpoint, _, _ := storetest.S3Endpoint(t)
+	endpoint, _, _ := s3test.S3Endpoint(t)
 	bucketURL := fmt.Sprintf("s3://transcript-missing-%d-%d/p?endpoint=%s&insecure=true", os.Getpid(), time.Now().UnixNano(), endpoint)
 	missingDir := "file://" + filepath.Join(t.TempDir(), "missing")
 	tests := []struct {

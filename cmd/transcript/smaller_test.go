@@ -14,7 +14,7 @@ import (
 	"github.com/minio/madmin-go/v3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/transcript/storetest"
+	"github.com/transcriptstore/transcript/internal/s3test"
 )
 
 // TestFindings_Smaller holds the smaller findings of issue 26 (finding 7), one row
@@ -88,7 +88,7 @@ func readFile(t *testing.T, path string) string {
 // deploy/iam/restore.json: the append is refused, its error names the segment key
 // once, and a hint about credentials follows; nothing is written.
 func testAccessDenied(t *testing.T) {
-	endpoint, access, secret := storetest.S3Endpoint(t)
+	endpoint, access, secret := s3test.S3Endpoint(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	store := s3BackendAt("p").fresh(t)

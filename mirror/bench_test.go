@@ -14,6 +14,7 @@ import (
 
 	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
@@ -87,7 +88,7 @@ func runSegments(b *testing.B, bk bucket.Bucket, sess benchSession, sid string) 
 	var wait time.Duration
 	for _, entries := range sess {
 		t0 := time.Now()
-		require.NoError(b, m.Upload(ctx, mirror.Batch{Ref: ref, Entries: entries}))
+		require.NoError(b, m.Upload(ctx, sessiontree.Batch{Ref: ref, Entries: entries}))
 		wait += time.Since(t0)
 	}
 	require.NoError(b, m.AwaitQuiescence(ctx))
@@ -123,7 +124,7 @@ func runLegacy(b *testing.B, bk bucket.Bucket, sess benchSession, sid string) be
 			require.NoError(b, err)
 		}
 		t0 := time.Now()
-		require.NoError(b, l.Upload(ctx, mirror.Batch{Ref: ref, Entries: entries, ContextPath: cp, LogPath: lp}))
+		require.NoError(b, l.Upload(ctx, sessiontree.Batch{Ref: ref, Entries: entries, ContextPath: cp, LogPath: lp}))
 		wait += time.Since(t0)
 	}
 	wall := time.Since(start)

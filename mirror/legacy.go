@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -34,8 +35,8 @@ type Legacy struct {
 }
 
 var (
-	_ Uploader         = (*Legacy)(nil)
-	_ LocalFilesReader = (*Legacy)(nil)
+	_ sessiontree.Uploader         = (*Legacy)(nil)
+	_ sessiontree.LocalFilesReader = (*Legacy)(nil)
 )
 
 // LegacyKeys returns the keys of the context file and the log file of ref.
@@ -50,7 +51,7 @@ func LegacyKeys(prefix string, ref transcript.TranscriptRef) (contextKey, logKey
 
 // Upload stores the files b.ContextPath and b.LogPath (each skipped when empty) under
 // the LegacyKeys of b.Ref, replacing what was there.
-func (l *Legacy) Upload(ctx context.Context, b Batch) error {
+func (l *Legacy) Upload(ctx context.Context, b sessiontree.Batch) error {
 	if l.Bucket == nil {
 		return errors.New("mirror: Legacy needs a bucket")
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -93,7 +94,7 @@ type job struct {
 	err      error         // set before done is closed when the segment failed for good
 }
 
-var _ Uploader = (*Mirror)(nil)
+var _ sessiontree.Uploader = (*Mirror)(nil)
 
 // New opens (creating if needed) and locks the outbox cfg.OutboxDir, enqueues every
 // segment a previous process left there, and starts the upload workers. The caller
@@ -182,7 +183,7 @@ func New(cfg Config) (*Mirror, error) {
 // Upload returns an error wrapping ErrBackpressure, or with Config.BlockWhenFull waits
 // until there is room or ctx ends. After Close it returns ErrClosed. On any error the
 // batch was not accepted.
-func (m *Mirror) Upload(ctx context.Context, b Batch) error {
+func (m *Mirror) Upload(ctx context.Context, b sessiontree.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("mirror upload: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -17,11 +18,11 @@ type Sync struct {
 	Writer *transcript.Writer
 }
 
-var _ Uploader = (*Sync)(nil)
+var _ sessiontree.Uploader = (*Sync)(nil)
 
 // Upload writes b.Entries as one segment of b.Ref, or several when they exceed
 // segment.DefaultTargetSegmentSize.
-func (s *Sync) Upload(ctx context.Context, b Batch) error {
+func (s *Sync) Upload(ctx context.Context, b sessiontree.Batch) error {
 	if s.Store == nil || s.Writer == nil {
 		return errors.New("mirror: Sync needs a store and a writer")
 	}

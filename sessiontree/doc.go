@@ -30,7 +30,7 @@
 // Flush, which the runtime calls after the first assistant message. Each Flush
 // appends the pending entries to the log and the context file (fsync per file and
 // flush) and then hands exactly the locally created entries that were never handed
-// over before to the configured mirror.Uploader, as one Batch. The first batch of a
+// over before to the configured Uploader, as one Batch. The first batch of a
 // session starts with the header line so that a bucket alone can restore it.
 // Entries that came from the log or from the remote store are never uploaded.
 //

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/pi"
 )
 
@@ -22,7 +21,7 @@ import (
 // The remote hand-over comes first (the async mirror makes it durable in its
 // outbox), so that a crash between the two steps cannot leave entries that exist
 // only in the local files, which are never uploaded again; an uploader that reads
-// the local files (mirror.LocalFilesReader, the legacy mirror) gets them written
+// the local files (LocalFilesReader, the legacy mirror) gets them written
 // first instead.
 //
 // A failed upload returns an error and keeps those entries pending (the next
@@ -34,7 +33,7 @@ func (t *Tree) Flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if lf, ok := t.cfg.Uploader.(mirror.LocalFilesReader); t.cfg.Uploader == nil || ok && lf.ReadsLocalFiles() {
+	if lf, ok := t.cfg.Uploader.(LocalFilesReader); t.cfg.Uploader == nil || ok && lf.ReadsLocalFiles() {
 		if err := t.flushLocal(); err != nil {
 			return err
 		}
@@ -71,7 +70,7 @@ func (t *Tree) flushRemote(ctx context.Context) error {
 		t.mu.Unlock()
 		return nil
 	}
-	b := mirror.Batch{Ref: t.ref, ContextPath: t.ctxPath, LogPath: t.logPath,
+	b := Batch{Ref: t.ref, ContextPath: t.ctxPath, LogPath: t.logPath,
 		Entries: make([][]byte, 0, len(t.pendingRemote)+1)}
 	if !t.headerRemote {
 		b.Entries = append(b.Entries, t.header.Raw())

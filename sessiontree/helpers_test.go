@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -53,11 +52,11 @@ func testConfig(t testing.TB) sessiontree.Config {
 // recorder is a fake Uploader that records batches and can be made to fail.
 type recorder struct {
 	mu      sync.Mutex
-	batches []mirror.Batch
+	batches []sessiontree.Batch
 	fail    error
 }
 
-func (r *recorder) Upload(ctx context.Context, b mirror.Batch) error {
+func (r *recorder) Upload(ctx context.Context, b sessiontree.Batch) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail != nil {
@@ -82,7 +81,7 @@ func (r *recorder) all() [][]byte {
 	return out
 }
 
-type mirrorBatch = mirror.Batch
+type mirrorBatch = sessiontree.Batch
 
 var errUpload = errors.New("upload refused")
 
@@ -99,7 +98,7 @@ func newFakeStore() *fakeStore {
 	return &fakeStore{ids: map[string]bool{}, order: map[string][][]byte{}}
 }
 
-func (s *fakeStore) Upload(ctx context.Context, b mirror.Batch) error {
+func (s *fakeStore) Upload(ctx context.Context, b sessiontree.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.uploads++

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/pi"
 )
 
@@ -145,7 +144,7 @@ func Open(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 	if !errors.Is(err, ErrNotFound) {
 		return t, rep, err
 	}
-	if _, pending := cfg.Uploader.(mirror.PendingReader); cfg.Remote != nil || pending {
+	if _, pending := cfg.Uploader.(PendingReader); cfg.Remote != nil || pending {
 		t, rep, err = Restore(ctx, cfg, rc, agentID, sessionID)
 		if !errors.Is(err, ErrNotFound) {
 			return t, rep, err
@@ -183,7 +182,7 @@ func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reade
 
 // Restore rebuilds a session from Config.Remote alone (for a replica without
 // local files), and from what Config.Uploader still holds for it when that is a
-// mirror.PendingReader (a crash between handing a flush over and writing the local
+// PendingReader (a crash between handing a flush over and writing the local
 // files leaves it there). The remote's header entry becomes the header; the entries count
 // as uploaded and are written locally by the next Flush. It fails with
 // ErrNotFound when the remote has no header for the session, and refuses to run
@@ -193,7 +192,7 @@ func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessio
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
-	pr, _ := cfg.Uploader.(mirror.PendingReader)
+	pr, _ := cfg.Uploader.(PendingReader)
 	if cfg.Remote == nil && pr == nil {
 		return nil, LoadReport{}, fmt.Errorf("restore %s: no Config.Remote", t.ref)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -400,7 +399,7 @@ type orderProbe struct {
 	logExisted []bool
 }
 
-func (o *orderProbe) Upload(_ context.Context, b mirror.Batch) error {
+func (o *orderProbe) Upload(_ context.Context, b sessiontree.Batch) error {
 	_, err := os.Stat(b.LogPath)
 	o.logExisted = append(o.logExisted, err == nil)
 	if o.fail {

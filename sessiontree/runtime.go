@@ -5,7 +5,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -53,7 +52,7 @@ type Config struct {
 	// {Root}/{namespace}/agents/{agentId}/sessions/{sessionId}.jsonl and .log.jsonl.
 	Root string
 	// Uploader receives each flush's new local entries; nil keeps the tree local.
-	Uploader mirror.Uploader
+	Uploader Uploader
 	// Remote is read by SyncFromRemote and Restore; nil disables them. An
 	// IncrementalReader (transcript.Store is one) is read incrementally.
 	Remote RemoteReader

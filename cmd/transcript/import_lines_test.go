@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -19,8 +18,8 @@ import (
 // batchCapture is an uploader that keeps the batches a flush hands over.
 type batchCapture struct{ entries [][]byte }
 
-// Upload implements mirror.Uploader.
-func (c *batchCapture) Upload(_ context.Context, b mirror.Batch) error {
+// Upload implements sessiontree.Uploader.
+func (c *batchCapture) Upload(_ context.Context, b sessiontree.Batch) error {
 	c.entries = append(c.entries, b.Entries...)
 	return nil
 }

@@ -1,4 +1,4 @@
-package mirror
+package sessiontree
 
 import (
 	"context"
@@ -37,4 +37,16 @@ type Uploader interface {
 // would upload them.
 type LocalFilesReader interface {
 	ReadsLocalFiles() bool
+}
+
+// PendingReader is implemented by uploaders that hold accepted batches that may not
+// be in the store yet (the async Mirror's outbox). A SessionTree opened without local
+// files reads them besides the store: Flush hands a batch over before it writes the
+// local files, so a crash between the two leaves the session's newest entries, or
+// all of it, only in the outbox. Started anew instead, the session would get a second
+// header and lose its place in the tree.
+type PendingReader interface {
+	// PendingEntries returns the raw entries of ref's segments not yet known to be
+	// stored, in the order they were accepted.
+	PendingEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
 }

@@ -1,8 +1,10 @@
 // Package mirror copies what a SessionTree flushes to the transcript store.
 //
-// The contract between a SessionTree and its remote side is the Uploader interface:
-// Flush hands it exactly the entries that are new since the previous flush, once,
-// as a Batch. Three Uploaders implement it:
+// The contract between a SessionTree and its uploader is the sessiontree.Uploader
+// port, which package sessiontree declares and this package implements: Flush hands
+// it exactly the entries that are new since the previous flush, once, as a Batch;
+// a tree opened without local files asks it for the entries it accepted and the
+// store may lack (PendingEntries). Three uploaders implement it:
 //
 //   - Mirror, the one to run in production: Upload appends the batch as one segment
 //     to a local outbox's journal and returns once an fsync that concurrent Uploads

@@ -34,10 +34,7 @@ type Legacy struct {
 	Prefix string
 }
 
-var (
-	_ sessiontree.Uploader         = (*Legacy)(nil)
-	_ sessiontree.LocalFilesReader = (*Legacy)(nil)
-)
+var _ sessiontree.Uploader = (*Legacy)(nil)
 
 // LegacyKeys returns the keys of the context file and the log file of ref.
 func LegacyKeys(prefix string, ref transcript.TranscriptRef) (contextKey, logKey string) {
@@ -74,8 +71,13 @@ func (l *Legacy) Upload(ctx context.Context, b sessiontree.Batch) error {
 func (l *Legacy) AwaitQuiescence(context.Context) error { return nil }
 
 // ReadsLocalFiles reports true: Legacy uploads the tree's files, so a SessionTree
-// writes them before it hands over a batch (see LocalFilesReader).
+// writes them before it hands over a batch.
 func (l *Legacy) ReadsLocalFiles() bool { return true }
+
+// PendingEntries returns nothing: Legacy holds no batch after Upload returns.
+func (l *Legacy) PendingEntries(context.Context, transcript.TranscriptRef) ([][]byte, error) {
+	return nil, nil
+}
 
 // Close returns nil: Legacy holds no resources.
 func (l *Legacy) Close(context.Context) error { return nil }

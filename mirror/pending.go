@@ -7,15 +7,13 @@ import (
 	"io/fs"
 	"sort"
 
-	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-var _ sessiontree.PendingReader = (*Mirror)(nil)
-
 // PendingEntries returns the entries of ref's segments in the outbox (accepted and
 // not yet stored), in key order, which for one writer is flush order. A segment
-// uploaded meanwhile is skipped: the store has it.
+// uploaded meanwhile is skipped: the store has it. A SessionTree opened without
+// local files reads them besides the store (see sessiontree.Uploader).
 func (m *Mirror) PendingEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
 	ref = ref.Norm()
 	// A segment that Upload is still appending is not accepted yet; one held in
@@ -58,3 +56,7 @@ func (m *Mirror) PendingEntries(ctx context.Context, ref transcript.TranscriptRe
 	}
 	return out, nil
 }
+
+// ReadsLocalFiles reports false: the Mirror uploads the batch's entries, so a
+// SessionTree hands a batch over before it writes its local files.
+func (m *Mirror) ReadsLocalFiles() bool { return false }

@@ -32,3 +32,11 @@ func (s *Sync) Upload(ctx context.Context, b sessiontree.Batch) error {
 	_, err := s.Store.AppendSegments(ctx, b.Ref, b.Entries, s.Writer)
 	return err
 }
+
+// PendingEntries returns nothing: Sync holds no batch after Upload returns.
+func (s *Sync) PendingEntries(context.Context, transcript.TranscriptRef) ([][]byte, error) {
+	return nil, nil
+}
+
+// ReadsLocalFiles reports false: Sync uploads the batch's entries.
+func (s *Sync) ReadsLocalFiles() bool { return false }

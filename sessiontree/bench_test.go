@@ -78,9 +78,9 @@ func BenchmarkPlainJSONLAppend(b *testing.B) {
 	}
 }
 
-type discard struct{}
+type discard struct{ storesOnUpload }
 
-func (discard) Upload(context.Context, mirrorBatch) error { return nil }
+func (discard) Upload(context.Context, sessiontree.Batch) error { return nil }
 
 // bigSession writes a 100k-entry session (one long path) and returns its config.
 func bigSession(b *testing.B, n int) (sessiontree.Config, int64) {

@@ -18,11 +18,10 @@ import (
 //   - remote: Config.Uploader receives one Batch: the header line first if it was
 //     never accepted, then every locally created entry not yet accepted, in order.
 //
-// The remote hand-over comes first (the async mirror makes it durable in its
-// outbox), so that a crash between the two steps cannot leave entries that exist
-// only in the local files, which are never uploaded again; an uploader that reads
-// the local files (LocalFilesReader, the legacy mirror) gets them written
-// first instead.
+// The hand-over comes first (the async mirror makes it durable in its outbox), so
+// that a crash between the two steps cannot leave entries that exist only in the
+// local files, which are never uploaded again; an uploader that ReadsLocalFiles
+// (the legacy mirror) gets them written first instead.
 //
 // A failed upload returns an error and keeps those entries pending (the next
 // Flush hands them over again) while the local files are still written, with
@@ -33,7 +32,7 @@ func (t *Tree) Flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if lf, ok := t.cfg.Uploader.(LocalFilesReader); t.cfg.Uploader == nil || ok && lf.ReadsLocalFiles() {
+	if t.cfg.Uploader == nil || t.cfg.Uploader.ReadsLocalFiles() {
 		if err := t.flushLocal(); err != nil {
 			return err
 		}

@@ -49,8 +49,19 @@ func testConfig(t testing.TB) sessiontree.Config {
 	return sessiontree.Config{Root: t.TempDir(), Now: clock(), Rand: newSeeded(1)}
 }
 
+// storesOnUpload gives a fake Uploader the answers of one that stores each batch
+// before Upload returns and reads only the batch's entries (as mirror.Sync does).
+type storesOnUpload struct{}
+
+func (storesOnUpload) PendingEntries(context.Context, transcript.TranscriptRef) ([][]byte, error) {
+	return nil, nil
+}
+
+func (storesOnUpload) ReadsLocalFiles() bool { return false }
+
 // recorder is a fake Uploader that records batches and can be made to fail.
 type recorder struct {
+	storesOnUpload
 	mu      sync.Mutex
 	batches []sessiontree.Batch
 	fail    error
@@ -81,13 +92,12 @@ func (r *recorder) all() [][]byte {
 	return out
 }
 
-type mirrorBatch = sessiontree.Batch
-
 var errUpload = errors.New("upload refused")
 
 // fakeStore is a shared remote: Upload union-merges by id (identical bytes
 // collapse, first writer wins a conflict), ReadEntries returns the store order.
 type fakeStore struct {
+	storesOnUpload
 	mu      sync.Mutex
 	order   map[string][][]byte
 	ids     map[string]bool

@@ -135,16 +135,16 @@ func (t *Tree) activePathTruncated() bool {
 }
 
 // Open loads the session if its context file exists; otherwise, with a
-// Config.Remote, it restores the session from the store (another replica may have
-// started it: behind a load balancer any turn can land anywhere); otherwise, or
-// when the store does not have it either, it starts a new one with New (h is used
-// only then).
+// Config.Remote or a Config.Uploader, it restores the session from the store and
+// what the uploader still holds (another replica may have started it: behind a
+// load balancer any turn can land anywhere); otherwise, or when neither has it, it
+// starts a new one with New (h is used only then).
 func Open(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptions) (*Tree, LoadReport, error) {
 	t, rep, err := Load(ctx, cfg, rc, agentID, sessionID)
 	if !errors.Is(err, ErrNotFound) {
 		return t, rep, err
 	}
-	if _, pending := cfg.Uploader.(PendingReader); cfg.Remote != nil || pending {
+	if cfg.Remote != nil || cfg.Uploader != nil {
 		t, rep, err = Restore(ctx, cfg, rc, agentID, sessionID)
 		if !errors.Is(err, ErrNotFound) {
 			return t, rep, err
@@ -180,21 +180,21 @@ func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reade
 	return t, rep, nil
 }
 
-// Restore rebuilds a session from Config.Remote alone (for a replica without
-// local files), and from what Config.Uploader still holds for it when that is a
-// PendingReader (a crash between handing a flush over and writing the local
-// files leaves it there). The remote's header entry becomes the header; the entries count
-// as uploaded and are written locally by the next Flush. It fails with
-// ErrNotFound when the remote has no header for the session, and refuses to run
-// when the local context file exists (use Load and SyncFromRemote then).
+// Restore rebuilds a session, for a replica without local files, from
+// Config.Remote and from what Config.Uploader still holds for it (its
+// PendingEntries: a crash between handing a flush over and writing the local files
+// leaves them there); it needs at least one of the two. The stored header entry
+// becomes the header; the entries count as uploaded and are written locally by the
+// next Flush. It fails with ErrNotFound when neither has a header for the session,
+// and refuses to run when the local context file exists (use Load and
+// SyncFromRemote then).
 func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, LoadReport, error) {
 	t, err := newTree(cfg, rc, agentID, sessionID)
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
-	pr, _ := cfg.Uploader.(PendingReader)
-	if cfg.Remote == nil && pr == nil {
-		return nil, LoadReport{}, fmt.Errorf("restore %s: no Config.Remote", t.ref)
+	if cfg.Remote == nil && cfg.Uploader == nil {
+		return nil, LoadReport{}, fmt.Errorf("restore %s: no Config.Remote and no Config.Uploader", t.ref)
 	}
 	if _, err := os.Stat(t.ctxPath); err == nil {
 		return nil, LoadReport{}, fmt.Errorf("restore %s: local file %s exists", t.ref, t.ctxPath)
@@ -202,8 +202,8 @@ func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessio
 	// What the uploader holds first: a segment it stores meanwhile is then in the
 	// store when the store is read.
 	var pending [][]byte
-	if pr != nil {
-		if pending, err = pr.PendingEntries(ctx, t.ref); err != nil {
+	if cfg.Uploader != nil {
+		if pending, err = cfg.Uploader.PendingEntries(ctx, t.ref); err != nil {
 			return nil, LoadReport{}, fmt.Errorf("restore %s: %w", t.ref, err)
 		}
 	}

@@ -394,6 +394,7 @@ func TestLoad_AfterCompactionKeepsContext(t *testing.T) {
 
 // orderProbe records whether the log file existed when each batch was handed over.
 type orderProbe struct {
+	storesOnUpload
 	localFirst bool
 	fail       bool
 	logExisted []bool

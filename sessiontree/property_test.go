@@ -97,11 +97,12 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 }
 
 type countingUploader struct {
+	storesOnUpload
 	store *fakeStore
 	seen  map[string]int
 }
 
-func (c *countingUploader) Upload(ctx context.Context, b mirrorBatch) error {
+func (c *countingUploader) Upload(ctx context.Context, b sessiontree.Batch) error {
 	for _, raw := range b.Entries {
 		e, err := sessiontree.ParseEntry(raw)
 		if err == nil {

@@ -24,6 +24,14 @@ func (c *batchCapture) Upload(_ context.Context, b sessiontree.Batch) error {
 	return nil
 }
 
+// PendingEntries implements sessiontree.Uploader: nothing is held back.
+func (c *batchCapture) PendingEntries(context.Context, transcript.TranscriptRef) ([][]byte, error) {
+	return nil, nil
+}
+
+// ReadsLocalFiles implements sessiontree.Uploader: the entries are the batch's.
+func (c *batchCapture) ReadsLocalFiles() bool { return false }
+
 // TestImportLines_AsAFirstFlush checks that import uploads exactly what the first
 // Flush of the imported SessionTree hands its uploader (which import used to
 // capture by flushing a scratch tree), for Pi files of every version, with a

@@ -94,8 +94,10 @@ func (r *recorder) all() [][]byte {
 
 var errUpload = errors.New("upload refused")
 
-// fakeStore is a shared remote: Upload union-merges by id (identical bytes
-// collapse, first writer wins a conflict), ReadEntries returns the store order.
+// fakeStore is a shared store: Upload union-merges by id (identical bytes
+// collapse, first writer wins a conflict), ReadEntries returns the store order,
+// and ReadNew returns all of it every time, without origins, as a reader that
+// holds no segment gets it.
 type fakeStore struct {
 	storesOnUpload
 	mu      sync.Mutex
@@ -138,6 +140,18 @@ func (s *fakeStore) ReadEntries(ctx context.Context, ref transcript.TranscriptRe
 		out[i] = bytes.Clone(e)
 	}
 	return out, nil
+}
+
+func (s *fakeStore) ReadNew(ctx context.Context, ref transcript.TranscriptRef, have transcript.SegmentSet) (*transcript.Increment, error) {
+	raws, err := s.ReadEntries(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	res := &transcript.MergeResult{Entries: make([]transcript.Entry, len(raws))}
+	for i, raw := range raws {
+		res.Entries[i].Raw = raw
+	}
+	return &transcript.Increment{MergeResult: res, Have: have}, nil
 }
 
 func readFixture(t testing.TB, name string) []byte {

@@ -16,16 +16,6 @@ import (
 // that SyncFromRemote after a restart fetches only what is new.
 const SegmentsSuffix = ".segments"
 
-// IncrementalReader is a RemoteReader that can read only the segments a reader
-// does not hold yet (transcript.Store is one). With it, SyncFromRemote costs what
-// is new rather than the whole session.
-type IncrementalReader interface {
-	RemoteReader
-	// ReadNew lists ref and fetches the segments that have does not hold (see
-	// transcript.Store.ReadNew).
-	ReadNew(ctx context.Context, ref transcript.TranscriptRef, have transcript.SegmentSet) (*transcript.Increment, error)
-}
-
 // remoteState is what a tree knows of the store's segments.
 type remoteState struct {
 	// fromFiles: the tree was loaded from local files, so the segments file beside
@@ -65,13 +55,13 @@ func (t *Tree) remoteHave() transcript.SegmentSet {
 	return t.remote.have
 }
 
-// syncIncremental is SyncFromRemote with a reader that fetches only what is new.
-// t.ioMu is held.
-func (t *Tree) syncIncremental(ctx context.Context, r IncrementalReader) (LoadReport, error) {
+// syncIncremental is SyncFromRemote: it reads only the segments the tree does not
+// hold. t.ioMu is held.
+func (t *Tree) syncIncremental(ctx context.Context) (LoadReport, error) {
 	t.mu.Lock()
 	have := t.remoteHave()
 	t.mu.Unlock()
-	inc, err := r.ReadNew(ctx, t.ref, have)
+	inc, err := t.cfg.Remote.ReadNew(ctx, t.ref, have)
 	if errors.Is(err, ErrNotFound) {
 		return LoadReport{}, nil
 	}

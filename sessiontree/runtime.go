@@ -36,14 +36,18 @@ func (rc RuntimeContext) Ref(agentID, sessionID string) (transcript.TranscriptRe
 	return ref, nil
 }
 
-// RemoteReader reads a session's entries back from the transcript store.
+// RemoteReader is the port through which a Tree reads what the transcript store
+// holds of its session: transcript.Store implements it, and so does
+// transcript.Listed (a reader that uses a listing in hand).
 type RemoteReader interface {
-	// ReadEntries returns the raw entries (JSON lines without "\n") of ref, in the
-	// store's deterministic union-merge order. The session header, if stored, is
-	// an entry of type "session". A session with no segments returns no entries
-	// and a nil error (or an error wrapping ErrNotFound). Read-only; no side
-	// effects.
-	ReadEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
+	// ReadNew returns the union-merge of ref's segments that have does not hold
+	// (see transcript.Store.ReadNew), and the set held once they are applied: what
+	// a Tree's first read of a session (an empty set) gets is the whole session,
+	// later reads cost what is new. Raw entries are JSON lines without "\n"; the
+	// session header, if stored, is an entry of type "session". A session with no
+	// segments returns an error wrapping ErrNotFound, or an increment without
+	// entries. Read-only; no side effects.
+	ReadNew(ctx context.Context, ref transcript.TranscriptRef, have transcript.SegmentSet) (*transcript.Increment, error)
 }
 
 // Config configures trees. The zero value of every field but Root is usable.
@@ -53,8 +57,7 @@ type Config struct {
 	Root string
 	// Uploader receives each flush's new local entries; nil keeps the tree local.
 	Uploader Uploader
-	// Remote is read by SyncFromRemote and Restore; nil disables them. An
-	// IncrementalReader (transcript.Store is one) is read incrementally.
+	// Remote is read by SyncFromRemote and Restore; nil disables them.
 	Remote RemoteReader
 	// Now returns the current time for new entries; nil means time.Now.
 	Now func() time.Time

@@ -133,27 +133,16 @@ func (t *Tree) SyncFromLog(ctx context.Context) (LoadReport, error) {
 // local entries waiting for upload, the active leaf becomes the merged order's
 // active leaf (the last entry, or a leaf entry's target).
 //
-// With a Remote that is an IncrementalReader, only the segments the tree does not
-// hold yet are read, and the merged order above is theirs; which segments the
-// tree holds is kept beside the local files (SegmentsSuffix), so this holds
-// across restarts too.
+// Only the segments the tree does not hold yet are read, and the merged order
+// above is theirs; which segments the tree holds is kept beside the local files
+// (SegmentsSuffix), so this holds across restarts too.
 func (t *Tree) SyncFromRemote(ctx context.Context) (LoadReport, error) {
 	t.ioMu.Lock()
 	defer t.ioMu.Unlock()
-	var rep LoadReport
 	if t.cfg.Remote == nil {
-		return rep, fmt.Errorf("sync %s from remote: no Config.Remote", t.ref)
+		return LoadReport{}, fmt.Errorf("sync %s from remote: no Config.Remote", t.ref)
 	}
-	if ir, ok := t.cfg.Remote.(IncrementalReader); ok {
-		return t.syncIncremental(ctx, ir)
-	}
-	raws, err := t.cfg.Remote.ReadEntries(ctx, t.ref)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return rep, fmt.Errorf("sync %s from remote: %w", t.ref, err)
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.mergeRemote(raws, nil), nil
+	return t.syncIncremental(ctx)
 }
 
 // mergeRemote merges raws, entries stored or on their way to the store, as

@@ -15,7 +15,8 @@
 //
 // A tree that syncs from the store (Config.Remote) also keeps
 // {sessionId}.segments beside them: the store's segments whose entries the files
-// hold, so that a sync reads only the segments written since (see SegmentsSuffix).
+// hold, so that a sync reads only the segments written since. FilesOf gives the
+// paths of a session's files; nothing else spells the layout.
 //
 // # Raw bytes
 //

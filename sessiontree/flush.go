@@ -69,8 +69,7 @@ func (t *Tree) flushRemote(ctx context.Context) error {
 		t.mu.Unlock()
 		return nil
 	}
-	b := Batch{Ref: t.ref, ContextPath: t.ctxPath, LogPath: t.logPath,
-		Entries: make([][]byte, 0, len(t.pendingRemote)+1)}
+	b := Batch{Ref: t.ref, Files: t.files, Entries: make([][]byte, 0, len(t.pendingRemote)+1)}
 	if !t.headerRemote {
 		b.Entries = append(b.Entries, t.header.Raw())
 	}
@@ -100,7 +99,7 @@ func (t *Tree) flushLocalLocked() error {
 	}
 	if len(t.pendingLocal) > 0 || !t.headerInLog {
 		buf := t.lines(!t.headerInLog, t.pendingLocal)
-		if err := writeAppend(t.logPath, buf, t.cfg.NoSync); err != nil {
+		if err := writeAppend(t.files.Log, buf, t.cfg.NoSync); err != nil {
 			return fmt.Errorf("flush %s: %w", t.ref, err)
 		}
 		t.headerInLog = true
@@ -120,7 +119,7 @@ func (t *Tree) flushLocalLocked() error {
 			}
 		}
 		buf := t.lines(true, kept)
-		if err := writeAtomic(t.ctxPath, buf, t.cfg.NoSync); err != nil {
+		if err := writeAtomic(t.files.Context, buf, t.cfg.NoSync); err != nil {
 			return fmt.Errorf("flush %s: rewrite context file: %w", t.ref, err)
 		}
 		t.ctxPartial = false
@@ -138,7 +137,7 @@ func (t *Tree) flushLocalLocked() error {
 	t.rewriteCtx, t.leafJumped = false, false
 	if len(t.ctxPending) > 0 || !t.headerInCtx {
 		buf := t.lines(!t.headerInCtx, t.ctxPending)
-		if err := writeAppend(t.ctxPath, buf, t.cfg.NoSync); err != nil {
+		if err := writeAppend(t.files.Context, buf, t.cfg.NoSync); err != nil {
 			return fmt.Errorf("flush %s: %w", t.ref, err)
 		}
 		t.headerInCtx = true

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -64,7 +63,10 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 	require.Equal(t, ids(a.Entries()), ids(b.Entries()))
 
 	// After a restart, the segments file says what the local files hold.
-	segFile := filepath.Join(sessiontree.SessionDir(cfgB.Root, rc.NamespaceName(), "agent"), "s"+sessiontree.SegmentsSuffix)
+	ref, err := rc.Ref("agent", "s")
+	require.NoError(t, err)
+	files := sessiontree.FilesOf(cfgB.Root, ref)
+	segFile := files.Segments
 	tests := []struct {
 		name      string
 		damage    func(t *testing.T)
@@ -98,9 +100,8 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 
 	// Local files removed but a segments file left behind: the restored tree does
 	// not trust it, and the next restart reads only what is new.
-	dir := sessiontree.SessionDir(cfgB.Root, rc.NamespaceName(), "agent")
-	require.NoError(t, os.Remove(filepath.Join(dir, "s"+sessiontree.ContextSuffix)))
-	require.NoError(t, os.Remove(filepath.Join(dir, "s"+sessiontree.LogSuffix)))
+	require.NoError(t, os.Remove(files.Context))
+	require.NoError(t, os.Remove(files.Log))
 	gets(gc)
 	b, _, err = sessiontree.Open(ctx, cfgB, rc, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)

@@ -28,7 +28,7 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 		return nil, LoadReport{}, err
 	}
 	t.remote.fromFiles = true
-	data, err := os.ReadFile(t.ctxPath)
+	data, err := os.ReadFile(t.files.Context)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, ErrNotFound)
 	}
@@ -47,7 +47,7 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 	t.header = d.header
 	t.headerInCtx, t.headerRemote = true, true
 	flags := inCtx | remoteDone
-	if st, err := os.Stat(t.logPath); err == nil && st.Size() > 0 {
+	if st, err := os.Stat(t.files.Log); err == nil && st.Size() > 0 {
 		t.headerInLog = true
 		flags |= inLog
 	}
@@ -83,7 +83,7 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 // may have left the leaf on an entry before the files' last one, which the order
 // of the files alone cannot tell.
 func (t *Tree) leafFromSegmentsFile() {
-	f := readSegmentsFile(t.segmentsPath())
+	f := readSegmentsFile(t.files.Segments)
 	if !f.leafKnown || f.sizes == "" || f.sizes != t.localSizes() {
 		return
 	}
@@ -110,7 +110,7 @@ func (t *Tree) loadFromLog(ctx context.Context, rep LoadReport) (*Tree, LoadRepo
 		t.headerInCtx = false
 		return t, rep, nil
 	}
-	for _, p := range []string{t.ctxPath, t.logPath} {
+	for _, p := range []string{t.files.Context, t.files.Log} {
 		if err := setAside(p, t.cfg.NoSync); err != nil {
 			return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 		}
@@ -196,8 +196,8 @@ func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessio
 	if cfg.Remote == nil && cfg.Uploader == nil {
 		return nil, LoadReport{}, fmt.Errorf("restore %s: no Config.Remote and no Config.Uploader", t.ref)
 	}
-	if _, err := os.Stat(t.ctxPath); err == nil {
-		return nil, LoadReport{}, fmt.Errorf("restore %s: local file %s exists", t.ref, t.ctxPath)
+	if _, err := os.Stat(t.files.Context); err == nil {
+		return nil, LoadReport{}, fmt.Errorf("restore %s: local file %s exists", t.ref, t.files.Context)
 	}
 	// What the uploader holds first: a segment it stores meanwhile is then in the
 	// store when the store is read.

@@ -53,7 +53,7 @@ func TestFlush_DeferredThenIncremental(t *testing.T) {
 	require.Len(t, b.Entries, 3)
 	require.Equal(t, string(tr.Header().Raw()), string(b.Entries[0]), "the header leads the first batch")
 	require.Equal(t, string(u.Raw()), string(b.Entries[1]))
-	require.Equal(t, tr.ContextPath(), b.ContextPath)
+	require.Equal(t, sessiontree.Files{Context: tr.ContextPath(), Log: tr.LogPath(), Segments: tr.SegmentsPath()}, b.Files)
 
 	require.NoError(t, tr.Flush(ctx), "nothing new: no-op")
 	require.Len(t, up.batches, 1)
@@ -401,7 +401,7 @@ type orderProbe struct {
 }
 
 func (o *orderProbe) Upload(_ context.Context, b sessiontree.Batch) error {
-	_, err := os.Stat(b.LogPath)
+	_, err := os.Stat(b.Files.Log)
 	o.logExisted = append(o.logExisted, err == nil)
 	if o.fail {
 		return errors.New("bucket unreachable")

@@ -6,15 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 
 	"github.com/transcriptstore/transcript/transcript"
 )
-
-// SegmentsSuffix names the file, beside the context and log files, that lists the
-// store's segments whose entries the local files hold ({sessionId}.segments), so
-// that SyncFromRemote after a restart fetches only what is new.
-const SegmentsSuffix = ".segments"
 
 // remoteState is what a tree knows of the store's segments.
 type remoteState struct {
@@ -37,18 +31,13 @@ type remoteState struct {
 	frontier transcript.Origin
 }
 
-// segmentsPath is the path of the tree's segments file.
-func (t *Tree) segmentsPath() string {
-	return strings.TrimSuffix(t.ctxPath, ContextSuffix) + SegmentsSuffix
-}
-
 // remoteHave returns the segments the tree holds, reading the segments file the
 // first time for a tree loaded from local files. t.mu is held.
 func (t *Tree) remoteHave() transcript.SegmentSet {
 	if !t.remote.loaded {
 		t.remote.loaded = true
 		if t.remote.fromFiles {
-			f := readSegmentsFile(t.segmentsPath())
+			f := readSegmentsFile(t.files.Segments)
 			t.remote.have, t.remote.frontier = f.have, f.frontier
 		}
 	}
@@ -101,7 +90,7 @@ func (t *Tree) saveRemoteSet() error {
 	if t.leaf >= 0 {
 		f.leaf = t.entries[t.leaf].ID()
 	}
-	if err := writeSegmentsFile(t.segmentsPath(), f); err != nil {
+	if err := writeSegmentsFile(t.files.Segments, f); err != nil {
 		return fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}
 	t.remote.dirty = false
@@ -118,7 +107,7 @@ func (t *Tree) localSizes() string {
 		}
 		return st.Size()
 	}
-	return sizesLine(size(t.logPath), size(t.ctxPath))
+	return sizesLine(size(t.files.Log), size(t.files.Context))
 }
 
 // sizesLine is the line of a segments file that records the sizes of the log
@@ -133,7 +122,7 @@ func sizesLine(logSize, ctxSize int64) string {
 // since. A tool that rebuilds the files from the store (transcript restore) syncs
 // such files incrementally instead of fetching the whole session.
 func (t *Tree) SegmentsFileCurrent() bool {
-	f := readSegmentsFile(t.segmentsPath())
+	f := readSegmentsFile(t.files.Segments)
 	return f.sizes != "" && f.sizes == t.localSizes()
 }
 
@@ -152,7 +141,7 @@ func (t *Tree) RemoteSegments() int {
 // the set if it is due. t.mu is held.
 func (t *Tree) afterLocalFlush() error {
 	if !t.remote.fromFiles && !t.remote.checked && t.headerInLog {
-		if err := os.Remove(t.segmentsPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(t.files.Segments); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("flush %s: remove stale segments file: %w", t.ref, err)
 		}
 		t.remote.checked = true
@@ -161,5 +150,5 @@ func (t *Tree) afterLocalFlush() error {
 }
 
 // SegmentsPath returns the path of the segments file beside the local files (see
-// SegmentsSuffix).
-func (t *Tree) SegmentsPath() string { return t.segmentsPath() }
+// Files.Segments).
+func (t *Tree) SegmentsPath() string { return t.files.Segments }

@@ -12,14 +12,10 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// RestoredFiles are the paths of the local files WriteRestoredLean wrote.
-type RestoredFiles struct {
-	Log, Context, Segments string
-}
-
 // RestoredSession is what WriteRestoredLean wrote.
 type RestoredSession struct {
-	Files RestoredFiles
+	// Files are the paths of the local files WriteRestoredLean wrote.
+	Files Files
 	// Entries is the number of Pi entries written (the header not counted).
 	Entries int
 	// Size is the size in bytes of each of the two files (they are equal).
@@ -103,23 +99,23 @@ func WriteRestoredLean(cfg Config, rc RuntimeContext, agentID, sessionID string,
 
 // writeRestored writes the log and the context file, each holding lines, and
 // then the segments file naming have; it returns the size of each file.
-func writeRestored(cfg Config, rc RuntimeContext, agentID, sessionID string, lines iter.Seq[[]byte], have transcript.SegmentSet) (RestoredFiles, int64, error) {
+func writeRestored(cfg Config, rc RuntimeContext, agentID, sessionID string, lines iter.Seq[[]byte], have transcript.SegmentSet) (Files, int64, error) {
 	t, err := newTree(cfg, rc, agentID, sessionID)
 	if err != nil {
-		return RestoredFiles{}, 0, err
+		return Files{}, 0, err
 	}
-	files := RestoredFiles{Log: t.logPath, Context: t.ctxPath, Segments: t.segmentsPath()}
-	if _, err := os.Stat(t.ctxPath); err == nil {
-		return files, 0, fmt.Errorf("restore %s: local file %s exists", t.ref, t.ctxPath)
+	files := t.files
+	if _, err := os.Stat(t.files.Context); err == nil {
+		return files, 0, fmt.Errorf("restore %s: local file %s exists", t.ref, t.files.Context)
 	}
-	if err := os.MkdirAll(filepath.Dir(t.logPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(t.files.Log), 0o755); err != nil {
 		return files, 0, fmt.Errorf("restore %s: create session directory: %w", t.ref, err)
 	}
 	// A segments file left behind describes files that are gone.
 	if err := os.Remove(files.Segments); err != nil && !os.IsNotExist(err) {
 		return files, 0, fmt.Errorf("restore %s: remove stale segments file: %w", t.ref, err)
 	}
-	size, err := writeLines([]string{t.logPath, t.ctxPath}, lines, cfg.NoSync)
+	size, err := writeLines([]string{t.files.Log, t.files.Context}, lines, cfg.NoSync)
 	if err != nil {
 		return files, 0, fmt.Errorf("restore %s: %w", t.ref, err)
 	}

@@ -52,8 +52,7 @@ type RemoteReader interface {
 
 // Config configures trees. The zero value of every field but Root is usable.
 type Config struct {
-	// Root is the directory under which the local files live:
-	// {Root}/{namespace}/agents/{agentId}/sessions/{sessionId}.jsonl and .log.jsonl.
+	// Root is the directory under which the local files live (see FilesOf).
 	Root string
 	// Uploader receives each flush's new local entries; nil keeps the tree local.
 	Uploader Uploader

@@ -25,7 +25,7 @@ func (t *Tree) SyncFromLog(ctx context.Context) (LoadReport, error) {
 	if err := ctx.Err(); err != nil {
 		return LoadReport{}, err
 	}
-	data, err := os.ReadFile(t.logPath)
+	data, err := os.ReadFile(t.files.Log)
 	if errors.Is(err, fs.ErrNotExist) {
 		return LoadReport{}, nil
 	}
@@ -135,7 +135,7 @@ func (t *Tree) SyncFromLog(ctx context.Context) (LoadReport, error) {
 //
 // Only the segments the tree does not hold yet are read, and the merged order
 // above is theirs; which segments the tree holds is kept beside the local files
-// (SegmentsSuffix), so this holds across restarts too.
+// (Files.Segments), so this holds across restarts too.
 func (t *Tree) SyncFromRemote(ctx context.Context) (LoadReport, error) {
 	t.ioMu.Lock()
 	defer t.ioMu.Unlock()

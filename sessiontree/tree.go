@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sync"
 
 	"github.com/transcriptstore/transcript/pi"
@@ -22,10 +21,9 @@ const (
 // state of its local files and remote mirror. Create one with New, Open, Load,
 // Import or Restore. A Tree is safe for concurrent use.
 type Tree struct {
-	cfg     Config
-	ref     transcript.TranscriptRef
-	ctxPath string
-	logPath string
+	cfg   Config
+	ref   transcript.TranscriptRef
+	files Files
 
 	ioMu sync.Mutex // serialises Flush, SyncFromLog and SyncFromRemote
 	mu   sync.Mutex // guards everything below
@@ -62,14 +60,12 @@ func newTree(cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, e
 	if cfg.Root == "" {
 		return nil, fmt.Errorf("open session %s: empty Config.Root", ref)
 	}
-	dir := SessionDir(cfg.Root, ref.Namespace, ref.AgentID)
 	return &Tree{
-		cfg:     cfg,
-		ref:     ref,
-		ctxPath: filepath.Join(dir, ref.SessionID+ContextSuffix),
-		logPath: filepath.Join(dir, ref.SessionID+LogSuffix),
-		byID:    make(map[string]int),
-		leaf:    -1,
+		cfg:   cfg,
+		ref:   ref,
+		files: FilesOf(cfg.Root, ref),
+		byID:  make(map[string]int),
+		leaf:  -1,
 	}, nil
 }
 
@@ -92,10 +88,10 @@ func New(cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptio
 func (t *Tree) Ref() transcript.TranscriptRef { return t.ref }
 
 // ContextPath returns the path of the context file.
-func (t *Tree) ContextPath() string { return t.ctxPath }
+func (t *Tree) ContextPath() string { return t.files.Context }
 
 // LogPath returns the path of the log file.
-func (t *Tree) LogPath() string { return t.logPath }
+func (t *Tree) LogPath() string { return t.files.Log }
 
 // Header returns the session header.
 func (t *Tree) Header() Header {

@@ -15,10 +15,9 @@ type Batch struct {
 	// were never handed over before; entries loaded from the log or the store are
 	// never in a batch. The slice and its bytes must not be modified by the receiver.
 	Entries [][]byte
-	// ContextPath and LogPath are the tree's local files. An uploader that
-	// ReadsLocalFiles uploads them; the others ignore them.
-	ContextPath string
-	LogPath     string
+	// Files are the tree's local files. An uploader that ReadsLocalFiles uploads
+	// the context file and the log; the others ignore them.
+	Files Files
 }
 
 // Uploader is the port through which a Tree's new entries reach the store: Flush
@@ -43,7 +42,7 @@ type Uploader interface {
 	// lose its place. Read-only.
 	PendingEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
 	// ReadsLocalFiles reports whether Upload reads the tree's local files
-	// (Batch.ContextPath and Batch.LogPath) rather than Batch.Entries; it must
+	// (Batch.Files) rather than Batch.Entries; it must
 	// always give the same answer. Flush then writes the local files before it
 	// calls Upload. Otherwise Upload comes first: a crash between the two steps
 	// then leaves the entries with the uploader or in the store, from where

@@ -232,7 +232,7 @@ type leanReader interface {
 
 // restoredSession is a session whose local files restoreLean wrote.
 type restoredSession struct {
-	files   sessiontree.RestoredFiles
+	files   sessiontree.Files
 	entries int                  // Pi entries, the header not counted
 	has     func(id string) bool // whether the session has a Pi entry of that id
 }

@@ -190,10 +190,10 @@ func restoreSession(ctx context.Context, s sessiontree.RemoteReader, ref transcr
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	dir := sessiontree.SessionDir(out, ref.Namespace, ref.AgentID)
+	dest := sessiontree.FilesOf(out, ref)
 	files := []struct{ from, to string }{
-		{r.files.Log, filepath.Join(dir, ref.SessionID+sessiontree.LogSuffix)},
-		{r.files.Context, filepath.Join(dir, ref.SessionID+sessiontree.ContextSuffix)},
+		{r.files.Log, dest.Log},
+		{r.files.Context, dest.Context},
 	}
 	identical := true
 	var size int64
@@ -206,7 +206,7 @@ func restoreSession(ctx context.Context, s sessiontree.RemoteReader, ref transcr
 		identical = identical && same
 	}
 	// The segments file goes last: it says the files hold those segments.
-	segs := struct{ from, to string }{r.files.Segments, filepath.Join(dir, ref.SessionID+sessiontree.SegmentsSuffix)}
+	segs := struct{ from, to string }{r.files.Segments, dest.Segments}
 	if identical {
 		return outcomeSkipped, r.entries, 0, moveIfExists(segs.from, segs.to)
 	}
@@ -215,7 +215,7 @@ func restoreSession(ctx context.Context, s sessiontree.RemoteReader, ref transcr
 			return 0, 0, 0, err
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dest.Context), 0o755); err != nil {
 		return 0, 0, 0, err
 	}
 	if err := os.Remove(segs.to); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -325,8 +325,7 @@ func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int
 			mu.Lock()
 			ok := want[ref]
 			mu.Unlock()
-			ctxFile := filepath.Join(sessiontree.SessionDir(out, ref.Namespace, ref.AgentID), ref.SessionID+sessiontree.ContextSuffix)
-			_, err := os.Stat(ctxFile)
+			_, err := os.Stat(sessiontree.FilesOf(out, ref).Context)
 			return ok && errors.Is(err, os.ErrNotExist)
 		}
 	}

@@ -328,11 +328,11 @@ type tornTail struct {
 func injectTorn(t *testing.T, rng *mrand.Rand, root string, round int) tornTail {
 	t.Helper()
 	sid := crashSessionID(rng.IntN(crashSessions))
-	suffix := sessiontree.ContextSuffix
+	files := sessiontree.FilesOf(root, transcript.TranscriptRef{AgentID: crashAgent, SessionID: sid})
+	path := files.Context
 	if rng.IntN(2) == 0 {
-		suffix = sessiontree.LogSuffix
+		path = files.Log
 	}
-	path := filepath.Join(sessiontree.SessionDir(root, transcript.DefaultNamespace, crashAgent), sid+suffix)
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	if len(data) > 0 && data[len(data)-1] != '\n' {

@@ -15,7 +15,7 @@
 //     what is left. Segments the store refuses for good go to failed/ for an
 //     operator. Status and Collector (Prometheus) report the backlog, failures and
 //     retries; AwaitQuiescence waits until everything is uploaded.
-//   - Sync stores the segment in the caller's goroutine (tests, tools, the demo).
+//   - Direct stores the segment in the caller's goroutine (tests, tools, the demo).
 //   - Legacy uploads the session's two whole files after every flush, the old
 //     full-file mirror kept for backward compatibility and as the benchmarks'
 //     baseline.

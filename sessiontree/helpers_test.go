@@ -50,7 +50,7 @@ func testConfig(t testing.TB) sessiontree.Config {
 }
 
 // storesOnUpload gives a fake Uploader the answers of one that stores each batch
-// before Upload returns and reads only the batch's entries (as mirror.Sync does).
+// before Upload returns and reads only the batch's entries (as mirror.Direct does).
 type storesOnUpload struct{}
 
 func (storesOnUpload) PendingEntries(context.Context, transcript.TranscriptRef) ([][]byte, error) {

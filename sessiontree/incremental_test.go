@@ -32,7 +32,7 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 	require.NoError(t, err)
 
 	cfgA := testConfig(t)
-	cfgA.Uploader, cfgA.Remote = &mirror.Sync{Store: store, Writer: wa}, store
+	cfgA.Uploader, cfgA.Remote = &mirror.Direct{Store: store, Writer: wa}, store
 	a, _, err := sessiontree.Open(ctx, cfgA, rc, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	turn := func(text string) {
@@ -220,13 +220,13 @@ func TestSyncFromRemote_LeafMovedOffTheContextFile(t *testing.T) {
 }
 
 // openReplica opens session of agent "agent" as a replica named name: its own
-// files, uploading to s (mirror.Sync) and syncing from it.
+// files, uploading to s (mirror.Direct) and syncing from it.
 func openReplica(t *testing.T, s *transcript.Store, name, session string) *sessiontree.Tree {
 	t.Helper()
 	w, err := transcript.NewWriter(name)
 	require.NoError(t, err)
 	cfg := testConfig(t)
-	cfg.Uploader, cfg.Remote = &mirror.Sync{Store: s, Writer: w}, s
+	cfg.Uploader, cfg.Remote = &mirror.Direct{Store: s, Writer: w}, s
 	tree, _, err := sessiontree.Open(context.Background(), cfg, rc, "agent", session, sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	return tree

@@ -62,7 +62,7 @@ func TestSyncFromRemote_IncrementalLeaf(t *testing.T) {
 			w, err := transcript.NewWriter("replica-a")
 			require.NoError(t, err)
 			cfgA := testConfig(t)
-			cfgA.Uploader, cfgA.Remote = &mirror.Sync{Store: store, Writer: w}, store
+			cfgA.Uploader, cfgA.Remote = &mirror.Direct{Store: store, Writer: w}, store
 			a, _, err := sessiontree.Open(ctx, cfgA, rc, "agent", "leaf", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			first, err := a.AppendMessage(msg(userMsg, "one"))

@@ -27,7 +27,7 @@ func TestTree_StoreLimits(t *testing.T) {
 	w, err := transcript.NewWriter("limits")
 	require.NoError(t, err)
 	cfg := testConfig(t)
-	cfg.Uploader = &mirror.Sync{Store: store, Writer: w}
+	cfg.Uploader = &mirror.Direct{Store: store, Writer: w}
 	tr, err := sessiontree.New(cfg, sessiontree.RuntimeContext{}, "agent", "limits", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 

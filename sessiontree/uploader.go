@@ -23,7 +23,7 @@ type Batch struct {
 // Uploader is the port through which a Tree's new entries reach the store: Flush
 // hands it each batch once, and Open and Restore ask it for what it accepted and
 // the store may not have yet. Package mirror implements it (the asynchronous
-// Mirror with its crash-safe outbox, Sync in the caller's goroutine, and Legacy,
+// Mirror with its crash-safe outbox, Direct in the caller's goroutine, and Legacy,
 // the full-file mirror); a Tree without one stays local.
 type Uploader interface {
 	// Upload accepts b. It returns once b is as durable as the implementation

@@ -205,7 +205,7 @@ func runReplicas(ctx context.Context, s *transcript.Store, ref transcript.Transc
 		}
 		return sessiontree.Config{
 			Root:     filepath.Join(dir, fmt.Sprintf("replica-%d", i)),
-			Uploader: &mirror.Sync{Store: s, Writer: w},
+			Uploader: &mirror.Direct{Store: s, Writer: w},
 			Remote:   s,
 		}, nil
 	}

@@ -30,7 +30,7 @@ func TestRestoreSession_Incremental(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	w, err := transcript.NewWriter("writer")
 	require.NoError(t, err)
-	src, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Sync{Store: s, Writer: w}},
+	src, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Direct{Store: s, Writer: w}},
 		sessiontree.RuntimeContext{}, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	turn := func() {
@@ -108,7 +108,7 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 	require.NoError(t, err)
 	var refs []transcript.TranscriptRef
 	for _, sid := range []string{"a", "b", "c", "d"} {
-		tree, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Sync{Store: s, Writer: w}},
+		tree, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Direct{Store: s, Writer: w}},
 			sessiontree.RuntimeContext{}, "agent", sid, sessiontree.HeaderOptions{})
 		require.NoError(t, err)
 		for range 2 {

@@ -13,9 +13,9 @@
 // and the context) belongs to package pi; a Tree applies pi's rules to its own
 // entry order, and Entry, Header, Context and Model are pi's types.
 //
-// A tree that syncs from the store (Config.Remote) also keeps
+// A tree that pulls from the store (Config.Remote) also keeps
 // {sessionId}.segments beside them: the store's segments whose entries the files
-// hold, so that a sync reads only the segments written since. FilesOf gives the
+// hold, so that a pull reads only the segments written since. FilesOf gives the
 // paths of a session's files; nothing else spells the layout.
 //
 // # Raw bytes

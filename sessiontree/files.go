@@ -21,7 +21,7 @@ type Files struct {
 	// Log is the log file: append-only, every entry the tree ever persisted.
 	Log string
 	// Segments is the segments file: the store's segments whose entries the two
-	// files hold, so that a sync after a restart fetches only what is new. A tree
+	// files hold, so that a pull after a restart fetches only what is new. A tree
 	// that syncs from the store keeps it; it is written without fsync (a lost or
 	// torn one costs a fuller read, never an entry).
 	Segments string

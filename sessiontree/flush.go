@@ -181,7 +181,7 @@ func (t *Tree) lines(header bool, idx []int) []byte {
 //     entries of the log: what the file must hold for the new leaf (contextKeep,
 //     or the log for a path without a compaction), if it lacks any of it. A
 //     Branch back before the compaction that rewrote the file (or a leaf entry,
-//     or a sync, moving there) makes the next entries children of entries the
+//     or a pull, moving there) makes the next entries children of entries the
 //     file left out, and Pi, or `transcript context --file`, reading the file
 //     alone would walk a path cut short.
 func (t *Tree) contextRewrite() []bool {
@@ -240,7 +240,7 @@ func (t *Tree) logKeep() []bool {
 //   - every entry that follows C in order (other branches grown since);
 //   - the last thinking_level_change and model_change on P before the kept range,
 //     for inspection (Pi's walk does not reach them in the context file alone;
-//     the log keeps the full path, see SyncFromLog).
+//     the log keeps the full path, see MergeLog).
 //
 // Only entries already in the log are kept (the log is always written first).
 func (t *Tree) contextKeep() ([]bool, bool) {

@@ -22,7 +22,7 @@ func gets(b *faultbucket.Bucket) int { return int(b.TakeCounts().Get) }
 // A replica that syncs every turn fetches only the segments written since its last
 // sync, also after a restart (the segments file beside its local files), and a
 // missing or damaged segments file only costs a full read.
-func TestSyncFromRemote_Incremental(t *testing.T) {
+func TestPull_Incremental(t *testing.T) {
 	ctx := context.Background()
 	gc := faultbucket.Wrap(membucket.New())
 	store, err := transcript.New(transcript.Config{Bucket: gc})
@@ -54,7 +54,7 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 
 	for i, text := range []string{"three", "four", "five"} {
 		turn(text)
-		rep, err := b.SyncFromRemote(ctx)
+		rep, err := b.Pull(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, rep.Added)
 		require.Equal(t, 1, gets(gc), "turn %d fetches the new segment only", i)
@@ -89,7 +89,7 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 			require.NoError(t, err)
 			turn("restart " + string(rune('a'+i)))
 			gets(gc)
-			rep, err := b.SyncFromRemote(ctx)
+			rep, err := b.Pull(ctx)
 			require.NoError(t, err)
 			require.Equal(t, tt.wantAdded, rep.Added)
 			require.Equal(t, tt.wantGets, gets(gc))
@@ -112,7 +112,7 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 8, b.RemoteSegments())
 	turn("last")
-	_, err = b.SyncFromRemote(ctx)
+	_, err = b.Pull(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, gets(gc))
 }
@@ -121,7 +121,7 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 // syncing first, so the slow one's keys land far below the newest key a reader
 // holds; a replica that syncs every turn still holds every entry within one
 // reconciliation period (Reconcile.Every syncs) after the last write.
-func TestSyncFromRemote_SkewedWriters(t *testing.T) {
+func TestPull_SkewedWriters(t *testing.T) {
 	ctx := context.Background()
 	b := membucket.New()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -151,7 +151,7 @@ func TestSyncFromRemote_SkewedWriters(t *testing.T) {
 		_, err := w.AppendMessage(msg(userMsg, fmt.Sprintf("turn %d", i)))
 		require.NoError(t, err)
 		require.NoError(t, w.Flush(ctx))
-		rep, err := reader.SyncFromRemote(ctx)
+		rep, err := reader.Pull(ctx)
 		require.NoError(t, err)
 		if rep.Added == 0 {
 			late++
@@ -165,7 +165,7 @@ func TestSyncFromRemote_SkewedWriters(t *testing.T) {
 		}
 	}
 	for sync := 1; ; sync++ {
-		_, err := reader.SyncFromRemote(ctx)
+		_, err := reader.Pull(ctx)
 		require.NoError(t, err)
 		if len(reader.Entries()) == len(want) {
 			break
@@ -181,7 +181,7 @@ func TestSyncFromRemote_SkewedWriters(t *testing.T) {
 // from an entry this replica's last compaction rewrite left out of its context
 // file, makes the next flush rewrite the file: read alone it must still give the
 // replica's context.
-func TestSyncFromRemote_LeafMovedOffTheContextFile(t *testing.T) {
+func TestPull_LeafMovedOffTheContextFile(t *testing.T) {
 	ctx := context.Background()
 	s, err := transcript.New(transcript.Config{Bucket: membucket.New()})
 	require.NoError(t, err)
@@ -198,14 +198,14 @@ func TestSyncFromRemote_LeafMovedOffTheContextFile(t *testing.T) {
 	require.NoError(t, a.Flush(ctx))
 
 	b := openReplica(t, s, "b", "moved")
-	_, err = b.SyncFromRemote(ctx)
+	_, err = b.Pull(ctx)
 	require.NoError(t, err)
 	require.NoError(t, b.Branch(root.ID()))
 	_, err = b.AppendMessage(msg(assistantMsg, "another answer", "p", "m"))
 	require.NoError(t, err)
 	require.NoError(t, b.Flush(ctx))
 
-	_, err = a.SyncFromRemote(ctx)
+	_, err = a.Pull(ctx)
 	require.NoError(t, err)
 	require.NoError(t, a.Flush(ctx))
 	want := string(a.BuildContext().JSON())

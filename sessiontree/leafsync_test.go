@@ -24,7 +24,7 @@ import (
 //     holds (a writer whose clock is an hour slow, on a branch of its own; it used
 //     to take the leaf, and after a restart the last line of the local files
 //     would).
-func TestSyncFromRemote_IncrementalLeaf(t *testing.T) {
+func TestPull_IncrementalLeaf(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
@@ -82,7 +82,7 @@ func TestSyncFromRemote_IncrementalLeaf(t *testing.T) {
 			require.NoError(t, err)
 
 			tt.act(t, a, slow, first)
-			rep, err := replicaB.SyncFromRemote(ctx)
+			rep, err := replicaB.Pull(ctx)
 			require.NoError(t, err)
 			require.Equal(t, 1, rep.Added)
 

@@ -17,7 +17,7 @@ import (
 // lines are skipped and reported, duplicate ids collapse. Loaded entries count as
 // persisted and as already uploaded: they are never handed to the uploader. The
 // entries the context file dropped after a compaction are in the log; call
-// SyncFromLog to get the full tree. A missing context file returns an error
+// MergeLog to get the full tree. A missing context file returns an error
 // wrapping ErrNotFound.
 func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, LoadReport, error) {
 	t, err := newTree(cfg, rc, agentID, sessionID)
@@ -66,7 +66,7 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 		// reads, but the thinking level and model of the context come from the whole
 		// path, which only the log still has. Complete the tree from the log so the
 		// context is exactly the one Pi builds from the full file.
-		logRep, err := t.SyncFromLog(ctx)
+		logRep, err := t.MergeLog(ctx)
 		if err != nil {
 			return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 		}
@@ -79,7 +79,7 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 }
 
 // leafFromSegmentsFile sets the active leaf recorded in the segments file when
-// that file describes the local files as they are (see segmentsFile.leaf): a sync
+// that file describes the local files as they are (see segmentsFile.leaf): a pull
 // may have left the leaf on an entry before the files' last one, which the order
 // of the files alone cannot tell.
 func (t *Tree) leafFromSegmentsFile() {
@@ -100,7 +100,7 @@ func (t *Tree) leafFromSegmentsFile() {
 // are set aside (their bytes saved to {file}.torn) and the session is not found
 // locally, so Open restores it from the uploader's outbox or the store.
 func (t *Tree) loadFromLog(ctx context.Context, rep LoadReport) (*Tree, LoadReport, error) {
-	logRep, err := t.SyncFromLog(ctx)
+	logRep, err := t.MergeLog(ctx)
 	rep.TornBytes += logRep.TornBytes
 	rep.Malformed = append(rep.Malformed, logRep.Malformed...)
 	if err != nil && !errors.Is(err, ErrInvalidHeader) {
@@ -187,7 +187,7 @@ func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reade
 // becomes the header; the entries count as uploaded and are written locally by the
 // next Flush. It fails with ErrNotFound when neither has a header for the session,
 // and refuses to run when the local context file exists (use Load and
-// SyncFromRemote then).
+// Pull then).
 func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, LoadReport, error) {
 	t, err := newTree(cfg, rc, agentID, sessionID)
 	if err != nil {
@@ -209,13 +209,13 @@ func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessio
 	}
 	var rep LoadReport
 	if cfg.Remote != nil {
-		if rep, err = t.SyncFromRemote(ctx); err != nil {
+		if rep, err = t.Pull(ctx); err != nil {
 			return nil, rep, err
 		}
 	}
 	if len(pending) > 0 {
 		t.mu.Lock()
-		prep := t.mergeRemote(pending, nil)
+		prep := t.mergeStored(pending, nil)
 		t.mu.Unlock()
 		rep.Added += prep.Added
 		rep.Duplicates += prep.Duplicates

@@ -259,7 +259,7 @@ func TestTree_BranchedTwiceCompacted(t *testing.T) {
 	require.True(t, rep.Clean())
 	require.Equal(t, tr.BuildContext().Messages, tr2.BuildContext().Messages)
 	require.Equal(t, tr.Len(), tr2.Len())
-	lrep, err := tr2.SyncFromLog(ctx)
+	lrep, err := tr2.MergeLog(ctx)
 	require.NoError(t, err)
 	require.Zero(t, lrep.Added, "Load already read what the log adds")
 	require.Equal(t, ids(tr.Entries()), ids(tr2.Entries()))
@@ -292,7 +292,7 @@ func joinLines(ls []string) string {
 	return out
 }
 
-func TestSyncFromRemote_RestoreAndNoReupload(t *testing.T) {
+func TestPull_RestoreAndNoReupload(t *testing.T) {
 	ctx := context.Background()
 	store := newFakeStore()
 	cfgA := testConfig(t)

@@ -55,13 +55,13 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 				case op < 8:
 					err = tr.Flush(ctx)
 				case op == 8:
-					_, err = tr.SyncFromRemote(ctx)
+					_, err = tr.Pull(ctx)
 				default:
 					require.NoError(t, tr.Flush(ctx))
 					var nt *sessiontree.Tree
 					nt, _, err = sessiontree.Load(ctx, cfgs[r], rc, "agent", "s")
 					require.NoError(t, err)
-					_, err = nt.SyncFromLog(ctx)
+					_, err = nt.MergeLog(ctx)
 					trees[r] = nt
 				}
 				require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 			for range 2 {
 				for _, tr := range trees {
 					require.NoError(t, tr.Flush(ctx))
-					_, err := tr.SyncFromRemote(ctx)
+					_, err := tr.Pull(ctx)
 					require.NoError(t, err)
 				}
 			}
@@ -88,7 +88,7 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 				nt, rep, err := sessiontree.Load(ctx, cfgs[i], rc, "agent", "s")
 				require.NoError(t, err)
 				require.True(t, rep.Clean())
-				_, err = nt.SyncFromLog(ctx)
+				_, err = nt.MergeLog(ctx)
 				require.NoError(t, err)
 				require.Equal(t, a, sortedRaw(nt))
 			}

@@ -44,9 +44,9 @@ func (t *Tree) remoteHave() transcript.SegmentSet {
 	return t.remote.have
 }
 
-// syncIncremental is SyncFromRemote: it reads only the segments the tree does not
-// hold. t.ioMu is held.
-func (t *Tree) syncIncremental(ctx context.Context) (LoadReport, error) {
+// pull is Pull with t.ioMu held: it reads only the segments the tree does not
+// hold.
+func (t *Tree) pull(ctx context.Context) (LoadReport, error) {
 	t.mu.Lock()
 	have := t.remoteHave()
 	t.mu.Unlock()
@@ -55,7 +55,7 @@ func (t *Tree) syncIncremental(ctx context.Context) (LoadReport, error) {
 		return LoadReport{}, nil
 	}
 	if err != nil {
-		return LoadReport{}, fmt.Errorf("sync %s from remote: %w", t.ref, err)
+		return LoadReport{}, fmt.Errorf("pull %s: %w", t.ref, err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -63,9 +63,9 @@ func (t *Tree) syncIncremental(ctx context.Context) (LoadReport, error) {
 	for i, e := range inc.Entries {
 		origins[i] = e.Origin
 	}
-	rep := t.mergeRemote(inc.Raw(), origins)
+	rep := t.mergeStored(inc.Raw(), origins)
 	// The new set is kept even when it names the same segments: it carries when
-	// the next sync lists the whole session (see transcript.Store.ReadNew). Only a
+	// the next pull lists the whole session (see transcript.Store.ReadNew). Only a
 	// change of the segments is worth writing down; a restarted tree lists the
 	// whole session once anyway.
 	if inc.Changed(have) {
@@ -119,7 +119,7 @@ func sizesLine(logSize, ctxSize int64) string {
 // SegmentsFileCurrent reports whether a segments file lies beside the local files
 // and was written for them as they are now (their sizes are the ones it records):
 // then the files hold every entry of the segments it names and nothing written
-// since. A tool that rebuilds the files from the store (transcript restore) syncs
+// since. A tool that rebuilds the files from the store (transcript restore) pulls
 // such files incrementally instead of fetching the whole session.
 func (t *Tree) SegmentsFileCurrent() bool {
 	f := readSegmentsFile(t.files.Segments)
@@ -127,7 +127,7 @@ func (t *Tree) SegmentsFileCurrent() bool {
 }
 
 // RemoteSegments returns how many of the store's segments the tree knows it holds
-// (0 before the first sync, and when the segments file beside the local files is
+// (0 before the first pull, and when the segments file beside the local files is
 // missing or damaged).
 func (t *Tree) RemoteSegments() int {
 	t.mu.Lock()

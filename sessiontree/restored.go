@@ -38,7 +38,7 @@ const (
 )
 
 // ClassifyRaw tells what raw is to a Tree that reads it from the store, with the
-// rules of SyncFromRemote (a header if pi.ParseHeader accepts it, else an entry
+// rules of Pull (a header if pi.ParseHeader accepts it, else an entry
 // if ParseEntry does, else skipped), parsing it once: the two parsers accept
 // disjoint sets (a header's type is "session", which ParseEntry refuses), so the
 // header parser runs only on what ParseEntry refused. The error is ParseEntry's,

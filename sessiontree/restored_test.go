@@ -99,7 +99,7 @@ func TestWriteRestoredLean_SameFilesAsRestoreAndFlush(t *testing.T) {
 			require.True(t, rep.Clean())
 			require.True(t, loaded.SegmentsFileCurrent())
 			require.Equal(t, len(tc.segments), loaded.RemoteSegments())
-			sync, err := loaded.SyncFromRemote(ctx)
+			sync, err := loaded.Pull(ctx)
 			require.NoError(t, err)
 			require.Zero(t, sync.Added)
 		})

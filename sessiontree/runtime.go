@@ -56,7 +56,7 @@ type Config struct {
 	Root string
 	// Uploader receives each flush's new local entries; nil keeps the tree local.
 	Uploader Uploader
-	// Remote is read by SyncFromRemote and Restore; nil disables them.
+	// Remote is read by Pull and Restore; nil disables them.
 	Remote RemoteReader
 	// Now returns the current time for new entries; nil means time.Now.
 	Now func() time.Time

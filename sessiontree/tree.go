@@ -25,7 +25,7 @@ type Tree struct {
 	ref   transcript.TranscriptRef
 	files Files
 
-	ioMu sync.Mutex // serialises Flush, SyncFromLog and SyncFromRemote
+	ioMu sync.Mutex // serialises Flush, MergeLog and Pull
 	mu   sync.Mutex // guards everything below
 
 	header  Header
@@ -42,7 +42,7 @@ type Tree struct {
 	headerRemote  bool
 	rewriteCtx    bool // a compaction was appended since the last flush
 	// leafJumped: since the last flush the active leaf moved other than onto a
-	// child of the leaf (Branch, a "leaf" entry, a sync), so its path may run
+	// child of the leaf (Branch, a "leaf" entry, a pull), so its path may run
 	// through entries a compaction's rewrite left out of the context file.
 	leafJumped bool
 	// ctxPartial: the context file lacks entries the log holds (a compaction's

@@ -46,7 +46,7 @@ type Uploader interface {
 	// always give the same answer. Flush then writes the local files before it
 	// calls Upload. Otherwise Upload comes first: a crash between the two steps
 	// then leaves the entries with the uploader or in the store, from where
-	// SyncFromRemote and PendingEntries bring them back, never only on the local
+	// Pull and PendingEntries bring them back, never only on the local
 	// disk, from where nothing would upload them.
 	ReadsLocalFiles() bool
 }

@@ -25,7 +25,7 @@ Usage: transcript demo [flags]
 
 The quick start. Plays --replicas agent replicas (goroutines) working on one session
 at the same time, the way replicas behind a load balancer do: each has its own
-SessionTree and workspace, picks up what the others stored (SyncFromRemote), appends
+SessionTree and workspace, picks up what the others stored (Pull), appends
 a user and an assistant message per turn and flushes them as one segment. Replicas
 that answer from the same state diverge: the session tree branches. Then it reads
 the union from the store, compacts the session's segments into one, restores the
@@ -262,11 +262,11 @@ func runReplicas(ctx context.Context, s *transcript.Store, ref transcript.Transc
 	return written, errors.Join(errs...)
 }
 
-// playReplica runs turns turns on tree: sync, user message, assistant message, flush.
+// playReplica runs turns turns on tree: pull, user message, assistant message, flush.
 func playReplica(ctx context.Context, tree *sessiontree.Tree, replica, turns int) (int, error) {
 	written := 0
 	for t := 1; t <= turns; t++ {
-		if _, err := tree.SyncFromRemote(ctx); err != nil {
+		if _, err := tree.Pull(ctx); err != nil {
 			return written, err
 		}
 		for _, role := range []string{"user", "assistant"} {

@@ -621,7 +621,7 @@ func testRestore(t *testing.T, b backend) {
 		tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.RuntimeContext{}, sel[0], sel[1])
 		require.NoError(t, err)
 		require.True(t, rep.Clean())
-		_, err = tree.SyncFromLog(ctx)
+		_, err = tree.MergeLog(ctx)
 		require.NoError(t, err)
 		args := []string{"--store", store, "--agent", sel[0], "--session", sel[1]}
 		require.Equal(t, ok(t, append([]string{"context"}, args...)...), string(tree.BuildContext().JSON())+"\n")

@@ -162,7 +162,7 @@ func (o *pi16Check) sessionTree(t *testing.T, ctx context.Context) string {
 	// other entries are in the log.
 	want, _ := o.want(0)
 	require.Equal(t, want, string(loaded.BuildContext().JSON()), "%s: a SessionTree loaded from its files: the context Pi 1.6 builds", o.s.File)
-	_, err = loaded.SyncFromLog(ctx)
+	_, err = loaded.MergeLog(ctx)
 	require.NoError(t, err)
 	o.requireTree(t, loaded, "loaded from its files")
 
@@ -193,7 +193,7 @@ func (o *pi16Check) storeTrip(t *testing.T, ctx context.Context, store *transcri
 	res, err := store.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Compactions, "%s: two imports make two segments to compact", o.s.File)
-	_, err = synced.SyncFromRemote(ctx)
+	_, err = synced.Pull(ctx)
 	require.NoError(t, err)
 	o.requireTree(t, synced, "restored from the store and synced")
 	o.requireTree(t, o.restore(t, ctx, store, "restored"), "restored from the store")

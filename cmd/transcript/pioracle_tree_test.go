@@ -207,7 +207,7 @@ func testReplicas(t *testing.T, node, script string, pi16 bool) {
 		for range 6 {
 			tree := replicas[r.IntN(len(replicas))]
 			if r.IntN(4) > 0 {
-				_, err := tree.SyncFromRemote(ctx)
+				_, err := tree.Pull(ctx)
 				require.NoError(t, err)
 			}
 			driveTree(t, ctx, r, tree, pi16)
@@ -216,7 +216,7 @@ func testReplicas(t *testing.T, node, script string, pi16 bool) {
 		stored := oracleCLI(t, append([]string{"context"}, sel...)...)
 		require.Equal(t, 0, stored.code, stored.stderr)
 		for i, tree := range replicas {
-			_, err := tree.SyncFromRemote(ctx)
+			_, err := tree.Pull(ctx)
 			require.NoError(t, err)
 			require.NoError(t, tree.Flush(ctx))
 			require.Equal(t, stored.stdout, string(tree.BuildContext().JSON())+"\n", "%s: replica %d and the store build one context", sid, i)

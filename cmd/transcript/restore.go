@@ -249,17 +249,17 @@ func restoreIncremental(ctx context.Context, s sessiontree.RemoteReader, ref tra
 		return 0, 0, 0, false, nil
 	}
 	before := fileSize(tree.LogPath()) + fileSize(tree.ContextPath())
-	sync, err := tree.SyncFromRemote(ctx)
+	pulled, err := tree.Pull(ctx)
 	if err != nil {
 		return 0, 0, 0, true, err
 	}
 	if err := tree.Flush(ctx); err != nil {
 		return 0, 0, 0, true, err
 	}
-	if _, err := tree.SyncFromLog(ctx); err != nil {
+	if _, err := tree.MergeLog(ctx); err != nil {
 		return 0, 0, 0, true, err
 	}
-	if sync.Added == 0 {
+	if pulled.Added == 0 {
 		return outcomeSkipped, tree.Len(), 0, true, nil
 	}
 	return outcomeRestored, tree.Len(), fileSize(tree.LogPath()) + fileSize(tree.ContextPath()) - before, true, nil

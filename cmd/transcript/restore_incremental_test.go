@@ -82,7 +82,7 @@ func TestRestoreSession_Incremental(t *testing.T) {
 			require.Equal(t, st.want, outcome)
 			dest, _, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.RuntimeContext{}, "agent", "s")
 			require.NoError(t, err)
-			_, err = dest.SyncFromLog(ctx)
+			_, err = dest.MergeLog(ctx)
 			require.NoError(t, err)
 			require.ElementsMatch(t, entryIDs(src.Entries()), entryIDs(dest.Entries()))
 		})

@@ -243,7 +243,7 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 		sid := crashSessionID(i)
 		tr, _, err := sessiontree.Load(ctx, cfg, sessiontree.RuntimeContext{}, crashAgent, sid)
 		require.NoError(t, err, "local files load")
-		_, err = tr.SyncFromLog(ctx)
+		_, err = tr.MergeLog(ctx)
 		require.NoError(t, err)
 		for id := range acked[sid] {
 			_, err := tr.Entry(id)

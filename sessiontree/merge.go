@@ -12,14 +12,14 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// SyncFromLog adds the entries of the log file that the tree lacks (those a
+// MergeLog adds the entries of the log file that the tree lacks (those a
 // compaction dropped from the context file, or any written to the log by a flush
 // that crashed before the context file). Afterwards the tree's order is the
 // log's order followed by entries not yet in the log. The active leaf does not
 // move. Added entries are never uploaded; those that follow the last entry the
 // tree already had (a crash between the two files) are appended to the context
 // file by the next Flush. A missing log file is not an error.
-func (t *Tree) SyncFromLog(ctx context.Context) (LoadReport, error) {
+func (t *Tree) MergeLog(ctx context.Context) (LoadReport, error) {
 	t.ioMu.Lock()
 	defer t.ioMu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -30,11 +30,11 @@ func (t *Tree) SyncFromLog(ctx context.Context) (LoadReport, error) {
 		return LoadReport{}, nil
 	}
 	if err != nil {
-		return LoadReport{}, fmt.Errorf("sync %s from log: %w", t.ref, err)
+		return LoadReport{}, fmt.Errorf("merge log of %s: %w", t.ref, err)
 	}
 	d, rep, err := decodeSession(data, false)
 	if err != nil {
-		return rep, fmt.Errorf("sync %s from log: %w", t.ref, err)
+		return rep, fmt.Errorf("merge log of %s: %w", t.ref, err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -124,7 +124,7 @@ func (t *Tree) SyncFromLog(ctx context.Context) (LoadReport, error) {
 	return rep, nil
 }
 
-// SyncFromRemote union-merges the entries Config.Remote holds for the session:
+// Pull union-merges the entries Config.Remote holds for the session:
 // entries the tree lacks are added (in the remote's order, after the tree's own)
 // and written locally by the next Flush, but never uploaded; identical ones
 // collapse (a pending local entry found remotely counts as uploaded); the same id
@@ -136,20 +136,20 @@ func (t *Tree) SyncFromLog(ctx context.Context) (LoadReport, error) {
 // Only the segments the tree does not hold yet are read, and the merged order
 // above is theirs; which segments the tree holds is kept beside the local files
 // (Files.Segments), so this holds across restarts too.
-func (t *Tree) SyncFromRemote(ctx context.Context) (LoadReport, error) {
+func (t *Tree) Pull(ctx context.Context) (LoadReport, error) {
 	t.ioMu.Lock()
 	defer t.ioMu.Unlock()
 	if t.cfg.Remote == nil {
-		return LoadReport{}, fmt.Errorf("sync %s from remote: no Config.Remote", t.ref)
+		return LoadReport{}, fmt.Errorf("pull %s: no Config.Remote", t.ref)
 	}
-	return t.syncIncremental(ctx)
+	return t.pull(ctx)
 }
 
-// mergeRemote merges raws, entries stored or on their way to the store, as
-// SyncFromRemote describes. origins, when not nil, gives the origin of each of
-// raws in the store (raws are then an increment, see syncIncremental). t.mu is
+// mergeStored merges raws, entries stored or on their way to the store, as
+// Pull describes. origins, when not nil, gives the origin of each of
+// raws in the store (raws are then an increment, see pull). t.mu is
 // held.
-func (t *Tree) mergeRemote(raws [][]byte, origins []transcript.Origin) LoadReport {
+func (t *Tree) mergeStored(raws [][]byte, origins []transcript.Origin) LoadReport {
 	var rep LoadReport
 	var merged []Entry
 	var mergedOrigins []transcript.Origin

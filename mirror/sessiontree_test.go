@@ -24,7 +24,7 @@ func TestMirror_SessionTrees(t *testing.T) {
 	store := newStore(t, fb, "")
 	m := newMirror(t, store, "", func(c *mirror.Config) { c.Workers = 2 })
 	ctx := ctxTimeout(t, 30*time.Second)
-	cfg := sessiontree.Config{Root: t.TempDir(), Uploader: m, Remote: store}
+	cfg := sessiontree.Config{Root: t.TempDir(), Uploader: m, Store: store}
 	rc := sessiontree.RuntimeContext{Namespace: "tenant1"}
 
 	fb.FailNext(faultbucket.OpPut, 3, nil)
@@ -55,7 +55,7 @@ func TestMirror_SessionTrees(t *testing.T) {
 		}
 		requireStored(t, store, tr.Ref(), want)
 
-		restored, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: t.TempDir(), Remote: store}, rc, "agent", tr.Ref().SessionID)
+		restored, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: t.TempDir(), Store: store}, rc, "agent", tr.Ref().SessionID)
 		require.NoError(t, err)
 		require.Equal(t, tr.Len(), restored.Len())
 	}

@@ -15,7 +15,7 @@ import (
 //     yet in it, then fsync; the context file gets the same (append + fsync), or,
 //     when a compaction entry is among them, is rewritten atomically to hold what
 //     the model still needs (see contextKeep);
-//   - remote: Config.Uploader receives one Batch: the header line first if it was
+//   - upload: Config.Uploader receives one Batch: the header line first if it was
 //     never accepted, then every locally created entry not yet accepted, in order.
 //
 // The hand-over comes first (the async mirror makes it durable in its outbox), so
@@ -36,9 +36,9 @@ func (t *Tree) Flush(ctx context.Context) error {
 		if err := t.flushLocal(); err != nil {
 			return err
 		}
-		return t.flushRemote(ctx)
+		return t.flushUpload(ctx)
 	}
-	upErr := t.flushRemote(ctx)
+	upErr := t.flushUpload(ctx)
 	if err := t.flushLocal(); err != nil {
 		return errors.Join(upErr, err)
 	}
@@ -54,27 +54,27 @@ func (t *Tree) flushLocal() error {
 	return t.afterLocalFlush()
 }
 
-// flushRemote hands the entries not yet accepted by the uploader to it.
-func (t *Tree) flushRemote(ctx context.Context) error {
+// flushUpload hands the entries not yet accepted by the uploader to it.
+func (t *Tree) flushUpload(ctx context.Context) error {
 	t.mu.Lock()
 	if t.cfg.Uploader == nil {
-		for _, i := range t.pendingRemote {
-			t.flags[i] |= remoteDone
+		for _, i := range t.pendingUpload {
+			t.flags[i] |= uploaded
 		}
-		t.pendingRemote, t.headerRemote = nil, true
+		t.pendingUpload, t.headerUploaded = nil, true
 		t.mu.Unlock()
 		return nil
 	}
-	if len(t.pendingRemote) == 0 && (t.headerRemote || len(t.entries) == 0) {
+	if len(t.pendingUpload) == 0 && (t.headerUploaded || len(t.entries) == 0) {
 		t.mu.Unlock()
 		return nil
 	}
-	b := Batch{Ref: t.ref, Files: t.files, Entries: make([][]byte, 0, len(t.pendingRemote)+1)}
-	if !t.headerRemote {
+	b := Batch{Ref: t.ref, Files: t.files, Entries: make([][]byte, 0, len(t.pendingUpload)+1)}
+	if !t.headerUploaded {
 		b.Entries = append(b.Entries, t.header.Raw())
 	}
-	n := len(t.pendingRemote)
-	for _, i := range t.pendingRemote {
+	n := len(t.pendingUpload)
+	for _, i := range t.pendingUpload {
 		b.Entries = append(b.Entries, t.entries[i].Raw())
 	}
 	t.mu.Unlock()
@@ -85,11 +85,11 @@ func (t *Tree) flushRemote(ctx context.Context) error {
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, i := range t.pendingRemote[:n] {
-		t.flags[i] |= remoteDone
+	for _, i := range t.pendingUpload[:n] {
+		t.flags[i] |= uploaded
 	}
-	t.pendingRemote = append([]int(nil), t.pendingRemote[n:]...)
-	t.headerRemote = true
+	t.pendingUpload = append([]int(nil), t.pendingUpload[n:]...)
+	t.headerUploaded = true
 	return nil
 }
 

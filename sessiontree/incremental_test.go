@@ -32,7 +32,7 @@ func TestPull_Incremental(t *testing.T) {
 	require.NoError(t, err)
 
 	cfgA := testConfig(t)
-	cfgA.Uploader, cfgA.Remote = &mirror.Direct{Store: store, Writer: wa}, store
+	cfgA.Uploader, cfgA.Store = &mirror.Direct{Store: store, Writer: wa}, store
 	a, _, err := sessiontree.Open(ctx, cfgA, rc, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	turn := func(text string) {
@@ -45,12 +45,12 @@ func TestPull_Incremental(t *testing.T) {
 	turn("two")
 
 	cfgB := testConfig(t)
-	cfgB.Remote = store
+	cfgB.Store = store
 	b, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	require.NoError(t, b.Flush(ctx))
 	require.Equal(t, 2, gets(gc), "a replica without local files reads the whole session once")
-	require.Equal(t, 2, b.RemoteSegments())
+	require.Equal(t, 2, b.HeldSegments())
 
 	for i, text := range []string{"three", "four", "five"} {
 		turn(text)
@@ -110,7 +110,7 @@ func TestPull_Incremental(t *testing.T) {
 	require.NoError(t, b.Flush(ctx))
 	b, _, err = sessiontree.Load(ctx, cfgB, rc, "agent", "s")
 	require.NoError(t, err)
-	require.Equal(t, 8, b.RemoteSegments())
+	require.Equal(t, 8, b.HeldSegments())
 	turn("last")
 	_, err = b.Pull(ctx)
 	require.NoError(t, err)
@@ -142,7 +142,7 @@ func TestPull_SkewedWriters(t *testing.T) {
 	writers := []*sessiontree.Tree{replica("fast", time.Hour), replica("slow", -time.Hour), exact}
 
 	cfg := testConfig(t)
-	cfg.Remote = newStore(0, transcript.ReconcilePolicy{Every: every, After: time.Hour})
+	cfg.Store = newStore(0, transcript.ReconcilePolicy{Every: every, After: time.Hour})
 	reader, _, err := sessiontree.Open(ctx, cfg, rc, "agent", "skew", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	var late int // turns the reader's sync right after them missed
@@ -226,7 +226,7 @@ func openReplica(t *testing.T, s *transcript.Store, name, session string) *sessi
 	w, err := transcript.NewWriter(name)
 	require.NoError(t, err)
 	cfg := testConfig(t)
-	cfg.Uploader, cfg.Remote = &mirror.Direct{Store: s, Writer: w}, s
+	cfg.Uploader, cfg.Store = &mirror.Direct{Store: s, Writer: w}, s
 	tree, _, err := sessiontree.Open(context.Background(), cfg, rc, "agent", session, sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	return tree

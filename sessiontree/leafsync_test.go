@@ -62,7 +62,7 @@ func TestPull_IncrementalLeaf(t *testing.T) {
 			w, err := transcript.NewWriter("replica-a")
 			require.NoError(t, err)
 			cfgA := testConfig(t)
-			cfgA.Uploader, cfgA.Remote = &mirror.Direct{Store: store, Writer: w}, store
+			cfgA.Uploader, cfgA.Store = &mirror.Direct{Store: store, Writer: w}, store
 			a, _, err := sessiontree.Open(ctx, cfgA, rc, "agent", "leaf", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			first, err := a.AppendMessage(msg(userMsg, "one"))
@@ -72,7 +72,7 @@ func TestPull_IncrementalLeaf(t *testing.T) {
 			require.NoError(t, a.Flush(ctx))
 
 			cfgB := testConfig(t)
-			cfgB.Remote = store
+			cfgB.Store = store
 			replicaB, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "leaf", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			require.NoError(t, replicaB.Flush(ctx))

@@ -87,7 +87,7 @@ func (t *Tree) MergeLog(ctx context.Context) (LoadReport, error) {
 			}
 		} else {
 			k := -1 - o
-			e, f = d.entries[k], inLog|remoteDone
+			e, f = d.entries[k], inLog|uploaded
 			rep.Added++
 			if k > lastKnown {
 				ctxNew = append(ctxNew, n)
@@ -111,11 +111,11 @@ func (t *Tree) MergeLog(ctx context.Context) (LoadReport, error) {
 		cp = append(cp, remap[x])
 	}
 	cp = append(cp, ctxNew...)
-	for _, x := range t.pendingRemote {
+	for _, x := range t.pendingUpload {
 		pr = append(pr, remap[x])
 	}
 	t.entries, t.flags, t.byID = entries, flags, byID
-	t.pendingLocal, t.pendingRemote, t.ctxPending = pl, pr, cp
+	t.pendingLocal, t.pendingUpload, t.ctxPending = pl, pr, cp
 	if oldLeaf >= 0 {
 		t.leaf = remap[oldLeaf]
 	} else if len(t.entries) > 0 && rep.Added == len(t.entries) {
@@ -124,10 +124,10 @@ func (t *Tree) MergeLog(ctx context.Context) (LoadReport, error) {
 	return rep, nil
 }
 
-// Pull union-merges the entries Config.Remote holds for the session:
-// entries the tree lacks are added (in the remote's order, after the tree's own)
+// Pull union-merges the entries Config.Store holds for the session:
+// entries the tree lacks are added (in the store's order, after the tree's own)
 // and written locally by the next Flush, but never uploaded; identical ones
-// collapse (a pending local entry found remotely counts as uploaded); the same id
+// collapse (a pending local entry found in the store counts as uploaded); the same id
 // with other bytes is reported as a conflict and the local entry kept. A
 // "session" entry is the header. When entries were added and the tree has no
 // local entries waiting for upload, the active leaf becomes the merged order's
@@ -139,8 +139,8 @@ func (t *Tree) MergeLog(ctx context.Context) (LoadReport, error) {
 func (t *Tree) Pull(ctx context.Context) (LoadReport, error) {
 	t.ioMu.Lock()
 	defer t.ioMu.Unlock()
-	if t.cfg.Remote == nil {
-		return LoadReport{}, fmt.Errorf("pull %s: no Config.Remote", t.ref)
+	if t.cfg.Store == nil {
+		return LoadReport{}, fmt.Errorf("pull %s: no Config.Store", t.ref)
 	}
 	return t.pull(ctx)
 }
@@ -164,7 +164,7 @@ func (t *Tree) mergeStored(raws [][]byte, origins []transcript.Origin) LoadRepor
 					t.header = h
 				}
 				if bytes.Equal(h.Raw(), t.header.Raw()) {
-					t.headerRemote = true
+					t.headerUploaded = true
 				}
 			} else {
 				rep.Malformed = append(rep.Malformed, LineError{Line: n + 1, Err: err})
@@ -181,22 +181,22 @@ func (t *Tree) mergeStored(raws [][]byte, origins []transcript.Origin) LoadRepor
 				continue
 			}
 			rep.Duplicates++
-			if t.flags[i]&remoteDone == 0 {
-				t.flags[i] |= remoteDone
-				t.pendingRemote = without(t.pendingRemote, i)
+			if t.flags[i]&uploaded == 0 {
+				t.flags[i] |= uploaded
+				t.pendingUpload = without(t.pendingUpload, i)
 			}
 			continue
 		}
-		i := t.add(e, remoteDone)
+		i := t.add(e, uploaded)
 		t.pendingLocal = append(t.pendingLocal, i)
 		rep.Added++
 	}
-	if rep.Added > 0 && len(t.pendingRemote) == 0 {
+	if rep.Added > 0 && len(t.pendingUpload) == 0 {
 		t.moveLeaf(merged, mergedOrigins)
 	}
 	for _, o := range mergedOrigins {
-		if o.Key != "" && (t.remote.frontier.Key == "" || o.Compare(t.remote.frontier) > 0) {
-			t.remote.frontier, t.remote.dirty = o, true
+		if o.Key != "" && (t.stored.frontier.Key == "" || o.Compare(t.stored.frontier) > 0) {
+			t.stored.frontier, t.stored.dirty = o, true
 		}
 	}
 	return rep
@@ -217,7 +217,7 @@ func (t *Tree) moveLeaf(merged []Entry, origins []transcript.Origin) {
 		if move == pi.MoveNone {
 			continue
 		}
-		if origins == nil || t.remote.frontier.Key == "" || origins[k].Compare(t.remote.frontier) >= 0 {
+		if origins == nil || t.stored.frontier.Key == "" || origins[k].Compare(t.stored.frontier) >= 0 {
 			t.setLeaf(move, target, t.byID[merged[k].ID()])
 		}
 		return

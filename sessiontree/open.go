@@ -27,7 +27,7 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 	if err := ctx.Err(); err != nil {
 		return nil, LoadReport{}, err
 	}
-	t.remote.fromFiles = true
+	t.stored.fromFiles = true
 	data, err := os.ReadFile(t.files.Context)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, ErrNotFound)
@@ -45,8 +45,8 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 		return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 	}
 	t.header = d.header
-	t.headerInCtx, t.headerRemote = true, true
-	flags := inCtx | remoteDone
+	t.headerInCtx, t.headerUploaded = true, true
+	flags := inCtx | uploaded
 	if st, err := os.Stat(t.files.Log); err == nil && st.Size() > 0 {
 		t.headerInLog = true
 		flags |= inLog
@@ -135,7 +135,7 @@ func (t *Tree) activePathTruncated() bool {
 }
 
 // Open loads the session if its context file exists; otherwise, with a
-// Config.Remote or a Config.Uploader, it restores the session from the store and
+// Config.Store or a Config.Uploader, it restores the session from the store and
 // what the uploader still holds (another replica may have started it: behind a
 // load balancer any turn can land anywhere); otherwise, or when neither has it, it
 // starts a new one with New (h is used only then).
@@ -144,7 +144,7 @@ func Open(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 	if !errors.Is(err, ErrNotFound) {
 		return t, rep, err
 	}
-	if cfg.Remote != nil || cfg.Uploader != nil {
+	if cfg.Store != nil || cfg.Uploader != nil {
 		t, rep, err = Restore(ctx, cfg, rc, agentID, sessionID)
 		if !errors.Is(err, ErrNotFound) {
 			return t, rep, err
@@ -171,7 +171,7 @@ func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reade
 	for _, e := range es {
 		i := t.add(e, 0)
 		t.pendingLocal = append(t.pendingLocal, i)
-		t.pendingRemote = append(t.pendingRemote, i)
+		t.pendingUpload = append(t.pendingUpload, i)
 		if e.Type() == pi.TypeCompaction {
 			t.rewriteCtx = true // the first Flush writes the compacted context file
 		}
@@ -181,7 +181,7 @@ func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reade
 }
 
 // Restore rebuilds a session, for a replica without local files, from
-// Config.Remote and from what Config.Uploader still holds for it (its
+// Config.Store and from what Config.Uploader still holds for it (its
 // PendingEntries: a crash between handing a flush over and writing the local files
 // leaves them there); it needs at least one of the two. The stored header entry
 // becomes the header; the entries count as uploaded and are written locally by the
@@ -193,8 +193,8 @@ func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessio
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
-	if cfg.Remote == nil && cfg.Uploader == nil {
-		return nil, LoadReport{}, fmt.Errorf("restore %s: no Config.Remote and no Config.Uploader", t.ref)
+	if cfg.Store == nil && cfg.Uploader == nil {
+		return nil, LoadReport{}, fmt.Errorf("restore %s: no Config.Store and no Config.Uploader", t.ref)
 	}
 	if _, err := os.Stat(t.files.Context); err == nil {
 		return nil, LoadReport{}, fmt.Errorf("restore %s: local file %s exists", t.ref, t.files.Context)
@@ -208,7 +208,7 @@ func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessio
 		}
 	}
 	var rep LoadReport
-	if cfg.Remote != nil {
+	if cfg.Store != nil {
 		if rep, err = t.Pull(ctx); err != nil {
 			return nil, rep, err
 		}

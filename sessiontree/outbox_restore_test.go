@@ -38,7 +38,7 @@ func TestOpen_RestoresFromOutbox(t *testing.T) {
 		require.NoError(t, m.Close(ctx))
 	}()
 	cfg := testConfig(t)
-	cfg.Uploader, cfg.Remote = m, store
+	cfg.Uploader, cfg.Store = m, store
 
 	a, _, err := sessiontree.Open(ctx, cfg, rc, "agent", "s", sessiontree.HeaderOptions{Cwd: "/a"})
 	require.NoError(t, err)
@@ -55,8 +55,8 @@ func TestOpen_RestoresFromOutbox(t *testing.T) {
 	require.Equal(t, a.Header(), b.Header(), "the session continues, it is not started anew")
 	require.Len(t, b.Entries(), 1)
 	require.Equal(t, first.ID(), b.Entries()[0].ID())
-	_, remote := b.Pending()
-	require.Zero(t, remote, "what the outbox holds is not handed over twice")
+	_, upload := b.Pending()
+	require.Zero(t, upload, "what the outbox holds is not handed over twice")
 
 	second, err := b.AppendMessage(msg(userMsg, "again"))
 	require.NoError(t, err)
@@ -87,7 +87,7 @@ func (h *holdingUploader) PendingEntries(_ context.Context, ref transcript.Trans
 	return out, nil
 }
 
-// TestRestore_Sources: Restore reads the store (Config.Remote) and what the
+// TestRestore_Sources: Restore reads the store (Config.Store) and what the
 // uploader holds (its PendingEntries), needs one of the two, and finds no session
 // where neither has its header.
 func TestRestore_Sources(t *testing.T) {
@@ -124,7 +124,7 @@ func TestRestore_Sources(t *testing.T) {
 				require.Len(t, b.Entries(), tc.entries)
 				require.Equal(t, first.ID(), b.Entries()[0].ID())
 			case errNoSource:
-				require.ErrorContains(t, err, "no Config.Remote and no Config.Uploader")
+				require.ErrorContains(t, err, "no Config.Store and no Config.Uploader")
 				require.NotErrorIs(t, err, sessiontree.ErrNotFound)
 			default:
 				require.ErrorIs(t, err, tc.err)

@@ -81,8 +81,8 @@ func TestFlush_FailedUploadRetriesWithoutLocalDuplicates(t *testing.T) {
 	require.ErrorIs(t, tr.Flush(ctx), errUpload)
 	e2, _ := tr.AppendMessage(msg(userMsg, "2"))
 	require.ErrorIs(t, tr.Flush(ctx), errUpload)
-	_, remote := tr.Pending()
-	require.Equal(t, 2, remote)
+	_, upload := tr.Pending()
+	require.Equal(t, 2, upload)
 	up.fail = nil
 	require.NoError(t, tr.Flush(ctx))
 	require.Len(t, up.batches, 1)
@@ -296,7 +296,7 @@ func TestPull_RestoreAndNoReupload(t *testing.T) {
 	ctx := context.Background()
 	store := newFakeStore()
 	cfgA := testConfig(t)
-	cfgA.Uploader, cfgA.Remote = store, store
+	cfgA.Uploader, cfgA.Store = store, store
 	a, err := sessiontree.New(cfgA, rc, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	_, _ = a.AppendMessage(msg(userMsg, "hi"))
@@ -306,14 +306,14 @@ func TestPull_RestoreAndNoReupload(t *testing.T) {
 	cfgB := testConfig(t)
 	cfgB.Rand = newSeeded(2)
 	upB := &recorder{}
-	cfgB.Uploader, cfgB.Remote = upB, store
+	cfgB.Uploader, cfgB.Store = upB, store
 	b, rep, err := sessiontree.Restore(ctx, cfgB, rc, "agent", "s")
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Added)
 	require.Equal(t, string(a.Header().Raw()), string(b.Header().Raw()))
 	require.Equal(t, string(a.BuildContext().JSON()), string(b.BuildContext().JSON()))
 	require.NoError(t, b.Flush(ctx))
-	require.Empty(t, upB.all(), "entries from the remote are never uploaded again")
+	require.Empty(t, upB.all(), "entries from the store are never uploaded again")
 	require.Len(t, lines(t, b.LogPath()), 3)
 
 	n, err := b.AppendMessage(msg(userMsg, "from b"))
@@ -419,7 +419,7 @@ func TestFlush_HandOverOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		localFirst bool
-	}{{"segments: remote first", false}, {"legacy: local first", true}} {
+	}{{"segments: upload first", false}, {"legacy: local first", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			probe := &orderProbe{localFirst: tc.localFirst, fail: true}
@@ -433,27 +433,27 @@ func TestFlush_HandOverOrder(t *testing.T) {
 			require.Error(t, tr.Flush(ctx), "the failed hand-over is reported")
 			require.Equal(t, []bool{tc.localFirst}, probe.logExisted)
 			require.Len(t, lines(t, tr.LogPath()), 2, "header and entry written locally all the same")
-			local, remote := tr.Pending()
+			local, upload := tr.Pending()
 			require.Equal(t, 0, local)
-			require.Equal(t, 1, remote)
+			require.Equal(t, 1, upload)
 
 			probe.fail = false
 			require.NoError(t, tr.Flush(ctx))
 			require.Len(t, lines(t, tr.LogPath()), 2, "no duplicate after the retry")
-			_, remote = tr.Pending()
-			require.Equal(t, 0, remote)
+			_, upload = tr.Pending()
+			require.Equal(t, 0, upload)
 		})
 	}
 }
 
-// TestOpen_RestoresFromRemote: a replica without local files that opens a session
+// TestOpen_RestoresFromStore: a replica without local files that opens a session
 // another replica started continues it from the store instead of starting a second
 // session with a conflicting header.
-func TestOpen_RestoresFromRemote(t *testing.T) {
+func TestOpen_RestoresFromStore(t *testing.T) {
 	ctx := context.Background()
 	store := newFakeStore()
 	cfgA := testConfig(t)
-	cfgA.Uploader, cfgA.Remote = store, store
+	cfgA.Uploader, cfgA.Store = store, store
 	a, _, err := sessiontree.Open(ctx, cfgA, rc, "agent", "shared", sessiontree.HeaderOptions{Cwd: "/a"})
 	require.NoError(t, err)
 	first, err := a.AppendMessage(msg(userMsg, "from replica A"))
@@ -461,7 +461,7 @@ func TestOpen_RestoresFromRemote(t *testing.T) {
 	require.NoError(t, a.Flush(ctx))
 
 	cfgB := testConfig(t)
-	cfgB.Uploader, cfgB.Remote = store, store
+	cfgB.Uploader, cfgB.Store = store, store
 	b, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "shared", sessiontree.HeaderOptions{Cwd: "/b"})
 	require.NoError(t, err)
 	require.Equal(t, a.Header().Raw(), b.Header().Raw(), "the header comes from the store")

@@ -13,8 +13,8 @@ import (
 )
 
 // TestReplicas_RandomInterleaving: two replicas (separate roots) share one fake
-// remote. Random appends, flushes, reloads (from the files, plus the log) and
-// remote syncs in any interleaving end, after a final flush and sync on both,
+// store. Random appends, flushes, reloads (from the files, plus the log) and
+// pulls in any interleaving end, after a final flush and pull on both,
 // with the same entry set on both replicas and in the store, and no entry
 // uploaded twice.
 func TestReplicas_RandomInterleaving(t *testing.T) {
@@ -28,7 +28,7 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 			uploads := map[string]int{}
 			counting := &countingUploader{store: store, seen: uploads}
 			for i := range cfgs {
-				cfgs[i] = sessiontree.Config{Root: t.TempDir(), Now: clock(), Rand: newSeeded(seed*10 + uint64(i)), NoSync: true, Uploader: counting, Remote: store}
+				cfgs[i] = sessiontree.Config{Root: t.TempDir(), Now: clock(), Rand: newSeeded(seed*10 + uint64(i)), NoSync: true, Uploader: counting, Store: store}
 			}
 			var err error
 			trees[0], err = sessiontree.New(cfgs[0], rc, "agent", "s", sessiontree.HeaderOptions{})
@@ -78,8 +78,8 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 			}
 			a, b := sortedRaw(trees[0]), sortedRaw(trees[1])
 			require.Equal(t, a, b)
-			remote, _ := store.ReadEntries(ctx, trees[0].Ref())
-			require.Len(t, remote, len(a)+1) // + header
+			stored, _ := store.ReadEntries(ctx, trees[0].Ref())
+			require.Len(t, stored, len(a)+1) // + header
 			for id, n := range uploads {
 				require.Equal(t, 1, n, "entry %s uploaded %d times", id, n)
 			}

@@ -79,7 +79,7 @@ func TestWriteRestoredLean_SameFilesAsRestoreAndFlush(t *testing.T) {
 			}
 			require.NoError(t, err)
 
-			treeCfg := sessiontree.Config{Root: t.TempDir(), Remote: store, NoSync: true}
+			treeCfg := sessiontree.Config{Root: t.TempDir(), Store: store, NoSync: true}
 			tree, _, err := sessiontree.Restore(ctx, treeCfg, rc, "agent", sid)
 			require.NoError(t, err)
 			require.NoError(t, tree.Flush(ctx))
@@ -94,11 +94,11 @@ func TestWriteRestoredLean_SameFilesAsRestoreAndFlush(t *testing.T) {
 			}
 
 			// The segments file says the files hold every segment: nothing to fetch.
-			loaded, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: leanCfg.Root, Remote: store, NoSync: true}, rc, "agent", sid)
+			loaded, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: leanCfg.Root, Store: store, NoSync: true}, rc, "agent", sid)
 			require.NoError(t, err)
 			require.True(t, rep.Clean())
 			require.True(t, loaded.SegmentsFileCurrent())
-			require.Equal(t, len(tc.segments), loaded.RemoteSegments())
+			require.Equal(t, len(tc.segments), loaded.HeldSegments())
 			sync, err := loaded.Pull(ctx)
 			require.NoError(t, err)
 			require.Zero(t, sync.Added)

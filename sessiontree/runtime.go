@@ -9,7 +9,7 @@ import (
 )
 
 // RuntimeContext is the identity a tree is bound to when it is opened. It decides
-// the namespace of every local path and remote key of the tree, for its whole
+// the namespace of every local path and store key of the tree, for its whole
 // life, including flushes that run later in the background.
 type RuntimeContext struct {
 	// Namespace is the owner's namespace (tenant or user); empty means
@@ -36,10 +36,10 @@ func (rc RuntimeContext) Ref(agentID, sessionID string) (transcript.TranscriptRe
 	return ref, nil
 }
 
-// RemoteReader is the port through which a Tree reads what the transcript store
+// StoreReader is the port through which a Tree reads what the transcript store
 // holds of its session: transcript.Store implements it, and so does
 // transcript.Listed (a reader that uses a listing in hand).
-type RemoteReader interface {
+type StoreReader interface {
 	// ReadNew returns the union-merge of ref's segments that have does not hold
 	// (see transcript.Store.ReadNew), and the set held once they are applied: what
 	// a Tree's first read of a session (an empty set) gets is the whole session,
@@ -56,8 +56,8 @@ type Config struct {
 	Root string
 	// Uploader receives each flush's new local entries; nil keeps the tree local.
 	Uploader Uploader
-	// Remote is read by Pull and Restore; nil disables them.
-	Remote RemoteReader
+	// Store is read by Pull and Restore; nil disables them.
+	Store StoreReader
 	// Now returns the current time for new entries; nil means time.Now.
 	Now func() time.Time
 	// Rand is the source of new entry ids; nil means crypto/rand.

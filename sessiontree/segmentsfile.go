@@ -34,7 +34,7 @@ const (
 type segmentsFile struct {
 	// have is the set of segments whose entries the local files hold.
 	have transcript.SegmentSet
-	// frontier is the tree's frontier origin (see remoteState.frontier).
+	// frontier is the tree's frontier origin (see storeState.frontier).
 	frontier transcript.Origin
 	// leaf is the id of the tree's active leaf when the file was written ("" for
 	// a null leaf), when leafKnown. The local files hold entries in the order

@@ -12,13 +12,13 @@ import (
 
 // Per-entry persistence flags.
 const (
-	inLog      uint8 = 1 << iota // written to the log file
-	inCtx                        // written to the context file
-	remoteDone                   // handed to the uploader, or came from log/remote
+	inLog    uint8 = 1 << iota // written to the log file
+	inCtx                      // written to the context file
+	uploaded                   // handed to the uploader, or came from the log or the store
 )
 
 // Tree is one session: its header, its entries in order, the active leaf, and the
-// state of its local files and remote mirror. Create one with New, Open, Load,
+// state of its local files and of its uploads. Create one with New, Open, Load,
 // Import or Restore. A Tree is safe for concurrent use.
 type Tree struct {
 	cfg   Config
@@ -34,13 +34,13 @@ type Tree struct {
 	flags   []uint8
 	leaf    int // index of the active leaf, -1 for none (null)
 
-	pendingLocal  []int // entries not yet in the log
-	pendingRemote []int // locally created entries not yet uploaded
-	ctxPending    []int // entries in the log but not yet in the context file
-	headerInLog   bool
-	headerInCtx   bool
-	headerRemote  bool
-	rewriteCtx    bool // a compaction was appended since the last flush
+	pendingLocal   []int // entries not yet in the log
+	pendingUpload  []int // locally created entries not yet uploaded
+	ctxPending     []int // entries in the log but not yet in the context file
+	headerInLog    bool
+	headerInCtx    bool
+	headerUploaded bool
+	rewriteCtx     bool // a compaction was appended since the last flush
 	// leafJumped: since the last flush the active leaf moved other than onto a
 	// child of the leaf (Branch, a "leaf" entry, a pull), so its path may run
 	// through entries a compaction's rewrite left out of the context file.
@@ -49,7 +49,7 @@ type Tree struct {
 	// rewrite left them out). Until then no path can leave the file, and a leaf
 	// move costs no check.
 	ctxPartial bool
-	remote     remoteState
+	stored     storeState
 }
 
 func newTree(cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, error) {
@@ -316,8 +316,8 @@ func (t *Tree) Export(w io.Writer) error {
 }
 
 // Pending returns how many entries wait to be written locally and to be uploaded.
-func (t *Tree) Pending() (local, remote int) {
+func (t *Tree) Pending() (local, upload int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.pendingLocal) + len(t.ctxPending), len(t.pendingRemote)
+	return len(t.pendingLocal) + len(t.ctxPending), len(t.pendingUpload)
 }

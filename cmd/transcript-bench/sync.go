@@ -75,7 +75,7 @@ func newSyncCase(ctx context.Context, e *env, store *transcript.Store, w *transc
 	if err != nil {
 		return nil, err
 	}
-	cfg := sessiontree.Config{Root: e.tmp, Remote: store, NoSync: true}
+	cfg := sessiontree.Config{Root: e.tmp, Store: store, NoSync: true}
 	if c.tree, _, err = sessiontree.Restore(ctx, cfg, sessiontree.RuntimeContext{}, c.ref.AgentID, c.ref.SessionID); err != nil {
 		return nil, err
 	}

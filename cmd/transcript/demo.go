@@ -206,7 +206,7 @@ func runReplicas(ctx context.Context, s *transcript.Store, ref transcript.Transc
 		return sessiontree.Config{
 			Root:     filepath.Join(dir, fmt.Sprintf("replica-%d", i)),
 			Uploader: &mirror.Direct{Store: s, Writer: w},
-			Remote:   s,
+			Store:    s,
 		}, nil
 	}
 	// Replica 1 starts the session (header, model, thinking level) before the others

@@ -241,7 +241,7 @@ type restoredSession struct {
 // sessiontree.Restore and a Flush do, from a lean read of the session and without
 // a SessionTree (sessiontree.WriteRestoredLean): its memory is bounded by the
 // session's bytes (see boundHeap).
-func restoreLean(ctx context.Context, s sessiontree.RemoteReader, ref transcript.TranscriptRef, root string) (restoredSession, error) {
+func restoreLean(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, root string) (restoredSession, error) {
 	lr, ok := s.(leanReader)
 	if !ok {
 		return restoredSession{}, fmt.Errorf("restore %s: %T cannot read a session lean", ref, s)

@@ -226,7 +226,7 @@ func (o *pi16Check) storeTrip(t *testing.T, ctx context.Context, store *transcri
 
 // restore restores the session from store into a new root named by how.
 func (o *pi16Check) restore(t *testing.T, ctx context.Context, store *transcript.Store, how string) *sessiontree.Tree {
-	cfg := sessiontree.Config{Root: filepath.Join(o.dir, how, o.name), NoSync: true, Remote: store}
+	cfg := sessiontree.Config{Root: filepath.Join(o.dir, how, o.name), NoSync: true, Store: store}
 	tree, rep, err := sessiontree.Restore(ctx, cfg, sessiontree.RuntimeContext{Namespace: "default"}, "oracle", "s"+o.name)
 	require.NoError(t, err)
 	require.Empty(t, rep.Conflicts)

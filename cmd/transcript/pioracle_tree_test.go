@@ -192,7 +192,7 @@ func testReplicas(t *testing.T, node, script string, pi16 bool) {
 			w, err := transcript.NewWriter(fmt.Sprintf("replica-%d", i))
 			require.NoError(t, err)
 			cfg := sessiontree.Config{Root: filepath.Join(dir, fmt.Sprintf("replica-%d", i)), NoSync: true,
-				Uploader: &mirror.Direct{Store: store, Writer: w}, Remote: store}
+				Uploader: &mirror.Direct{Store: store, Writer: w}, Store: store}
 			if i == 0 {
 				replicas[i], err = sessiontree.New(cfg, rc, "oracle", sid, sessiontree.HeaderOptions{Cwd: "/work/project"})
 				require.NoError(t, err)

@@ -110,7 +110,7 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
 	var mu sync.Mutex
-	err = forEachListedSession(ctx, s, *parallel, refs, sf.Agent, *out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.RemoteReader) error {
+	err = forEachListedSession(ctx, s, *parallel, refs, sf.Agent, *out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error {
 		outcome, entries, n, err := restoreSession(ctx, r, ref, *out, scratch, *force)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
@@ -171,7 +171,7 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 // filesystem of out, then skips them if the destination under out holds
 // identical files, or moves them into place (log first, context last). It
 // returns the entry count and the bytes written.
-func restoreSession(ctx context.Context, s sessiontree.RemoteReader, ref transcript.TranscriptRef, out, scratch string, force bool) (restoreOutcome, int, int64, error) {
+func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, out, scratch string, force bool) (restoreOutcome, int, int64, error) {
 	if outcome, entries, n, ok, err := restoreIncremental(ctx, s, ref, out); ok || err != nil {
 		return outcome, entries, n, err
 	}
@@ -242,10 +242,10 @@ func moveIfExists(from, to string) error {
 // the segments they do not hold, when a segments file beside them says which they
 // hold and they are unchanged since it was written (ok is false otherwise: restore
 // then rebuilds the session). It reports the session skipped when nothing was new.
-func restoreIncremental(ctx context.Context, s sessiontree.RemoteReader, ref transcript.TranscriptRef, out string) (outcome restoreOutcome, entries int, n int64, ok bool, err error) {
+func restoreIncremental(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, out string) (outcome restoreOutcome, entries int, n int64, ok bool, err error) {
 	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
-	tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out, Remote: s}, rc, ref.AgentID, ref.SessionID)
-	if err != nil || !rep.Clean() || !tree.SegmentsFileCurrent() || tree.RemoteSegments() == 0 {
+	tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out, Store: s}, rc, ref.AgentID, ref.SessionID)
+	if err != nil || !rep.Clean() || !tree.SegmentsFileCurrent() || tree.HeldSegments() == 0 {
 		return 0, 0, 0, false, nil
 	}
 	before := fileSize(tree.LogPath()) + fileSize(tree.ContextPath())
@@ -307,7 +307,7 @@ func checkNoLocalOnly(path string, has func(id string) bool) error {
 // When out is set, the sessions of refs that have no context file under out
 // (restore reads them whole) are fetched ahead (Store.ForEachListedSessionAhead).
 func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int, refs []transcript.TranscriptRef, agent, out string,
-	fn func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.RemoteReader) error) error {
+	fn func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error) error {
 	if len(refs) == 0 {
 		return nil
 	}

@@ -173,9 +173,9 @@ func reportLoad(env *cliEnv, what string, rep sessiontree.LoadReport) {
 
 // restoreTree rebuilds ref from the store into local files under root (written by
 // the tree's first Flush).
-func restoreTree(ctx context.Context, s sessiontree.RemoteReader, ref transcript.TranscriptRef, root string) (*sessiontree.Tree, error) {
+func restoreTree(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, root string) (*sessiontree.Tree, error) {
 	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
-	tree, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: root, Remote: s}, rc, ref.AgentID, ref.SessionID)
+	tree, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: root, Store: s}, rc, ref.AgentID, ref.SessionID)
 	if errors.Is(err, transcript.ErrNotFound) {
 		return nil, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}

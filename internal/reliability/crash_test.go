@@ -72,7 +72,7 @@ func TestCrashChild(t *testing.T) {
 	m, err := mirror.New(mirror.Config{Store: store, Writer: w, OutboxDir: os.Getenv(crashOutboxEnv),
 		Workers: 2, MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	require.NoError(t, err)
-	cfg := sessiontree.Config{Root: os.Getenv(crashRootEnv), Uploader: m, Remote: store}
+	cfg := sessiontree.Config{Root: os.Getenv(crashRootEnv), Uploader: m, Store: store}
 	var out sync.Mutex
 	say := func(s string) {
 		out.Lock()
@@ -238,7 +238,7 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 		MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	require.NoError(t, err)
 	defer m.Close(ctx)
-	cfg := sessiontree.Config{Root: root, Uploader: m, Remote: store}
+	cfg := sessiontree.Config{Root: root, Uploader: m, Store: store}
 	for i := range crashSessions {
 		sid := crashSessionID(i)
 		tr, _, err := sessiontree.Load(ctx, cfg, sessiontree.RuntimeContext{}, crashAgent, sid)

@@ -94,7 +94,7 @@ func TestHostile_Names(t *testing.T) {
 			_, err = sessiontree.New(sessiontree.Config{Root: root}, sessiontree.RuntimeContext{Namespace: ref.Namespace},
 				ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{})
 			require.Error(t, err, what)
-			_, _, err = sessiontree.Open(ctx, sessiontree.Config{Root: root, Remote: store}, sessiontree.RuntimeContext{Namespace: ref.Namespace},
+			_, _, err = sessiontree.Open(ctx, sessiontree.Config{Root: root, Store: store}, sessiontree.RuntimeContext{Namespace: ref.Namespace},
 				ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{})
 			require.Error(t, err, what)
 			refused++

@@ -10,8 +10,8 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// remoteState is what a tree knows of the store's segments.
-type remoteState struct {
+// storeState is what a tree knows of the store's segments.
+type storeState struct {
 	// fromFiles: the tree was loaded from local files, so the segments file beside
 	// them (read lazily) describes them. A tree that starts without local files
 	// ignores any segments file left behind.
@@ -31,26 +31,26 @@ type remoteState struct {
 	frontier transcript.Origin
 }
 
-// remoteHave returns the segments the tree holds, reading the segments file the
+// storedHave returns the segments the tree holds, reading the segments file the
 // first time for a tree loaded from local files. t.mu is held.
-func (t *Tree) remoteHave() transcript.SegmentSet {
-	if !t.remote.loaded {
-		t.remote.loaded = true
-		if t.remote.fromFiles {
+func (t *Tree) storedHave() transcript.SegmentSet {
+	if !t.stored.loaded {
+		t.stored.loaded = true
+		if t.stored.fromFiles {
 			f := readSegmentsFile(t.files.Segments)
-			t.remote.have, t.remote.frontier = f.have, f.frontier
+			t.stored.have, t.stored.frontier = f.have, f.frontier
 		}
 	}
-	return t.remote.have
+	return t.stored.have
 }
 
 // pull is Pull with t.ioMu held: it reads only the segments the tree does not
 // hold.
 func (t *Tree) pull(ctx context.Context) (LoadReport, error) {
 	t.mu.Lock()
-	have := t.remoteHave()
+	have := t.storedHave()
 	t.mu.Unlock()
-	inc, err := t.cfg.Remote.ReadNew(ctx, t.ref, have)
+	inc, err := t.cfg.Store.ReadNew(ctx, t.ref, have)
 	if errors.Is(err, ErrNotFound) {
 		return LoadReport{}, nil
 	}
@@ -69,31 +69,31 @@ func (t *Tree) pull(ctx context.Context) (LoadReport, error) {
 	// change of the segments is worth writing down; a restarted tree lists the
 	// whole session once anyway.
 	if inc.Changed(have) {
-		t.remote.dirty = true
+		t.stored.dirty = true
 	}
-	t.remote.have = inc.Have
-	return rep, t.saveRemoteSet()
+	t.stored.have = inc.Have
+	return rep, t.saveStoredSet()
 }
 
-// saveRemoteSet writes the segments file when the set changed and every entry
+// saveStoredSet writes the segments file when the set changed and every entry
 // the tree holds is in the local files (else a later flush writes it). The file is
 // written without fsync: it only saves fetches, a stale or lost one costs a fuller
 // read, and a torn one fails its checksum and counts as empty. It is written only
 // after the local files are fsynced, so it never names a segment whose entries
 // they lack. t.mu is held.
-func (t *Tree) saveRemoteSet() error {
-	if !t.remote.dirty || len(t.pendingLocal) > 0 || !t.headerInLog ||
-		!t.remote.fromFiles && !t.remote.checked {
+func (t *Tree) saveStoredSet() error {
+	if !t.stored.dirty || len(t.pendingLocal) > 0 || !t.headerInLog ||
+		!t.stored.fromFiles && !t.stored.checked {
 		return nil
 	}
-	f := segmentsFile{have: t.remote.have, frontier: t.remote.frontier, leafKnown: true, sizes: t.localSizes()}
+	f := segmentsFile{have: t.stored.have, frontier: t.stored.frontier, leafKnown: true, sizes: t.localSizes()}
 	if t.leaf >= 0 {
 		f.leaf = t.entries[t.leaf].ID()
 	}
 	if err := writeSegmentsFile(t.files.Segments, f); err != nil {
 		return fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}
-	t.remote.dirty = false
+	t.stored.dirty = false
 	return nil
 }
 
@@ -126,13 +126,13 @@ func (t *Tree) SegmentsFileCurrent() bool {
 	return f.sizes != "" && f.sizes == t.localSizes()
 }
 
-// RemoteSegments returns how many of the store's segments the tree knows it holds
+// HeldSegments returns how many of the store's segments the tree knows it holds
 // (0 before the first pull, and when the segments file beside the local files is
 // missing or damaged).
-func (t *Tree) RemoteSegments() int {
+func (t *Tree) HeldSegments() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.remoteHave().Len()
+	return t.storedHave().Len()
 }
 
 // afterLocalFlush runs after the local files were written: the first time, for a
@@ -140,13 +140,13 @@ func (t *Tree) RemoteSegments() int {
 // files of the session (it would claim entries these files lack); then it saves
 // the set if it is due. t.mu is held.
 func (t *Tree) afterLocalFlush() error {
-	if !t.remote.fromFiles && !t.remote.checked && t.headerInLog {
+	if !t.stored.fromFiles && !t.stored.checked && t.headerInLog {
 		if err := os.Remove(t.files.Segments); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("flush %s: remove stale segments file: %w", t.ref, err)
 		}
-		t.remote.checked = true
+		t.stored.checked = true
 	}
-	return t.saveRemoteSet()
+	return t.saveStoredSet()
 }
 
 // SegmentsPath returns the path of the segments file beside the local files (see

@@ -33,7 +33,7 @@ func TestFilesOf(t *testing.T) {
 			if tc.root == "" {
 				return
 			}
-			tr, err := sessiontree.New(sessiontree.Config{Root: tc.root}, sessiontree.RuntimeContext{Namespace: tc.ref.Namespace},
+			tr, err := sessiontree.New(sessiontree.Config{Root: tc.root}, sessiontree.Identity{Namespace: tc.ref.Namespace},
 				tc.ref.AgentID, tc.ref.SessionID, sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			require.Equal(t, want, sessiontree.Files{Context: tr.ContextPath(), Log: tr.LogPath(), Segments: tr.SegmentsPath()})

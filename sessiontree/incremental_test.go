@@ -33,7 +33,7 @@ func TestPull_Incremental(t *testing.T) {
 
 	cfgA := testConfig(t)
 	cfgA.Uploader, cfgA.Store = &mirror.Direct{Store: store, Writer: wa}, store
-	a, _, err := sessiontree.Open(ctx, cfgA, rc, "agent", "s", sessiontree.HeaderOptions{})
+	a, _, err := sessiontree.Open(ctx, cfgA, who, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	turn := func(text string) {
 		t.Helper()
@@ -46,7 +46,7 @@ func TestPull_Incremental(t *testing.T) {
 
 	cfgB := testConfig(t)
 	cfgB.Store = store
-	b, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "s", sessiontree.HeaderOptions{})
+	b, _, err := sessiontree.Open(ctx, cfgB, who, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	require.NoError(t, b.Flush(ctx))
 	require.Equal(t, 2, gets(gc), "a replica without local files reads the whole session once")
@@ -63,7 +63,7 @@ func TestPull_Incremental(t *testing.T) {
 	require.Equal(t, ids(a.Entries()), ids(b.Entries()))
 
 	// After a restart, the segments file says what the local files hold.
-	ref, err := rc.Ref("agent", "s")
+	ref, err := who.Ref("agent", "s")
 	require.NoError(t, err)
 	files := sessiontree.FilesOf(cfgB.Root, ref)
 	segFile := files.Segments
@@ -85,7 +85,7 @@ func TestPull_Incremental(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.damage(t)
-			b, _, err := sessiontree.Load(ctx, cfgB, rc, "agent", "s")
+			b, _, err := sessiontree.Load(ctx, cfgB, who, "agent", "s")
 			require.NoError(t, err)
 			turn("restart " + string(rune('a'+i)))
 			gets(gc)
@@ -103,12 +103,12 @@ func TestPull_Incremental(t *testing.T) {
 	require.NoError(t, os.Remove(files.Context))
 	require.NoError(t, os.Remove(files.Log))
 	gets(gc)
-	b, _, err = sessiontree.Open(ctx, cfgB, rc, "agent", "s", sessiontree.HeaderOptions{})
+	b, _, err = sessiontree.Open(ctx, cfgB, who, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 8, gets(gc))
 	require.Equal(t, ids(a.Entries()), ids(b.Entries()))
 	require.NoError(t, b.Flush(ctx))
-	b, _, err = sessiontree.Load(ctx, cfgB, rc, "agent", "s")
+	b, _, err = sessiontree.Load(ctx, cfgB, who, "agent", "s")
 	require.NoError(t, err)
 	require.Equal(t, 8, b.HeldSegments())
 	turn("last")
@@ -143,7 +143,7 @@ func TestPull_SkewedWriters(t *testing.T) {
 
 	cfg := testConfig(t)
 	cfg.Store = newStore(0, transcript.ReconcilePolicy{Every: every, After: time.Hour})
-	reader, _, err := sessiontree.Open(ctx, cfg, rc, "agent", "skew", sessiontree.HeaderOptions{})
+	reader, _, err := sessiontree.Open(ctx, cfg, who, "agent", "skew", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	var late int // turns the reader's sync right after them missed
 	for i := range 6 {
@@ -227,7 +227,7 @@ func openReplica(t *testing.T, s *transcript.Store, name, session string) *sessi
 	require.NoError(t, err)
 	cfg := testConfig(t)
 	cfg.Uploader, cfg.Store = &mirror.Direct{Store: s, Writer: w}, s
-	tree, _, err := sessiontree.Open(context.Background(), cfg, rc, "agent", session, sessiontree.HeaderOptions{})
+	tree, _, err := sessiontree.Open(context.Background(), cfg, who, "agent", session, sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	return tree
 }

@@ -42,7 +42,7 @@ func TestPull_IncrementalLeaf(t *testing.T) {
 			w, err := transcript.NewWriter("slow")
 			require.NoError(t, err)
 			raw := fmt.Sprintf(`{"type":"message","id":"late0001","parentId":%q,"timestamp":"2026-12-01T11:00:00.000Z","message":{"role":"user","content":"late","timestamp":1}}`, first.ID())
-			_, err = slow.AppendSegment(t.Context(), transcript.TranscriptRef{Namespace: rc.NamespaceName(), AgentID: "agent", SessionID: "leaf"}, [][]byte{[]byte(raw)}, w)
+			_, err = slow.AppendSegment(t.Context(), transcript.TranscriptRef{Namespace: who.NamespaceName(), AgentID: "agent", SessionID: "leaf"}, [][]byte{[]byte(raw)}, w)
 			require.NoError(t, err)
 		}, func(_, last pi.Entry) string { return last.ID() }},
 	}
@@ -63,7 +63,7 @@ func TestPull_IncrementalLeaf(t *testing.T) {
 			require.NoError(t, err)
 			cfgA := testConfig(t)
 			cfgA.Uploader, cfgA.Store = &mirror.Direct{Store: store, Writer: w}, store
-			a, _, err := sessiontree.Open(ctx, cfgA, rc, "agent", "leaf", sessiontree.HeaderOptions{})
+			a, _, err := sessiontree.Open(ctx, cfgA, who, "agent", "leaf", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			first, err := a.AppendMessage(msg(userMsg, "one"))
 			require.NoError(t, err)
@@ -73,12 +73,12 @@ func TestPull_IncrementalLeaf(t *testing.T) {
 
 			cfgB := testConfig(t)
 			cfgB.Store = store
-			replicaB, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "leaf", sessiontree.HeaderOptions{})
+			replicaB, _, err := sessiontree.Open(ctx, cfgB, who, "agent", "leaf", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			require.NoError(t, replicaB.Flush(ctx))
 			// B restarts from its local files: what it knows of the store comes from
 			// the segments file beside them.
-			replicaB, _, err = sessiontree.Load(ctx, cfgB, rc, "agent", "leaf")
+			replicaB, _, err = sessiontree.Load(ctx, cfgB, who, "agent", "leaf")
 			require.NoError(t, err)
 
 			tt.act(t, a, slow, first)
@@ -106,7 +106,7 @@ func TestPull_IncrementalLeaf(t *testing.T) {
 			seg, err := os.ReadFile(replicaB.SegmentsPath())
 			require.NoError(t, err)
 			require.Contains(t, string(seg), "frontier ")
-			restarted, _, err := sessiontree.Load(ctx, cfgB, rc, "agent", "leaf")
+			restarted, _, err := sessiontree.Load(ctx, cfgB, who, "agent", "leaf")
 			require.NoError(t, err)
 			leaf, ok = restarted.Leaf()
 			require.True(t, ok)

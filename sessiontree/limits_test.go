@@ -28,7 +28,7 @@ func TestTree_StoreLimits(t *testing.T) {
 	require.NoError(t, err)
 	cfg := testConfig(t)
 	cfg.Uploader = &mirror.Direct{Store: store, Writer: w}
-	tr, err := sessiontree.New(cfg, sessiontree.RuntimeContext{}, "agent", "limits", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(cfg, sessiontree.Identity{}, "agent", "limits", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 
 	first, err := tr.AppendMessage(json.RawMessage(`{"role":"user","content":"hi"}`))

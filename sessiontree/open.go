@@ -19,8 +19,8 @@ import (
 // entries the context file dropped after a compaction are in the log; call
 // MergeLog to get the full tree. A missing context file returns an error
 // wrapping ErrNotFound.
-func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, LoadReport, error) {
-	t, err := newTree(cfg, rc, agentID, sessionID)
+func Load(ctx context.Context, cfg Config, who Identity, agentID, sessionID string) (*Tree, LoadReport, error) {
+	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
@@ -139,18 +139,18 @@ func (t *Tree) activePathTruncated() bool {
 // what the uploader still holds (another replica may have started it: behind a
 // load balancer any turn can land anywhere); otherwise, or when neither has it, it
 // starts a new one with New (h is used only then).
-func Open(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptions) (*Tree, LoadReport, error) {
-	t, rep, err := Load(ctx, cfg, rc, agentID, sessionID)
+func Open(ctx context.Context, cfg Config, who Identity, agentID, sessionID string, h HeaderOptions) (*Tree, LoadReport, error) {
+	t, rep, err := Load(ctx, cfg, who, agentID, sessionID)
 	if !errors.Is(err, ErrNotFound) {
 		return t, rep, err
 	}
 	if cfg.Store != nil || cfg.Uploader != nil {
-		t, rep, err = Restore(ctx, cfg, rc, agentID, sessionID)
+		t, rep, err = Restore(ctx, cfg, who, agentID, sessionID)
 		if !errors.Is(err, ErrNotFound) {
 			return t, rep, err
 		}
 	}
-	t, err = New(cfg, rc, agentID, sessionID, h)
+	t, err = New(cfg, who, agentID, sessionID, h)
 	return t, LoadReport{}, err
 }
 
@@ -158,8 +158,8 @@ func Open(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 // versions deterministically) into a new tree. Its entries are new to the store:
 // the next Flush writes them locally and hands them (after the header) to the
 // uploader. Nothing is written before that Flush.
-func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reader) (*Tree, LoadReport, error) {
-	t, err := newTree(cfg, rc, agentID, sessionID)
+func Import(cfg Config, who Identity, agentID, sessionID string, r io.Reader) (*Tree, LoadReport, error) {
+	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
@@ -188,8 +188,8 @@ func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reade
 // next Flush. It fails with ErrNotFound when neither has a header for the session,
 // and refuses to run when the local context file exists (use Load and
 // Pull then).
-func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, LoadReport, error) {
-	t, err := newTree(cfg, rc, agentID, sessionID)
+func Restore(ctx context.Context, cfg Config, who Identity, agentID, sessionID string) (*Tree, LoadReport, error) {
+	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return nil, LoadReport{}, err
 	}

@@ -40,7 +40,7 @@ func TestOpen_RestoresFromOutbox(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Uploader, cfg.Store = m, store
 
-	a, _, err := sessiontree.Open(ctx, cfg, rc, "agent", "s", sessiontree.HeaderOptions{Cwd: "/a"})
+	a, _, err := sessiontree.Open(ctx, cfg, who, "agent", "s", sessiontree.HeaderOptions{Cwd: "/a"})
 	require.NoError(t, err)
 	first, err := a.AppendMessage(msg(userMsg, "hello"))
 	require.NoError(t, err)
@@ -49,7 +49,7 @@ func TestOpen_RestoresFromOutbox(t *testing.T) {
 	require.NoError(t, os.Remove(a.ContextPath()))
 	require.NoError(t, os.Remove(a.LogPath()))
 
-	b, rep, err := sessiontree.Open(ctx, cfg, rc, "agent", "s", sessiontree.HeaderOptions{Cwd: "/b"})
+	b, rep, err := sessiontree.Open(ctx, cfg, who, "agent", "s", sessiontree.HeaderOptions{Cwd: "/b"})
 	require.NoError(t, err)
 	require.Empty(t, rep.Conflicts)
 	require.Equal(t, a.Header(), b.Header(), "the session continues, it is not started anew")
@@ -95,7 +95,7 @@ func TestRestore_Sources(t *testing.T) {
 	holding := &holdingUploader{}
 	cfg := testConfig(t)
 	cfg.Uploader = holding
-	a, err := sessiontree.New(cfg, rc, "agent", "held", sessiontree.HeaderOptions{})
+	a, err := sessiontree.New(cfg, who, "agent", "held", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	first, err := a.AppendMessage(msg(userMsg, "only in the outbox"))
 	require.NoError(t, err)
@@ -116,7 +116,7 @@ func TestRestore_Sources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.Uploader = tc.uploader
-			b, _, err := sessiontree.Restore(ctx, cfg, rc, "agent", tc.session)
+			b, _, err := sessiontree.Restore(ctx, cfg, who, "agent", tc.session)
 			switch tc.err {
 			case nil:
 				require.NoError(t, err)

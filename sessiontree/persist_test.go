@@ -16,7 +16,7 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-var rc = sessiontree.RuntimeContext{Namespace: "tenant-a", UserID: "u1"}
+var who = sessiontree.Identity{Namespace: "tenant-a", UserID: "u1"}
 
 func msg(format string, args ...any) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(format, args...))
@@ -27,7 +27,7 @@ func TestFlush_DeferredThenIncremental(t *testing.T) {
 	cfg := testConfig(t)
 	up := &recorder{}
 	cfg.Uploader = up
-	tr, err := sessiontree.New(cfg, rc, "agent-1", "sess-1", sessiontree.HeaderOptions{Cwd: "/w"})
+	tr, err := sessiontree.New(cfg, who, "agent-1", "sess-1", sessiontree.HeaderOptions{Cwd: "/w"})
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(cfg.Root, "tenant-a", "agents", "agent-1", "sessions", "sess-1.jsonl"), tr.ContextPath())
 	require.Equal(t, filepath.Join(cfg.Root, "tenant-a", "agents", "agent-1", "sessions", "sess-1.log.jsonl"), tr.LogPath())
@@ -75,7 +75,7 @@ func TestFlush_FailedUploadRetriesWithoutLocalDuplicates(t *testing.T) {
 	cfg := testConfig(t)
 	up := &recorder{fail: errUpload}
 	cfg.Uploader = up
-	tr, err := sessiontree.New(cfg, rc, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(cfg, who, "a", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	e1, _ := tr.AppendMessage(msg(userMsg, "1"))
 	require.ErrorIs(t, tr.Flush(ctx), errUpload)
@@ -97,12 +97,12 @@ func TestLoad_NoAssistantYetThenAppend(t *testing.T) {
 	cfg := testConfig(t)
 	up := &recorder{}
 	cfg.Uploader = up
-	tr, err := sessiontree.New(cfg, rc, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(cfg, who, "a", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	u, _ := tr.AppendMessage(msg(userMsg, "1"))
 	require.NoError(t, tr.Flush(ctx))
 
-	tr2, rep, err := sessiontree.Load(ctx, cfg, rc, "a", "s")
+	tr2, rep, err := sessiontree.Load(ctx, cfg, who, "a", "s")
 	require.NoError(t, err)
 	require.True(t, rep.Clean())
 	a, err := tr2.AppendMessage(msg(assistantMsg, "x", "p", "m"))
@@ -117,24 +117,24 @@ func TestLoad_NoAssistantYetThenAppend(t *testing.T) {
 	require.Equal(t, [][]byte{a.Raw()}, up.batches[1].Entries, "loaded entries and the header are never uploaded again")
 }
 
-func TestRuntimeContext_Namespace(t *testing.T) {
+func TestIdentity_Namespace(t *testing.T) {
 	cfg := testConfig(t)
-	tr, err := sessiontree.New(cfg, sessiontree.RuntimeContext{}, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(cfg, sessiontree.Identity{}, "a", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "default", tr.Ref().Namespace)
 	require.Contains(t, tr.ContextPath(), filepath.Join(cfg.Root, "default", "agents", "a"))
-	for _, bad := range []sessiontree.RuntimeContext{{Namespace: "../x"}, {Namespace: "a/b"}} {
+	for _, bad := range []sessiontree.Identity{{Namespace: "../x"}, {Namespace: "a/b"}} {
 		_, err := sessiontree.New(cfg, bad, "a", "s", sessiontree.HeaderOptions{})
 		require.ErrorIs(t, err, transcript.ErrInvalidRef)
 	}
-	_, err = sessiontree.New(cfg, rc, "a", "..", sessiontree.HeaderOptions{})
+	_, err = sessiontree.New(cfg, who, "a", "..", sessiontree.HeaderOptions{})
 	require.ErrorIs(t, err, transcript.ErrInvalidRef)
-	_, _, err = sessiontree.Load(context.Background(), cfg, rc, "a", "missing")
+	_, _, err = sessiontree.Load(context.Background(), cfg, who, "a", "missing")
 	require.ErrorIs(t, err, sessiontree.ErrNotFound)
 }
 
 func TestAppendRaw_Validation(t *testing.T) {
-	tr, err := sessiontree.New(testConfig(t), rc, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(testConfig(t), who, "a", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	for _, bad := range []string{`[]`, `{"id":"x","parentId":null}`, `{"type":"message","parentId":null}`,
 		`{"type":"message","id":"x"}`, `{"type":"session","id":"x","parentId":null}`, `{"type":"m","id":"x","parentId":5}`, `{"type":"m",`} {
@@ -161,7 +161,7 @@ func TestAppendRaw_Validation(t *testing.T) {
 // messages).
 func buildBranchedSession(t *testing.T, cfg sessiontree.Config) (*sessiontree.Tree, map[string]string) {
 	t.Helper()
-	tr, err := sessiontree.New(cfg, rc, "agent", "branched", sessiontree.HeaderOptions{Cwd: "/w"})
+	tr, err := sessiontree.New(cfg, who, "agent", "branched", sessiontree.HeaderOptions{Cwd: "/w"})
 	require.NoError(t, err)
 	id := map[string]string{}
 	must := func(name string, e sessiontree.Entry, err error) {
@@ -254,7 +254,7 @@ func TestTree_BranchedTwiceCompacted(t *testing.T) {
 
 	// Loading the rewritten context file completes the truncated path from the log,
 	// so the thinking level and model set before the kept range are not lost.
-	tr2, rep, err := sessiontree.Load(ctx, cfg, rc, "agent", "branched")
+	tr2, rep, err := sessiontree.Load(ctx, cfg, who, "agent", "branched")
 	require.NoError(t, err)
 	require.True(t, rep.Clean())
 	require.Equal(t, tr.BuildContext().Messages, tr2.BuildContext().Messages)
@@ -297,7 +297,7 @@ func TestPull_RestoreAndNoReupload(t *testing.T) {
 	store := newFakeStore()
 	cfgA := testConfig(t)
 	cfgA.Uploader, cfgA.Store = store, store
-	a, err := sessiontree.New(cfgA, rc, "agent", "s", sessiontree.HeaderOptions{})
+	a, err := sessiontree.New(cfgA, who, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	_, _ = a.AppendMessage(msg(userMsg, "hi"))
 	_, _ = a.AppendMessage(msg(assistantMsg, "yo", "p", "m"))
@@ -307,7 +307,7 @@ func TestPull_RestoreAndNoReupload(t *testing.T) {
 	cfgB.Rand = newSeeded(2)
 	upB := &recorder{}
 	cfgB.Uploader, cfgB.Store = upB, store
-	b, rep, err := sessiontree.Restore(ctx, cfgB, rc, "agent", "s")
+	b, rep, err := sessiontree.Restore(ctx, cfgB, who, "agent", "s")
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Added)
 	require.Equal(t, string(a.Header().Raw()), string(b.Header().Raw()))
@@ -321,9 +321,9 @@ func TestPull_RestoreAndNoReupload(t *testing.T) {
 	require.NoError(t, b.Flush(ctx))
 	require.Equal(t, [][]byte{n.Raw()}, upB.all())
 
-	_, _, err = sessiontree.Restore(ctx, cfgB, rc, "agent", "s")
+	_, _, err = sessiontree.Restore(ctx, cfgB, who, "agent", "s")
 	require.Error(t, err, "local files exist")
-	_, _, err = sessiontree.Restore(ctx, cfgB, rc, "agent", "other")
+	_, _, err = sessiontree.Restore(ctx, cfgB, who, "agent", "other")
 	require.ErrorIs(t, err, sessiontree.ErrNotFound)
 }
 
@@ -333,7 +333,7 @@ func TestTree_ConcurrentAppendFlush(t *testing.T) {
 	cfg.NoSync = true
 	up := &recorder{}
 	cfg.Uploader = up
-	tr, err := sessiontree.New(cfg, rc, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(cfg, who, "a", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -378,12 +378,12 @@ func TestLoad_AfterCompactionKeepsContext(t *testing.T) {
 			require.NoError(t, err)
 			defer f.Close()
 			cfg := testConfig(t)
-			tr, _, err := sessiontree.Import(cfg, rc, "agent", "imported", f)
+			tr, _, err := sessiontree.Import(cfg, who, "agent", "imported", f)
 			require.NoError(t, err)
 			want := string(tr.BuildContext().JSON())
 			require.NoError(t, tr.Flush(ctx))
 
-			tr2, rep, err := sessiontree.Load(ctx, cfg, rc, "agent", "imported")
+			tr2, rep, err := sessiontree.Load(ctx, cfg, who, "agent", "imported")
 			require.NoError(t, err)
 			require.True(t, rep.Clean())
 			require.Equal(t, want, string(tr2.BuildContext().JSON()))
@@ -425,7 +425,7 @@ func TestFlush_HandOverOrder(t *testing.T) {
 			probe := &orderProbe{localFirst: tc.localFirst, fail: true}
 			cfg := testConfig(t)
 			cfg.Uploader = probe
-			tr, err := sessiontree.New(cfg, rc, "a", "order", sessiontree.HeaderOptions{})
+			tr, err := sessiontree.New(cfg, who, "a", "order", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			_, err = tr.AppendMessage(msg(userMsg, "hello"))
 			require.NoError(t, err)
@@ -454,7 +454,7 @@ func TestOpen_RestoresFromStore(t *testing.T) {
 	store := newFakeStore()
 	cfgA := testConfig(t)
 	cfgA.Uploader, cfgA.Store = store, store
-	a, _, err := sessiontree.Open(ctx, cfgA, rc, "agent", "shared", sessiontree.HeaderOptions{Cwd: "/a"})
+	a, _, err := sessiontree.Open(ctx, cfgA, who, "agent", "shared", sessiontree.HeaderOptions{Cwd: "/a"})
 	require.NoError(t, err)
 	first, err := a.AppendMessage(msg(userMsg, "from replica A"))
 	require.NoError(t, err)
@@ -462,7 +462,7 @@ func TestOpen_RestoresFromStore(t *testing.T) {
 
 	cfgB := testConfig(t)
 	cfgB.Uploader, cfgB.Store = store, store
-	b, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "shared", sessiontree.HeaderOptions{Cwd: "/b"})
+	b, _, err := sessiontree.Open(ctx, cfgB, who, "agent", "shared", sessiontree.HeaderOptions{Cwd: "/b"})
 	require.NoError(t, err)
 	require.Equal(t, a.Header().Raw(), b.Header().Raw(), "the header comes from the store")
 	leaf, ok := b.Leaf()
@@ -475,7 +475,7 @@ func TestOpen_RestoresFromStore(t *testing.T) {
 	require.NoError(t, b.Flush(ctx))
 
 	// A session nobody has is new.
-	c, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "fresh", sessiontree.HeaderOptions{})
+	c, _, err := sessiontree.Open(ctx, cfgB, who, "agent", "fresh", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	require.Zero(t, c.Len())
 }
@@ -489,7 +489,7 @@ func TestFlush_LeafMovedBackBeforeACompaction(t *testing.T) {
 	for _, record := range []bool{false, true} {
 		t.Run(fmt.Sprintf("leaf entry %v", record), func(t *testing.T) {
 			ctx := context.Background()
-			tr, err := sessiontree.New(testConfig(t), rc, "agent", "moved", sessiontree.HeaderOptions{})
+			tr, err := sessiontree.New(testConfig(t), who, "agent", "moved", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			user := json.RawMessage(`{"role":"user","content":"first question"}`)
 			answer := json.RawMessage(`{"role":"assistant","content":[],"provider":"p","model":"m"}`)

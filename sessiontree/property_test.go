@@ -31,12 +31,12 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 				cfgs[i] = sessiontree.Config{Root: t.TempDir(), Now: clock(), Rand: newSeeded(seed*10 + uint64(i)), NoSync: true, Uploader: counting, Store: store}
 			}
 			var err error
-			trees[0], err = sessiontree.New(cfgs[0], rc, "agent", "s", sessiontree.HeaderOptions{})
+			trees[0], err = sessiontree.New(cfgs[0], who, "agent", "s", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			_, err = trees[0].AppendMessage(msg(userMsg, "start"))
 			require.NoError(t, err)
 			require.NoError(t, trees[0].Flush(ctx))
-			trees[1], _, err = sessiontree.Restore(ctx, cfgs[1], rc, "agent", "s")
+			trees[1], _, err = sessiontree.Restore(ctx, cfgs[1], who, "agent", "s")
 			require.NoError(t, err)
 
 			for step := range 200 {
@@ -59,7 +59,7 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 				default:
 					require.NoError(t, tr.Flush(ctx))
 					var nt *sessiontree.Tree
-					nt, _, err = sessiontree.Load(ctx, cfgs[r], rc, "agent", "s")
+					nt, _, err = sessiontree.Load(ctx, cfgs[r], who, "agent", "s")
 					require.NoError(t, err)
 					_, err = nt.MergeLog(ctx)
 					trees[r] = nt
@@ -85,7 +85,7 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 			}
 			// Reloading each replica from its files gives the same set again.
 			for i := range trees {
-				nt, rep, err := sessiontree.Load(ctx, cfgs[i], rc, "agent", "s")
+				nt, rep, err := sessiontree.Load(ctx, cfgs[i], who, "agent", "s")
 				require.NoError(t, err)
 				require.True(t, rep.Clean())
 				_, err = nt.MergeLog(ctx)

@@ -65,7 +65,7 @@ func ClassifyRaw(raw []byte) (RawKind, error) {
 // names res.Held(), the segments whose entries they hold. That is what Restore
 // followed by Flush writes. Like Restore, it refuses to run when the context file
 // exists. A session without a header is ErrNoHeader, and nothing is written.
-func WriteRestoredLean(cfg Config, rc RuntimeContext, agentID, sessionID string, res *transcript.LeanResult) (RestoredSession, error) {
+func WriteRestoredLean(cfg Config, who Identity, agentID, sessionID string, res *transcript.LeanResult) (RestoredSession, error) {
 	kinds := make([]RawKind, res.Len())
 	header, n := -1, 0
 	for i := range kinds {
@@ -80,7 +80,7 @@ func WriteRestoredLean(cfg Config, rc RuntimeContext, agentID, sessionID string,
 		}
 	}
 	if header < 0 {
-		ref, _ := rc.Ref(agentID, sessionID)
+		ref, _ := who.Ref(agentID, sessionID)
 		return RestoredSession{}, fmt.Errorf("restore %s: %w", ref, ErrNoHeader)
 	}
 	lines := func(yield func([]byte) bool) {
@@ -93,14 +93,14 @@ func WriteRestoredLean(cfg Config, rc RuntimeContext, agentID, sessionID string,
 			}
 		}
 	}
-	files, size, err := writeRestored(cfg, rc, agentID, sessionID, lines, res.Held())
+	files, size, err := writeRestored(cfg, who, agentID, sessionID, lines, res.Held())
 	return RestoredSession{Files: files, Entries: n, Size: size}, err
 }
 
 // writeRestored writes the log and the context file, each holding lines, and
 // then the segments file naming have; it returns the size of each file.
-func writeRestored(cfg Config, rc RuntimeContext, agentID, sessionID string, lines iter.Seq[[]byte], have transcript.SegmentSet) (Files, int64, error) {
-	t, err := newTree(cfg, rc, agentID, sessionID)
+func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines iter.Seq[[]byte], have transcript.SegmentSet) (Files, int64, error) {
+	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return Files{}, 0, err
 	}

@@ -8,10 +8,11 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// RuntimeContext is the identity a tree is bound to when it is opened. It decides
-// the namespace of every local path and store key of the tree, for its whole
-// life, including flushes that run later in the background.
-type RuntimeContext struct {
+// Identity is who a tree acts for: the namespace (tenant) and the user it is
+// bound to when it is opened. The namespace decides every local path and store
+// key of the tree, for its whole life, including flushes that run later in the
+// background.
+type Identity struct {
 	// Namespace is the owner's namespace (tenant or user); empty means
 	// transcript.DefaultNamespace. It is validated like a TranscriptRef part.
 	Namespace string
@@ -20,16 +21,16 @@ type RuntimeContext struct {
 }
 
 // NamespaceName returns the effective namespace.
-func (rc RuntimeContext) NamespaceName() string {
-	if rc.Namespace == "" {
+func (id Identity) NamespaceName() string {
+	if id.Namespace == "" {
 		return transcript.DefaultNamespace
 	}
-	return rc.Namespace
+	return id.Namespace
 }
 
-// Ref returns the TranscriptRef of one session in rc's namespace, validated.
-func (rc RuntimeContext) Ref(agentID, sessionID string) (transcript.TranscriptRef, error) {
-	ref := transcript.TranscriptRef{Namespace: rc.NamespaceName(), AgentID: agentID, SessionID: sessionID}
+// Ref returns the TranscriptRef of one session in id's namespace, validated.
+func (id Identity) Ref(agentID, sessionID string) (transcript.TranscriptRef, error) {
+	ref := transcript.TranscriptRef{Namespace: id.NamespaceName(), AgentID: agentID, SessionID: sessionID}
 	if err := ref.Validate(); err != nil {
 		return transcript.TranscriptRef{}, err
 	}

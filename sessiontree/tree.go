@@ -52,8 +52,8 @@ type Tree struct {
 	stored     storeState
 }
 
-func newTree(cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, error) {
-	ref, err := rc.Ref(agentID, sessionID)
+func newTree(cfg Config, who Identity, agentID, sessionID string) (*Tree, error) {
+	ref, err := who.Ref(agentID, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
@@ -71,8 +71,8 @@ func newTree(cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, e
 
 // New starts a new, empty session in memory. Nothing is written until the first
 // Flush. The header id defaults to sessionID.
-func New(cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptions) (*Tree, error) {
-	t, err := newTree(cfg, rc, agentID, sessionID)
+func New(cfg Config, who Identity, agentID, sessionID string, h HeaderOptions) (*Tree, error) {
+	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func New(cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptio
 	return t, nil
 }
 
-// Ref returns the session's reference (its namespace comes from the RuntimeContext).
+// Ref returns the session's reference (its namespace comes from the Identity).
 func (t *Tree) Ref() transcript.TranscriptRef { return t.ref }
 
 // ContextPath returns the path of the context file.

@@ -8,7 +8,7 @@ import (
 
 // Batch is what one Flush hands to the Uploader.
 type Batch struct {
-	// Ref names the session, in the namespace of the tree's runtime context.
+	// Ref names the session, in the namespace of the tree's Identity.
 	Ref transcript.TranscriptRef
 	// Entries are the raw JSON lines (without the trailing newline) that this flush
 	// appended locally, in order. They are exactly the locally created entries that

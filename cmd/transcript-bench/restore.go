@@ -50,7 +50,7 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 			if err != nil {
 				return fmt.Errorf("restore %s: %w", sid, err)
 			}
-			r, err := sessiontree.WriteRestoredLean(sessiontree.Config{Root: root, NoSync: true}, sessiontree.RuntimeContext{}, fleetAgent, sid, res)
+			r, err := sessiontree.WriteRestoredLean(sessiontree.Config{Root: root, NoSync: true}, sessiontree.Identity{}, fleetAgent, sid, res)
 			if err != nil {
 				return err
 			}

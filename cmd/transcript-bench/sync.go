@@ -76,7 +76,7 @@ func newSyncCase(ctx context.Context, e *env, store *transcript.Store, w *transc
 		return nil, err
 	}
 	cfg := sessiontree.Config{Root: e.tmp, Store: store, NoSync: true}
-	if c.tree, _, err = sessiontree.Restore(ctx, cfg, sessiontree.RuntimeContext{}, c.ref.AgentID, c.ref.SessionID); err != nil {
+	if c.tree, _, err = sessiontree.Restore(ctx, cfg, sessiontree.Identity{}, c.ref.AgentID, c.ref.SessionID); err != nil {
 		return nil, err
 	}
 	if err := c.tree.Flush(ctx); err != nil {

@@ -197,7 +197,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 // own writer, turns turns each, all at once. It returns how many entries they
 // appended.
 func runReplicas(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, dir string, n, turns int) (int, error) {
-	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace, UserID: "demo-user"}
+	who := sessiontree.Identity{Namespace: ref.Namespace, UserID: "demo-user"}
 	cfg := func(i int) (sessiontree.Config, error) {
 		w, err := transcript.NewWriter(fmt.Sprintf("replica-%d-%s", i, rand.Text()[:8]))
 		if err != nil {
@@ -216,7 +216,7 @@ func runReplicas(ctx context.Context, s *transcript.Store, ref transcript.Transc
 		return 0, err
 	}
 	cwd, _ := os.Getwd()
-	t1, err := sessiontree.New(first, rc, ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{Cwd: cwd})
+	t1, err := sessiontree.New(first, who, ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{Cwd: cwd})
 	if err != nil {
 		return 0, err
 	}
@@ -242,7 +242,7 @@ func runReplicas(ctx context.Context, s *transcript.Store, ref transcript.Transc
 			if i > 1 {
 				c, err := cfg(i)
 				if err == nil {
-					tree, _, err = sessiontree.Open(ctx, c, rc, ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{})
+					tree, _, err = sessiontree.Open(ctx, c, who, ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{})
 				}
 				if err != nil {
 					errs[i-1] = fmt.Errorf("replica %d: %w", i, err)

@@ -62,7 +62,7 @@ func TestImportLines_AsAFirstFlush(t *testing.T) {
 
 			capture := &batchCapture{}
 			tree, _, err := sessiontree.Import(sessiontree.Config{Root: t.TempDir(), Uploader: capture, NoSync: true},
-				sessiontree.RuntimeContext{Namespace: ref.Namespace}, ref.AgentID, ref.SessionID, strings.NewReader(content))
+				sessiontree.Identity{Namespace: ref.Namespace}, ref.AgentID, ref.SessionID, strings.NewReader(content))
 			require.NoError(t, err)
 			require.NoError(t, tree.Flush(t.Context()))
 			require.NotEmpty(t, capture.entries)

@@ -254,8 +254,8 @@ func restoreLean(ctx context.Context, s sessiontree.StoreReader, ref transcript.
 		return restoredSession{}, err
 	}
 	boundHeap(res.Size())
-	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
-	r, err := sessiontree.WriteRestoredLean(sessiontree.Config{Root: root}, rc, ref.AgentID, ref.SessionID, res)
+	who := sessiontree.Identity{Namespace: ref.Namespace}
+	r, err := sessiontree.WriteRestoredLean(sessiontree.Config{Root: root}, who, ref.AgentID, ref.SessionID, res)
 	if errors.Is(err, sessiontree.ErrNoHeader) {
 		return restoredSession{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}

@@ -618,7 +618,7 @@ func testRestore(t *testing.T, b backend) {
 	// A SessionTree opened on the restored files sees the store's entries and context.
 	ctx := context.Background()
 	for _, sel := range [][2]string{{"coder", "v3"}, {"coder", "v1"}, {"other", "v3"}} {
-		tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.RuntimeContext{}, sel[0], sel[1])
+		tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.Identity{}, sel[0], sel[1])
 		require.NoError(t, err)
 		require.True(t, rep.Clean())
 		_, err = tree.MergeLog(ctx)

@@ -147,15 +147,15 @@ func (o *pi16Check) requireTree(t *testing.T, tree *sessiontree.Tree, how string
 func (o *pi16Check) sessionTree(t *testing.T, ctx context.Context) string {
 	data, err := os.ReadFile(o.s.File)
 	require.NoError(t, err)
-	rc := sessiontree.RuntimeContext{Namespace: "default"}
+	who := sessiontree.Identity{Namespace: "default"}
 	cfg := sessiontree.Config{Root: filepath.Join(o.dir, "trees", o.name), NoSync: true}
-	tree, rep, err := sessiontree.Import(cfg, rc, "oracle", "s"+o.name, bytes.NewReader(data))
+	tree, rep, err := sessiontree.Import(cfg, who, "oracle", "s"+o.name, bytes.NewReader(data))
 	require.NoError(t, err)
 	require.True(t, rep.Clean(), "%s: %+v", o.s.File, rep)
 	o.requireTree(t, tree, "that imported the file")
 	require.NoError(t, tree.Flush(ctx))
 
-	loaded, rep, err := sessiontree.Load(ctx, cfg, rc, "oracle", "s"+o.name)
+	loaded, rep, err := sessiontree.Load(ctx, cfg, who, "oracle", "s"+o.name)
 	require.NoError(t, err)
 	require.True(t, rep.Clean(), "%s: %+v", o.s.File, rep)
 	// The context file holds what the model needs at the active leaf; the
@@ -227,7 +227,7 @@ func (o *pi16Check) storeTrip(t *testing.T, ctx context.Context, store *transcri
 // restore restores the session from store into a new root named by how.
 func (o *pi16Check) restore(t *testing.T, ctx context.Context, store *transcript.Store, how string) *sessiontree.Tree {
 	cfg := sessiontree.Config{Root: filepath.Join(o.dir, how, o.name), NoSync: true, Store: store}
-	tree, rep, err := sessiontree.Restore(ctx, cfg, sessiontree.RuntimeContext{Namespace: "default"}, "oracle", "s"+o.name)
+	tree, rep, err := sessiontree.Restore(ctx, cfg, sessiontree.Identity{Namespace: "default"}, "oracle", "s"+o.name)
 	require.NoError(t, err)
 	require.Empty(t, rep.Conflicts)
 	return tree

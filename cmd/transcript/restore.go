@@ -243,8 +243,8 @@ func moveIfExists(from, to string) error {
 // hold and they are unchanged since it was written (ok is false otherwise: restore
 // then rebuilds the session). It reports the session skipped when nothing was new.
 func restoreIncremental(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, out string) (outcome restoreOutcome, entries int, n int64, ok bool, err error) {
-	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
-	tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out, Store: s}, rc, ref.AgentID, ref.SessionID)
+	who := sessiontree.Identity{Namespace: ref.Namespace}
+	tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out, Store: s}, who, ref.AgentID, ref.SessionID)
 	if err != nil || !rep.Clean() || !tree.SegmentsFileCurrent() || tree.HeldSegments() == 0 {
 		return 0, 0, 0, false, nil
 	}

@@ -31,7 +31,7 @@ func TestRestoreSession_Incremental(t *testing.T) {
 	w, err := transcript.NewWriter("writer")
 	require.NoError(t, err)
 	src, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Direct{Store: s, Writer: w}},
-		sessiontree.RuntimeContext{}, "agent", "s", sessiontree.HeaderOptions{})
+		sessiontree.Identity{}, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	turn := func() {
 		t.Helper()
@@ -67,7 +67,7 @@ func TestRestoreSession_Incremental(t *testing.T) {
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			if st.before != nil {
-				dest, _, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.RuntimeContext{}, "agent", "s")
+				dest, _, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.Identity{}, "agent", "s")
 				require.NoError(t, err)
 				st.before(t, dest)
 			}
@@ -80,7 +80,7 @@ func TestRestoreSession_Incremental(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, st.want, outcome)
-			dest, _, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.RuntimeContext{}, "agent", "s")
+			dest, _, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.Identity{}, "agent", "s")
 			require.NoError(t, err)
 			_, err = dest.MergeLog(ctx)
 			require.NoError(t, err)
@@ -109,7 +109,7 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 	var refs []transcript.TranscriptRef
 	for _, sid := range []string{"a", "b", "c", "d"} {
 		tree, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Direct{Store: s, Writer: w}},
-			sessiontree.RuntimeContext{}, "agent", sid, sessiontree.HeaderOptions{})
+			sessiontree.Identity{}, "agent", sid, sessiontree.HeaderOptions{})
 		require.NoError(t, err)
 		for range 2 {
 			_, err := tree.AppendMessage(json.RawMessage(`{"role":"user","content":"hi","timestamp":1}`))

@@ -82,7 +82,7 @@ func TestCrashChild(t *testing.T) {
 	}
 	trees := make([]*sessiontree.Tree, crashSessions)
 	for i := range trees {
-		tr, rep, err := sessiontree.Open(ctx, cfg, sessiontree.RuntimeContext{}, crashAgent, crashSessionID(i), sessiontree.HeaderOptions{})
+		tr, rep, err := sessiontree.Open(ctx, cfg, sessiontree.Identity{}, crashAgent, crashSessionID(i), sessiontree.HeaderOptions{})
 		require.NoError(t, err, "local files of %s must load after a crash", crashSessionID(i))
 		if rep.TornBytes > 0 {
 			say(fmt.Sprintf("%s%s %d\n", lineTorn, crashSessionID(i), rep.TornBytes))
@@ -241,7 +241,7 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 	cfg := sessiontree.Config{Root: root, Uploader: m, Store: store}
 	for i := range crashSessions {
 		sid := crashSessionID(i)
-		tr, _, err := sessiontree.Load(ctx, cfg, sessiontree.RuntimeContext{}, crashAgent, sid)
+		tr, _, err := sessiontree.Load(ctx, cfg, sessiontree.Identity{}, crashAgent, sid)
 		require.NoError(t, err, "local files load")
 		_, err = tr.MergeLog(ctx)
 		require.NoError(t, err)

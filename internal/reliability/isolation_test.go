@@ -143,7 +143,7 @@ func TestIsolation_Store(t *testing.T) {
 	}
 	// A SessionTree bound to A cannot restore B's session through A's store.
 	_, _, err = sessiontree.Restore(ctx, sessiontree.Config{Root: t.TempDir(), Store: a},
-		sessiontree.RuntimeContext{Namespace: tenantA}, "agent", "only-"+tenantB)
+		sessiontree.Identity{Namespace: tenantA}, "agent", "only-"+tenantB)
 	require.ErrorIs(t, err, sessiontree.ErrNotFound)
 	t.Logf("%d probes of tenant B from tenant A: all not found, nothing changed", probes+2)
 }

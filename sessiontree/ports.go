@@ -50,3 +50,17 @@ type Uploader interface {
 	// disk, from where nothing would upload them.
 	ReadsLocalFiles() bool
 }
+
+// StoreReader is the port through which a Tree reads what the transcript store
+// holds of its session: transcript.Store implements it, and so does
+// transcript.Listed (a reader that uses a listing in hand).
+type StoreReader interface {
+	// ReadNew returns the union-merge of ref's segments that have does not hold
+	// (see transcript.Store.ReadNew), and the set held once they are applied: what
+	// a Tree's first read of a session (an empty set) gets is the whole session,
+	// later reads cost what is new. Raw entries are JSON lines without "\n"; the
+	// session header, if stored, is an entry of type "session". A session with no
+	// segments returns an error wrapping ErrNotFound, or an increment without
+	// entries. Read-only; no side effects.
+	ReadNew(ctx context.Context, ref transcript.TranscriptRef, have transcript.SegmentSet) (*transcript.Increment, error)
+}

@@ -1,7 +1,6 @@
 package sessiontree
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -42,37 +41,6 @@ func (t *Tree) storedHave() transcript.SegmentSet {
 		}
 	}
 	return t.stored.have
-}
-
-// pull is Pull with t.ioMu held: it reads only the segments the tree does not
-// hold.
-func (t *Tree) pull(ctx context.Context) (LoadReport, error) {
-	t.mu.Lock()
-	have := t.storedHave()
-	t.mu.Unlock()
-	inc, err := t.cfg.Store.ReadNew(ctx, t.ref, have)
-	if errors.Is(err, ErrNotFound) {
-		return LoadReport{}, nil
-	}
-	if err != nil {
-		return LoadReport{}, fmt.Errorf("pull %s: %w", t.ref, err)
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	origins := make([]transcript.Origin, len(inc.Entries))
-	for i, e := range inc.Entries {
-		origins[i] = e.Origin
-	}
-	rep := t.mergeStored(inc.Raw(), origins)
-	// The new set is kept even when it names the same segments: it carries when
-	// the next pull lists the whole session (see transcript.Store.ReadNew). Only a
-	// change of the segments is worth writing down; a restarted tree lists the
-	// whole session once anyway.
-	if inc.Changed(have) {
-		t.stored.dirty = true
-	}
-	t.stored.have = inc.Have
-	return rep, t.saveStoredSet()
 }
 
 // saveStoredSet writes the segments file when the set changed and every entry

@@ -42,12 +42,12 @@ type Uploader interface {
 	// lose its place. Read-only.
 	PendingEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
 	// ReadsLocalFiles reports whether Upload reads the tree's local files
-	// (Batch.Files) rather than Batch.Entries; it must
-	// always give the same answer. Flush then writes the local files before it
-	// calls Upload. Otherwise Upload comes first: a crash between the two steps
-	// then leaves the entries with the uploader or in the store, from where
-	// Pull and PendingEntries bring them back, never only on the local
-	// disk, from where nothing would upload them.
+	// (Batch.Files) rather than Batch.Entries; it must always give the same
+	// answer. Flush then writes the local files before it calls Upload.
+	// Otherwise Upload comes first: a crash between the two steps then leaves the
+	// entries with the uploader or in the store, from where Pull and
+	// PendingEntries bring them back, never only on the local disk, from where
+	// nothing would upload them.
 	ReadsLocalFiles() bool
 }
 

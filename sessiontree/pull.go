@@ -13,8 +13,8 @@ import (
 // Pull union-merges the entries Config.Store holds for the session:
 // entries the tree lacks are added (in the store's order, after the tree's own)
 // and written locally by the next Flush, but never uploaded; identical ones
-// collapse (a pending local entry found in the store counts as uploaded); the same id
-// with other bytes is reported as a conflict and the local entry kept. A
+// collapse (a pending local entry found in the store counts as uploaded); the
+// same id with other bytes is reported as a conflict and the local entry kept. A
 // "session" entry is the header. When entries were added and the tree has no
 // local entries waiting for upload, the active leaf becomes the merged order's
 // active leaf (the last entry, or a leaf entry's target).
@@ -28,12 +28,6 @@ func (t *Tree) Pull(ctx context.Context) (LoadReport, error) {
 	if t.cfg.Store == nil {
 		return LoadReport{}, fmt.Errorf("pull %s: no Config.Store", t.ref)
 	}
-	return t.pull(ctx)
-}
-
-// pull is Pull with t.ioMu held: it reads only the segments the tree does not
-// hold.
-func (t *Tree) pull(ctx context.Context) (LoadReport, error) {
 	t.mu.Lock()
 	have := t.storedHave()
 	t.mu.Unlock()
@@ -64,7 +58,7 @@ func (t *Tree) pull(ctx context.Context) (LoadReport, error) {
 
 // mergeStored merges raws, entries stored or on their way to the store, as
 // Pull describes. origins, when not nil, gives the origin of each of
-// raws in the store (raws are then an increment, see pull). t.mu is
+// raws in the store (raws are then an increment, see Pull). t.mu is
 // held.
 func (t *Tree) mergeStored(raws [][]byte, origins []transcript.Origin) LoadReport {
 	var rep LoadReport

@@ -14,6 +14,7 @@ import (
 
 	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
@@ -87,7 +88,7 @@ func runSegments(b *testing.B, bk bucket.Bucket, sess benchSession, sid string) 
 	var wait time.Duration
 	for _, entries := range sess {
 		t0 := time.Now()
-		require.NoError(b, m.Upload(ctx, mirror.Batch{Ref: ref, Entries: entries}))
+		require.NoError(b, m.Upload(ctx, sessiontree.Batch{Ref: ref, Entries: entries}))
 		wait += time.Since(t0)
 	}
 	require.NoError(b, m.AwaitQuiescence(ctx))
@@ -102,15 +103,15 @@ func runSegments(b *testing.B, bk bucket.Bucket, sess benchSession, sid string) 
 func runLegacy(b *testing.B, bk bucket.Bucket, sess benchSession, sid string) benchResult {
 	fb := faultbucket.Wrap(bk)
 	l := &mirror.Legacy{Bucket: fb, Prefix: "legacy"}
-	dir := b.TempDir()
-	cp, lp := filepath.Join(dir, sid+".jsonl"), filepath.Join(dir, sid+".log.jsonl")
-	cf, err := os.Create(cp)
+	ref := transcript.TranscriptRef{AgentID: "bench", SessionID: sid}
+	files := sessiontree.FilesOf(b.TempDir(), ref)
+	require.NoError(b, os.MkdirAll(filepath.Dir(files.Context), 0o755))
+	cf, err := os.Create(files.Context)
 	require.NoError(b, err)
 	defer cf.Close()
-	lf, err := os.Create(lp)
+	lf, err := os.Create(files.Log)
 	require.NoError(b, err)
 	defer lf.Close()
-	ref := transcript.TranscriptRef{AgentID: "bench", SessionID: sid}
 	ctx := context.Background()
 	start := time.Now()
 	var wait time.Duration
@@ -123,7 +124,7 @@ func runLegacy(b *testing.B, bk bucket.Bucket, sess benchSession, sid string) be
 			require.NoError(b, err)
 		}
 		t0 := time.Now()
-		require.NoError(b, l.Upload(ctx, mirror.Batch{Ref: ref, Entries: entries, ContextPath: cp, LogPath: lp}))
+		require.NoError(b, l.Upload(ctx, sessiontree.Batch{Ref: ref, Entries: entries, Files: files}))
 		wait += time.Since(t0)
 	}
 	wall := time.Since(start)

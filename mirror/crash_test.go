@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
@@ -86,7 +87,7 @@ func TestCrashChild(t *testing.T) {
 			for n := 0; time.Now().Before(deadline); n++ {
 				i := n*crashFlushers + f
 				sid := i % crashSessions
-				b := mirror.Batch{Ref: transcript.TranscriptRef{AgentID: "crash", SessionID: fmt.Sprintf("s%d", sid)}}
+				b := sessiontree.Batch{Ref: transcript.TranscriptRef{AgentID: "crash", SessionID: fmt.Sprintf("s%d", sid)}}
 				var ids []string
 				for k := range 1 + i%3 {
 					id := fmt.Sprintf("r%s-%d-%d", round, i, k)

@@ -1,8 +1,10 @@
 // Package mirror copies what a SessionTree flushes to the transcript store.
 //
-// The contract between a SessionTree and its remote side is the Uploader interface:
-// Flush hands it exactly the entries that are new since the previous flush, once,
-// as a Batch. Three Uploaders implement it:
+// The contract between a SessionTree and its uploader is the sessiontree.Uploader
+// port, which package sessiontree declares and this package implements: Flush hands
+// it exactly the entries that are new since the previous flush, once, as a Batch;
+// a tree opened without local files asks it for the entries it accepted and the
+// store may lack (PendingEntries). Three uploaders implement it:
 //
 //   - Mirror, the one to run in production: Upload appends the batch as one segment
 //     to a local outbox's journal and returns once an fsync that concurrent Uploads
@@ -13,7 +15,7 @@
 //     what is left. Segments the store refuses for good go to failed/ for an
 //     operator. Status and Collector (Prometheus) report the backlog, failures and
 //     retries; AwaitQuiescence waits until everything is uploaded.
-//   - Sync stores the segment in the caller's goroutine (tests, tools, the demo).
+//   - Direct stores the segment in the caller's goroutine (tests, tools, the demo).
 //   - Legacy uploads the session's two whole files after every flush, the old
 //     full-file mirror kept for backward compatibility and as the benchmarks'
 //     baseline.

@@ -46,7 +46,7 @@ func Example() {
 	defer m.Close(ctx)
 
 	tree, err := sessiontree.New(sessiontree.Config{Root: filepath.Join(dir, "local"), Uploader: m},
-		sessiontree.RuntimeContext{Namespace: "tenant-a", UserID: "alice"}, "coder", "session-1",
+		sessiontree.Identity{Namespace: "tenant-a", UserID: "alice"}, "coder", "session-1",
 		sessiontree.HeaderOptions{Cwd: "/work"})
 	if err != nil {
 		log.Fatal(err)

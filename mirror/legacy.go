@@ -6,15 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Legacy is the full-file mirror kept for backward compatibility: after every flush
 // it uploads the tree's whole context file and log file, overwriting the previous
-// copies (last writer wins), to
+// copies (last writer wins), under the paths the files have below the tree's root
+// (see sessiontree.FilesOf):
 //
 //	{Prefix}/{namespace}/agents/{agentId}/sessions/{sessionId}.jsonl      (context file)
 //	{Prefix}/{namespace}/agents/{agentId}/sessions/{sessionId}.log.jsonl  (log file)
@@ -25,7 +29,7 @@ import (
 // once both files are stored. Use a Prefix other than the segment store's, so that the
 // legacy objects never mix with a session's segments.
 //
-// Each file is overwritten with one atomic Replace (bucket.Replacer).
+// Each file is overwritten with one atomic Bucket.Replace.
 type Legacy struct {
 	// Bucket receives the files. Required.
 	Bucket bucket.Bucket
@@ -33,24 +37,20 @@ type Legacy struct {
 	Prefix string
 }
 
-var (
-	_ Uploader         = (*Legacy)(nil)
-	_ LocalFilesReader = (*Legacy)(nil)
-)
+var _ sessiontree.Uploader = (*Legacy)(nil)
 
-// LegacyKeys returns the keys of the context file and the log file of ref.
+// LegacyKeys returns the keys of the context file and the log file of ref: their
+// paths relative to a SessionTree's root (sessiontree.FilesOf), with "/" for
+// separator, under prefix.
 func LegacyKeys(prefix string, ref transcript.TranscriptRef) (contextKey, logKey string) {
-	ref = ref.Norm()
-	base := ref.Namespace + "/agents/" + ref.AgentID + "/sessions/" + ref.SessionID
-	if p := strings.Trim(prefix, "/"); p != "" {
-		base = p + "/" + base
-	}
-	return base + ".jsonl", base + ".log.jsonl"
+	rel := sessiontree.FilesOf("", ref)
+	p := strings.Trim(prefix, "/")
+	return path.Join(p, filepath.ToSlash(rel.Context)), path.Join(p, filepath.ToSlash(rel.Log))
 }
 
-// Upload stores the files b.ContextPath and b.LogPath (each skipped when empty) under
-// the LegacyKeys of b.Ref, replacing what was there.
-func (l *Legacy) Upload(ctx context.Context, b Batch) error {
+// Upload stores the files b.Files.Context and b.Files.Log (each skipped when
+// empty) under the LegacyKeys of b.Ref, replacing what was there.
+func (l *Legacy) Upload(ctx context.Context, b sessiontree.Batch) error {
 	if l.Bucket == nil {
 		return errors.New("mirror: Legacy needs a bucket")
 	}
@@ -58,7 +58,7 @@ func (l *Legacy) Upload(ctx context.Context, b Batch) error {
 		return fmt.Errorf("mirror legacy upload: %w", err)
 	}
 	ck, lk := LegacyKeys(l.Prefix, b.Ref)
-	for _, f := range []struct{ path, key string }{{b.ContextPath, ck}, {b.LogPath, lk}} {
+	for _, f := range []struct{ path, key string }{{b.Files.Context, ck}, {b.Files.Log, lk}} {
 		if f.path == "" {
 			continue
 		}
@@ -73,8 +73,13 @@ func (l *Legacy) Upload(ctx context.Context, b Batch) error {
 func (l *Legacy) AwaitQuiescence(context.Context) error { return nil }
 
 // ReadsLocalFiles reports true: Legacy uploads the tree's files, so a SessionTree
-// writes them before it hands over a batch (see LocalFilesReader).
+// writes them before it hands over a batch.
 func (l *Legacy) ReadsLocalFiles() bool { return true }
+
+// PendingEntries returns nothing: Legacy holds no batch after Upload returns.
+func (l *Legacy) PendingEntries(context.Context, transcript.TranscriptRef) ([][]byte, error) {
+	return nil, nil
+}
 
 // Close returns nil: Legacy holds no resources.
 func (l *Legacy) Close(context.Context) error { return nil }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
@@ -47,9 +48,9 @@ func TestLegacy_Upload(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			fb := faultbucket.Wrap(inner())
 			l := &mirror.Legacy{Bucket: fb, Prefix: "legacy"}
-			dir := t.TempDir()
-			cp, lp := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "s.log.jsonl")
 			ref := transcript.TranscriptRef{AgentID: "a", SessionID: "s"}
+			files := sessiontree.FilesOf(t.TempDir(), ref)
+			require.NoError(t, os.MkdirAll(filepath.Dir(files.Context), 0o755))
 			ck, lk := mirror.LegacyKeys("legacy", ref)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -57,9 +58,9 @@ func TestLegacy_Upload(t *testing.T) {
 			var uploaded int64
 			for i := range 3 {
 				content += string(entry(string(rune('a'+i)), "", i, "x")) + "\n"
-				require.NoError(t, os.WriteFile(cp, []byte("ctx "+content), 0o644))
-				require.NoError(t, os.WriteFile(lp, []byte(content), 0o644))
-				require.NoError(t, l.Upload(ctx, mirror.Batch{Ref: ref, ContextPath: cp, LogPath: lp}))
+				require.NoError(t, os.WriteFile(files.Context, []byte("ctx "+content), 0o644))
+				require.NoError(t, os.WriteFile(files.Log, []byte(content), 0o644))
+				require.NoError(t, l.Upload(ctx, sessiontree.Batch{Ref: ref, Files: files}))
 				uploaded += int64(len("ctx ") + 2*len(content))
 				require.Equal(t, "ctx "+content, getObject(t, fb, ck), "last writer wins")
 				require.Equal(t, content, getObject(t, fb, lk))
@@ -74,9 +75,9 @@ func TestLegacy_Upload(t *testing.T) {
 
 func TestLegacy_Errors(t *testing.T) {
 	ctx := context.Background()
-	require.Error(t, (&mirror.Legacy{}).Upload(ctx, mirror.Batch{}))
+	require.Error(t, (&mirror.Legacy{}).Upload(ctx, sessiontree.Batch{}))
 	l := &mirror.Legacy{Bucket: membucket.New()}
-	require.ErrorIs(t, l.Upload(ctx, mirror.Batch{Ref: transcript.TranscriptRef{AgentID: "a/b", SessionID: "s"}}), transcript.ErrInvalidRef)
-	err := l.Upload(ctx, mirror.Batch{Ref: transcript.TranscriptRef{AgentID: "a", SessionID: "s"}, LogPath: filepath.Join(t.TempDir(), "missing")})
+	require.ErrorIs(t, l.Upload(ctx, sessiontree.Batch{Ref: transcript.TranscriptRef{AgentID: "a/b", SessionID: "s"}}), transcript.ErrInvalidRef)
+	err := l.Upload(ctx, sessiontree.Batch{Ref: transcript.TranscriptRef{AgentID: "a", SessionID: "s"}, Files: sessiontree.Files{Log: filepath.Join(t.TempDir(), "missing")}})
 	require.ErrorIs(t, err, os.ErrNotExist)
 }

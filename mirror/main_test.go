@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
@@ -109,8 +110,8 @@ func newSession(agent, id string) *session {
 }
 
 // batch returns the next k entries of the session as a batch.
-func (s *session) batch(k int) mirror.Batch {
-	b := mirror.Batch{Ref: s.ref}
+func (s *session) batch(k int) sessiontree.Batch {
+	b := sessiontree.Batch{Ref: s.ref}
 	for range k {
 		s.n++
 		id := fmt.Sprintf("%s-%05d", s.ref.SessionID, s.n)
@@ -221,7 +222,7 @@ func journalKeys(t testing.TB, dir string) []string {
 // writePending stores batches of ref as segment files under dir/pending/, the way
 // older versions of the outbox held them (and an operator moves them back from the
 // quarantine), and returns their keys in flush order.
-func writePending(t testing.TB, store *transcript.Store, dir string, batches ...mirror.Batch) []string {
+func writePending(t testing.TB, store *transcript.Store, dir string, batches ...sessiontree.Batch) []string {
 	t.Helper()
 	w, err := transcript.NewWriter("old-writer")
 	require.NoError(t, err)

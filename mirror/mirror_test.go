@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
@@ -49,7 +50,7 @@ func TestMirror_UploadAndAwait(t *testing.T) {
 		s := sessions[i%len(sessions)]
 		require.NoError(t, m.Upload(ctx, s.batch(1+i%4)))
 	}
-	require.NoError(t, m.Upload(ctx, mirror.Batch{Ref: sessions[0].ref}), "an empty batch is a no-op")
+	require.NoError(t, m.Upload(ctx, sessiontree.Batch{Ref: sessions[0].ref}), "an empty batch is a no-op")
 	require.NoError(t, m.AwaitQuiescence(ctx))
 	for _, s := range sessions {
 		requireStored(t, store, s.ref, s.ids)
@@ -132,9 +133,9 @@ func TestMirror_UploadDoesNotWaitOnStore(t *testing.T) {
 func TestMirror_InvalidBatch(t *testing.T) {
 	m := newMirror(t, newStore(t, membucket.New(), ""), "", nil)
 	ctx := ctxTimeout(t, 5*time.Second)
-	err := m.Upload(ctx, mirror.Batch{Ref: transcript.TranscriptRef{AgentID: "a/b", SessionID: "s"}, Entries: [][]byte{entry("x", "", 0, "")}})
+	err := m.Upload(ctx, sessiontree.Batch{Ref: transcript.TranscriptRef{AgentID: "a/b", SessionID: "s"}, Entries: [][]byte{entry("x", "", 0, "")}})
 	require.ErrorIs(t, err, transcript.ErrInvalidRef)
-	err = m.Upload(ctx, mirror.Batch{Ref: transcript.TranscriptRef{AgentID: "a", SessionID: "s"}, Entries: [][]byte{[]byte(`{"no":"id"}`)}})
+	err = m.Upload(ctx, sessiontree.Batch{Ref: transcript.TranscriptRef{AgentID: "a", SessionID: "s"}, Entries: [][]byte{[]byte(`{"no":"id"}`)}})
 	require.ErrorIs(t, err, transcript.ErrInvalidEntry)
 	require.Zero(t, m.Status().Pending)
 }

@@ -10,23 +10,10 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// PendingReader is implemented by uploaders that hold accepted batches that may not
-// be in the store yet (the async Mirror's outbox). A SessionTree opened without local
-// files reads them besides the store: Flush hands a batch over before it writes the
-// local files, so a crash between the two leaves the session's newest entries, or
-// all of it, only in the outbox. Started anew instead, the session would get a second
-// header and lose its place in the tree.
-type PendingReader interface {
-	// PendingEntries returns the raw entries of ref's segments not yet known to be
-	// stored, in the order they were accepted.
-	PendingEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
-}
-
-var _ PendingReader = (*Mirror)(nil)
-
 // PendingEntries returns the entries of ref's segments in the outbox (accepted and
 // not yet stored), in key order, which for one writer is flush order. A segment
-// uploaded meanwhile is skipped: the store has it.
+// uploaded meanwhile is skipped: the store has it. A SessionTree opened without
+// local files reads them besides the store (see sessiontree.Uploader).
 func (m *Mirror) PendingEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
 	ref = ref.Norm()
 	// A segment that Upload is still appending is not accepted yet; one held in
@@ -69,3 +56,7 @@ func (m *Mirror) PendingEntries(ctx context.Context, ref transcript.TranscriptRe
 	}
 	return out, nil
 }
+
+// ReadsLocalFiles reports false: the Mirror uploads the batch's entries, so a
+// SessionTree hands a batch over before it writes its local files.
+func (m *Mirror) ReadsLocalFiles() bool { return false }

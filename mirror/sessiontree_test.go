@@ -24,14 +24,14 @@ func TestMirror_SessionTrees(t *testing.T) {
 	store := newStore(t, fb, "")
 	m := newMirror(t, store, "", func(c *mirror.Config) { c.Workers = 2 })
 	ctx := ctxTimeout(t, 30*time.Second)
-	cfg := sessiontree.Config{Root: t.TempDir(), Uploader: m, Remote: store}
-	rc := sessiontree.RuntimeContext{Namespace: "tenant1"}
+	cfg := sessiontree.Config{Root: t.TempDir(), Uploader: m, Store: store}
+	who := sessiontree.Identity{Namespace: "tenant1"}
 
 	fb.FailNext(faultbucket.OpPut, 3, nil)
 	trees := make([]*sessiontree.Tree, 4)
 	var wg sync.WaitGroup
 	for i := range trees {
-		tr, err := sessiontree.New(cfg, rc, "agent", fmt.Sprintf("s%d", i), sessiontree.HeaderOptions{})
+		tr, err := sessiontree.New(cfg, who, "agent", fmt.Sprintf("s%d", i), sessiontree.HeaderOptions{})
 		require.NoError(t, err)
 		trees[i] = tr
 		wg.Go(func() {
@@ -55,7 +55,7 @@ func TestMirror_SessionTrees(t *testing.T) {
 		}
 		requireStored(t, store, tr.Ref(), want)
 
-		restored, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: t.TempDir(), Remote: store}, rc, "agent", tr.Ref().SessionID)
+		restored, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: t.TempDir(), Store: store}, who, "agent", tr.Ref().SessionID)
 		require.NoError(t, err)
 		require.Equal(t, tr.Len(), restored.Len())
 	}
@@ -67,7 +67,7 @@ func TestLegacy_SessionTree(t *testing.T) {
 	store := newStore(t, mb, "p")
 	r := &mirror.Legacy{Bucket: mb, Prefix: "p/legacy"}
 	ctx := ctxTimeout(t, 10*time.Second)
-	tr, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), Uploader: r}, sessiontree.RuntimeContext{}, "agent", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), Uploader: r}, sessiontree.Identity{}, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	for turn := range 3 {
 		_, err := tr.AppendMessage(fmt.Appendf(nil, `{"role":"user","content":"q%d","timestamp":1}`, turn))

@@ -24,10 +24,10 @@ type Owner struct {
 	User   string
 }
 
-// OwnerOf returns the owner of a SessionTree runtime context: its namespace is the
-// tenant and its user id the user.
-func OwnerOf(rc sessiontree.RuntimeContext) Owner {
-	return Owner{Tenant: rc.Namespace, User: rc.UserID}
+// OwnerOf returns the owner of a SessionTree Identity: its namespace is the tenant
+// and its user id the user.
+func OwnerOf(who sessiontree.Identity) Owner {
+	return Owner{Tenant: who.Namespace, User: who.UserID}
 }
 
 // Validate checks that tenant and user are each 1 to MaxOwnerPartLen bytes of valid
@@ -72,15 +72,14 @@ func (o Owner) Namespace() (string, error) {
 	return ns, nil
 }
 
-// RuntimeContext returns the SessionTree runtime context whose namespace is the
-// owner's, so that a SessionTree of a repository session writes where the
-// repository reads.
-func (o Owner) RuntimeContext() (sessiontree.RuntimeContext, error) {
+// Identity returns the SessionTree Identity whose namespace is the owner's, so
+// that a SessionTree of a repository session writes where the repository reads.
+func (o Owner) Identity() (sessiontree.Identity, error) {
 	ns, err := o.Namespace()
 	if err != nil {
-		return sessiontree.RuntimeContext{}, err
+		return sessiontree.Identity{}, err
 	}
-	return sessiontree.RuntimeContext{Namespace: ns, UserID: o.User}, nil
+	return sessiontree.Identity{Namespace: ns, UserID: o.User}, nil
 }
 
 // escapeOwnerPart is the escape of Owner.Namespace.

@@ -660,11 +660,11 @@ func TestOwner_Namespace(t *testing.T) {
 		require.False(t, dup, "%+v and %+v share namespace %q", prev, tt.owner, got)
 		seen[got] = tt.owner
 	}
-	rc, err := alice.RuntimeContext()
+	rc, err := alice.Identity()
 	require.NoError(t, err)
 	ns, _ := alice.Namespace()
 	require.Equal(t, ns, rc.NamespaceName())
-	require.Equal(t, alice, repository.OwnerOf(sessiontree.RuntimeContext{Namespace: "acme", UserID: "alice@acme.example"}))
+	require.Equal(t, alice, repository.OwnerOf(sessiontree.Identity{Namespace: "acme", UserID: "alice@acme.example"}))
 }
 
 // TestRepository_StrictCompacted: the compaction job leaves strict sessions alone

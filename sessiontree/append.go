@@ -230,7 +230,7 @@ func (t *Tree) appendBuilt(typ string, refs []string, build func(now time.Time) 
 func (t *Tree) appendLocked(e Entry) {
 	i := t.add(e, 0)
 	t.pendingLocal = append(t.pendingLocal, i)
-	t.pendingRemote = append(t.pendingRemote, i)
+	t.pendingUpload = append(t.pendingUpload, i)
 	if e.Type() == pi.TypeCompaction {
 		t.rewriteCtx = true
 	}

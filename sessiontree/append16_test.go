@@ -17,7 +17,7 @@ import (
 // an unknown target, one off the active branch or without editable content),
 // stores a string for an assistant as one text block, and changes the context.
 func TestTree_AppendContextEdit(t *testing.T) {
-	tr, err := sessiontree.New(testConfig(t), rc, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(testConfig(t), who, "a", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	add := func(m string) sessiontree.Entry {
 		t.Helper()
@@ -71,7 +71,7 @@ func TestTree_AppendContextEdit(t *testing.T) {
 // starts with it; without a system message it records none. A usage entry
 // changes nothing the model sees.
 func TestTree_AppendCompaction_RecordsSystemMessage(t *testing.T) {
-	tr, err := sessiontree.New(testConfig(t), rc, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(testConfig(t), who, "a", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	first, err := tr.AppendMessage(msg(userMsg, "hello"))
 	require.NoError(t, err)

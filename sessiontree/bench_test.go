@@ -15,7 +15,7 @@ import (
 var benchMsg = msg(assistantMsg, "a typical answer of a few words, with some more text to look like a real turn", "anthropic", "claude")
 
 func BenchmarkAppend(b *testing.B) {
-	tr, err := sessiontree.New(sessiontree.Config{Root: b.TempDir()}, rc, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(sessiontree.Config{Root: b.TempDir()}, who, "a", "s", sessiontree.HeaderOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func BenchmarkFlush(b *testing.B) {
 	for _, n := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			tr, err := sessiontree.New(sessiontree.Config{Root: b.TempDir(), Uploader: &discard{}}, rc, "a", "s", sessiontree.HeaderOptions{})
+			tr, err := sessiontree.New(sessiontree.Config{Root: b.TempDir(), Uploader: &discard{}}, who, "a", "s", sessiontree.HeaderOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -78,15 +78,15 @@ func BenchmarkPlainJSONLAppend(b *testing.B) {
 	}
 }
 
-type discard struct{}
+type discard struct{ storesOnUpload }
 
-func (discard) Upload(context.Context, mirrorBatch) error { return nil }
+func (discard) Upload(context.Context, sessiontree.Batch) error { return nil }
 
 // bigSession writes a 100k-entry session (one long path) and returns its config.
 func bigSession(b *testing.B, n int) (sessiontree.Config, int64) {
 	b.Helper()
 	cfg := sessiontree.Config{Root: b.TempDir(), NoSync: true}
-	tr, err := sessiontree.New(cfg, rc, "a", "big", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(cfg, who, "a", "big", sessiontree.HeaderOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func BenchmarkLoad100k(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(size)
 	for b.Loop() {
-		tr, _, err := sessiontree.Load(context.Background(), cfg, rc, "a", "big")
+		tr, _, err := sessiontree.Load(context.Background(), cfg, who, "a", "big")
 		if err != nil || tr.Len() != 100_000 {
 			b.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func BenchmarkLoad100k(b *testing.B) {
 
 func BenchmarkBuildContext100k(b *testing.B) {
 	cfg, _ := bigSession(b, 100_000)
-	tr, _, err := sessiontree.Load(context.Background(), cfg, rc, "a", "big")
+	tr, _, err := sessiontree.Load(context.Background(), cfg, who, "a", "big")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func BenchmarkBuildContext100k(b *testing.B) {
 // of the message before it every 100 (a tenth of them removing it), which
 // make the context build look into messages and edits.
 func BenchmarkBuildContext100kPi16(b *testing.B) {
-	tr, err := sessiontree.New(sessiontree.Config{Root: b.TempDir(), NoSync: true}, rc, "a", "big", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(sessiontree.Config{Root: b.TempDir(), NoSync: true}, who, "a", "big", sessiontree.HeaderOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

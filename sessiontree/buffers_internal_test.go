@@ -23,7 +23,7 @@ func TestLines_OneBufferAtItsSize(t *testing.T) {
 			i, parent, strings.Repeat("x", i%50))
 		parent = fmt.Sprintf(`"e%d"`, i)
 	}
-	tree, _, err := Import(Config{Root: t.TempDir(), NoSync: true}, RuntimeContext{}, "a", "s", strings.NewReader(file.String()))
+	tree, _, err := Import(Config{Root: t.TempDir(), NoSync: true}, Identity{}, "a", "s", strings.NewReader(file.String()))
 	require.NoError(t, err)
 	all := make([]int, len(tree.entries))
 	for i := range all {

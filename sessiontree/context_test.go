@@ -31,7 +31,7 @@ func golden(t *testing.T, name string, got []byte) {
 
 func importFixture(t *testing.T, name string) (*sessiontree.Tree, sessiontree.LoadReport) {
 	t.Helper()
-	tr, rep, err := sessiontree.Import(testConfig(t), sessiontree.RuntimeContext{}, "agent", "s1", bytes.NewReader(readFixture(t, name)))
+	tr, rep, err := sessiontree.Import(testConfig(t), sessiontree.Identity{}, "agent", "s1", bytes.NewReader(readFixture(t, name)))
 	require.NoError(t, err)
 	return tr, rep
 }
@@ -99,7 +99,7 @@ func TestImport_V1MigrationDeterministic(t *testing.T) {
 		prev = e.ID()
 	}
 	// The migrated export is a v3 file that re-imports byte-identically.
-	c, _, err := sessiontree.Import(testConfig(t), sessiontree.RuntimeContext{}, "agent", "s1", bytes.NewReader(wa.Bytes()))
+	c, _, err := sessiontree.Import(testConfig(t), sessiontree.Identity{}, "agent", "s1", bytes.NewReader(wa.Bytes()))
 	require.NoError(t, err)
 	var wc bytes.Buffer
 	require.NoError(t, c.Export(&wc))
@@ -113,7 +113,7 @@ not json
 {"type":"message","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[],"provider":"p","model":"m","timestamp":2}}
 {"type":"compaction","timestamp":"2026-01-01T00:00:03.000Z","summary":"S","firstKeptEntryIndex":2,"tokensBefore":9}
 `
-	tr, rep, err := sessiontree.Import(testConfig(t), sessiontree.RuntimeContext{}, "a", "s", strings.NewReader(v1))
+	tr, rep, err := sessiontree.Import(testConfig(t), sessiontree.Identity{}, "a", "s", strings.NewReader(v1))
 	require.NoError(t, err)
 	require.Len(t, rep.Malformed, 1)
 	es := tr.Entries()
@@ -131,7 +131,7 @@ not json
 	v2 := `{"type":"session","version":2,"id":"x","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}
 {"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"hookMessage","customType":"h","content":"hi","display":true,"timestamp":1},"extra":{"k":1}}
 `
-	tr, _, err = sessiontree.Import(testConfig(t), sessiontree.RuntimeContext{}, "a", "s", strings.NewReader(v2))
+	tr, _, err = sessiontree.Import(testConfig(t), sessiontree.Identity{}, "a", "s", strings.NewReader(v2))
 	require.NoError(t, err)
 	var w bytes.Buffer
 	require.NoError(t, tr.Export(&w))

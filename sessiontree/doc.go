@@ -13,9 +13,10 @@
 // and the context) belongs to package pi; a Tree applies pi's rules to its own
 // entry order, and Entry, Header, Context and Model are pi's types.
 //
-// A tree that syncs from the store (Config.Remote) also keeps
+// A tree that pulls from the store (Config.Store) also keeps
 // {sessionId}.segments beside them: the store's segments whose entries the files
-// hold, so that a sync reads only the segments written since (see SegmentsSuffix).
+// hold, so that a pull reads only the segments written since. FilesOf gives the
+// paths of a session's files; nothing else spells the layout.
 //
 // # Raw bytes
 //
@@ -30,9 +31,9 @@
 // Flush, which the runtime calls after the first assistant message. Each Flush
 // appends the pending entries to the log and the context file (fsync per file and
 // flush) and then hands exactly the locally created entries that were never handed
-// over before to the configured mirror.Uploader, as one Batch. The first batch of a
+// over before to the configured Uploader, as one Batch. The first batch of a
 // session starts with the header line so that a bucket alone can restore it.
-// Entries that came from the log or from the remote store are never uploaded.
+// Entries that came from the log or from the store are never uploaded.
 //
 // # Concurrency
 //

@@ -10,24 +10,45 @@ import (
 	"path/filepath"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
+	"github.com/transcriptstore/transcript/transcript"
 )
 
-// Suffixes of the local files.
-const (
-	ContextSuffix = ".jsonl"
-	LogSuffix     = ".log.jsonl"
-	// TornSuffix, appended to the path of a context or log file, names the file
-	// that keeps the torn tails cut from it: before a flush truncates an
-	// unterminated last line that does not parse (a write cut short by a crash), it
-	// appends those bytes and a "\n" to {file}.torn and fsyncs it, so that repair
-	// never destroys data silently.
-	TornSuffix = ".torn"
-)
-
-// SessionDir returns {root}/{namespace}/agents/{agentId}/sessions.
-func SessionDir(root, namespace, agentID string) string {
-	return filepath.Join(root, namespace, "agents", agentID, "sessions")
+// Files are the paths of one session's local files (see FilesOf).
+type Files struct {
+	// Context is the context file: what the model still needs, rewritten
+	// atomically after a compaction entry is flushed.
+	Context string
+	// Log is the log file: append-only, every entry the tree ever persisted.
+	Log string
+	// Segments is the segments file: the store's segments whose entries the two
+	// files hold, so that a pull after a restart fetches only what is new. A tree
+	// that syncs from the store keeps it; it is written without fsync (a lost or
+	// torn one costs a fuller read, never an entry).
+	Segments string
 }
+
+// FilesOf returns the paths of ref's local files under root. It is the one place
+// that spells the local layout (ref's empty namespace is the default one):
+//
+//	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.jsonl      context file
+//	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.log.jsonl  log file
+//	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.segments   segments file
+//
+// With root "" the paths are relative to the root (the legacy mirror's keys are
+// these, with "/" for separator). FilesOf does not validate ref: a Tree validates
+// its ref before it derives its files.
+func FilesOf(root string, ref transcript.TranscriptRef) Files {
+	ref = ref.Norm()
+	base := filepath.Join(root, ref.Namespace, "agents", ref.AgentID, "sessions", ref.SessionID)
+	return Files{Context: base + ".jsonl", Log: base + ".log.jsonl", Segments: base + ".segments"}
+}
+
+// TornSuffix, appended to the path of a context or log file, names the file that
+// keeps the torn tails cut from it: before a flush truncates an unterminated last
+// line that does not parse (a write cut short by a crash), it appends those bytes
+// and a "\n" to {file}.torn and fsyncs it, so that repair never destroys data
+// silently.
+const TornSuffix = ".torn"
 
 // writeAppend appends data to path, creating it (and its directory) if needed,
 // and fsyncs. If the file does not end in "\n" (a torn or unterminated last

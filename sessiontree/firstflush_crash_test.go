@@ -32,7 +32,7 @@ func TestLoad_CrashDuringFirstFlush(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			cfg := testConfig(t)
-			a, err := sessiontree.New(cfg, rc, "a", "s", sessiontree.HeaderOptions{Cwd: "/w"})
+			a, err := sessiontree.New(cfg, who, "a", "s", sessiontree.HeaderOptions{Cwd: "/w"})
 			require.NoError(t, err)
 			e, err := a.AppendMessage(msg(userMsg, "hello"))
 			require.NoError(t, err)
@@ -44,7 +44,7 @@ func TestLoad_CrashDuringFirstFlush(t *testing.T) {
 			require.NoError(t, os.WriteFile(a.ContextPath(), tc.ctx(fullCtx), 0o644))
 			require.NoError(t, os.WriteFile(a.LogPath(), tc.log(fullLog), 0o644))
 
-			b, _, err := sessiontree.Load(ctx, cfg, rc, "a", "s")
+			b, _, err := sessiontree.Load(ctx, cfg, who, "a", "s")
 			_, tornErr := os.Stat(a.ContextPath() + sessiontree.TornSuffix)
 			if !tc.wantLoaded {
 				require.ErrorIs(t, err, sessiontree.ErrNotFound)
@@ -59,7 +59,7 @@ func TestLoad_CrashDuringFirstFlush(t *testing.T) {
 			require.Equal(t, e.ID(), b.Entries()[0].ID())
 			require.NoError(t, b.Flush(ctx))
 			require.Equal(t, tc.wantTornCtx, tornErr == nil || fileExists(a.ContextPath()+sessiontree.TornSuffix))
-			c, _, err := sessiontree.Load(ctx, cfg, rc, "a", "s")
+			c, _, err := sessiontree.Load(ctx, cfg, who, "a", "s")
 			require.NoError(t, err, "the flush wrote the context file again")
 			require.Equal(t, b.Entries(), c.Entries())
 			require.Equal(t, lines(t, a.LogPath()), lines(t, a.ContextPath()))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/pi"
 )
 
@@ -16,14 +15,13 @@ import (
 //     yet in it, then fsync; the context file gets the same (append + fsync), or,
 //     when a compaction entry is among them, is rewritten atomically to hold what
 //     the model still needs (see contextKeep);
-//   - remote: Config.Uploader receives one Batch: the header line first if it was
+//   - upload: Config.Uploader receives one Batch: the header line first if it was
 //     never accepted, then every locally created entry not yet accepted, in order.
 //
-// The remote hand-over comes first (the async mirror makes it durable in its
-// outbox), so that a crash between the two steps cannot leave entries that exist
-// only in the local files, which are never uploaded again; an uploader that reads
-// the local files (mirror.LocalFilesReader, the legacy mirror) gets them written
-// first instead.
+// The hand-over comes first (the async mirror makes it durable in its outbox), so
+// that a crash between the two steps cannot leave entries that exist only in the
+// local files, which are never uploaded again; an uploader that ReadsLocalFiles
+// (the legacy mirror) gets them written first instead.
 //
 // A failed upload returns an error and keeps those entries pending (the next
 // Flush hands them over again) while the local files are still written, with
@@ -34,13 +32,13 @@ func (t *Tree) Flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if lf, ok := t.cfg.Uploader.(mirror.LocalFilesReader); t.cfg.Uploader == nil || ok && lf.ReadsLocalFiles() {
+	if t.cfg.Uploader == nil || t.cfg.Uploader.ReadsLocalFiles() {
 		if err := t.flushLocal(); err != nil {
 			return err
 		}
-		return t.flushRemote(ctx)
+		return t.flushUpload(ctx)
 	}
-	upErr := t.flushRemote(ctx)
+	upErr := t.flushUpload(ctx)
 	if err := t.flushLocal(); err != nil {
 		return errors.Join(upErr, err)
 	}
@@ -56,28 +54,27 @@ func (t *Tree) flushLocal() error {
 	return t.afterLocalFlush()
 }
 
-// flushRemote hands the entries not yet accepted by the uploader to it.
-func (t *Tree) flushRemote(ctx context.Context) error {
+// flushUpload hands the entries not yet accepted by the uploader to it.
+func (t *Tree) flushUpload(ctx context.Context) error {
 	t.mu.Lock()
 	if t.cfg.Uploader == nil {
-		for _, i := range t.pendingRemote {
-			t.flags[i] |= remoteDone
+		for _, i := range t.pendingUpload {
+			t.flags[i] |= uploaded
 		}
-		t.pendingRemote, t.headerRemote = nil, true
+		t.pendingUpload, t.headerUploaded = nil, true
 		t.mu.Unlock()
 		return nil
 	}
-	if len(t.pendingRemote) == 0 && (t.headerRemote || len(t.entries) == 0) {
+	if len(t.pendingUpload) == 0 && (t.headerUploaded || len(t.entries) == 0) {
 		t.mu.Unlock()
 		return nil
 	}
-	b := mirror.Batch{Ref: t.ref, ContextPath: t.ctxPath, LogPath: t.logPath,
-		Entries: make([][]byte, 0, len(t.pendingRemote)+1)}
-	if !t.headerRemote {
+	b := Batch{Ref: t.ref, Files: t.files, Entries: make([][]byte, 0, len(t.pendingUpload)+1)}
+	if !t.headerUploaded {
 		b.Entries = append(b.Entries, t.header.Raw())
 	}
-	n := len(t.pendingRemote)
-	for _, i := range t.pendingRemote {
+	n := len(t.pendingUpload)
+	for _, i := range t.pendingUpload {
 		b.Entries = append(b.Entries, t.entries[i].Raw())
 	}
 	t.mu.Unlock()
@@ -88,11 +85,11 @@ func (t *Tree) flushRemote(ctx context.Context) error {
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, i := range t.pendingRemote[:n] {
-		t.flags[i] |= remoteDone
+	for _, i := range t.pendingUpload[:n] {
+		t.flags[i] |= uploaded
 	}
-	t.pendingRemote = append([]int(nil), t.pendingRemote[n:]...)
-	t.headerRemote = true
+	t.pendingUpload = append([]int(nil), t.pendingUpload[n:]...)
+	t.headerUploaded = true
 	return nil
 }
 
@@ -102,7 +99,7 @@ func (t *Tree) flushLocalLocked() error {
 	}
 	if len(t.pendingLocal) > 0 || !t.headerInLog {
 		buf := t.lines(!t.headerInLog, t.pendingLocal)
-		if err := writeAppend(t.logPath, buf, t.cfg.NoSync); err != nil {
+		if err := writeAppend(t.files.Log, buf, t.cfg.NoSync); err != nil {
 			return fmt.Errorf("flush %s: %w", t.ref, err)
 		}
 		t.headerInLog = true
@@ -122,7 +119,7 @@ func (t *Tree) flushLocalLocked() error {
 			}
 		}
 		buf := t.lines(true, kept)
-		if err := writeAtomic(t.ctxPath, buf, t.cfg.NoSync); err != nil {
+		if err := writeAtomic(t.files.Context, buf, t.cfg.NoSync); err != nil {
 			return fmt.Errorf("flush %s: rewrite context file: %w", t.ref, err)
 		}
 		t.ctxPartial = false
@@ -140,7 +137,7 @@ func (t *Tree) flushLocalLocked() error {
 	t.rewriteCtx, t.leafJumped = false, false
 	if len(t.ctxPending) > 0 || !t.headerInCtx {
 		buf := t.lines(!t.headerInCtx, t.ctxPending)
-		if err := writeAppend(t.ctxPath, buf, t.cfg.NoSync); err != nil {
+		if err := writeAppend(t.files.Context, buf, t.cfg.NoSync); err != nil {
 			return fmt.Errorf("flush %s: %w", t.ref, err)
 		}
 		t.headerInCtx = true
@@ -184,7 +181,7 @@ func (t *Tree) lines(header bool, idx []int) []byte {
 //     entries of the log: what the file must hold for the new leaf (contextKeep,
 //     or the log for a path without a compaction), if it lacks any of it. A
 //     Branch back before the compaction that rewrote the file (or a leaf entry,
-//     or a sync, moving there) makes the next entries children of entries the
+//     or a pull, moving there) makes the next entries children of entries the
 //     file left out, and Pi, or `transcript context --file`, reading the file
 //     alone would walk a path cut short.
 func (t *Tree) contextRewrite() []bool {
@@ -243,7 +240,7 @@ func (t *Tree) logKeep() []bool {
 //   - every entry that follows C in order (other branches grown since);
 //   - the last thinking_level_change and model_change on P before the kept range,
 //     for inspection (Pi's walk does not reach them in the context file alone;
-//     the log keeps the full path, see SyncFromLog).
+//     the log keeps the full path, see MergeLog).
 //
 // Only entries already in the log are kept (the log is always written first).
 func (t *Tree) contextKeep() ([]bool, bool) {

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -50,14 +49,25 @@ func testConfig(t testing.TB) sessiontree.Config {
 	return sessiontree.Config{Root: t.TempDir(), Now: clock(), Rand: newSeeded(1)}
 }
 
+// storesOnUpload gives a fake Uploader the answers of one that stores each batch
+// before Upload returns and reads only the batch's entries (as mirror.Direct does).
+type storesOnUpload struct{}
+
+func (storesOnUpload) PendingEntries(context.Context, transcript.TranscriptRef) ([][]byte, error) {
+	return nil, nil
+}
+
+func (storesOnUpload) ReadsLocalFiles() bool { return false }
+
 // recorder is a fake Uploader that records batches and can be made to fail.
 type recorder struct {
+	storesOnUpload
 	mu      sync.Mutex
-	batches []mirror.Batch
+	batches []sessiontree.Batch
 	fail    error
 }
 
-func (r *recorder) Upload(ctx context.Context, b mirror.Batch) error {
+func (r *recorder) Upload(ctx context.Context, b sessiontree.Batch) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail != nil {
@@ -82,13 +92,14 @@ func (r *recorder) all() [][]byte {
 	return out
 }
 
-type mirrorBatch = mirror.Batch
-
 var errUpload = errors.New("upload refused")
 
-// fakeStore is a shared remote: Upload union-merges by id (identical bytes
-// collapse, first writer wins a conflict), ReadEntries returns the store order.
+// fakeStore is a shared store: Upload union-merges by id (identical bytes
+// collapse, first writer wins a conflict), ReadEntries returns the store order,
+// and ReadNew returns all of it every time, without origins, as a reader that
+// holds no segment gets it.
 type fakeStore struct {
+	storesOnUpload
 	mu      sync.Mutex
 	order   map[string][][]byte
 	ids     map[string]bool
@@ -99,7 +110,7 @@ func newFakeStore() *fakeStore {
 	return &fakeStore{ids: map[string]bool{}, order: map[string][][]byte{}}
 }
 
-func (s *fakeStore) Upload(ctx context.Context, b mirror.Batch) error {
+func (s *fakeStore) Upload(ctx context.Context, b sessiontree.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.uploads++
@@ -129,6 +140,18 @@ func (s *fakeStore) ReadEntries(ctx context.Context, ref transcript.TranscriptRe
 		out[i] = bytes.Clone(e)
 	}
 	return out, nil
+}
+
+func (s *fakeStore) ReadNew(ctx context.Context, ref transcript.TranscriptRef, have transcript.SegmentSet) (*transcript.Increment, error) {
+	raws, err := s.ReadEntries(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	res := &transcript.MergeResult{Entries: make([]transcript.Entry, len(raws))}
+	for i, raw := range raws {
+		res.Entries[i].Raw = raw
+	}
+	return &transcript.Increment{MergeResult: res, Have: have}, nil
 }
 
 func readFixture(t testing.TB, name string) []byte {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,7 +22,7 @@ func gets(b *faultbucket.Bucket) int { return int(b.TakeCounts().Get) }
 // A replica that syncs every turn fetches only the segments written since its last
 // sync, also after a restart (the segments file beside its local files), and a
 // missing or damaged segments file only costs a full read.
-func TestSyncFromRemote_Incremental(t *testing.T) {
+func TestPull_Incremental(t *testing.T) {
 	ctx := context.Background()
 	gc := faultbucket.Wrap(membucket.New())
 	store, err := transcript.New(transcript.Config{Bucket: gc})
@@ -33,8 +32,8 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 	require.NoError(t, err)
 
 	cfgA := testConfig(t)
-	cfgA.Uploader, cfgA.Remote = &mirror.Sync{Store: store, Writer: wa}, store
-	a, _, err := sessiontree.Open(ctx, cfgA, rc, "agent", "s", sessiontree.HeaderOptions{})
+	cfgA.Uploader, cfgA.Store = &mirror.Direct{Store: store, Writer: wa}, store
+	a, _, err := sessiontree.Open(ctx, cfgA, who, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	turn := func(text string) {
 		t.Helper()
@@ -46,16 +45,16 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 	turn("two")
 
 	cfgB := testConfig(t)
-	cfgB.Remote = store
-	b, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "s", sessiontree.HeaderOptions{})
+	cfgB.Store = store
+	b, _, err := sessiontree.Open(ctx, cfgB, who, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	require.NoError(t, b.Flush(ctx))
 	require.Equal(t, 2, gets(gc), "a replica without local files reads the whole session once")
-	require.Equal(t, 2, b.RemoteSegments())
+	require.Equal(t, 2, b.HeldSegments())
 
 	for i, text := range []string{"three", "four", "five"} {
 		turn(text)
-		rep, err := b.SyncFromRemote(ctx)
+		rep, err := b.Pull(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, rep.Added)
 		require.Equal(t, 1, gets(gc), "turn %d fetches the new segment only", i)
@@ -64,7 +63,10 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 	require.Equal(t, ids(a.Entries()), ids(b.Entries()))
 
 	// After a restart, the segments file says what the local files hold.
-	segFile := filepath.Join(sessiontree.SessionDir(cfgB.Root, rc.NamespaceName(), "agent"), "s"+sessiontree.SegmentsSuffix)
+	ref, err := who.Ref("agent", "s")
+	require.NoError(t, err)
+	files := sessiontree.FilesOf(cfgB.Root, ref)
+	segFile := files.Segments
 	tests := []struct {
 		name      string
 		damage    func(t *testing.T)
@@ -83,11 +85,11 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.damage(t)
-			b, _, err := sessiontree.Load(ctx, cfgB, rc, "agent", "s")
+			b, _, err := sessiontree.Load(ctx, cfgB, who, "agent", "s")
 			require.NoError(t, err)
 			turn("restart " + string(rune('a'+i)))
 			gets(gc)
-			rep, err := b.SyncFromRemote(ctx)
+			rep, err := b.Pull(ctx)
 			require.NoError(t, err)
 			require.Equal(t, tt.wantAdded, rep.Added)
 			require.Equal(t, tt.wantGets, gets(gc))
@@ -98,20 +100,19 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 
 	// Local files removed but a segments file left behind: the restored tree does
 	// not trust it, and the next restart reads only what is new.
-	dir := sessiontree.SessionDir(cfgB.Root, rc.NamespaceName(), "agent")
-	require.NoError(t, os.Remove(filepath.Join(dir, "s"+sessiontree.ContextSuffix)))
-	require.NoError(t, os.Remove(filepath.Join(dir, "s"+sessiontree.LogSuffix)))
+	require.NoError(t, os.Remove(files.Context))
+	require.NoError(t, os.Remove(files.Log))
 	gets(gc)
-	b, _, err = sessiontree.Open(ctx, cfgB, rc, "agent", "s", sessiontree.HeaderOptions{})
+	b, _, err = sessiontree.Open(ctx, cfgB, who, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 8, gets(gc))
 	require.Equal(t, ids(a.Entries()), ids(b.Entries()))
 	require.NoError(t, b.Flush(ctx))
-	b, _, err = sessiontree.Load(ctx, cfgB, rc, "agent", "s")
+	b, _, err = sessiontree.Load(ctx, cfgB, who, "agent", "s")
 	require.NoError(t, err)
-	require.Equal(t, 8, b.RemoteSegments())
+	require.Equal(t, 8, b.HeldSegments())
 	turn("last")
-	_, err = b.SyncFromRemote(ctx)
+	_, err = b.Pull(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, gets(gc))
 }
@@ -120,7 +121,7 @@ func TestSyncFromRemote_Incremental(t *testing.T) {
 // syncing first, so the slow one's keys land far below the newest key a reader
 // holds; a replica that syncs every turn still holds every entry within one
 // reconciliation period (Reconcile.Every syncs) after the last write.
-func TestSyncFromRemote_SkewedWriters(t *testing.T) {
+func TestPull_SkewedWriters(t *testing.T) {
 	ctx := context.Background()
 	b := membucket.New()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -141,8 +142,8 @@ func TestSyncFromRemote_SkewedWriters(t *testing.T) {
 	writers := []*sessiontree.Tree{replica("fast", time.Hour), replica("slow", -time.Hour), exact}
 
 	cfg := testConfig(t)
-	cfg.Remote = newStore(0, transcript.ReconcilePolicy{Every: every, After: time.Hour})
-	reader, _, err := sessiontree.Open(ctx, cfg, rc, "agent", "skew", sessiontree.HeaderOptions{})
+	cfg.Store = newStore(0, transcript.ReconcilePolicy{Every: every, After: time.Hour})
+	reader, _, err := sessiontree.Open(ctx, cfg, who, "agent", "skew", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	var late int // turns the reader's sync right after them missed
 	for i := range 6 {
@@ -150,7 +151,7 @@ func TestSyncFromRemote_SkewedWriters(t *testing.T) {
 		_, err := w.AppendMessage(msg(userMsg, fmt.Sprintf("turn %d", i)))
 		require.NoError(t, err)
 		require.NoError(t, w.Flush(ctx))
-		rep, err := reader.SyncFromRemote(ctx)
+		rep, err := reader.Pull(ctx)
 		require.NoError(t, err)
 		if rep.Added == 0 {
 			late++
@@ -164,7 +165,7 @@ func TestSyncFromRemote_SkewedWriters(t *testing.T) {
 		}
 	}
 	for sync := 1; ; sync++ {
-		_, err := reader.SyncFromRemote(ctx)
+		_, err := reader.Pull(ctx)
 		require.NoError(t, err)
 		if len(reader.Entries()) == len(want) {
 			break
@@ -180,7 +181,7 @@ func TestSyncFromRemote_SkewedWriters(t *testing.T) {
 // from an entry this replica's last compaction rewrite left out of its context
 // file, makes the next flush rewrite the file: read alone it must still give the
 // replica's context.
-func TestSyncFromRemote_LeafMovedOffTheContextFile(t *testing.T) {
+func TestPull_LeafMovedOffTheContextFile(t *testing.T) {
 	ctx := context.Background()
 	s, err := transcript.New(transcript.Config{Bucket: membucket.New()})
 	require.NoError(t, err)
@@ -197,14 +198,14 @@ func TestSyncFromRemote_LeafMovedOffTheContextFile(t *testing.T) {
 	require.NoError(t, a.Flush(ctx))
 
 	b := openReplica(t, s, "b", "moved")
-	_, err = b.SyncFromRemote(ctx)
+	_, err = b.Pull(ctx)
 	require.NoError(t, err)
 	require.NoError(t, b.Branch(root.ID()))
 	_, err = b.AppendMessage(msg(assistantMsg, "another answer", "p", "m"))
 	require.NoError(t, err)
 	require.NoError(t, b.Flush(ctx))
 
-	_, err = a.SyncFromRemote(ctx)
+	_, err = a.Pull(ctx)
 	require.NoError(t, err)
 	require.NoError(t, a.Flush(ctx))
 	want := string(a.BuildContext().JSON())
@@ -219,14 +220,14 @@ func TestSyncFromRemote_LeafMovedOffTheContextFile(t *testing.T) {
 }
 
 // openReplica opens session of agent "agent" as a replica named name: its own
-// files, uploading to s (mirror.Sync) and syncing from it.
+// files, uploading to s (mirror.Direct) and syncing from it.
 func openReplica(t *testing.T, s *transcript.Store, name, session string) *sessiontree.Tree {
 	t.Helper()
 	w, err := transcript.NewWriter(name)
 	require.NoError(t, err)
 	cfg := testConfig(t)
-	cfg.Uploader, cfg.Remote = &mirror.Sync{Store: s, Writer: w}, s
-	tree, _, err := sessiontree.Open(context.Background(), cfg, rc, "agent", session, sessiontree.HeaderOptions{})
+	cfg.Uploader, cfg.Store = &mirror.Direct{Store: s, Writer: w}, s
+	tree, _, err := sessiontree.Open(context.Background(), cfg, who, "agent", session, sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	return tree
 }

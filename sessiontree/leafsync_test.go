@@ -24,7 +24,7 @@ import (
 //     holds (a writer whose clock is an hour slow, on a branch of its own; it used
 //     to take the leaf, and after a restart the last line of the local files
 //     would).
-func TestSyncFromRemote_IncrementalLeaf(t *testing.T) {
+func TestPull_IncrementalLeaf(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
@@ -42,7 +42,7 @@ func TestSyncFromRemote_IncrementalLeaf(t *testing.T) {
 			w, err := transcript.NewWriter("slow")
 			require.NoError(t, err)
 			raw := fmt.Sprintf(`{"type":"message","id":"late0001","parentId":%q,"timestamp":"2026-12-01T11:00:00.000Z","message":{"role":"user","content":"late","timestamp":1}}`, first.ID())
-			_, err = slow.AppendSegment(t.Context(), transcript.TranscriptRef{Namespace: rc.NamespaceName(), AgentID: "agent", SessionID: "leaf"}, [][]byte{[]byte(raw)}, w)
+			_, err = slow.AppendSegment(t.Context(), transcript.TranscriptRef{Namespace: who.NamespaceName(), AgentID: "agent", SessionID: "leaf"}, [][]byte{[]byte(raw)}, w)
 			require.NoError(t, err)
 		}, func(_, last pi.Entry) string { return last.ID() }},
 	}
@@ -62,8 +62,8 @@ func TestSyncFromRemote_IncrementalLeaf(t *testing.T) {
 			w, err := transcript.NewWriter("replica-a")
 			require.NoError(t, err)
 			cfgA := testConfig(t)
-			cfgA.Uploader, cfgA.Remote = &mirror.Sync{Store: store, Writer: w}, store
-			a, _, err := sessiontree.Open(ctx, cfgA, rc, "agent", "leaf", sessiontree.HeaderOptions{})
+			cfgA.Uploader, cfgA.Store = &mirror.Direct{Store: store, Writer: w}, store
+			a, _, err := sessiontree.Open(ctx, cfgA, who, "agent", "leaf", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			first, err := a.AppendMessage(msg(userMsg, "one"))
 			require.NoError(t, err)
@@ -72,17 +72,17 @@ func TestSyncFromRemote_IncrementalLeaf(t *testing.T) {
 			require.NoError(t, a.Flush(ctx))
 
 			cfgB := testConfig(t)
-			cfgB.Remote = store
-			replicaB, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "leaf", sessiontree.HeaderOptions{})
+			cfgB.Store = store
+			replicaB, _, err := sessiontree.Open(ctx, cfgB, who, "agent", "leaf", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			require.NoError(t, replicaB.Flush(ctx))
 			// B restarts from its local files: what it knows of the store comes from
 			// the segments file beside them.
-			replicaB, _, err = sessiontree.Load(ctx, cfgB, rc, "agent", "leaf")
+			replicaB, _, err = sessiontree.Load(ctx, cfgB, who, "agent", "leaf")
 			require.NoError(t, err)
 
 			tt.act(t, a, slow, first)
-			rep, err := replicaB.SyncFromRemote(ctx)
+			rep, err := replicaB.Pull(ctx)
 			require.NoError(t, err)
 			require.Equal(t, 1, rep.Added)
 
@@ -106,7 +106,7 @@ func TestSyncFromRemote_IncrementalLeaf(t *testing.T) {
 			seg, err := os.ReadFile(replicaB.SegmentsPath())
 			require.NoError(t, err)
 			require.Contains(t, string(seg), "frontier ")
-			restarted, _, err := sessiontree.Load(ctx, cfgB, rc, "agent", "leaf")
+			restarted, _, err := sessiontree.Load(ctx, cfgB, who, "agent", "leaf")
 			require.NoError(t, err)
 			leaf, ok = restarted.Leaf()
 			require.True(t, ok)

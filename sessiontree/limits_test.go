@@ -27,8 +27,8 @@ func TestTree_StoreLimits(t *testing.T) {
 	w, err := transcript.NewWriter("limits")
 	require.NoError(t, err)
 	cfg := testConfig(t)
-	cfg.Uploader = &mirror.Sync{Store: store, Writer: w}
-	tr, err := sessiontree.New(cfg, sessiontree.RuntimeContext{}, "agent", "limits", sessiontree.HeaderOptions{})
+	cfg.Uploader = &mirror.Direct{Store: store, Writer: w}
+	tr, err := sessiontree.New(cfg, sessiontree.Identity{}, "agent", "limits", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 
 	first, err := tr.AppendMessage(json.RawMessage(`{"role":"user","content":"hi"}`))

@@ -32,7 +32,8 @@ func (e LineError) Error() string {
 // Unwrap returns the underlying error.
 func (e LineError) Unwrap() error { return e.Err }
 
-// LoadReport says what a load, import or sync found besides the entries it kept.
+// LoadReport says what a load, an import, a pull or a merge of the log found
+// besides the entries it kept.
 type LoadReport struct {
 	// TornBytes is the length of an unterminated last line that did not parse (a
 	// write cut short by a crash); it was dropped, and the next append to that file
@@ -48,7 +49,7 @@ type LoadReport struct {
 	// Conflicts lists entries whose id was already known with other bytes; the
 	// first one is kept.
 	Conflicts []LineError
-	// Added counts entries added (by a sync).
+	// Added counts entries added (by a pull or a merge of the log).
 	Added int
 }
 

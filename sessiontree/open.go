@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/pi"
 )
 
@@ -18,18 +17,18 @@ import (
 // lines are skipped and reported, duplicate ids collapse. Loaded entries count as
 // persisted and as already uploaded: they are never handed to the uploader. The
 // entries the context file dropped after a compaction are in the log; call
-// SyncFromLog to get the full tree. A missing context file returns an error
+// MergeLog to get the full tree. A missing context file returns an error
 // wrapping ErrNotFound.
-func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, LoadReport, error) {
-	t, err := newTree(cfg, rc, agentID, sessionID)
+func Load(ctx context.Context, cfg Config, who Identity, agentID, sessionID string) (*Tree, LoadReport, error) {
+	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, LoadReport{}, err
 	}
-	t.remote.fromFiles = true
-	data, err := os.ReadFile(t.ctxPath)
+	t.stored.fromFiles = true
+	data, err := os.ReadFile(t.files.Context)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, ErrNotFound)
 	}
@@ -46,9 +45,9 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 		return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 	}
 	t.header = d.header
-	t.headerInCtx, t.headerRemote = true, true
-	flags := inCtx | remoteDone
-	if st, err := os.Stat(t.logPath); err == nil && st.Size() > 0 {
+	t.headerInCtx, t.headerUploaded = true, true
+	flags := inCtx | uploaded
+	if st, err := os.Stat(t.files.Log); err == nil && st.Size() > 0 {
 		t.headerInLog = true
 		flags |= inLog
 	}
@@ -67,7 +66,7 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 		// reads, but the thinking level and model of the context come from the whole
 		// path, which only the log still has. Complete the tree from the log so the
 		// context is exactly the one Pi builds from the full file.
-		logRep, err := t.SyncFromLog(ctx)
+		logRep, err := t.MergeLog(ctx)
 		if err != nil {
 			return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 		}
@@ -80,11 +79,11 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 }
 
 // leafFromSegmentsFile sets the active leaf recorded in the segments file when
-// that file describes the local files as they are (see segmentsFile.leaf): a sync
+// that file describes the local files as they are (see segmentsFile.leaf): a pull
 // may have left the leaf on an entry before the files' last one, which the order
 // of the files alone cannot tell.
 func (t *Tree) leafFromSegmentsFile() {
-	f := readSegmentsFile(t.segmentsPath())
+	f := readSegmentsFile(t.files.Segments)
 	if !f.leafKnown || f.sizes == "" || f.sizes != t.localSizes() {
 		return
 	}
@@ -101,7 +100,7 @@ func (t *Tree) leafFromSegmentsFile() {
 // are set aside (their bytes saved to {file}.torn) and the session is not found
 // locally, so Open restores it from the uploader's outbox or the store.
 func (t *Tree) loadFromLog(ctx context.Context, rep LoadReport) (*Tree, LoadReport, error) {
-	logRep, err := t.SyncFromLog(ctx)
+	logRep, err := t.MergeLog(ctx)
 	rep.TornBytes += logRep.TornBytes
 	rep.Malformed = append(rep.Malformed, logRep.Malformed...)
 	if err != nil && !errors.Is(err, ErrInvalidHeader) {
@@ -111,7 +110,7 @@ func (t *Tree) loadFromLog(ctx context.Context, rep LoadReport) (*Tree, LoadRepo
 		t.headerInCtx = false
 		return t, rep, nil
 	}
-	for _, p := range []string{t.ctxPath, t.logPath} {
+	for _, p := range []string{t.files.Context, t.files.Log} {
 		if err := setAside(p, t.cfg.NoSync); err != nil {
 			return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 		}
@@ -136,22 +135,22 @@ func (t *Tree) activePathTruncated() bool {
 }
 
 // Open loads the session if its context file exists; otherwise, with a
-// Config.Remote, it restores the session from the store (another replica may have
-// started it: behind a load balancer any turn can land anywhere); otherwise, or
-// when the store does not have it either, it starts a new one with New (h is used
-// only then).
-func Open(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptions) (*Tree, LoadReport, error) {
-	t, rep, err := Load(ctx, cfg, rc, agentID, sessionID)
+// Config.Store or a Config.Uploader, it restores the session from the store and
+// what the uploader still holds (another replica may have started it: behind a
+// load balancer any turn can land anywhere); otherwise, or when neither has it, it
+// starts a new one with New (h is used only then).
+func Open(ctx context.Context, cfg Config, who Identity, agentID, sessionID string, h HeaderOptions) (*Tree, LoadReport, error) {
+	t, rep, err := Load(ctx, cfg, who, agentID, sessionID)
 	if !errors.Is(err, ErrNotFound) {
 		return t, rep, err
 	}
-	if _, pending := cfg.Uploader.(mirror.PendingReader); cfg.Remote != nil || pending {
-		t, rep, err = Restore(ctx, cfg, rc, agentID, sessionID)
+	if cfg.Store != nil || cfg.Uploader != nil {
+		t, rep, err = Restore(ctx, cfg, who, agentID, sessionID)
 		if !errors.Is(err, ErrNotFound) {
 			return t, rep, err
 		}
 	}
-	t, err = New(cfg, rc, agentID, sessionID, h)
+	t, err = New(cfg, who, agentID, sessionID, h)
 	return t, LoadReport{}, err
 }
 
@@ -159,8 +158,8 @@ func Open(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 // versions deterministically) into a new tree. Its entries are new to the store:
 // the next Flush writes them locally and hands them (after the header) to the
 // uploader. Nothing is written before that Flush.
-func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reader) (*Tree, LoadReport, error) {
-	t, err := newTree(cfg, rc, agentID, sessionID)
+func Import(cfg Config, who Identity, agentID, sessionID string, r io.Reader) (*Tree, LoadReport, error) {
+	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
@@ -172,7 +171,7 @@ func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reade
 	for _, e := range es {
 		i := t.add(e, 0)
 		t.pendingLocal = append(t.pendingLocal, i)
-		t.pendingRemote = append(t.pendingRemote, i)
+		t.pendingUpload = append(t.pendingUpload, i)
 		if e.Type() == pi.TypeCompaction {
 			t.rewriteCtx = true // the first Flush writes the compacted context file
 		}
@@ -181,42 +180,42 @@ func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reade
 	return t, rep, nil
 }
 
-// Restore rebuilds a session from Config.Remote alone (for a replica without
-// local files), and from what Config.Uploader still holds for it when that is a
-// mirror.PendingReader (a crash between handing a flush over and writing the local
-// files leaves it there). The remote's header entry becomes the header; the entries count
-// as uploaded and are written locally by the next Flush. It fails with
-// ErrNotFound when the remote has no header for the session, and refuses to run
-// when the local context file exists (use Load and SyncFromRemote then).
-func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, LoadReport, error) {
-	t, err := newTree(cfg, rc, agentID, sessionID)
+// Restore rebuilds a session, for a replica without local files, from
+// Config.Store and from what Config.Uploader still holds for it (its
+// PendingEntries: a crash between handing a flush over and writing the local files
+// leaves them there); it needs at least one of the two. The stored header entry
+// becomes the header; the entries count as uploaded and are written locally by the
+// next Flush. It fails with ErrNotFound when neither has a header for the session,
+// and refuses to run when the local context file exists (use Load and
+// Pull then).
+func Restore(ctx context.Context, cfg Config, who Identity, agentID, sessionID string) (*Tree, LoadReport, error) {
+	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
-	pr, _ := cfg.Uploader.(mirror.PendingReader)
-	if cfg.Remote == nil && pr == nil {
-		return nil, LoadReport{}, fmt.Errorf("restore %s: no Config.Remote", t.ref)
+	if cfg.Store == nil && cfg.Uploader == nil {
+		return nil, LoadReport{}, fmt.Errorf("restore %s: no Config.Store and no Config.Uploader", t.ref)
 	}
-	if _, err := os.Stat(t.ctxPath); err == nil {
-		return nil, LoadReport{}, fmt.Errorf("restore %s: local file %s exists", t.ref, t.ctxPath)
+	if _, err := os.Stat(t.files.Context); err == nil {
+		return nil, LoadReport{}, fmt.Errorf("restore %s: local file %s exists", t.ref, t.files.Context)
 	}
 	// What the uploader holds first: a segment it stores meanwhile is then in the
 	// store when the store is read.
 	var pending [][]byte
-	if pr != nil {
-		if pending, err = pr.PendingEntries(ctx, t.ref); err != nil {
+	if cfg.Uploader != nil {
+		if pending, err = cfg.Uploader.PendingEntries(ctx, t.ref); err != nil {
 			return nil, LoadReport{}, fmt.Errorf("restore %s: %w", t.ref, err)
 		}
 	}
 	var rep LoadReport
-	if cfg.Remote != nil {
-		if rep, err = t.SyncFromRemote(ctx); err != nil {
+	if cfg.Store != nil {
+		if rep, err = t.Pull(ctx); err != nil {
 			return nil, rep, err
 		}
 	}
 	if len(pending) > 0 {
 		t.mu.Lock()
-		prep := t.mergeRemote(pending, nil)
+		prep := t.mergeStored(pending, nil)
 		t.mu.Unlock()
 		rep.Added += prep.Added
 		rep.Duplicates += prep.Duplicates

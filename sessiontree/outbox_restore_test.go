@@ -2,6 +2,7 @@ package sessiontree_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -37,9 +38,9 @@ func TestOpen_RestoresFromOutbox(t *testing.T) {
 		require.NoError(t, m.Close(ctx))
 	}()
 	cfg := testConfig(t)
-	cfg.Uploader, cfg.Remote = m, store
+	cfg.Uploader, cfg.Store = m, store
 
-	a, _, err := sessiontree.Open(ctx, cfg, rc, "agent", "s", sessiontree.HeaderOptions{Cwd: "/a"})
+	a, _, err := sessiontree.Open(ctx, cfg, who, "agent", "s", sessiontree.HeaderOptions{Cwd: "/a"})
 	require.NoError(t, err)
 	first, err := a.AppendMessage(msg(userMsg, "hello"))
 	require.NoError(t, err)
@@ -48,14 +49,14 @@ func TestOpen_RestoresFromOutbox(t *testing.T) {
 	require.NoError(t, os.Remove(a.ContextPath()))
 	require.NoError(t, os.Remove(a.LogPath()))
 
-	b, rep, err := sessiontree.Open(ctx, cfg, rc, "agent", "s", sessiontree.HeaderOptions{Cwd: "/b"})
+	b, rep, err := sessiontree.Open(ctx, cfg, who, "agent", "s", sessiontree.HeaderOptions{Cwd: "/b"})
 	require.NoError(t, err)
 	require.Empty(t, rep.Conflicts)
 	require.Equal(t, a.Header(), b.Header(), "the session continues, it is not started anew")
 	require.Len(t, b.Entries(), 1)
 	require.Equal(t, first.ID(), b.Entries()[0].ID())
-	_, remote := b.Pending()
-	require.Zero(t, remote, "what the outbox holds is not handed over twice")
+	_, upload := b.Pending()
+	require.Zero(t, upload, "what the outbox holds is not handed over twice")
 
 	second, err := b.AppendMessage(msg(userMsg, "again"))
 	require.NoError(t, err)
@@ -69,3 +70,68 @@ func TestOpen_RestoresFromOutbox(t *testing.T) {
 	require.Empty(t, res.Conflicts, "one header in the store")
 	require.Len(t, res.Entries, 3, "header and both entries")
 }
+
+// holdingUploader accepts batches and never stores them: everything it accepted
+// stays among its PendingEntries, as in an outbox while the store is down.
+type holdingUploader struct{ recorder }
+
+func (h *holdingUploader) PendingEntries(_ context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out [][]byte
+	for _, b := range h.batches {
+		if b.Ref == ref {
+			out = append(out, b.Entries...)
+		}
+	}
+	return out, nil
+}
+
+// TestRestore_Sources: Restore reads the store (Config.Store) and what the
+// uploader holds (its PendingEntries), needs one of the two, and finds no session
+// where neither has its header.
+func TestRestore_Sources(t *testing.T) {
+	ctx := context.Background()
+	holding := &holdingUploader{}
+	cfg := testConfig(t)
+	cfg.Uploader = holding
+	a, err := sessiontree.New(cfg, who, "agent", "held", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	first, err := a.AppendMessage(msg(userMsg, "only in the outbox"))
+	require.NoError(t, err)
+	require.NoError(t, a.Flush(ctx))
+
+	for _, tc := range []struct {
+		name     string
+		uploader sessiontree.Uploader
+		session  string
+		entries  int   // restored entries, when err is nil
+		err      error // nil, ErrNotFound, or errNoSource for the configuration error
+	}{
+		{"uploader holds the session", holding, "held", 1, nil},
+		{"uploader holds another session", holding, "other", 0, sessiontree.ErrNotFound},
+		{"uploader holds nothing", &recorder{}, "held", 0, sessiontree.ErrNotFound},
+		{"no uploader and no store", nil, "held", 0, errNoSource},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.Uploader = tc.uploader
+			b, _, err := sessiontree.Restore(ctx, cfg, who, "agent", tc.session)
+			switch tc.err {
+			case nil:
+				require.NoError(t, err)
+				require.Equal(t, a.Header(), b.Header())
+				require.Len(t, b.Entries(), tc.entries)
+				require.Equal(t, first.ID(), b.Entries()[0].ID())
+			case errNoSource:
+				require.ErrorContains(t, err, "no Config.Store and no Config.Uploader")
+				require.NotErrorIs(t, err, sessiontree.ErrNotFound)
+			default:
+				require.ErrorIs(t, err, tc.err)
+			}
+		})
+	}
+}
+
+// errNoSource marks the case of TestRestore_Sources that is a configuration error.
+var errNoSource = errors.New("no source")

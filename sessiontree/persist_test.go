@@ -12,12 +12,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-var rc = sessiontree.RuntimeContext{Namespace: "tenant-a", UserID: "u1"}
+var who = sessiontree.Identity{Namespace: "tenant-a", UserID: "u1"}
 
 func msg(format string, args ...any) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(format, args...))
@@ -28,7 +27,7 @@ func TestFlush_DeferredThenIncremental(t *testing.T) {
 	cfg := testConfig(t)
 	up := &recorder{}
 	cfg.Uploader = up
-	tr, err := sessiontree.New(cfg, rc, "agent-1", "sess-1", sessiontree.HeaderOptions{Cwd: "/w"})
+	tr, err := sessiontree.New(cfg, who, "agent-1", "sess-1", sessiontree.HeaderOptions{Cwd: "/w"})
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(cfg.Root, "tenant-a", "agents", "agent-1", "sessions", "sess-1.jsonl"), tr.ContextPath())
 	require.Equal(t, filepath.Join(cfg.Root, "tenant-a", "agents", "agent-1", "sessions", "sess-1.log.jsonl"), tr.LogPath())
@@ -54,7 +53,7 @@ func TestFlush_DeferredThenIncremental(t *testing.T) {
 	require.Len(t, b.Entries, 3)
 	require.Equal(t, string(tr.Header().Raw()), string(b.Entries[0]), "the header leads the first batch")
 	require.Equal(t, string(u.Raw()), string(b.Entries[1]))
-	require.Equal(t, tr.ContextPath(), b.ContextPath)
+	require.Equal(t, sessiontree.Files{Context: tr.ContextPath(), Log: tr.LogPath(), Segments: tr.SegmentsPath()}, b.Files)
 
 	require.NoError(t, tr.Flush(ctx), "nothing new: no-op")
 	require.Len(t, up.batches, 1)
@@ -76,14 +75,14 @@ func TestFlush_FailedUploadRetriesWithoutLocalDuplicates(t *testing.T) {
 	cfg := testConfig(t)
 	up := &recorder{fail: errUpload}
 	cfg.Uploader = up
-	tr, err := sessiontree.New(cfg, rc, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(cfg, who, "a", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	e1, _ := tr.AppendMessage(msg(userMsg, "1"))
 	require.ErrorIs(t, tr.Flush(ctx), errUpload)
 	e2, _ := tr.AppendMessage(msg(userMsg, "2"))
 	require.ErrorIs(t, tr.Flush(ctx), errUpload)
-	_, remote := tr.Pending()
-	require.Equal(t, 2, remote)
+	_, upload := tr.Pending()
+	require.Equal(t, 2, upload)
 	up.fail = nil
 	require.NoError(t, tr.Flush(ctx))
 	require.Len(t, up.batches, 1)
@@ -98,12 +97,12 @@ func TestLoad_NoAssistantYetThenAppend(t *testing.T) {
 	cfg := testConfig(t)
 	up := &recorder{}
 	cfg.Uploader = up
-	tr, err := sessiontree.New(cfg, rc, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(cfg, who, "a", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	u, _ := tr.AppendMessage(msg(userMsg, "1"))
 	require.NoError(t, tr.Flush(ctx))
 
-	tr2, rep, err := sessiontree.Load(ctx, cfg, rc, "a", "s")
+	tr2, rep, err := sessiontree.Load(ctx, cfg, who, "a", "s")
 	require.NoError(t, err)
 	require.True(t, rep.Clean())
 	a, err := tr2.AppendMessage(msg(assistantMsg, "x", "p", "m"))
@@ -118,24 +117,24 @@ func TestLoad_NoAssistantYetThenAppend(t *testing.T) {
 	require.Equal(t, [][]byte{a.Raw()}, up.batches[1].Entries, "loaded entries and the header are never uploaded again")
 }
 
-func TestRuntimeContext_Namespace(t *testing.T) {
+func TestIdentity_Namespace(t *testing.T) {
 	cfg := testConfig(t)
-	tr, err := sessiontree.New(cfg, sessiontree.RuntimeContext{}, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(cfg, sessiontree.Identity{}, "a", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "default", tr.Ref().Namespace)
 	require.Contains(t, tr.ContextPath(), filepath.Join(cfg.Root, "default", "agents", "a"))
-	for _, bad := range []sessiontree.RuntimeContext{{Namespace: "../x"}, {Namespace: "a/b"}} {
+	for _, bad := range []sessiontree.Identity{{Namespace: "../x"}, {Namespace: "a/b"}} {
 		_, err := sessiontree.New(cfg, bad, "a", "s", sessiontree.HeaderOptions{})
 		require.ErrorIs(t, err, transcript.ErrInvalidRef)
 	}
-	_, err = sessiontree.New(cfg, rc, "a", "..", sessiontree.HeaderOptions{})
+	_, err = sessiontree.New(cfg, who, "a", "..", sessiontree.HeaderOptions{})
 	require.ErrorIs(t, err, transcript.ErrInvalidRef)
-	_, _, err = sessiontree.Load(context.Background(), cfg, rc, "a", "missing")
+	_, _, err = sessiontree.Load(context.Background(), cfg, who, "a", "missing")
 	require.ErrorIs(t, err, sessiontree.ErrNotFound)
 }
 
 func TestAppendRaw_Validation(t *testing.T) {
-	tr, err := sessiontree.New(testConfig(t), rc, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(testConfig(t), who, "a", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	for _, bad := range []string{`[]`, `{"id":"x","parentId":null}`, `{"type":"message","parentId":null}`,
 		`{"type":"message","id":"x"}`, `{"type":"session","id":"x","parentId":null}`, `{"type":"m","id":"x","parentId":5}`, `{"type":"m",`} {
@@ -162,7 +161,7 @@ func TestAppendRaw_Validation(t *testing.T) {
 // messages).
 func buildBranchedSession(t *testing.T, cfg sessiontree.Config) (*sessiontree.Tree, map[string]string) {
 	t.Helper()
-	tr, err := sessiontree.New(cfg, rc, "agent", "branched", sessiontree.HeaderOptions{Cwd: "/w"})
+	tr, err := sessiontree.New(cfg, who, "agent", "branched", sessiontree.HeaderOptions{Cwd: "/w"})
 	require.NoError(t, err)
 	id := map[string]string{}
 	must := func(name string, e sessiontree.Entry, err error) {
@@ -255,12 +254,12 @@ func TestTree_BranchedTwiceCompacted(t *testing.T) {
 
 	// Loading the rewritten context file completes the truncated path from the log,
 	// so the thinking level and model set before the kept range are not lost.
-	tr2, rep, err := sessiontree.Load(ctx, cfg, rc, "agent", "branched")
+	tr2, rep, err := sessiontree.Load(ctx, cfg, who, "agent", "branched")
 	require.NoError(t, err)
 	require.True(t, rep.Clean())
 	require.Equal(t, tr.BuildContext().Messages, tr2.BuildContext().Messages)
 	require.Equal(t, tr.Len(), tr2.Len())
-	lrep, err := tr2.SyncFromLog(ctx)
+	lrep, err := tr2.MergeLog(ctx)
 	require.NoError(t, err)
 	require.Zero(t, lrep.Added, "Load already read what the log adds")
 	require.Equal(t, ids(tr.Entries()), ids(tr2.Entries()))
@@ -293,12 +292,12 @@ func joinLines(ls []string) string {
 	return out
 }
 
-func TestSyncFromRemote_RestoreAndNoReupload(t *testing.T) {
+func TestPull_RestoreAndNoReupload(t *testing.T) {
 	ctx := context.Background()
 	store := newFakeStore()
 	cfgA := testConfig(t)
-	cfgA.Uploader, cfgA.Remote = store, store
-	a, err := sessiontree.New(cfgA, rc, "agent", "s", sessiontree.HeaderOptions{})
+	cfgA.Uploader, cfgA.Store = store, store
+	a, err := sessiontree.New(cfgA, who, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	_, _ = a.AppendMessage(msg(userMsg, "hi"))
 	_, _ = a.AppendMessage(msg(assistantMsg, "yo", "p", "m"))
@@ -307,14 +306,14 @@ func TestSyncFromRemote_RestoreAndNoReupload(t *testing.T) {
 	cfgB := testConfig(t)
 	cfgB.Rand = newSeeded(2)
 	upB := &recorder{}
-	cfgB.Uploader, cfgB.Remote = upB, store
-	b, rep, err := sessiontree.Restore(ctx, cfgB, rc, "agent", "s")
+	cfgB.Uploader, cfgB.Store = upB, store
+	b, rep, err := sessiontree.Restore(ctx, cfgB, who, "agent", "s")
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Added)
 	require.Equal(t, string(a.Header().Raw()), string(b.Header().Raw()))
 	require.Equal(t, string(a.BuildContext().JSON()), string(b.BuildContext().JSON()))
 	require.NoError(t, b.Flush(ctx))
-	require.Empty(t, upB.all(), "entries from the remote are never uploaded again")
+	require.Empty(t, upB.all(), "entries from the store are never uploaded again")
 	require.Len(t, lines(t, b.LogPath()), 3)
 
 	n, err := b.AppendMessage(msg(userMsg, "from b"))
@@ -322,9 +321,9 @@ func TestSyncFromRemote_RestoreAndNoReupload(t *testing.T) {
 	require.NoError(t, b.Flush(ctx))
 	require.Equal(t, [][]byte{n.Raw()}, upB.all())
 
-	_, _, err = sessiontree.Restore(ctx, cfgB, rc, "agent", "s")
+	_, _, err = sessiontree.Restore(ctx, cfgB, who, "agent", "s")
 	require.Error(t, err, "local files exist")
-	_, _, err = sessiontree.Restore(ctx, cfgB, rc, "agent", "other")
+	_, _, err = sessiontree.Restore(ctx, cfgB, who, "agent", "other")
 	require.ErrorIs(t, err, sessiontree.ErrNotFound)
 }
 
@@ -334,7 +333,7 @@ func TestTree_ConcurrentAppendFlush(t *testing.T) {
 	cfg.NoSync = true
 	up := &recorder{}
 	cfg.Uploader = up
-	tr, err := sessiontree.New(cfg, rc, "a", "s", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(cfg, who, "a", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -379,12 +378,12 @@ func TestLoad_AfterCompactionKeepsContext(t *testing.T) {
 			require.NoError(t, err)
 			defer f.Close()
 			cfg := testConfig(t)
-			tr, _, err := sessiontree.Import(cfg, rc, "agent", "imported", f)
+			tr, _, err := sessiontree.Import(cfg, who, "agent", "imported", f)
 			require.NoError(t, err)
 			want := string(tr.BuildContext().JSON())
 			require.NoError(t, tr.Flush(ctx))
 
-			tr2, rep, err := sessiontree.Load(ctx, cfg, rc, "agent", "imported")
+			tr2, rep, err := sessiontree.Load(ctx, cfg, who, "agent", "imported")
 			require.NoError(t, err)
 			require.True(t, rep.Clean())
 			require.Equal(t, want, string(tr2.BuildContext().JSON()))
@@ -395,13 +394,14 @@ func TestLoad_AfterCompactionKeepsContext(t *testing.T) {
 
 // orderProbe records whether the log file existed when each batch was handed over.
 type orderProbe struct {
+	storesOnUpload
 	localFirst bool
 	fail       bool
 	logExisted []bool
 }
 
-func (o *orderProbe) Upload(_ context.Context, b mirror.Batch) error {
-	_, err := os.Stat(b.LogPath)
+func (o *orderProbe) Upload(_ context.Context, b sessiontree.Batch) error {
+	_, err := os.Stat(b.Files.Log)
 	o.logExisted = append(o.logExisted, err == nil)
 	if o.fail {
 		return errors.New("bucket unreachable")
@@ -419,13 +419,13 @@ func TestFlush_HandOverOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		localFirst bool
-	}{{"segments: remote first", false}, {"legacy: local first", true}} {
+	}{{"segments: upload first", false}, {"legacy: local first", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			probe := &orderProbe{localFirst: tc.localFirst, fail: true}
 			cfg := testConfig(t)
 			cfg.Uploader = probe
-			tr, err := sessiontree.New(cfg, rc, "a", "order", sessiontree.HeaderOptions{})
+			tr, err := sessiontree.New(cfg, who, "a", "order", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			_, err = tr.AppendMessage(msg(userMsg, "hello"))
 			require.NoError(t, err)
@@ -433,36 +433,36 @@ func TestFlush_HandOverOrder(t *testing.T) {
 			require.Error(t, tr.Flush(ctx), "the failed hand-over is reported")
 			require.Equal(t, []bool{tc.localFirst}, probe.logExisted)
 			require.Len(t, lines(t, tr.LogPath()), 2, "header and entry written locally all the same")
-			local, remote := tr.Pending()
+			local, upload := tr.Pending()
 			require.Equal(t, 0, local)
-			require.Equal(t, 1, remote)
+			require.Equal(t, 1, upload)
 
 			probe.fail = false
 			require.NoError(t, tr.Flush(ctx))
 			require.Len(t, lines(t, tr.LogPath()), 2, "no duplicate after the retry")
-			_, remote = tr.Pending()
-			require.Equal(t, 0, remote)
+			_, upload = tr.Pending()
+			require.Equal(t, 0, upload)
 		})
 	}
 }
 
-// TestOpen_RestoresFromRemote: a replica without local files that opens a session
+// TestOpen_RestoresFromStore: a replica without local files that opens a session
 // another replica started continues it from the store instead of starting a second
 // session with a conflicting header.
-func TestOpen_RestoresFromRemote(t *testing.T) {
+func TestOpen_RestoresFromStore(t *testing.T) {
 	ctx := context.Background()
 	store := newFakeStore()
 	cfgA := testConfig(t)
-	cfgA.Uploader, cfgA.Remote = store, store
-	a, _, err := sessiontree.Open(ctx, cfgA, rc, "agent", "shared", sessiontree.HeaderOptions{Cwd: "/a"})
+	cfgA.Uploader, cfgA.Store = store, store
+	a, _, err := sessiontree.Open(ctx, cfgA, who, "agent", "shared", sessiontree.HeaderOptions{Cwd: "/a"})
 	require.NoError(t, err)
 	first, err := a.AppendMessage(msg(userMsg, "from replica A"))
 	require.NoError(t, err)
 	require.NoError(t, a.Flush(ctx))
 
 	cfgB := testConfig(t)
-	cfgB.Uploader, cfgB.Remote = store, store
-	b, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "shared", sessiontree.HeaderOptions{Cwd: "/b"})
+	cfgB.Uploader, cfgB.Store = store, store
+	b, _, err := sessiontree.Open(ctx, cfgB, who, "agent", "shared", sessiontree.HeaderOptions{Cwd: "/b"})
 	require.NoError(t, err)
 	require.Equal(t, a.Header().Raw(), b.Header().Raw(), "the header comes from the store")
 	leaf, ok := b.Leaf()
@@ -475,7 +475,7 @@ func TestOpen_RestoresFromRemote(t *testing.T) {
 	require.NoError(t, b.Flush(ctx))
 
 	// A session nobody has is new.
-	c, _, err := sessiontree.Open(ctx, cfgB, rc, "agent", "fresh", sessiontree.HeaderOptions{})
+	c, _, err := sessiontree.Open(ctx, cfgB, who, "agent", "fresh", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	require.Zero(t, c.Len())
 }
@@ -489,7 +489,7 @@ func TestFlush_LeafMovedBackBeforeACompaction(t *testing.T) {
 	for _, record := range []bool{false, true} {
 		t.Run(fmt.Sprintf("leaf entry %v", record), func(t *testing.T) {
 			ctx := context.Background()
-			tr, err := sessiontree.New(testConfig(t), rc, "agent", "moved", sessiontree.HeaderOptions{})
+			tr, err := sessiontree.New(testConfig(t), who, "agent", "moved", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			user := json.RawMessage(`{"role":"user","content":"first question"}`)
 			answer := json.RawMessage(`{"role":"assistant","content":[],"provider":"p","model":"m"}`)

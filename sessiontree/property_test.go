@@ -13,8 +13,8 @@ import (
 )
 
 // TestReplicas_RandomInterleaving: two replicas (separate roots) share one fake
-// remote. Random appends, flushes, reloads (from the files, plus the log) and
-// remote syncs in any interleaving end, after a final flush and sync on both,
+// store. Random appends, flushes, reloads (from the files, plus the log) and
+// pulls in any interleaving end, after a final flush and pull on both,
 // with the same entry set on both replicas and in the store, and no entry
 // uploaded twice.
 func TestReplicas_RandomInterleaving(t *testing.T) {
@@ -28,15 +28,15 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 			uploads := map[string]int{}
 			counting := &countingUploader{store: store, seen: uploads}
 			for i := range cfgs {
-				cfgs[i] = sessiontree.Config{Root: t.TempDir(), Now: clock(), Rand: newSeeded(seed*10 + uint64(i)), NoSync: true, Uploader: counting, Remote: store}
+				cfgs[i] = sessiontree.Config{Root: t.TempDir(), Now: clock(), Rand: newSeeded(seed*10 + uint64(i)), NoSync: true, Uploader: counting, Store: store}
 			}
 			var err error
-			trees[0], err = sessiontree.New(cfgs[0], rc, "agent", "s", sessiontree.HeaderOptions{})
+			trees[0], err = sessiontree.New(cfgs[0], who, "agent", "s", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			_, err = trees[0].AppendMessage(msg(userMsg, "start"))
 			require.NoError(t, err)
 			require.NoError(t, trees[0].Flush(ctx))
-			trees[1], _, err = sessiontree.Restore(ctx, cfgs[1], rc, "agent", "s")
+			trees[1], _, err = sessiontree.Restore(ctx, cfgs[1], who, "agent", "s")
 			require.NoError(t, err)
 
 			for step := range 200 {
@@ -55,13 +55,13 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 				case op < 8:
 					err = tr.Flush(ctx)
 				case op == 8:
-					_, err = tr.SyncFromRemote(ctx)
+					_, err = tr.Pull(ctx)
 				default:
 					require.NoError(t, tr.Flush(ctx))
 					var nt *sessiontree.Tree
-					nt, _, err = sessiontree.Load(ctx, cfgs[r], rc, "agent", "s")
+					nt, _, err = sessiontree.Load(ctx, cfgs[r], who, "agent", "s")
 					require.NoError(t, err)
-					_, err = nt.SyncFromLog(ctx)
+					_, err = nt.MergeLog(ctx)
 					trees[r] = nt
 				}
 				require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 			for range 2 {
 				for _, tr := range trees {
 					require.NoError(t, tr.Flush(ctx))
-					_, err := tr.SyncFromRemote(ctx)
+					_, err := tr.Pull(ctx)
 					require.NoError(t, err)
 				}
 			}
@@ -78,17 +78,17 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 			}
 			a, b := sortedRaw(trees[0]), sortedRaw(trees[1])
 			require.Equal(t, a, b)
-			remote, _ := store.ReadEntries(ctx, trees[0].Ref())
-			require.Len(t, remote, len(a)+1) // + header
+			stored, _ := store.ReadEntries(ctx, trees[0].Ref())
+			require.Len(t, stored, len(a)+1) // + header
 			for id, n := range uploads {
 				require.Equal(t, 1, n, "entry %s uploaded %d times", id, n)
 			}
 			// Reloading each replica from its files gives the same set again.
 			for i := range trees {
-				nt, rep, err := sessiontree.Load(ctx, cfgs[i], rc, "agent", "s")
+				nt, rep, err := sessiontree.Load(ctx, cfgs[i], who, "agent", "s")
 				require.NoError(t, err)
 				require.True(t, rep.Clean())
-				_, err = nt.SyncFromLog(ctx)
+				_, err = nt.MergeLog(ctx)
 				require.NoError(t, err)
 				require.Equal(t, a, sortedRaw(nt))
 			}
@@ -97,11 +97,12 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 }
 
 type countingUploader struct {
+	storesOnUpload
 	store *fakeStore
 	seen  map[string]int
 }
 
-func (c *countingUploader) Upload(ctx context.Context, b mirrorBatch) error {
+func (c *countingUploader) Upload(ctx context.Context, b sessiontree.Batch) error {
 	for _, raw := range b.Entries {
 		e, err := sessiontree.ParseEntry(raw)
 		if err == nil {

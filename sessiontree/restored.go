@@ -12,14 +12,10 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// RestoredFiles are the paths of the local files WriteRestoredLean wrote.
-type RestoredFiles struct {
-	Log, Context, Segments string
-}
-
 // RestoredSession is what WriteRestoredLean wrote.
 type RestoredSession struct {
-	Files RestoredFiles
+	// Files are the paths of the local files WriteRestoredLean wrote.
+	Files Files
 	// Entries is the number of Pi entries written (the header not counted).
 	Entries int
 	// Size is the size in bytes of each of the two files (they are equal).
@@ -42,7 +38,7 @@ const (
 )
 
 // ClassifyRaw tells what raw is to a Tree that reads it from the store, with the
-// rules of SyncFromRemote (a header if pi.ParseHeader accepts it, else an entry
+// rules of Pull (a header if pi.ParseHeader accepts it, else an entry
 // if ParseEntry does, else skipped), parsing it once: the two parsers accept
 // disjoint sets (a header's type is "session", which ParseEntry refuses), so the
 // header parser runs only on what ParseEntry refused. The error is ParseEntry's,
@@ -69,7 +65,7 @@ func ClassifyRaw(raw []byte) (RawKind, error) {
 // names res.Held(), the segments whose entries they hold. That is what Restore
 // followed by Flush writes. Like Restore, it refuses to run when the context file
 // exists. A session without a header is ErrNoHeader, and nothing is written.
-func WriteRestoredLean(cfg Config, rc RuntimeContext, agentID, sessionID string, res *transcript.LeanResult) (RestoredSession, error) {
+func WriteRestoredLean(cfg Config, who Identity, agentID, sessionID string, res *transcript.LeanResult) (RestoredSession, error) {
 	kinds := make([]RawKind, res.Len())
 	header, n := -1, 0
 	for i := range kinds {
@@ -84,7 +80,7 @@ func WriteRestoredLean(cfg Config, rc RuntimeContext, agentID, sessionID string,
 		}
 	}
 	if header < 0 {
-		ref, _ := rc.Ref(agentID, sessionID)
+		ref, _ := who.Ref(agentID, sessionID)
 		return RestoredSession{}, fmt.Errorf("restore %s: %w", ref, ErrNoHeader)
 	}
 	lines := func(yield func([]byte) bool) {
@@ -97,29 +93,29 @@ func WriteRestoredLean(cfg Config, rc RuntimeContext, agentID, sessionID string,
 			}
 		}
 	}
-	files, size, err := writeRestored(cfg, rc, agentID, sessionID, lines, res.Held())
+	files, size, err := writeRestored(cfg, who, agentID, sessionID, lines, res.Held())
 	return RestoredSession{Files: files, Entries: n, Size: size}, err
 }
 
 // writeRestored writes the log and the context file, each holding lines, and
 // then the segments file naming have; it returns the size of each file.
-func writeRestored(cfg Config, rc RuntimeContext, agentID, sessionID string, lines iter.Seq[[]byte], have transcript.SegmentSet) (RestoredFiles, int64, error) {
-	t, err := newTree(cfg, rc, agentID, sessionID)
+func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines iter.Seq[[]byte], have transcript.SegmentSet) (Files, int64, error) {
+	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
-		return RestoredFiles{}, 0, err
+		return Files{}, 0, err
 	}
-	files := RestoredFiles{Log: t.logPath, Context: t.ctxPath, Segments: t.segmentsPath()}
-	if _, err := os.Stat(t.ctxPath); err == nil {
-		return files, 0, fmt.Errorf("restore %s: local file %s exists", t.ref, t.ctxPath)
+	files := t.files
+	if _, err := os.Stat(t.files.Context); err == nil {
+		return files, 0, fmt.Errorf("restore %s: local file %s exists", t.ref, t.files.Context)
 	}
-	if err := os.MkdirAll(filepath.Dir(t.logPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(t.files.Log), 0o755); err != nil {
 		return files, 0, fmt.Errorf("restore %s: create session directory: %w", t.ref, err)
 	}
 	// A segments file left behind describes files that are gone.
 	if err := os.Remove(files.Segments); err != nil && !os.IsNotExist(err) {
 		return files, 0, fmt.Errorf("restore %s: remove stale segments file: %w", t.ref, err)
 	}
-	size, err := writeLines([]string{t.logPath, t.ctxPath}, lines, cfg.NoSync)
+	size, err := writeLines([]string{t.files.Log, t.files.Context}, lines, cfg.NoSync)
 	if err != nil {
 		return files, 0, fmt.Errorf("restore %s: %w", t.ref, err)
 	}

@@ -57,7 +57,7 @@ func TestWriteRestoredLean_SameFilesAsRestoreAndFlush(t *testing.T) {
 			w, err := transcript.NewWriter("writer")
 			require.NoError(t, err)
 			sid := fmt.Sprintf("session-%d", i)
-			ref, err := rc.Ref("agent", sid)
+			ref, err := who.Ref("agent", sid)
 			require.NoError(t, err)
 			for _, seg := range tc.segments {
 				batch := make([][]byte, len(seg))
@@ -70,7 +70,7 @@ func TestWriteRestoredLean_SameFilesAsRestoreAndFlush(t *testing.T) {
 			res, err := store.ReadLean(ctx, ref)
 			require.NoError(t, err)
 			leanCfg := sessiontree.Config{Root: t.TempDir(), NoSync: true}
-			got, err := sessiontree.WriteRestoredLean(leanCfg, rc, "agent", sid, res)
+			got, err := sessiontree.WriteRestoredLean(leanCfg, who, "agent", sid, res)
 			if tc.noHeader {
 				require.ErrorIs(t, err, sessiontree.ErrNoHeader)
 				_, serr := os.Stat(got.Files.Context)
@@ -79,8 +79,8 @@ func TestWriteRestoredLean_SameFilesAsRestoreAndFlush(t *testing.T) {
 			}
 			require.NoError(t, err)
 
-			treeCfg := sessiontree.Config{Root: t.TempDir(), Remote: store, NoSync: true}
-			tree, _, err := sessiontree.Restore(ctx, treeCfg, rc, "agent", sid)
+			treeCfg := sessiontree.Config{Root: t.TempDir(), Store: store, NoSync: true}
+			tree, _, err := sessiontree.Restore(ctx, treeCfg, who, "agent", sid)
 			require.NoError(t, err)
 			require.NoError(t, tree.Flush(ctx))
 			require.Equal(t, tree.Len(), got.Entries)
@@ -94,12 +94,12 @@ func TestWriteRestoredLean_SameFilesAsRestoreAndFlush(t *testing.T) {
 			}
 
 			// The segments file says the files hold every segment: nothing to fetch.
-			loaded, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: leanCfg.Root, Remote: store, NoSync: true}, rc, "agent", sid)
+			loaded, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: leanCfg.Root, Store: store, NoSync: true}, who, "agent", sid)
 			require.NoError(t, err)
 			require.True(t, rep.Clean())
 			require.True(t, loaded.SegmentsFileCurrent())
-			require.Equal(t, len(tc.segments), loaded.RemoteSegments())
-			sync, err := loaded.SyncFromRemote(ctx)
+			require.Equal(t, len(tc.segments), loaded.HeldSegments())
+			sync, err := loaded.Pull(ctx)
 			require.NoError(t, err)
 			require.Zero(t, sync.Added)
 		})
@@ -115,16 +115,16 @@ func TestWriteRestoredLean_RefusesExistingFiles(t *testing.T) {
 	defer store.Close()
 	w, err := transcript.NewWriter("writer")
 	require.NoError(t, err)
-	ref, err := rc.Ref("agent", "s")
+	ref, err := who.Ref("agent", "s")
 	require.NoError(t, err)
 	_, err = store.AppendSegment(ctx, ref, [][]byte{pi.NewHeader("s", time.Unix(0, 0), "/", "").Raw()}, w)
 	require.NoError(t, err)
 	res, err := store.ReadLean(ctx, ref)
 	require.NoError(t, err)
 	cfg := sessiontree.Config{Root: t.TempDir(), NoSync: true}
-	_, err = sessiontree.WriteRestoredLean(cfg, rc, "agent", "s", res)
+	_, err = sessiontree.WriteRestoredLean(cfg, who, "agent", "s", res)
 	require.NoError(t, err)
-	_, err = sessiontree.WriteRestoredLean(cfg, rc, "agent", "s", res)
+	_, err = sessiontree.WriteRestoredLean(cfg, who, "agent", "s", res)
 	require.ErrorContains(t, err, "exists")
 }
 

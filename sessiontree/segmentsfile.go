@@ -34,11 +34,11 @@ const (
 type segmentsFile struct {
 	// have is the set of segments whose entries the local files hold.
 	have transcript.SegmentSet
-	// frontier is the tree's frontier origin (see remoteState.frontier).
+	// frontier is the tree's frontier origin (see storeState.frontier).
 	frontier transcript.Origin
 	// leaf is the id of the tree's active leaf when the file was written ("" for
 	// a null leaf), when leafKnown. The local files hold entries in the order
-	// they arrived, so after a sync that left the leaf on an earlier entry (see
+	// they arrived, so after a pull that left the leaf on an earlier entry (see
 	// moveLeaf) their last entry is not the leaf: a tree loading files that are
 	// as this file describes them takes the leaf from here.
 	leaf      string
@@ -81,7 +81,7 @@ func writeSegmentsFile(path string, f segmentsFile) error {
 }
 
 // readSegmentsFile reads a segments file; a missing, unreadable or damaged one
-// is the zero segmentsFile (the next sync reads more, never less). A version 1
+// is the zero segmentsFile (the next pull reads more, never less). A version 1
 // file has no frontier and no leaf.
 func readSegmentsFile(path string) segmentsFile {
 	data, err := os.ReadFile(path)

@@ -54,7 +54,7 @@ func TestLoad_TornWrites(t *testing.T) {
 			ctx := context.Background()
 			cfg := testConfig(t)
 			cfg.NoSync = true
-			tr, err := sessiontree.New(cfg, rc, "a", "s", sessiontree.HeaderOptions{})
+			tr, err := sessiontree.New(cfg, who, "a", "s", sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			var want []string
 			for i := range n {
@@ -68,7 +68,7 @@ func TestLoad_TornWrites(t *testing.T) {
 			damaged := tc.damage(b)
 			require.NoError(t, os.WriteFile(tr.ContextPath(), damaged, 0o644))
 
-			tr2, rep, err := sessiontree.Load(ctx, cfg, rc, "a", "s")
+			tr2, rep, err := sessiontree.Load(ctx, cfg, who, "a", "s")
 			require.NoError(t, err)
 			require.Equal(t, tc.survivors, tr2.Len())
 			require.Equal(t, tc.torn, rep.TornBytes > 0)
@@ -92,7 +92,7 @@ func TestLoad_TornWrites(t *testing.T) {
 			} else {
 				require.ErrorIs(t, err, os.ErrNotExist)
 			}
-			tr3, rep3, err := sessiontree.Load(ctx, cfg, rc, "a", "s")
+			tr3, rep3, err := sessiontree.Load(ctx, cfg, who, "a", "s")
 			require.NoError(t, err)
 			require.Zero(t, rep3.TornBytes)
 			require.False(t, rep3.MissingNewline)
@@ -201,7 +201,7 @@ func TestParseSession_ByteOrderMark(t *testing.T) {
 func TestFlush_RewriteSavesATornTail(t *testing.T) {
 	ctx := context.Background()
 	cfg := testConfig(t)
-	tr, err := sessiontree.New(cfg, rc, "agent", "torn-rewrite", sessiontree.HeaderOptions{})
+	tr, err := sessiontree.New(cfg, who, "agent", "torn-rewrite", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	first, err := tr.AppendMessage(msg(userMsg, "one"))
 	require.NoError(t, err)

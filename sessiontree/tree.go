@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sync"
 
 	"github.com/transcriptstore/transcript/pi"
@@ -13,21 +12,20 @@ import (
 
 // Per-entry persistence flags.
 const (
-	inLog      uint8 = 1 << iota // written to the log file
-	inCtx                        // written to the context file
-	remoteDone                   // handed to the uploader, or came from log/remote
+	inLog    uint8 = 1 << iota // written to the log file
+	inCtx                      // written to the context file
+	uploaded                   // handed to the uploader, or came from the log or the store
 )
 
 // Tree is one session: its header, its entries in order, the active leaf, and the
-// state of its local files and remote mirror. Create one with New, Open, Load,
+// state of its local files and of its uploads. Create one with New, Open, Load,
 // Import or Restore. A Tree is safe for concurrent use.
 type Tree struct {
-	cfg     Config
-	ref     transcript.TranscriptRef
-	ctxPath string
-	logPath string
+	cfg   Config
+	ref   transcript.TranscriptRef
+	files Files
 
-	ioMu sync.Mutex // serialises Flush, SyncFromLog and SyncFromRemote
+	ioMu sync.Mutex // serialises Flush, MergeLog and Pull
 	mu   sync.Mutex // guards everything below
 
 	header  Header
@@ -36,47 +34,45 @@ type Tree struct {
 	flags   []uint8
 	leaf    int // index of the active leaf, -1 for none (null)
 
-	pendingLocal  []int // entries not yet in the log
-	pendingRemote []int // locally created entries not yet uploaded
-	ctxPending    []int // entries in the log but not yet in the context file
-	headerInLog   bool
-	headerInCtx   bool
-	headerRemote  bool
-	rewriteCtx    bool // a compaction was appended since the last flush
+	pendingLocal   []int // entries not yet in the log
+	pendingUpload  []int // locally created entries not yet uploaded
+	ctxPending     []int // entries in the log but not yet in the context file
+	headerInLog    bool
+	headerInCtx    bool
+	headerUploaded bool
+	rewriteCtx     bool // a compaction was appended since the last flush
 	// leafJumped: since the last flush the active leaf moved other than onto a
-	// child of the leaf (Branch, a "leaf" entry, a sync), so its path may run
+	// child of the leaf (Branch, a "leaf" entry, a pull), so its path may run
 	// through entries a compaction's rewrite left out of the context file.
 	leafJumped bool
 	// ctxPartial: the context file lacks entries the log holds (a compaction's
 	// rewrite left them out). Until then no path can leave the file, and a leaf
 	// move costs no check.
 	ctxPartial bool
-	remote     remoteState
+	stored     storeState
 }
 
-func newTree(cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, error) {
-	ref, err := rc.Ref(agentID, sessionID)
+func newTree(cfg Config, who Identity, agentID, sessionID string) (*Tree, error) {
+	ref, err := who.Ref(agentID, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
 	if cfg.Root == "" {
 		return nil, fmt.Errorf("open session %s: empty Config.Root", ref)
 	}
-	dir := SessionDir(cfg.Root, ref.Namespace, ref.AgentID)
 	return &Tree{
-		cfg:     cfg,
-		ref:     ref,
-		ctxPath: filepath.Join(dir, ref.SessionID+ContextSuffix),
-		logPath: filepath.Join(dir, ref.SessionID+LogSuffix),
-		byID:    make(map[string]int),
-		leaf:    -1,
+		cfg:   cfg,
+		ref:   ref,
+		files: FilesOf(cfg.Root, ref),
+		byID:  make(map[string]int),
+		leaf:  -1,
 	}, nil
 }
 
 // New starts a new, empty session in memory. Nothing is written until the first
 // Flush. The header id defaults to sessionID.
-func New(cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptions) (*Tree, error) {
-	t, err := newTree(cfg, rc, agentID, sessionID)
+func New(cfg Config, who Identity, agentID, sessionID string, h HeaderOptions) (*Tree, error) {
+	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -88,14 +84,14 @@ func New(cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptio
 	return t, nil
 }
 
-// Ref returns the session's reference (its namespace comes from the RuntimeContext).
+// Ref returns the session's reference (its namespace comes from the Identity).
 func (t *Tree) Ref() transcript.TranscriptRef { return t.ref }
 
 // ContextPath returns the path of the context file.
-func (t *Tree) ContextPath() string { return t.ctxPath }
+func (t *Tree) ContextPath() string { return t.files.Context }
 
 // LogPath returns the path of the log file.
-func (t *Tree) LogPath() string { return t.logPath }
+func (t *Tree) LogPath() string { return t.files.Log }
 
 // Header returns the session header.
 func (t *Tree) Header() Header {
@@ -320,8 +316,8 @@ func (t *Tree) Export(w io.Writer) error {
 }
 
 // Pending returns how many entries wait to be written locally and to be uploaded.
-func (t *Tree) Pending() (local, remote int) {
+func (t *Tree) Pending() (local, upload int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.pendingLocal) + len(t.ctxPending), len(t.pendingRemote)
+	return len(t.pendingLocal) + len(t.ctxPending), len(t.pendingUpload)
 }

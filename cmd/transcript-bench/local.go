@@ -117,7 +117,7 @@ func runFlush(ctx context.Context, e *env) (ItemResult, error) {
 	entries := flatten(batches)
 	size := float64(jsonlSize(entries))
 
-	tree, err := sessiontree.New(sessiontree.Config{Root: filepath.Join(e.tmp, "tree")}, sessiontree.RuntimeContext{}, "bench", "flush", sessiontree.HeaderOptions{})
+	tree, err := sessiontree.New(sessiontree.Config{Root: filepath.Join(e.tmp, "tree")}, sessiontree.Identity{}, "bench", "flush", sessiontree.HeaderOptions{})
 	if err != nil {
 		return res, err
 	}

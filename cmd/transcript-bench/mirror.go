@@ -237,7 +237,7 @@ func segmentCurve(ctx context.Context, store *transcript.Store, step int) (Serie
 // flushSession appends each batch to a new tree and flushes it, calling sample after
 // every step turns and after the last.
 func flushSession(ctx context.Context, cfg sessiontree.Config, batches [][][]byte, step int, sample func(turn int) error) error {
-	tree, err := sessiontree.New(cfg, sessiontree.RuntimeContext{}, "bench", "mirror", sessiontree.HeaderOptions{})
+	tree, err := sessiontree.New(cfg, sessiontree.Identity{}, "bench", "mirror", sessiontree.HeaderOptions{})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -61,7 +62,7 @@ func flushAll(ctx context.Context, reps []*replica, turns int) error {
 					for t := range turns {
 						for s := f; s < len(r.sessions); s += mirror.DefaultWorkers {
 							ref := transcript.TranscriptRef{AgentID: "bench", SessionID: fmt.Sprintf("r%d-s%03d", i, s)}
-							if err := r.m.Upload(fctx, mirror.Batch{Ref: ref, Entries: r.sessions[s][t]}); err != nil {
+							if err := r.m.Upload(fctx, sessiontree.Batch{Ref: ref, Entries: r.sessions[s][t]}); err != nil {
 								return err
 							}
 						}

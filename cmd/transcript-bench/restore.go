@@ -36,92 +36,29 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 		return res, err
 	}
 	defer store.Close()
-	root := filepath.Join(e.tmp, "restored")
-	var entries atomic.Int64
-	var restored atomic.Int64
-	d, err := timeIt(func() error {
-		// One recursive listing of the fleet; each session is fetched as soon as
-		// the listing has passed it (up to Parallel sessions ahead) and restored,
-		// Parallel sessions at a time.
-		every := func(transcript.TranscriptRef) bool { return true }
-		err := store.ForEachListedSessionAhead(ctx, "", fleetAgent, sz.Parallel, every, func(ctx context.Context, l *transcript.Listed) error {
-			sid := l.Ref().SessionID
-			res, err := l.ReadLean(ctx, l.Ref())
-			if err != nil {
-				return fmt.Errorf("restore %s: %w", sid, err)
-			}
-			r, err := sessiontree.WriteRestoredLean(sessiontree.Config{Root: root, NoSync: true}, sessiontree.RuntimeContext{}, fleetAgent, sid, res)
-			if err != nil {
-				return err
-			}
-			entries.Add(int64(r.Entries))
-			restored.Add(1)
-			return nil
-		})
-		if err == nil && restored.Load() != int64(sz.Sessions) {
-			err = fmt.Errorf("restored %d sessions, want %d", restored.Load(), sz.Sessions)
-		}
-		return err
-	})
+	d, err := timeIt(func() error { return restoreFleet(ctx, e, store) })
 	if err != nil {
 		return res, err
-	}
-	if want := int64(sz.Sessions * sz.SessionSegments * 3); entries.Load() != want {
-		return res, fmt.Errorf("restored %d entries, want %d", entries.Load(), want)
 	}
 	e.logf("restore: %d sessions in %v", sz.Sessions, d)
 
 	// The store restores Parallel sessions at a time, sharing Parallel ×
 	// DefaultReadConcurrency GET slots: the baselines get as many requests in flight.
 	inflight := sz.Parallel * transcript.DefaultReadConcurrency
-	client, name := e.s3().Client(), e.s3().Name()
-	prefix := store.Prefix() + "/"
-	rawDir := filepath.Join(e.tmp, "raw")
-	var objects, bytesIn atomic.Int64
-	rawD, err := timeIt(func() error {
-		var keys []string
-		for o := range client.ListObjects(ctx, name, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
-			if o.Err != nil {
-				return o.Err
-			}
-			keys = append(keys, o.Key)
-		}
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(inflight)
-		for _, k := range keys {
-			g.Go(func() error {
-				obj, err := client.GetObject(gctx, name, k, minio.GetObjectOptions{})
-				if err != nil {
-					return err
-				}
-				defer obj.Close()
-				p := filepath.Join(rawDir, filepath.FromSlash(strings.TrimPrefix(k, prefix)))
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					return err
-				}
-				f, err := os.Create(p)
-				if err != nil {
-					return err
-				}
-				n, err := io.Copy(f, obj)
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
-				objects.Add(1)
-				bytesIn.Add(n)
-				return err
-			})
-		}
-		return g.Wait()
+	name, prefix := e.s3().Name(), store.Prefix()+"/"
+	var objects, bytesIn int64
+	rawD, err := timeIt(func() (err error) {
+		objects, bytesIn, err = copyObjects(ctx, e, prefix, filepath.Join(e.tmp, "raw"), inflight)
+		return err
 	})
 	if err != nil {
 		return res, err
 	}
-	e.logf("minio-go copy: %d objects in %v", objects.Load(), rawD)
+	e.logf("minio-go copy: %d objects in %v", objects, rawD)
 	n := float64(sz.Sessions)
 	note := fmt.Sprintf("%d sessions × %d segments (%d objects, %.1f MB); store: %d sessions at a time (and up to %d fetched ahead) sharing %d GETs in flight; "+
 		"baselines: %d requests in flight; restore writes the two SessionTree files per session (no fsync, like the baselines)",
-		sz.Sessions, sz.SessionSegments, objects.Load(), float64(bytesIn.Load())/mb, sz.Parallel, sz.Parallel+1, inflight, inflight)
+		sz.Sessions, sz.SessionSegments, objects, float64(bytesIn)/mb, sz.Parallel, sz.Parallel+1, inflight, inflight)
 	res.Rows = append(res.Rows, row(6, "restore sessions from the bucket", "sessions/s", n/d.Seconds(),
 		fmt.Sprintf("minio-go list + %d parallel GetObject into files", inflight), n/rawD.Seconds(), true, note))
 
@@ -137,6 +74,84 @@ func runRestore(ctx context.Context, e *env) (ItemResult, error) {
 			fmt.Sprintf("rclone copy --transfers %d", inflight), n/rcD.Seconds(), true, ""))
 	}
 	return res, nil
+}
+
+// restoreFleet restores every session of the fleet into e.tmp/restored, as
+// `transcript restore` does: one recursive listing; each session is fetched as
+// soon as the listing has passed it (up to Parallel sessions ahead) and restored,
+// Parallel sessions at a time. It checks the count of sessions and entries.
+func restoreFleet(ctx context.Context, e *env, store *transcript.Store) error {
+	sz := e.cfg.Sizes
+	root := filepath.Join(e.tmp, "restored")
+	var entries, restored atomic.Int64
+	every := func(transcript.TranscriptRef) bool { return true }
+	err := store.ForEachListedSessionAhead(ctx, "", fleetAgent, sz.Parallel, every, func(ctx context.Context, l *transcript.Listed) error {
+		sid := l.Ref().SessionID
+		res, err := l.ReadLean(ctx, l.Ref())
+		if err != nil {
+			return fmt.Errorf("restore %s: %w", sid, err)
+		}
+		r, err := sessiontree.WriteRestoredLean(sessiontree.Config{Root: root, NoSync: true}, sessiontree.Identity{}, fleetAgent, sid, res)
+		if err != nil {
+			return err
+		}
+		entries.Add(int64(r.Entries))
+		restored.Add(1)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if restored.Load() != int64(sz.Sessions) {
+		return fmt.Errorf("restored %d sessions, want %d", restored.Load(), sz.Sessions)
+	}
+	if want := int64(sz.Sessions * sz.SessionSegments * 3); entries.Load() != want {
+		return fmt.Errorf("restored %d entries, want %d", entries.Load(), want)
+	}
+	return nil
+}
+
+// copyObjects is the minio-go baseline of restore: one listing of prefix, then
+// GetObject of every object into a file under dir, inflight at a time. It
+// returns the objects and bytes copied.
+func copyObjects(ctx context.Context, e *env, prefix, dir string, inflight int) (objects, size int64, err error) {
+	client, name := e.s3().Client(), e.s3().Name()
+	var keys []string
+	for o := range client.ListObjects(ctx, name, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			return 0, 0, o.Err
+		}
+		keys = append(keys, o.Key)
+	}
+	var nObjects, nBytes atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(inflight)
+	for _, k := range keys {
+		g.Go(func() error {
+			obj, err := client.GetObject(gctx, name, k, minio.GetObjectOptions{})
+			if err != nil {
+				return err
+			}
+			defer obj.Close()
+			p := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(k, prefix)))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			f, err := os.Create(p)
+			if err != nil {
+				return err
+			}
+			n, err := io.Copy(f, obj)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			nObjects.Add(1)
+			nBytes.Add(n)
+			return err
+		})
+	}
+	err = g.Wait()
+	return nObjects.Load(), nBytes.Load(), err
 }
 
 // rcloneCopy copies bucket/prefix into dir with rclone, configured through the

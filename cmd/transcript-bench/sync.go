@@ -17,12 +17,12 @@ import (
 // Item 9: a replica's per-turn sync cost. A session of N one-turn segments (no
 // compaction), written a turn a minute as a runtime does (its keys carry those
 // times), is restored by a replica; then, each turn, another writer stores one
-// segment and the replica runs SyncFromRemote + Flush (what a runtime behind a load
+// segment and the replica runs Pull + Flush (what a runtime behind a load
 // balancer does before every turn); the sessions take their turns in turn, so
 // that every length is measured under the same server conditions. Requests and the mean time per
 // turn at each N (the mean includes the full listings ReadNew runs every
 // transcript.DefaultReconcileEvery syncs), against the turn at the smallest N; and,
-// for comparison, the full read (Store.ReadEntries) that SyncFromRemote did before
+// for comparison, the full read (Store.ReadEntries) that Pull did before
 // it read incrementally.
 //
 // Item 10: Watch latency. A repository session of WatchSegments segments is
@@ -75,8 +75,8 @@ func newSyncCase(ctx context.Context, e *env, store *transcript.Store, w *transc
 	if err != nil {
 		return nil, err
 	}
-	cfg := sessiontree.Config{Root: e.tmp, Remote: store, NoSync: true}
-	if c.tree, _, err = sessiontree.Restore(ctx, cfg, sessiontree.RuntimeContext{}, c.ref.AgentID, c.ref.SessionID); err != nil {
+	cfg := sessiontree.Config{Root: e.tmp, Store: store, NoSync: true}
+	if c.tree, _, err = sessiontree.Restore(ctx, cfg, sessiontree.Identity{}, c.ref.AgentID, c.ref.SessionID); err != nil {
 		return nil, err
 	}
 	if err := c.tree.Flush(ctx); err != nil {
@@ -122,7 +122,7 @@ func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 			var d time.Duration
 			reqs, err := counted.measure(func() (err error) {
 				d, err = timeIt(func() error {
-					rep, err := c.tree.SyncFromRemote(ctx)
+					rep, err := c.tree.Pull(ctx)
 					if err == nil && rep.Added != len(turn) {
 						err = fmt.Errorf("%s: sync added %d entries, want %d", c.ref, rep.Added, len(turn))
 					}
@@ -142,7 +142,7 @@ func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 		}
 	}
 	var base time.Duration
-	series := Series{Chart: "sync", Name: "per-turn sync (SyncFromRemote + Flush)"}
+	series := Series{Chart: "sync", Name: "per-turn sync (Pull + Flush)"}
 	for _, c := range cases {
 		n, ref, ds, reqs := c.n, c.ref, c.ds, c.reqs
 		var sum time.Duration

@@ -74,9 +74,9 @@ func TestActiveLeaf_AllReadersAgree(t *testing.T) {
 			}
 
 			// The SessionTree.
-			rc, err := owner.RuntimeContext()
+			rc, err := owner.Identity()
 			require.NoError(t, err)
-			tree, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: t.TempDir(), Remote: store, NoSync: true}, rc, repository.DefaultAgentID, id)
+			tree, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: t.TempDir(), Store: store, NoSync: true}, rc, repository.DefaultAgentID, id)
 			require.NoError(t, err)
 			got, _ := tree.Leaf()
 			require.Equal(t, tc.want, got, "sessiontree")

@@ -25,7 +25,7 @@ Usage: transcript demo [flags]
 
 The quick start. Plays --replicas agent replicas (goroutines) working on one session
 at the same time, the way replicas behind a load balancer do: each has its own
-SessionTree and workspace, picks up what the others stored (SyncFromRemote), appends
+SessionTree and workspace, picks up what the others stored (Pull), appends
 a user and an assistant message per turn and flushes them as one segment. Replicas
 that answer from the same state diverge: the session tree branches. Then it reads
 the union from the store, compacts the session's segments into one, restores the
@@ -95,68 +95,110 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer s.Close()
-	ref, err := sf.ref("demo")
+	d, err := newDemoRun(ctx, env, sf, s, *replicas, *turns)
 	if err != nil {
 		return err
 	}
+	written, err := runReplicas(ctx, s, d.ref, dir, *replicas, *turns)
+	if err != nil {
+		return err
+	}
+	d.sum.EntriesWritten = written
+	d.sum.ReplicaSeconds = time.Since(start).Seconds()
+	want, err := d.readUnion(ctx)
+	if err != nil {
+		return err
+	}
+	if err := d.compact(ctx); err != nil {
+		return err
+	}
+	if err := d.restore(ctx, filepath.Join(dir, "restored"), *workdir != "", want); err != nil {
+		return err
+	}
+	d.sum.TotalSeconds = time.Since(start).Seconds()
+	return d.report(sf)
+}
+
+// demoRun is one run of the demo: the session it plays and what it found.
+type demoRun struct {
+	env *cliEnv
+	s   *transcript.Store
+	ref transcript.TranscriptRef
+	sum demoSummary
+	// say prints progress, unless the summary is printed as JSON.
+	say func(format string, args ...any)
+}
+
+// newDemoRun starts the demo's session on s: one that does not exist yet.
+func newDemoRun(ctx context.Context, env *cliEnv, sf *storeFlags, s *transcript.Store, replicas, turns int) (*demoRun, error) {
+	ref, err := sf.ref("demo")
+	if err != nil {
+		return nil, err
+	}
 	ref = ref.Norm()
 	if segs, err := s.ListSegments(ctx, ref); err != nil {
-		return err
+		return nil, err
 	} else if len(segs) > 0 {
-		return usagef("demo: session %s exists already; choose another --session", ref)
+		return nil, usagef("demo: session %s exists already; choose another --session", ref)
 	}
-	sum := demoSummary{Session: ref.String(), Replicas: *replicas, Turns: *turns}
-	say := func(format string, args ...any) {
+	d := &demoRun{env: env, s: s, ref: ref, sum: demoSummary{Session: ref.String(), Replicas: replicas, Turns: turns}}
+	d.say = func(format string, args ...any) {
 		if !sf.json {
 			fmt.Fprintf(env.stdout, format, args...)
 		}
 	}
-	say("session %s on %s: %d replicas x %d turns\n", ref, sf.URL, *replicas, *turns)
+	d.say("session %s on %s: %d replicas x %d turns\n", ref, sf.URL, replicas, turns)
+	return d, nil
+}
 
-	written, err := runReplicas(ctx, s, ref, dir, *replicas, *turns)
+// readUnion reads what the replicas stored and returns the context Pi builds from
+// that union.
+func (d *demoRun) readUnion(ctx context.Context) (pi.Context, error) {
+	res, err := d.s.ReadAll(ctx, d.ref)
 	if err != nil {
-		return err
+		return pi.Context{}, err
 	}
-	sum.EntriesWritten = written
-	sum.ReplicaSeconds = time.Since(start).Seconds()
-
-	res, err := s.ReadAll(ctx, ref)
-	if err != nil {
-		return err
-	}
-	sum.Entries = len(res.Entries)
-	sum.Segments = countLevels(res.Segments)
+	d.sum.Entries = len(res.Entries)
+	d.sum.Segments = countLevels(res.Segments)
 	union := make([]pi.Entry, 0, len(res.Entries))
 	for _, e := range res.Entries {
 		if pe, err := pi.ParseEntry(e.Raw); err == nil {
 			union = append(union, pe)
 		}
 	}
-	want := pi.BuildContextFrom(union, nil)
-	say("union: %d entries (%d written by the replicas, plus the header) in %d segments (%s)\n",
-		sum.Entries, sum.EntriesWritten, len(res.Segments), formatLevels(sum.Segments))
+	d.say("union: %d entries (%d written by the replicas, plus the header) in %d segments (%s)\n",
+		d.sum.Entries, d.sum.EntriesWritten, len(res.Segments), formatLevels(d.sum.Segments))
+	return pi.BuildContextFrom(union, nil), nil
+}
 
+// compact merges the session's segments into one.
+func (d *demoRun) compact(ctx context.Context) error {
 	compactor, err := transcript.NewWriter("compactor-" + rand.Text()[:8])
 	if err != nil {
 		return err
 	}
 	// The merged inputs stay readable for the default delete delay (a reader may
 	// have listed them); a later compaction run deletes them.
-	cres, err := s.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, Writer: compactor})
+	cres, err := d.s.Compact(ctx, d.ref, transcript.CompactOptions{MinSegments: 2, Writer: compactor})
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
-	sum.CompactedBytesIn, sum.CompactedBytesOut = cres.BytesIn(), cres.BytesOut()
-	after, err := s.ListSegments(ctx, ref)
+	d.sum.CompactedBytesIn, d.sum.CompactedBytesOut = cres.BytesIn(), cres.BytesOut()
+	after, err := d.s.ListSegments(ctx, d.ref)
 	if err != nil {
 		return err
 	}
-	sum.SegmentsCompact = countLevels(after)
-	say("compacted: %d segments (%d bytes) into %d (%d bytes); the %d inputs are marked for deletion after %s; stored now: %s\n",
-		cres.SegmentsIn(), cres.BytesIn(), cres.SegmentsOut(), cres.BytesOut(), cres.Marked, transcript.DefaultDeleteDelay, formatLevels(sum.SegmentsCompact))
+	d.sum.SegmentsCompact = countLevels(after)
+	d.say("compacted: %d segments (%d bytes) into %d (%d bytes); the %d inputs are marked for deletion after %s; stored now: %s\n",
+		cres.SegmentsIn(), cres.BytesIn(), cres.SegmentsOut(), cres.BytesOut(), cres.Marked, transcript.DefaultDeleteDelay, formatLevels(d.sum.SegmentsCompact))
+	return nil
+}
 
-	restoreDir := filepath.Join(dir, "restored")
-	restored, err := restoreTree(ctx, s, ref, restoreDir)
+// restore rebuilds the session from the bucket alone into the fresh directory
+// dir and compares its context with want, the union's; keep reports the files'
+// paths (the caller keeps the directory).
+func (d *demoRun) restore(ctx context.Context, dir string, keep bool, want pi.Context) error {
+	restored, err := restoreTree(ctx, d.s, d.ref, dir)
 	if err != nil {
 		return err
 	}
@@ -164,28 +206,35 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	got := restored.BuildContext()
+	sum := &d.sum
 	sum.RestoredEntries = restored.Len() + 1 // and the header
 	sum.ContextMatches = string(got.JSON()) == string(want.JSON()) && sum.RestoredEntries == sum.Entries
 	sum.BranchPoints = len(restored.BranchPoints())
 	sum.Leaves = countLeaves(restored.Entries())
 	sum.ContextMessages, sum.ContextBytes = len(got.Messages), len(got.JSON())
-	if *workdir != "" {
+	if keep {
 		sum.RestoredInto = restored.ContextPath()
 	}
-	say("branches: %d branch points, %d leaves (replicas that answered from the same state diverged)\n", sum.BranchPoints, sum.Leaves)
-	say("restored from the bucket alone into a fresh directory: %d entries; context %d messages, %d bytes; matches the union: %v\n",
+	d.say("branches: %d branch points, %d leaves (replicas that answered from the same state diverged)\n", sum.BranchPoints, sum.Leaves)
+	d.say("restored from the bucket alone into a fresh directory: %d entries; context %d messages, %d bytes; matches the union: %v\n",
 		sum.RestoredEntries, sum.ContextMessages, sum.ContextBytes, sum.ContextMatches)
-	if sum.RestoredInto != "" {
-		say("restored files: %s\n                %s\n", restored.ContextPath(), restored.LogPath())
+	if keep {
+		d.say("restored files: %s\n                %s\n", restored.ContextPath(), restored.LogPath())
 	}
-	sum.TotalSeconds = time.Since(start).Seconds()
-	say("time: %.2fs (replicas %.2fs)\n", sum.TotalSeconds, sum.ReplicaSeconds)
+	return nil
+}
+
+// report prints the summary (as JSON with --json) and fails when the restored
+// session differs from the union.
+func (d *demoRun) report(sf *storeFlags) error {
+	sum := d.sum
+	d.say("time: %.2fs (replicas %.2fs)\n", sum.TotalSeconds, sum.ReplicaSeconds)
 	if sf.json {
-		if err := writeJSON(env.stdout, sum); err != nil {
+		if err := writeJSON(d.env.stdout, sum); err != nil {
 			return err
 		}
 	} else {
-		say("next: transcript tree --store '%s' --ns %s --agent %s --session %s\n", sf.URL, ref.Namespace, ref.AgentID, ref.SessionID)
+		d.say("next: transcript tree --store '%s' --ns %s --agent %s --session %s\n", sf.URL, d.ref.Namespace, d.ref.AgentID, d.ref.SessionID)
 	}
 	if !sum.ContextMatches {
 		return fmt.Errorf("demo: the restored session differs from the union (%d of %d entries)", sum.RestoredEntries, sum.Entries)
@@ -197,7 +246,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 // own writer, turns turns each, all at once. It returns how many entries they
 // appended.
 func runReplicas(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, dir string, n, turns int) (int, error) {
-	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace, UserID: "demo-user"}
+	who := sessiontree.Identity{Namespace: ref.Namespace, UserID: "demo-user"}
 	cfg := func(i int) (sessiontree.Config, error) {
 		w, err := transcript.NewWriter(fmt.Sprintf("replica-%d-%s", i, rand.Text()[:8]))
 		if err != nil {
@@ -205,8 +254,8 @@ func runReplicas(ctx context.Context, s *transcript.Store, ref transcript.Transc
 		}
 		return sessiontree.Config{
 			Root:     filepath.Join(dir, fmt.Sprintf("replica-%d", i)),
-			Uploader: &mirror.Sync{Store: s, Writer: w},
-			Remote:   s,
+			Uploader: &mirror.Direct{Store: s, Writer: w},
+			Store:    s,
 		}, nil
 	}
 	// Replica 1 starts the session (header, model, thinking level) before the others
@@ -216,7 +265,7 @@ func runReplicas(ctx context.Context, s *transcript.Store, ref transcript.Transc
 		return 0, err
 	}
 	cwd, _ := os.Getwd()
-	t1, err := sessiontree.New(first, rc, ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{Cwd: cwd})
+	t1, err := sessiontree.New(first, who, ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{Cwd: cwd})
 	if err != nil {
 		return 0, err
 	}
@@ -242,7 +291,7 @@ func runReplicas(ctx context.Context, s *transcript.Store, ref transcript.Transc
 			if i > 1 {
 				c, err := cfg(i)
 				if err == nil {
-					tree, _, err = sessiontree.Open(ctx, c, rc, ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{})
+					tree, _, err = sessiontree.Open(ctx, c, who, ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{})
 				}
 				if err != nil {
 					errs[i-1] = fmt.Errorf("replica %d: %w", i, err)
@@ -262,11 +311,11 @@ func runReplicas(ctx context.Context, s *transcript.Store, ref transcript.Transc
 	return written, errors.Join(errs...)
 }
 
-// playReplica runs turns turns on tree: sync, user message, assistant message, flush.
+// playReplica runs turns turns on tree: pull, user message, assistant message, flush.
 func playReplica(ctx context.Context, tree *sessiontree.Tree, replica, turns int) (int, error) {
 	written := 0
 	for t := 1; t <= turns; t++ {
-		if _, err := tree.SyncFromRemote(ctx); err != nil {
+		if _, err := tree.Pull(ctx); err != nil {
 			return written, err
 		}
 		for _, role := range []string{"user", "assistant"} {

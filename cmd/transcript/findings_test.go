@@ -196,7 +196,7 @@ func TestFindings_RestoreInterruptedPrintsAPartialSummary(t *testing.T) {
 			// Interrupt as soon as the first session is in place.
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
-			first := filepath.Join(sessiontree.SessionDir(out, "default", "a"), "s000"+sessiontree.ContextSuffix)
+			first := sessiontree.FilesOf(out, transcript.TranscriptRef{AgentID: "a", SessionID: "s000"}).Context
 			for {
 				if _, err := os.Stat(first); err == nil {
 					break

@@ -98,9 +98,9 @@ func BenchmarkHugeSession_MinIO(b *testing.B) {
 
 		out := filepath.Join(dir, "restored")
 		step("restore", io.Discard, binary, "restore", "--store", store, "--out", out)
-		sessions := sessiontree.SessionDir(out, transcript.DefaultNamespace, "coder")
-		require.Equal(b, want, fileSHA256(b, filepath.Join(sessions, "huge"+sessiontree.ContextSuffix)), "restored context file")
-		require.Equal(b, want, fileSHA256(b, filepath.Join(sessions, "huge"+sessiontree.LogSuffix)), "restored log")
+		files := sessiontree.FilesOf(out, transcript.TranscriptRef{AgentID: "coder", SessionID: "huge"})
+		require.Equal(b, want, fileSHA256(b, files.Context), "restored context file")
+		require.Equal(b, want, fileSHA256(b, files.Log), "restored log")
 		require.NoError(b, os.RemoveAll(out))
 
 		h := sha256.New()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -19,11 +18,19 @@ import (
 // batchCapture is an uploader that keeps the batches a flush hands over.
 type batchCapture struct{ entries [][]byte }
 
-// Upload implements mirror.Uploader.
-func (c *batchCapture) Upload(_ context.Context, b mirror.Batch) error {
+// Upload implements sessiontree.Uploader.
+func (c *batchCapture) Upload(_ context.Context, b sessiontree.Batch) error {
 	c.entries = append(c.entries, b.Entries...)
 	return nil
 }
+
+// PendingEntries implements sessiontree.Uploader: nothing is held back.
+func (c *batchCapture) PendingEntries(context.Context, transcript.TranscriptRef) ([][]byte, error) {
+	return nil, nil
+}
+
+// ReadsLocalFiles implements sessiontree.Uploader: the entries are the batch's.
+func (c *batchCapture) ReadsLocalFiles() bool { return false }
 
 // TestImportLines_AsAFirstFlush checks that import uploads exactly what the first
 // Flush of the imported SessionTree hands its uploader (which import used to
@@ -55,7 +62,7 @@ func TestImportLines_AsAFirstFlush(t *testing.T) {
 
 			capture := &batchCapture{}
 			tree, _, err := sessiontree.Import(sessiontree.Config{Root: t.TempDir(), Uploader: capture, NoSync: true},
-				sessiontree.RuntimeContext{Namespace: ref.Namespace}, ref.AgentID, ref.SessionID, strings.NewReader(content))
+				sessiontree.Identity{Namespace: ref.Namespace}, ref.AgentID, ref.SessionID, strings.NewReader(content))
 			require.NoError(t, err)
 			require.NoError(t, tree.Flush(t.Context()))
 			require.NotEmpty(t, capture.entries)

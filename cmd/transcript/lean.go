@@ -232,7 +232,7 @@ type leanReader interface {
 
 // restoredSession is a session whose local files restoreLean wrote.
 type restoredSession struct {
-	files   sessiontree.RestoredFiles
+	files   sessiontree.Files
 	entries int                  // Pi entries, the header not counted
 	has     func(id string) bool // whether the session has a Pi entry of that id
 }
@@ -241,7 +241,7 @@ type restoredSession struct {
 // sessiontree.Restore and a Flush do, from a lean read of the session and without
 // a SessionTree (sessiontree.WriteRestoredLean): its memory is bounded by the
 // session's bytes (see boundHeap).
-func restoreLean(ctx context.Context, s sessiontree.IncrementalReader, ref transcript.TranscriptRef, root string) (restoredSession, error) {
+func restoreLean(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, root string) (restoredSession, error) {
 	lr, ok := s.(leanReader)
 	if !ok {
 		return restoredSession{}, fmt.Errorf("restore %s: %T cannot read a session lean", ref, s)
@@ -254,8 +254,8 @@ func restoreLean(ctx context.Context, s sessiontree.IncrementalReader, ref trans
 		return restoredSession{}, err
 	}
 	boundHeap(res.Size())
-	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
-	r, err := sessiontree.WriteRestoredLean(sessiontree.Config{Root: root}, rc, ref.AgentID, ref.SessionID, res)
+	who := sessiontree.Identity{Namespace: ref.Namespace}
+	r, err := sessiontree.WriteRestoredLean(sessiontree.Config{Root: root}, who, ref.AgentID, ref.SessionID, res)
 	if errors.Is(err, sessiontree.ErrNoHeader) {
 		return restoredSession{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
@@ -575,7 +576,7 @@ func testRestore(t *testing.T, b backend) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum))
 	require.Equal(t, 3, sum.Skipped)
 	require.Zero(t, sum.Restored)
-	ctxFile := filepath.Join(sessiontree.SessionDir(out, "default", "coder"), "v1"+sessiontree.ContextSuffix)
+	ctxFile := sessiontree.FilesOf(out, transcript.TranscriptRef{AgentID: "coder", SessionID: "v1"}).Context
 	require.NoError(t, os.Truncate(ctxFile, 10))
 	r = cli(t, "restore", "--store", store, "--out", out, "--json")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -584,7 +585,7 @@ func testRestore(t *testing.T, b backend) {
 		Seconds: sum.Seconds, Failures: []restoreFailure{}}, sum)
 
 	// A log holding an entry the bucket lacks is not replaced without --force.
-	logFile := filepath.Join(sessiontree.SessionDir(out, "default", "coder"), "v3"+sessiontree.LogSuffix)
+	logFile := sessiontree.FilesOf(out, transcript.TranscriptRef{AgentID: "coder", SessionID: "v3"}).Log
 	f, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
 	_, err = f.WriteString(entryLine("local-only", "") + "\n")
@@ -607,21 +608,20 @@ func testRestore(t *testing.T, b backend) {
 		}
 		return err
 	}))
-	require.ElementsMatch(t, []string{
-		"default/agents/coder/sessions/v1.jsonl", "default/agents/coder/sessions/v1.log.jsonl",
-		"default/agents/coder/sessions/v3.jsonl", "default/agents/coder/sessions/v3.log.jsonl",
-		"default/agents/other/sessions/v3.jsonl", "default/agents/other/sessions/v3.log.jsonl",
-		"default/agents/coder/sessions/v1.segments", "default/agents/coder/sessions/v3.segments",
-		"default/agents/other/sessions/v3.segments",
-	}, files)
+	var want []string
+	for _, sel := range [][2]string{{"coder", "v1"}, {"coder", "v3"}, {"other", "v3"}} {
+		f := sessiontree.FilesOf("", transcript.TranscriptRef{AgentID: sel[0], SessionID: sel[1]})
+		want = append(want, f.Context, f.Log, f.Segments)
+	}
+	require.ElementsMatch(t, want, files)
 
 	// A SessionTree opened on the restored files sees the store's entries and context.
 	ctx := context.Background()
 	for _, sel := range [][2]string{{"coder", "v3"}, {"coder", "v1"}, {"other", "v3"}} {
-		tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.RuntimeContext{}, sel[0], sel[1])
+		tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.Identity{}, sel[0], sel[1])
 		require.NoError(t, err)
 		require.True(t, rep.Clean())
-		_, err = tree.SyncFromLog(ctx)
+		_, err = tree.MergeLog(ctx)
 		require.NoError(t, err)
 		args := []string{"--store", store, "--agent", sel[0], "--session", sel[1]}
 		require.Equal(t, ok(t, append([]string{"context"}, args...)...), string(tree.BuildContext().JSON())+"\n")
@@ -634,7 +634,7 @@ func testRestore(t *testing.T, b backend) {
 	acme := t.TempDir()
 	r = cli(t, "restore", "--store", store, "--ns", "acme", "--out", acme)
 	require.Equal(t, 0, r.code, r.stderr)
-	_, err = os.Stat(filepath.Join(sessiontree.SessionDir(acme, "acme", "coder"), "v3"+sessiontree.ContextSuffix))
+	_, err = os.Stat(sessiontree.FilesOf(acme, transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "v3"}).Context)
 	require.NoError(t, err)
 	require.Equal(t, before, b.snapshot(t, store), "restore reads only")
 }

@@ -147,22 +147,22 @@ func (o *pi16Check) requireTree(t *testing.T, tree *sessiontree.Tree, how string
 func (o *pi16Check) sessionTree(t *testing.T, ctx context.Context) string {
 	data, err := os.ReadFile(o.s.File)
 	require.NoError(t, err)
-	rc := sessiontree.RuntimeContext{Namespace: "default"}
+	who := sessiontree.Identity{Namespace: "default"}
 	cfg := sessiontree.Config{Root: filepath.Join(o.dir, "trees", o.name), NoSync: true}
-	tree, rep, err := sessiontree.Import(cfg, rc, "oracle", "s"+o.name, bytes.NewReader(data))
+	tree, rep, err := sessiontree.Import(cfg, who, "oracle", "s"+o.name, bytes.NewReader(data))
 	require.NoError(t, err)
 	require.True(t, rep.Clean(), "%s: %+v", o.s.File, rep)
 	o.requireTree(t, tree, "that imported the file")
 	require.NoError(t, tree.Flush(ctx))
 
-	loaded, rep, err := sessiontree.Load(ctx, cfg, rc, "oracle", "s"+o.name)
+	loaded, rep, err := sessiontree.Load(ctx, cfg, who, "oracle", "s"+o.name)
 	require.NoError(t, err)
 	require.True(t, rep.Clean(), "%s: %+v", o.s.File, rep)
 	// The context file holds what the model needs at the active leaf; the
 	// other entries are in the log.
 	want, _ := o.want(0)
 	require.Equal(t, want, string(loaded.BuildContext().JSON()), "%s: a SessionTree loaded from its files: the context Pi 1.6 builds", o.s.File)
-	_, err = loaded.SyncFromLog(ctx)
+	_, err = loaded.MergeLog(ctx)
 	require.NoError(t, err)
 	o.requireTree(t, loaded, "loaded from its files")
 
@@ -193,7 +193,7 @@ func (o *pi16Check) storeTrip(t *testing.T, ctx context.Context, store *transcri
 	res, err := store.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Compactions, "%s: two imports make two segments to compact", o.s.File)
-	_, err = synced.SyncFromRemote(ctx)
+	_, err = synced.Pull(ctx)
 	require.NoError(t, err)
 	o.requireTree(t, synced, "restored from the store and synced")
 	o.requireTree(t, o.restore(t, ctx, store, "restored"), "restored from the store")
@@ -226,8 +226,8 @@ func (o *pi16Check) storeTrip(t *testing.T, ctx context.Context, store *transcri
 
 // restore restores the session from store into a new root named by how.
 func (o *pi16Check) restore(t *testing.T, ctx context.Context, store *transcript.Store, how string) *sessiontree.Tree {
-	cfg := sessiontree.Config{Root: filepath.Join(o.dir, how, o.name), NoSync: true, Remote: store}
-	tree, rep, err := sessiontree.Restore(ctx, cfg, sessiontree.RuntimeContext{Namespace: "default"}, "oracle", "s"+o.name)
+	cfg := sessiontree.Config{Root: filepath.Join(o.dir, how, o.name), NoSync: true, Store: store}
+	tree, rep, err := sessiontree.Restore(ctx, cfg, sessiontree.Identity{Namespace: "default"}, "oracle", "s"+o.name)
 	require.NoError(t, err)
 	require.Empty(t, rep.Conflicts)
 	return tree

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 // Pi as the oracle
@@ -202,7 +204,7 @@ func TestPiOracle(t *testing.T) {
 		out := filepath.Join(dir, "restored", name)
 		r = oracleCLI(t, append([]string{"restore", "--out", out}, sel...)...)
 		require.Equal(t, 0, r.code, "%s: restore: %s", name, r.stderr)
-		contextFile := filepath.Join(out, "default", "agents", "oracle", "sessions", sel[len(sel)-1]+".jsonl")
+		contextFile := sessiontree.FilesOf(out, transcript.TranscriptRef{AgentID: "oracle", SessionID: sel[len(sel)-1]}).Context
 		exports = append(exports, piCase{File: contextFile, Leaf: c.Leaf, NullLeaf: c.NullLeaf, Out: contextFile + ".pi.json", SessionDir: c.SessionDir})
 		wants[contextFile] = string(want)
 	}

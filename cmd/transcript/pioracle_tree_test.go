@@ -45,7 +45,7 @@ func drivenTrees(t *testing.T, ctx context.Context, files *treeFiles, salt uint6
 	for seed := range uint64(100) {
 		r := rand.New(rand.NewPCG(seed, salt))
 		tree, err := sessiontree.New(sessiontree.Config{Root: filepath.Join(files.dir, "trees"), NoSync: true},
-			sessiontree.RuntimeContext{Namespace: "default"}, "oracle", fmt.Sprintf("t%02d", seed), sessiontree.HeaderOptions{Cwd: "/work/project"})
+			sessiontree.Identity{Namespace: "default"}, "oracle", fmt.Sprintf("t%02d", seed), sessiontree.HeaderOptions{Cwd: "/work/project"})
 		require.NoError(t, err)
 		driveTree(t, ctx, r, tree, pi16)
 		files.add(t, fmt.Sprintf("%02d", seed), tree)
@@ -182,7 +182,7 @@ func testReplicas(t *testing.T, node, script string, pi16 bool) {
 	ctx := context.Background()
 	storeDir := filepath.Join(dir, "store")
 	store := fileStore(t, storeDir)
-	rc := sessiontree.RuntimeContext{Namespace: "default"}
+	who := sessiontree.Identity{Namespace: "default"}
 	files := &treeFiles{dir: dir}
 	for seed := range uint64(20) {
 		r := rand.New(rand.NewPCG(seed, 0x7e91))
@@ -192,14 +192,14 @@ func testReplicas(t *testing.T, node, script string, pi16 bool) {
 			w, err := transcript.NewWriter(fmt.Sprintf("replica-%d", i))
 			require.NoError(t, err)
 			cfg := sessiontree.Config{Root: filepath.Join(dir, fmt.Sprintf("replica-%d", i)), NoSync: true,
-				Uploader: &mirror.Sync{Store: store, Writer: w}, Remote: store}
+				Uploader: &mirror.Direct{Store: store, Writer: w}, Store: store}
 			if i == 0 {
-				replicas[i], err = sessiontree.New(cfg, rc, "oracle", sid, sessiontree.HeaderOptions{Cwd: "/work/project"})
+				replicas[i], err = sessiontree.New(cfg, who, "oracle", sid, sessiontree.HeaderOptions{Cwd: "/work/project"})
 				require.NoError(t, err)
 				driveTree(t, ctx, r, replicas[i], pi16) // the first turns, flushed
 				continue
 			}
-			replicas[i], _, err = sessiontree.Restore(ctx, cfg, rc, "oracle", sid)
+			replicas[i], _, err = sessiontree.Restore(ctx, cfg, who, "oracle", sid)
 			require.NoError(t, err)
 		}
 		// Turns land on replicas at random; a replica syncs before its turn
@@ -207,7 +207,7 @@ func testReplicas(t *testing.T, node, script string, pi16 bool) {
 		for range 6 {
 			tree := replicas[r.IntN(len(replicas))]
 			if r.IntN(4) > 0 {
-				_, err := tree.SyncFromRemote(ctx)
+				_, err := tree.Pull(ctx)
 				require.NoError(t, err)
 			}
 			driveTree(t, ctx, r, tree, pi16)
@@ -216,7 +216,7 @@ func testReplicas(t *testing.T, node, script string, pi16 bool) {
 		stored := oracleCLI(t, append([]string{"context"}, sel...)...)
 		require.Equal(t, 0, stored.code, stored.stderr)
 		for i, tree := range replicas {
-			_, err := tree.SyncFromRemote(ctx)
+			_, err := tree.Pull(ctx)
 			require.NoError(t, err)
 			require.NoError(t, tree.Flush(ctx))
 			require.Equal(t, stored.stdout, string(tree.BuildContext().JSON())+"\n", "%s: replica %d and the store build one context", sid, i)

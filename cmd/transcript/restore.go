@@ -110,7 +110,7 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
 	var mu sync.Mutex
-	err = forEachListedSession(ctx, s, *parallel, refs, sf.Agent, *out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
+	err = forEachListedSession(ctx, s, *parallel, refs, sf.Agent, *out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error {
 		outcome, entries, n, err := restoreSession(ctx, r, ref, *out, scratch, *force)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
@@ -171,7 +171,7 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 // filesystem of out, then skips them if the destination under out holds
 // identical files, or moves them into place (log first, context last). It
 // returns the entry count and the bytes written.
-func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref transcript.TranscriptRef, out, scratch string, force bool) (restoreOutcome, int, int64, error) {
+func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, out, scratch string, force bool) (restoreOutcome, int, int64, error) {
 	if outcome, entries, n, ok, err := restoreIncremental(ctx, s, ref, out); ok || err != nil {
 		return outcome, entries, n, err
 	}
@@ -190,10 +190,10 @@ func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref tr
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	dir := sessiontree.SessionDir(out, ref.Namespace, ref.AgentID)
+	dest := sessiontree.FilesOf(out, ref)
 	files := []struct{ from, to string }{
-		{r.files.Log, filepath.Join(dir, ref.SessionID+sessiontree.LogSuffix)},
-		{r.files.Context, filepath.Join(dir, ref.SessionID+sessiontree.ContextSuffix)},
+		{r.files.Log, dest.Log},
+		{r.files.Context, dest.Context},
 	}
 	identical := true
 	var size int64
@@ -206,7 +206,7 @@ func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref tr
 		identical = identical && same
 	}
 	// The segments file goes last: it says the files hold those segments.
-	segs := struct{ from, to string }{r.files.Segments, filepath.Join(dir, ref.SessionID+sessiontree.SegmentsSuffix)}
+	segs := struct{ from, to string }{r.files.Segments, dest.Segments}
 	if identical {
 		return outcomeSkipped, r.entries, 0, moveIfExists(segs.from, segs.to)
 	}
@@ -215,7 +215,7 @@ func restoreSession(ctx context.Context, s sessiontree.IncrementalReader, ref tr
 			return 0, 0, 0, err
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dest.Context), 0o755); err != nil {
 		return 0, 0, 0, err
 	}
 	if err := os.Remove(segs.to); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -242,24 +242,24 @@ func moveIfExists(from, to string) error {
 // the segments they do not hold, when a segments file beside them says which they
 // hold and they are unchanged since it was written (ok is false otherwise: restore
 // then rebuilds the session). It reports the session skipped when nothing was new.
-func restoreIncremental(ctx context.Context, s sessiontree.IncrementalReader, ref transcript.TranscriptRef, out string) (outcome restoreOutcome, entries int, n int64, ok bool, err error) {
-	rc := sessiontree.RuntimeContext{Namespace: ref.Namespace}
-	tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out, Remote: s}, rc, ref.AgentID, ref.SessionID)
-	if err != nil || !rep.Clean() || !tree.SegmentsFileCurrent() || tree.RemoteSegments() == 0 {
+func restoreIncremental(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, out string) (outcome restoreOutcome, entries int, n int64, ok bool, err error) {
+	who := sessiontree.Identity{Namespace: ref.Namespace}
+	tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out, Store: s}, who, ref.AgentID, ref.SessionID)
+	if err != nil || !rep.Clean() || !tree.SegmentsFileCurrent() || tree.HeldSegments() == 0 {
 		return 0, 0, 0, false, nil
 	}
 	before := fileSize(tree.LogPath()) + fileSize(tree.ContextPath())
-	sync, err := tree.SyncFromRemote(ctx)
+	pulled, err := tree.Pull(ctx)
 	if err != nil {
 		return 0, 0, 0, true, err
 	}
 	if err := tree.Flush(ctx); err != nil {
 		return 0, 0, 0, true, err
 	}
-	if _, err := tree.SyncFromLog(ctx); err != nil {
+	if _, err := tree.MergeLog(ctx); err != nil {
 		return 0, 0, 0, true, err
 	}
-	if sync.Added == 0 {
+	if pulled.Added == 0 {
 		return outcomeSkipped, tree.Len(), 0, true, nil
 	}
 	return outcomeRestored, tree.Len(), fileSize(tree.LogPath()) + fileSize(tree.ContextPath()) - before, true, nil
@@ -307,7 +307,7 @@ func checkNoLocalOnly(path string, has func(id string) bool) error {
 // When out is set, the sessions of refs that have no context file under out
 // (restore reads them whole) are fetched ahead (Store.ForEachListedSessionAhead).
 func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int, refs []transcript.TranscriptRef, agent, out string,
-	fn func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error) error {
+	fn func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error) error {
 	if len(refs) == 0 {
 		return nil
 	}
@@ -325,8 +325,7 @@ func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int
 			mu.Lock()
 			ok := want[ref]
 			mu.Unlock()
-			ctxFile := filepath.Join(sessiontree.SessionDir(out, ref.Namespace, ref.AgentID), ref.SessionID+sessiontree.ContextSuffix)
-			_, err := os.Stat(ctxFile)
+			_, err := os.Stat(sessiontree.FilesOf(out, ref).Context)
 			return ok && errors.Is(err, os.ErrNotExist)
 		}
 	}

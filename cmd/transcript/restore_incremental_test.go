@@ -30,8 +30,8 @@ func TestRestoreSession_Incremental(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	w, err := transcript.NewWriter("writer")
 	require.NoError(t, err)
-	src, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Sync{Store: s, Writer: w}},
-		sessiontree.RuntimeContext{}, "agent", "s", sessiontree.HeaderOptions{})
+	src, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Direct{Store: s, Writer: w}},
+		sessiontree.Identity{}, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
 	turn := func() {
 		t.Helper()
@@ -67,7 +67,7 @@ func TestRestoreSession_Incremental(t *testing.T) {
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			if st.before != nil {
-				dest, _, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.RuntimeContext{}, "agent", "s")
+				dest, _, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.Identity{}, "agent", "s")
 				require.NoError(t, err)
 				st.before(t, dest)
 			}
@@ -80,9 +80,9 @@ func TestRestoreSession_Incremental(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, st.want, outcome)
-			dest, _, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.RuntimeContext{}, "agent", "s")
+			dest, _, err := sessiontree.Load(ctx, sessiontree.Config{Root: out}, sessiontree.Identity{}, "agent", "s")
 			require.NoError(t, err)
-			_, err = dest.SyncFromLog(ctx)
+			_, err = dest.MergeLog(ctx)
 			require.NoError(t, err)
 			require.ElementsMatch(t, entryIDs(src.Entries()), entryIDs(dest.Entries()))
 		})
@@ -108,8 +108,8 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 	require.NoError(t, err)
 	var refs []transcript.TranscriptRef
 	for _, sid := range []string{"a", "b", "c", "d"} {
-		tree, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Sync{Store: s, Writer: w}},
-			sessiontree.RuntimeContext{}, "agent", sid, sessiontree.HeaderOptions{})
+		tree, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Direct{Store: s, Writer: w}},
+			sessiontree.Identity{}, "agent", sid, sessiontree.HeaderOptions{})
 		require.NoError(t, err)
 		for range 2 {
 			_, err := tree.AppendMessage(json.RawMessage(`{"role":"user","content":"hi","timestamp":1}`))
@@ -124,7 +124,7 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 	cb.ResetCounts()
 	var mu sync.Mutex
 	outcomes := map[string]error{}
-	require.NoError(t, forEachListedSession(ctx, s, 2, refs, "", out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
+	require.NoError(t, forEachListedSession(ctx, s, 2, refs, "", out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error {
 		_, _, _, err := restoreSession(ctx, r, ref, out, scratch, false)
 		mu.Lock()
 		outcomes[ref.SessionID] = err
@@ -142,7 +142,7 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 
 	// Sessions restored before are not fetched ahead: their files lack nothing.
 	cb.ResetCounts()
-	require.NoError(t, forEachListedSession(ctx, s, 2, refs[:4], "", out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.IncrementalReader) error {
+	require.NoError(t, forEachListedSession(ctx, s, 2, refs[:4], "", out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error {
 		outcome, _, _, err := restoreSession(ctx, r, ref, out, scratch, false)
 		if err == nil && outcome != outcomeSkipped {
 			err = fmt.Errorf("%s: outcome %d, want skipped", ref, outcome)

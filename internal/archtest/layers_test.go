@@ -26,11 +26,13 @@ var allowed = []struct {
 	{"internal/reliability", []string{""}},
 	{"internal/churntest", []string{"transcript"}},
 	{"internal/s3test", []string{"transcript", "internal/rclone"}},
+	// mirror implements sessiontree's Uploader port; nothing but commands and
+	// tests imports it, so the server does not link it.
+	{"mirror", []string{"sessiontree", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	// server is the HTTP API over repository, used by commands.
-	{"server", []string{"repository", "sessiontree", "mirror", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
-	{"repository", []string{"sessiontree", "mirror", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
-	{"sessiontree", []string{"mirror", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
-	{"mirror", []string{"transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
+	{"server", []string{"repository", "sessiontree", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
+	{"repository", []string{"sessiontree", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
+	{"sessiontree", []string{"transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"transcript/bucketurl", []string{"transcript/bucket", "internal/fsutil"}},
 	{"transcript/bucket/buckettest", []string{"transcript/bucket"}},
 	{"transcript/bucket/faultbucket", []string{"transcript/bucket"}},

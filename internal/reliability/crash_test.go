@@ -72,7 +72,7 @@ func TestCrashChild(t *testing.T) {
 	m, err := mirror.New(mirror.Config{Store: store, Writer: w, OutboxDir: os.Getenv(crashOutboxEnv),
 		Workers: 2, MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	require.NoError(t, err)
-	cfg := sessiontree.Config{Root: os.Getenv(crashRootEnv), Uploader: m, Remote: store}
+	cfg := sessiontree.Config{Root: os.Getenv(crashRootEnv), Uploader: m, Store: store}
 	var out sync.Mutex
 	say := func(s string) {
 		out.Lock()
@@ -82,7 +82,7 @@ func TestCrashChild(t *testing.T) {
 	}
 	trees := make([]*sessiontree.Tree, crashSessions)
 	for i := range trees {
-		tr, rep, err := sessiontree.Open(ctx, cfg, sessiontree.RuntimeContext{}, crashAgent, crashSessionID(i), sessiontree.HeaderOptions{})
+		tr, rep, err := sessiontree.Open(ctx, cfg, sessiontree.Identity{}, crashAgent, crashSessionID(i), sessiontree.HeaderOptions{})
 		require.NoError(t, err, "local files of %s must load after a crash", crashSessionID(i))
 		if rep.TornBytes > 0 {
 			say(fmt.Sprintf("%s%s %d\n", lineTorn, crashSessionID(i), rep.TornBytes))
@@ -238,12 +238,12 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 		MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	require.NoError(t, err)
 	defer m.Close(ctx)
-	cfg := sessiontree.Config{Root: root, Uploader: m, Remote: store}
+	cfg := sessiontree.Config{Root: root, Uploader: m, Store: store}
 	for i := range crashSessions {
 		sid := crashSessionID(i)
-		tr, _, err := sessiontree.Load(ctx, cfg, sessiontree.RuntimeContext{}, crashAgent, sid)
+		tr, _, err := sessiontree.Load(ctx, cfg, sessiontree.Identity{}, crashAgent, sid)
 		require.NoError(t, err, "local files load")
-		_, err = tr.SyncFromLog(ctx)
+		_, err = tr.MergeLog(ctx)
 		require.NoError(t, err)
 		for id := range acked[sid] {
 			_, err := tr.Entry(id)
@@ -328,11 +328,11 @@ type tornTail struct {
 func injectTorn(t *testing.T, rng *mrand.Rand, root string, round int) tornTail {
 	t.Helper()
 	sid := crashSessionID(rng.IntN(crashSessions))
-	suffix := sessiontree.ContextSuffix
+	files := sessiontree.FilesOf(root, transcript.TranscriptRef{AgentID: crashAgent, SessionID: sid})
+	path := files.Context
 	if rng.IntN(2) == 0 {
-		suffix = sessiontree.LogSuffix
+		path = files.Log
 	}
-	path := filepath.Join(sessiontree.SessionDir(root, transcript.DefaultNamespace, crashAgent), sid+suffix)
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	if len(data) > 0 && data[len(data)-1] != '\n' {

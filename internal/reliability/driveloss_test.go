@@ -42,7 +42,7 @@ func TestDriveLoss(t *testing.T) {
 	const sessions = 6
 	var trees []*sessiontree.Tree
 	for i := range sessions {
-		tr, err := sessiontree.New(cfg, sessiontree.RuntimeContext{}, "drive", fmt.Sprintf("s%d", i), sessiontree.HeaderOptions{})
+		tr, err := sessiontree.New(cfg, sessiontree.Identity{}, "drive", fmt.Sprintf("s%d", i), sessiontree.HeaderOptions{})
 		require.NoError(t, err)
 		trees = append(trees, tr)
 	}

@@ -91,10 +91,10 @@ func TestHostile_Names(t *testing.T) {
 				sess, err := store.ListSessions(ctx, ref.Namespace, ref.AgentID)
 				require.True(t, err != nil || len(sess) == 0, what)
 			}
-			_, err = sessiontree.New(sessiontree.Config{Root: root}, sessiontree.RuntimeContext{Namespace: ref.Namespace},
+			_, err = sessiontree.New(sessiontree.Config{Root: root}, sessiontree.Identity{Namespace: ref.Namespace},
 				ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{})
 			require.Error(t, err, what)
-			_, _, err = sessiontree.Open(ctx, sessiontree.Config{Root: root, Remote: store}, sessiontree.RuntimeContext{Namespace: ref.Namespace},
+			_, _, err = sessiontree.Open(ctx, sessiontree.Config{Root: root, Store: store}, sessiontree.Identity{Namespace: ref.Namespace},
 				ref.AgentID, ref.SessionID, sessiontree.HeaderOptions{})
 			require.Error(t, err, what)
 			refused++

@@ -142,8 +142,8 @@ func TestIsolation_Store(t *testing.T) {
 		require.Len(t, res.Entries, 9)
 	}
 	// A SessionTree bound to A cannot restore B's session through A's store.
-	_, _, err = sessiontree.Restore(ctx, sessiontree.Config{Root: t.TempDir(), Remote: a},
-		sessiontree.RuntimeContext{Namespace: tenantA}, "agent", "only-"+tenantB)
+	_, _, err = sessiontree.Restore(ctx, sessiontree.Config{Root: t.TempDir(), Store: a},
+		sessiontree.Identity{Namespace: tenantA}, "agent", "only-"+tenantB)
 	require.ErrorIs(t, err, sessiontree.ErrNotFound)
 	t.Logf("%d probes of tenant B from tenant A: all not found, nothing changed", probes+2)
 }

@@ -107,7 +107,7 @@ func TestNetFaults(t *testing.T) {
 		nw := &netWriter{m: m, acked: map[transcript.TranscriptRef][]string{}}
 		cfg := sessiontree.Config{Root: t.TempDir(), Uploader: m, NoSync: true}
 		for s := range sessionsPer {
-			tr, err := sessiontree.New(cfg, sessiontree.RuntimeContext{Namespace: "net"}, fmt.Sprintf("agent%d", i), fmt.Sprintf("s%d", s), sessiontree.HeaderOptions{})
+			tr, err := sessiontree.New(cfg, sessiontree.Identity{Namespace: "net"}, fmt.Sprintf("agent%d", i), fmt.Sprintf("s%d", s), sessiontree.HeaderOptions{})
 			require.NoError(t, err)
 			nw.trees = append(nw.trees, tr)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
@@ -99,7 +100,7 @@ func TestSecrets(t *testing.T) {
 			Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		require.NoError(t, err)
 		p.Stop()
-		require.NoError(t, m.Upload(ctx, mirror.Batch{Ref: transcript.TranscriptRef{AgentID: "a", SessionID: "s"}, Entries: [][]byte{[]byte(okEntry)}}))
+		require.NoError(t, m.Upload(ctx, sessiontree.Batch{Ref: transcript.TranscriptRef{AgentID: "a", SessionID: "s"}, Entries: [][]byte{[]byte(okEntry)}}))
 		actx, cancel := context.WithTimeout(ctx, time.Second)
 		err = m.AwaitQuiescence(actx)
 		cancel()

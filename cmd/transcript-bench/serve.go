@@ -46,6 +46,10 @@ func runServe(ctx context.Context, e *env) (ItemResult, error) {
 		return res, err
 	}
 	defer stop()
+	// The clients' connections are the item's own and closed with it, so that
+	// none outlives the run (a keep-alive connection's goroutines would).
+	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	defer client.CloseIdleConnections()
 	total := max(e.cfg.Sizes.MirrorTurns, 5)
 	for _, clients := range serveClients {
 		perClient := max(total/clients, 5)
@@ -56,7 +60,7 @@ func runServe(ctx context.Context, e *env) (ItemResult, error) {
 			return res, fmt.Errorf("direct, %d clients: %w", clients, err)
 		}
 		viaHTTP, err := appendLoad(ctx, clients, perClient, func(ctx context.Context, c int) (appender, error) {
-			return httpAppender(ctx, url, fmt.Sprintf("http-%d-%d", clients, c))
+			return httpAppender(ctx, client, url, fmt.Sprintf("http-%d-%d", clients, c))
 		})
 		if err != nil {
 			return res, fmt.Errorf("http, %d clients: %w", clients, err)
@@ -154,8 +158,9 @@ func directAppender(ctx context.Context, store *transcript.Store, user string) (
 	return func(ctx context.Context, i int) error { return sess.AppendIf(ctx, benchHead(i), benchEntry(i)) }, nil
 }
 
-// httpAppender creates a session through the API and appends with POSTs.
-func httpAppender(ctx context.Context, base, user string) (appender, error) {
+// httpAppender creates a session through the API and appends with POSTs sent by
+// client.
+func httpAppender(ctx context.Context, client *http.Client, base, user string) (appender, error) {
 	tok, err := server.MintToken(serveKey, "bench", user, time.Now(), time.Hour)
 	if err != nil {
 		return nil, err
@@ -167,7 +172,7 @@ func httpAppender(ctx context.Context, base, user string) (appender, error) {
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			return err
 		}

@@ -28,6 +28,9 @@ var allowed = []struct {
 	{"internal/s3test", []string{"transcript", "internal/rclone"}},
 	// server is the HTTP API over repository, used by commands.
 	{"server", []string{"repository", "sessiontree", "mirror", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
+	// follow declares the ports it needs (an uploader, a store reader) and is
+	// wired to the mirror and the store by the command.
+	{"follow", []string{"transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"repository", []string{"sessiontree", "mirror", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"sessiontree", []string{"mirror", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"mirror", []string{"transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},

@@ -262,3 +262,28 @@ func TestFollower_Windows(t *testing.T) {
 	requireOnce(t, fx.remote, refOf("s1"), lines...)
 	require.Greater(t, fx.remote.segmentCount(refOf("s1")), 3)
 }
+
+// TestFollower_SymlinkedRoot: a root that is a symbolic link to the sessions
+// directory is followed through it.
+func TestFollower_SymlinkedRoot(t *testing.T) {
+	fx := newFixture(t)
+	real := filepath.Join(t.TempDir(), "real")
+	require.NoError(t, os.MkdirAll(real, 0o755))
+	require.NoError(t, os.Symlink(real, fx.root))
+	fx.write(fileA, header("s1"), entry("e1", "", "hi"))
+	require.NoError(t, fx.once())
+	requireOnce(t, fx.remote, refOf("s1"), header("s1"), entry("e1", "", "hi"))
+	require.Empty(t, fx.take(follow.EventIgnored))
+}
+
+// TestFollower_OnceGivesUp: with an uploader that keeps failing, Once reports
+// the file stuck after one attempt, also for a file read in several batches.
+func TestFollower_OnceGivesUp(t *testing.T) {
+	fx := newFixture(t)
+	fx.tune = func(c *follow.Config) { c.MaxBatchBytes = 100 }
+	fx.remote.failNext = 1 << 30
+	fx.write(fileA, header("s1"), entry("e1", "", "hi"), entry("e2", "e1", "yo"))
+	require.ErrorIs(t, fx.once(), follow.ErrStuck)
+	require.Empty(t, fx.remote.all(refOf("s1")))
+	require.Equal(t, 0, fx.remote.uploads)
+}

@@ -20,6 +20,9 @@ import (
 type Follower struct {
 	cfg      Config
 	rootBase string // the root's own name (the agent of files directly in it)
+	// walkRoot is the root with symbolic links resolved, as the walk and the
+	// watch name its files (the root until it exists).
+	walkRoot string
 	lock     *os.File
 	// files are the files under the root, by path relative to it (slash-
 	// separated). Only the goroutine running Run or Once touches them.
@@ -51,7 +54,7 @@ func New(cfg Config) (*Follower, error) {
 	if err != nil {
 		return nil, fmt.Errorf("follow: state directory %s: %w", cfg.StateDir, err)
 	}
-	f := &Follower{cfg: cfg, rootBase: filepath.Base(cfg.Root), lock: lock, files: map[string]*tracked{}}
+	f := &Follower{cfg: cfg, rootBase: filepath.Base(cfg.Root), walkRoot: cfg.Root, lock: lock, files: map[string]*tracked{}}
 	if err := f.resume(); err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("follow: %w", err)
@@ -104,7 +107,6 @@ func (f *Follower) removed(t *tracked) {
 // intent for every batch in the state file, hands the batches over (Parallel
 // at a time), and records the new offsets.
 func (f *Follower) tick(ctx context.Context, due []*tracked) {
-	now := f.cfg.Now()
 	var batches, uploads []*batch
 	for _, t := range due {
 		t.due = time.Time{}
@@ -120,9 +122,6 @@ func (f *Follower) tick(ctx context.Context, due []*tracked) {
 		batches = append(batches, b)
 		if len(b.entries) > 0 {
 			uploads = append(uploads, b)
-		}
-		if b.more {
-			t.schedule(now)
 		}
 	}
 	if len(uploads) > 0 {
@@ -175,6 +174,9 @@ func (f *Follower) commit(b *batch) {
 		t.held = nil // the reconcile reached the file's last complete line
 	}
 	f.dirty = true
+	if b.more {
+		t.schedule(f.cfg.Now()) // the rest of the file, at once
+	}
 	f.settled(t)
 	f.count(b)
 	if b.lines > 0 {

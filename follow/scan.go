@@ -88,14 +88,18 @@ func hidden(rel string) bool {
 func (f *Follower) rescan(w *watcher, delay time.Duration) error {
 	now := f.cfg.Now()
 	seen := make(map[string]bool, len(f.files))
-	err := filepath.WalkDir(f.cfg.Root, func(p string, d fs.DirEntry, err error) error {
+	if r, err := filepath.EvalSymlinks(f.cfg.Root); err == nil {
+		f.walkRoot = r
+	}
+	root := f.walkRoot
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if p == f.cfg.Root {
+			if p == root {
 				return err
 			}
 			return nil // gone meanwhile, or unreadable: the next rescan tries again
 		}
-		if p != f.cfg.Root && (strings.HasPrefix(d.Name(), ".") || p == f.cfg.StateDir) {
+		if p != root && (strings.HasPrefix(d.Name(), ".") || p == f.cfg.StateDir) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -105,7 +109,7 @@ func (f *Follower) rescan(w *watcher, delay time.Duration) error {
 			f.watch(w, p)
 			return nil
 		}
-		rel, err := filepath.Rel(f.cfg.Root, p)
+		rel, err := filepath.Rel(root, p)
 		if err != nil {
 			return nil
 		}
@@ -144,7 +148,7 @@ func (f *Follower) behind(t *tracked, now time.Time) {
 // and walked (by a rescan), a written or created file is read a batch interval
 // later, a removed or renamed one at once.
 func (f *Follower) onFSEvent(w *watcher, ev fsnotify.Event) {
-	rel, err := filepath.Rel(f.cfg.Root, ev.Name)
+	rel, err := filepath.Rel(f.walkRoot, ev.Name)
 	if err != nil || !filepath.IsLocal(rel) {
 		return
 	}
@@ -154,7 +158,9 @@ func (f *Follower) onFSEvent(w *watcher, ev fsnotify.Event) {
 	}
 	now := f.cfg.Now()
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-		delete(w.dirs, ev.Name)
+		if w != nil {
+			delete(w.dirs, ev.Name)
+		}
 		if t, ok := f.files[rel]; ok {
 			t.schedule(now)
 		}

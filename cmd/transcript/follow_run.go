@@ -16,6 +16,7 @@ import (
 
 	"github.com/transcriptstore/transcript/follow"
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
+	"github.com/transcriptstore/transcript/internal/followmirror"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -29,7 +30,7 @@ func followRoot(ctx context.Context, env *cliEnv, sf *storeFlags, o followOption
 	}
 	defer s.Close()
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	up, err := openFollowUploader(s, w, filepath.Join(o.stateDir, "outbox"), o.workers, logger)
+	up, err := followmirror.Open(s, followmirror.Config{Writer: w, OutboxDir: filepath.Join(o.stateDir, "outbox"), Workers: o.workers, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("follow: %w", err)
 	}
@@ -40,29 +41,29 @@ func followRoot(ctx context.Context, env *cliEnv, sf *storeFlags, o followOption
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)
 		defer cancel()
-		return errors.Join(err, up.close(cctx))
+		return errors.Join(err, up.Close(cctx))
 	}
 	defer fl.Close()
-	stopMetrics, err := serveFollowMetrics(o.metricsAddr, fl.Collector(), up.collector())
+	stopMetrics, err := serveFollowMetrics(o.metricsAddr, fl.Collector(), up.Collector())
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)
 		defer cancel()
-		return errors.Join(err, up.close(cctx))
+		return errors.Join(err, up.Close(cctx))
 	}
 	var runErr error
 	if o.once {
 		runErr = fl.Once(ctx)
 		if runErr == nil || errors.Is(runErr, follow.ErrStuck) {
-			runErr = errors.Join(runErr, up.await(ctx))
+			runErr = errors.Join(runErr, up.Await(ctx))
 		}
 	} else {
 		runErr = fl.Run(ctx)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)
 	defer cancel()
-	_ = up.close(cctx) // what is left stays in the outbox; the summary counts it
+	_ = up.Close(cctx) // what is left stays in the outbox; the summary counts it
 	stopMetrics()
-	if err := out.summary(root, fl.Status(), up.pending()); err != nil {
+	if err := out.summary(root, fl.Status(), up.PendingSegments()); err != nil {
 		return err
 	}
 	return runErr // Run returns nil after SIGTERM or SIGINT

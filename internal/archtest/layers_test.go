@@ -22,6 +22,8 @@ var allowed = []struct {
 }{
 	{"cmd/", []string{""}},
 	{"internal/cli", []string{"transcript"}},
+	// The one place that wires the follower's ports to the mirror and the store.
+	{"internal/followmirror", []string{"follow", "mirror", "transcript"}},
 	// The reliability suite tests everything from outside, like a command.
 	{"internal/reliability", []string{""}},
 	{"internal/churntest", []string{"transcript"}},

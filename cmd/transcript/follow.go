@@ -87,7 +87,7 @@ func runFollow(ctx context.Context, env *cliEnv, args []string) error {
 	fs.DurationVar(&o.batch, "batch", follow.DefaultBatchInterval, "gather the lines of a burst this long before uploading them as one segment")
 	fs.DurationVar(&o.rescan, "rescan", follow.DefaultRescanInterval, "walk ROOT this often, to catch what the watch missed")
 	fs.DurationVar(&o.stuckAfter, "stuck-after", follow.DefaultStuckAfter, "report a file stuck when its last line stays unterminated, or its uploads fail, this long")
-	fs.DurationVar(&o.drain, "drain-timeout", follow.DefaultDrainTimeout, "at exit, wait this long for the outbox to upload (what is left uploads at the next start)")
+	fs.DurationVar(&o.drain, "drain-timeout", follow.DefaultDrainTimeout, "at exit, upload for this long at most (what is left stays in the outbox, for the next start)")
 	fs.BoolVar(&o.once, "once", false, "upload everything complete now and exit")
 	fs.BoolVar(&o.noWatch, "no-watch", false, "find changes by the rescan alone (file systems without inotify)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on `HOST:PORT`/metrics")

@@ -50,6 +50,10 @@ func followRoot(ctx context.Context, env *cliEnv, sf *storeFlags, o followOption
 		defer cancel()
 		return errors.Join(err, up.Close(cctx))
 	}
+	// --drain-timeout bounds the whole shutdown: the follower's last pass, then
+	// the outbox's uploads.
+	stopped := make(chan time.Time, 1)
+	defer context.AfterFunc(ctx, func() { stopped <- time.Now() })()
 	var runErr error
 	if o.once {
 		runErr = fl.Once(ctx)
@@ -59,7 +63,13 @@ func followRoot(ctx context.Context, env *cliEnv, sf *storeFlags, o followOption
 	} else {
 		runErr = fl.Run(ctx)
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)
+	deadline := time.Now().Add(o.drain)
+	select {
+	case at := <-stopped:
+		deadline = at.Add(o.drain)
+	default:
+	}
+	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	_ = up.Close(cctx) // what is left stays in the outbox; the summary counts it
 	stopMetrics()

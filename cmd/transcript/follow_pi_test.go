@@ -165,6 +165,11 @@ func requireStoredOnce(t *testing.T, url, root string) []string {
 		}
 	}
 	require.Equal(t, len(want), stored, "every session file is a session in the store")
+	entries := 0
+	for _, w := range want {
+		entries += len(w)
+	}
+	t.Logf("%d sessions, %d entries (headers included), each stored once", stored, entries)
 	return files
 }
 

@@ -92,7 +92,9 @@ func runFollow(ctx context.Context, env *cliEnv, args []string) error {
 	fs.BoolVar(&o.noWatch, "no-watch", false, "find changes by the rescan alone (file systems without inotify)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on `HOST:PORT`/metrics")
 	fs.StringVar(&o.writer, "writer", "", "writer id in the segment keys (default: host name and random hex)")
-	fs.IntVar(&o.workers, "workers", 0, "concurrent uploads to the store (default 4)")
+	fs.IntVar(&o.workers, "workers", 0, "concurrent uploads to the store (default 4; more where many sessions are written at once)")
+	fs.Lookup("agent").Usage = "agent `ID` of every session (default: the name of the folder holding each file)"
+	_ = fs.MarkHidden("session") // each file names its session
 	if err := parse(fs, sf, args); err != nil {
 		return err
 	}

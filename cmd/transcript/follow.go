@@ -20,7 +20,9 @@ Uploads the sessions a running Pi writes, as it writes them: watches ROOT
 file's new complete lines to --store as one segment per burst (the lines
 written within --batch of the first). Runs until SIGTERM or SIGINT, then
 uploads what it has and exits 0; --once uploads everything complete now and
-exits (for cron jobs and tests).
+exits (for cron jobs and tests). Both wait --drain-timeout at most for the
+outbox to upload; what is left stays there for the next run (with --once, an
+exit 1).
 
 Each session file (NAME.jsonl whose first line is a Pi session header of
 version 3) is the session --ns/AGENT/ID: ID is the header's id, AGENT is --agent
@@ -44,7 +46,8 @@ object per line (and a last "summary" object). Warnings go to stderr. With
 and segments uploaded, lag, stuck files, and the outbox's uploads.
 
 Exit codes: 0 ok (also after SIGTERM); 1 a failure, or with --once a file that
-could not be uploaded or a ROOT that does not exist; 2 usage.
+could not be uploaded, segments left in the outbox, or a ROOT that does not
+exist; 2 usage.
 
 Examples:
   transcript follow --store 's3://transcripts/prod?endpoint=minio:9000' --ns alice

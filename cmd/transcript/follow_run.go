@@ -58,7 +58,11 @@ func followRoot(ctx context.Context, env *cliEnv, sf *storeFlags, o followOption
 	if o.once {
 		runErr = fl.Once(ctx)
 		if runErr == nil || errors.Is(runErr, follow.ErrStuck) {
-			runErr = errors.Join(runErr, up.Await(ctx))
+			actx, cancel := context.WithTimeout(ctx, o.drain)
+			if err := up.Await(actx); err != nil {
+				runErr = errors.Join(runErr, fmt.Errorf("follow: the outbox did not upload everything within --drain-timeout %v (what is left uploads at the next run): %w", o.drain, err))
+			}
+			cancel()
 		}
 	} else {
 		runErr = fl.Run(ctx)

@@ -45,7 +45,9 @@ type Config struct {
 
 	// BatchInterval is how long the lines of a burst are gathered before they
 	// are handed over as one segment: the first change of a file schedules its
-	// read that much later (default DefaultBatchInterval).
+	// read that much later (default DefaultBatchInterval), or up to a quarter
+	// of it earlier when another file's read is due then (one pass over many
+	// files writes the state file once, not once per file).
 	BatchInterval time.Duration
 	// RescanInterval is how often Root is walked to catch what the file-system
 	// watch missed, and to report stuck files (default DefaultRescanInterval).

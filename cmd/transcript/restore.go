@@ -163,19 +163,8 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum.Interrupted = err != nil
 	sum.Seconds = time.Since(start).Seconds()
-	if sf.json {
-		if err := writeJSON(env.stdout, sum); err != nil {
-			return err
-		}
-	} else {
-		for _, f := range sum.Failures {
-			fmt.Fprintf(env.stdout, "failed %s: %s\n", f.Session, f.Error)
-		}
-		if sum.Interrupted {
-			fmt.Fprint(env.stdout, "interrupted: ")
-		}
-		fmt.Fprintf(env.stdout, "restored %d, skipped %d (identical), failed %d of %s (%s, not counting session headers) into %s in %.2fs\n",
-			sum.Restored, sum.Skipped, sum.Failed, cmdcli.Count(sum.Sessions, "session"), cmdcli.Count(sum.Entries, "entry"), sum.Out, sum.Seconds)
+	if err := sum.print(env, sf.json); err != nil {
+		return err
 	}
 	if sum.Interrupted {
 		return fmt.Errorf("restore interrupted after %d of %d sessions: %w", sum.Restored+sum.Skipped+sum.Failed, sum.Sessions, err)
@@ -184,6 +173,22 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		return errProblems
 	}
 	return nil
+}
+
+// print writes the summary: the failures and a line, or one JSON object.
+func (sum restoreSummary) print(env *cliEnv, asJSON bool) error {
+	if asJSON {
+		return writeJSON(env.stdout, sum)
+	}
+	for _, f := range sum.Failures {
+		fmt.Fprintf(env.stdout, "failed %s: %s\n", f.Session, f.Error)
+	}
+	if sum.Interrupted {
+		fmt.Fprint(env.stdout, "interrupted: ")
+	}
+	_, err := fmt.Fprintf(env.stdout, "restored %d, skipped %d (identical), failed %d of %s (%s, not counting session headers) into %s in %.2fs\n",
+		sum.Restored, sum.Skipped, sum.Failed, cmdcli.Count(sum.Sessions, "session"), cmdcli.Count(sum.Entries, "entry"), sum.Out, sum.Seconds)
+	return err
 }
 
 // restoreSession rebuilds ref's two files under scratch, a directory on the

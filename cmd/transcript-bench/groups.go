@@ -55,6 +55,16 @@ type Sizes struct {
 	// MemoryEntries are the session lengths (entries) whose restore, export,
 	// context and verify by the CLI are measured for peak RSS.
 	MemoryEntries []int `json:"memoryEntries"`
+	// FollowSessions are the numbers of sessions written at once while the
+	// follower's latency is measured, over FollowAppends appends per session,
+	// with a batch interval of FollowBatch.
+	FollowSessions []int         `json:"followSessions"`
+	FollowAppends  int           `json:"followAppends"`
+	FollowBatch    time.Duration `json:"followBatch"`
+	// IdleSessions session files are followed for IdleSeconds while nothing
+	// changes.
+	IdleSessions int           `json:"idleSessions"`
+	IdleSeconds  time.Duration `json:"idleSeconds"`
 }
 
 // newSizes returns the full sizes (BENCHMARKS.md), or the quick ones, scaled (for tests).
@@ -65,12 +75,15 @@ func newSizes(quick bool, scale float64) Sizes {
 		Sessions: 500, SessionSegments: 20, Parallel: 8,
 		SyncLengths: []int{10, 100, 1000}, SyncReps: 130,
 		WatchSegments: 100, WatchAppends: 20, WatchInterval: 100 * time.Millisecond,
-		MemoryEntries: []int{100_000, 1_000_000}}
+		MemoryEntries:  []int{100_000, 1_000_000},
+		FollowSessions: []int{1, 50}, FollowAppends: 40, FollowBatch: 100 * time.Millisecond,
+		IdleSessions: 1000, IdleSeconds: time.Minute}
 	if quick {
 		s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenReps = 0.25, 100, 100, 334, 3
 		s.ReplicaSessions, s.ReplicaTurns, s.Sessions, s.ReplicaRounds = 25, 2, 50, 1
 		s.SyncReps, s.WatchAppends = 65, 10
 		s.MemoryEntries = []int{10_000, 100_000}
+		s.FollowAppends, s.IdleSeconds = 10, 15*time.Second
 	}
 	if scale < 1 {
 		sc := func(n, least int) int { return max(least, int(math.Round(float64(n)*scale))) }
@@ -83,6 +96,8 @@ func newSizes(quick bool, scale float64) Sizes {
 		s.SyncLengths, s.SyncReps = []int{2, 10}, 2
 		s.WatchSegments, s.WatchAppends, s.WatchInterval = 3, 2, 10*time.Millisecond
 		s.MemoryEntries = []int{sc(1000, 10)}
+		s.FollowSessions, s.FollowAppends, s.FollowBatch = []int{1, 2}, 2, 10*time.Millisecond
+		s.IdleSessions, s.IdleSeconds = sc(s.IdleSessions, 3), 500*time.Millisecond
 	}
 	return s
 }
@@ -93,10 +108,11 @@ func (s Sizes) String() string {
 		"open %d turns in %v segments, %d reps; %d replicas × %d sessions × %d turns, %d rounds; "+
 		"restore and compaction %d sessions × %d segments, parallelism %d; "+
 		"per-turn sync at %v segments, %d turns each; Watch %d appends to %d segments, poll %v; "+
-		"CLI memory at %v entries",
+		"CLI memory at %v entries; follow latency at %v sessions, %d appends each, batch %v; follow idle on %d sessions for %v",
 		s.CodecTurns, s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenSegments, s.OpenReps,
 		s.Replicas, s.ReplicaSessions, s.ReplicaTurns, s.ReplicaRounds, s.Sessions, s.SessionSegments, s.Parallel,
-		s.SyncLengths, s.SyncReps, s.WatchAppends, s.WatchSegments, s.WatchInterval, s.MemoryEntries)
+		s.SyncLengths, s.SyncReps, s.WatchAppends, s.WatchSegments, s.WatchInterval, s.MemoryEntries,
+		s.FollowSessions, s.FollowAppends, s.FollowBatch, s.IdleSessions, s.IdleSeconds)
 }
 
 // env is what a group's measurement works with.
@@ -155,6 +171,7 @@ var groups = []group{
 	{"sync", []int{9, 10}, []string{"per-turn sync cost by session length", "Watch latency"}, false, runSync},
 	{"serve", []int{11}, []string{"appends through transcript-serve vs the Go repository"}, true, runServe},
 	{"memory", []int{12}, []string{"peak RSS of restore, export, context and verify vs the session's JSONL"}, false, runMemory},
+	{"follow", []int{13, 14}, []string{"transcript follow: line appended → segment listable", "transcript follow: CPU while idle"}, false, runFollowItems},
 }
 
 func (g group) skippedRows(why string) []Row {

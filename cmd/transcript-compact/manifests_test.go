@@ -120,5 +120,5 @@ func TestManifests_PinnedImages(t *testing.T) {
 			require.NotEqual(t, "latest", tag, "%s: image %s", f, ref)
 		}
 	}
-	require.Equal(t, 3, images, "the two compaction manifests and the server's")
+	require.Equal(t, 5, images, "the two compaction manifests, the server's, and Pi's and the follower's in the follow sidecar")
 }

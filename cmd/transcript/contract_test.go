@@ -16,7 +16,7 @@ import (
 
 // binaryCommands are the commands of each binary ("" for the binary itself).
 var binaryCommands = map[string][]string{
-	"transcript":         {"", "demo", "import", "export", "append", "cat", "context", "tree", "ls", "restore", "verify", "stats", "outbox"},
+	"transcript":         {"", "demo", "import", "export", "append", "cat", "context", "tree", "ls", "follow", "restore", "verify", "stats", "outbox"},
 	"transcript-compact": {""},
 	"transcript-serve":   {"", "serve", "token"},
 	"transcript-bench":   {""},
@@ -87,6 +87,7 @@ func TestContract_NotFoundInEveryBinary(t *testing.T) {
 		{"transcript", []string{"ls", "--store", bucketURL + "&create=true"}, nil},
 		{"transcript", []string{"ls", "--store", missingDir}, nil},
 		{"transcript", []string{"append", "--store", bucketURL, "--agent", "a", "--session", "s"}, nil},
+		{"transcript", []string{"follow", "--once", "--store", bucketURL, "--state-dir", t.TempDir(), t.TempDir()}, nil},
 		{"transcript-compact", []string{"--store", bucketURL}, nil},
 		{"transcript-compact", []string{"--store", missingDir}, nil},
 		{"transcript-serve", []string{"serve", "--addr", "127.0.0.1:0", "--store", bucketURL}, []string{"TRANSCRIPT_JWT_KEY=" + strings.Repeat("k", 32)}},

@@ -35,6 +35,7 @@ func testJSONSchema(t *testing.T, b backend) {
 	v3 := fixture(t, fixtureV3)
 	store := b.fresh(t)
 	outbox := stuckOutbox(t)
+	root, _ := piRoot(t)
 	st := []string{"--store", store}
 	runs := []jsonRun{
 		{def: "transcript.import", args: append([]string{"import", "--json", "--agent", "a", "--session", "imported"}, append(st, v3)...)},
@@ -47,6 +48,8 @@ func testJSONSchema(t *testing.T, b backend) {
 		{def: "transcript.verify", args: append([]string{"verify", "--json"}, st...)},
 		{def: "transcript.stats", args: append([]string{"stats", "--json"}, st...)},
 		{def: "transcript.restore", args: append([]string{"restore", "--json", "--out", t.TempDir()}, st...)},
+		{def: "transcript.restore", args: append([]string{"restore", "--json", "--layout", "pi", "--out", t.TempDir()}, st...)},
+		{def: "transcript.follow", args: append([]string{"follow", "--json", "--once", "--state-dir", t.TempDir()}, append(st, root)...), listing: true, lines: 3},
 		{def: "transcript-compact", bin: "transcript-compact", args: append([]string{"--json", "--min-segments", "2"}, st...)},
 		{def: "transcript.outbox", args: []string{"outbox", "--json", outbox}, listing: true, lines: 1},
 		{def: "transcript.outbox-release", args: []string{"outbox", "--json", "--release", "default/coder/s1", outbox}},

@@ -61,6 +61,7 @@ func commands() []command {
 		{"context", "print the context the model sees, as Pi builds it", runContext},
 		{"tree", "draw a session's tree: branches, writers, labels, the active leaf", runTree},
 		{"ls", "list the sessions of a namespace with counts, bytes, last update", runLs},
+		{"follow", "upload the sessions a running Pi writes, as it writes them", runFollow},
 		{"restore", "disaster recovery: rebuild local session files from the bucket", runRestore},
 		{"verify", "check every segment and session tree of a namespace", runVerify},
 		{"stats", "segments per level, bytes, compression ratio, sessions", runStats},
@@ -152,7 +153,7 @@ Global flags (before or after the command, before file arguments):
   --session ID      session id
   --json            print a listing or summary as JSON
 
-Commands that only read (all but demo, import and append) never create anything: a
+Commands that only read (all but demo, import, append and follow) never create anything: a
 store directory or bucket that does not exist is "not found" (create=true is ignored).
 
 Exit codes: 0 ok, 1 failure or corruption found (a missing store, namespace or session
@@ -164,6 +165,8 @@ Examples:
   transcript tree --agent coder --session s1
   transcript ls --json
   transcript restore --store file:///mnt/bucket-copy --out ./restored
+  transcript follow --store 's3://transcripts/prod?endpoint=minio:9000'      # on each machine running Pi
+  transcript restore --layout pi --out ~/.pi/agent/sessions --store ...        # after a disaster
 
 Run 'transcript help COMMAND' (or 'transcript COMMAND --help') for a command's
 flags; 'transcript --version' prints the version.

@@ -21,10 +21,19 @@ Usage: transcript restore --out DIR [flags]
 
 Disaster recovery: rebuilds the local files of every session of --ns (only those of
 --agent, or the one --session, when given) from the bucket alone, in the SessionTree
-layout:
+layout (--layout sessiontree, the default):
 
   DIR/{namespace}/agents/{agent}/sessions/{session}.jsonl      context file
   DIR/{namespace}/agents/{agent}/sessions/{session}.log.jsonl  log file
+
+or, with --layout pi, in Pi's own layout, DIR being Pi's sessions root (for
+example ~/.pi/agent/sessions), so that Pi lists and resumes them:
+
+  DIR/--{cwd}--/{timestamp}_{id}.jsonl   the header's cwd, timestamp and id, as Pi names them
+
+each the header first, then every entry byte for byte (as export writes it), with
+the time of its newest entry as its modification time (Pi's continueRecent takes
+the newest file). What 'transcript follow' uploaded comes back as Pi wrote it.
 
 Sessions are restored --parallel at once (and up to --parallel + 1 more are
 fetched ahead of their turn), with a progress bar when stderr is a terminal. It is resumable: a session whose files exist and are identical to what the
@@ -32,12 +41,14 @@ bucket holds is skipped; files that differ are replaced, unless their log holds
 entries the bucket lacks (then the session fails; --force replaces them anyway).
 Beside the two files, {session}.segments names the segments they hold: while the
 files are unchanged since it was written, a later run fetches only the segments
-they lack and appends their entries (a session with none is skipped).
+they lack and appends their entries (a session with none is skipped). The Pi
+layout is rebuilt whole, and a file identical to what the bucket holds is skipped.
 Prints the failures and a summary (--json: a JSON object) on stdout.
 
 Examples:
   transcript restore --out ./restored
   transcript restore --store file:///mnt/bucket-copy --ns acme --out /var/lib/agents --parallel 16 --json
+  transcript restore --layout pi --out ~/.pi/agent/sessions --store 's3://transcripts/prod?endpoint=minio:9000'
 `
 
 // restoreSummary is restore's result.
@@ -75,10 +86,14 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	out := fs.String("out", "", "directory to restore into (required)")
 	parallel := fs.Int("parallel", cmdcli.DefaultParallel, "sessions restored at once")
 	force := fs.Bool("force", false, "replace local files even when their log holds entries the bucket lacks")
+	layout := fs.String("layout", layoutSessionTree, "the files to write: sessiontree (a SessionTree's context and log files) or pi (Pi's own session files)")
 	start := time.Now()
 	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, func() error {
 		if *out == "" {
 			return usagef("restore needs --out DIR")
+		}
+		if *layout != layoutSessionTree && *layout != layoutPi {
+			return usagef("restore: --layout %q: want %s or %s", *layout, layoutSessionTree, layoutPi)
 		}
 		return nil
 	})
@@ -110,8 +125,12 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
 	var mu sync.Mutex
-	err = forEachListedSession(ctx, s, *parallel, refs, sf.Agent, *out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error {
-		outcome, entries, n, err := restoreSession(ctx, r, ref, *out, scratch, *force)
+	restoreOne, prefetch := restoreSession, sessionTreePrefetch(*out)
+	if *layout == layoutPi {
+		restoreOne, prefetch = restorePiSession, func(transcript.TranscriptRef) bool { return true }
+	}
+	err = forEachListedSession(ctx, s, *parallel, refs, sf.Agent, prefetch, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error {
+		outcome, entries, n, err := restoreOne(ctx, r, ref, *out, scratch, *force)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -144,19 +163,8 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum.Interrupted = err != nil
 	sum.Seconds = time.Since(start).Seconds()
-	if sf.json {
-		if err := writeJSON(env.stdout, sum); err != nil {
-			return err
-		}
-	} else {
-		for _, f := range sum.Failures {
-			fmt.Fprintf(env.stdout, "failed %s: %s\n", f.Session, f.Error)
-		}
-		if sum.Interrupted {
-			fmt.Fprint(env.stdout, "interrupted: ")
-		}
-		fmt.Fprintf(env.stdout, "restored %d, skipped %d (identical), failed %d of %s (%s, not counting session headers) into %s in %.2fs\n",
-			sum.Restored, sum.Skipped, sum.Failed, cmdcli.Count(sum.Sessions, "session"), cmdcli.Count(sum.Entries, "entry"), sum.Out, sum.Seconds)
+	if err := sum.print(env, sf.json); err != nil {
+		return err
 	}
 	if sum.Interrupted {
 		return fmt.Errorf("restore interrupted after %d of %d sessions: %w", sum.Restored+sum.Skipped+sum.Failed, sum.Sessions, err)
@@ -165,6 +173,22 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		return errProblems
 	}
 	return nil
+}
+
+// print writes the summary: the failures and a line, or one JSON object.
+func (sum restoreSummary) print(env *cliEnv, asJSON bool) error {
+	if asJSON {
+		return writeJSON(env.stdout, sum)
+	}
+	for _, f := range sum.Failures {
+		fmt.Fprintf(env.stdout, "failed %s: %s\n", f.Session, f.Error)
+	}
+	if sum.Interrupted {
+		fmt.Fprint(env.stdout, "interrupted: ")
+	}
+	_, err := fmt.Fprintf(env.stdout, "restored %d, skipped %d (identical), failed %d of %s (%s, not counting session headers) into %s in %.2fs\n",
+		sum.Restored, sum.Skipped, sum.Failed, cmdcli.Count(sum.Sessions, "session"), cmdcli.Count(sum.Entries, "entry"), sum.Out, sum.Seconds)
+	return err
 }
 
 // restoreSession rebuilds ref's two files under scratch, a directory on the
@@ -300,13 +324,23 @@ func checkNoLocalOnly(path string, has func(id string) bool) error {
 	return nil
 }
 
+// sessionTreePrefetch says which sessions a restore into out in the SessionTree
+// layout reads whole: those without a context file under out.
+func sessionTreePrefetch(out string) func(ref transcript.TranscriptRef) bool {
+	return func(ref transcript.TranscriptRef) bool {
+		_, err := os.Stat(sessiontree.FilesOf(out, ref).Context)
+		return errors.Is(err, os.ErrNotExist)
+	}
+}
+
 // forEachListedSession runs fn for every session of refs, parallel at a time, with
 // a reader of the session that uses one recursive listing of the namespace (of
 // agent, when set) instead of a listing per session (Store.ForEachListedSession);
 // a session of refs that the listing did not show is read from the store as usual.
-// When out is set, the sessions of refs that have no context file under out
-// (restore reads them whole) are fetched ahead (Store.ForEachListedSessionAhead).
-func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int, refs []transcript.TranscriptRef, agent, out string,
+// When wholly is set, the sessions of refs it says are read whole are fetched
+// ahead (Store.ForEachListedSessionAhead).
+func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int, refs []transcript.TranscriptRef, agent string,
+	wholly func(ref transcript.TranscriptRef) bool,
 	fn func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error) error {
 	if len(refs) == 0 {
 		return nil
@@ -320,13 +354,12 @@ func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int
 		want[r] = true
 	}
 	var prefetch func(ref transcript.TranscriptRef) bool
-	if out != "" {
+	if wholly != nil {
 		prefetch = func(ref transcript.TranscriptRef) bool {
 			mu.Lock()
 			ok := want[ref]
 			mu.Unlock()
-			_, err := os.Stat(sessiontree.FilesOf(out, ref).Context)
-			return ok && errors.Is(err, os.ErrNotExist)
+			return ok && wholly(ref)
 		}
 	}
 	err := s.ForEachListedSessionAhead(ctx, refs[0].Namespace, agent, parallel, prefetch, func(ctx context.Context, l *transcript.Listed) error {

@@ -124,7 +124,7 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 	cb.ResetCounts()
 	var mu sync.Mutex
 	outcomes := map[string]error{}
-	require.NoError(t, forEachListedSession(ctx, s, 2, refs, "", out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error {
+	require.NoError(t, forEachListedSession(ctx, s, 2, refs, "", sessionTreePrefetch(out), func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error {
 		_, _, _, err := restoreSession(ctx, r, ref, out, scratch, false)
 		mu.Lock()
 		outcomes[ref.SessionID] = err
@@ -142,7 +142,7 @@ func TestForEachListedSession_OneListing(t *testing.T) {
 
 	// Sessions restored before are not fetched ahead: their files lack nothing.
 	cb.ResetCounts()
-	require.NoError(t, forEachListedSession(ctx, s, 2, refs[:4], "", out, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error {
+	require.NoError(t, forEachListedSession(ctx, s, 2, refs[:4], "", sessionTreePrefetch(out), func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error {
 		outcome, _, _, err := restoreSession(ctx, r, ref, out, scratch, false)
 		if err == nil && outcome != outcomeSkipped {
 			err = fmt.Errorf("%s: outcome %d, want skipped", ref, outcome)

@@ -22,6 +22,8 @@ var allowed = []struct {
 }{
 	{"cmd/", []string{""}},
 	{"internal/cli", []string{"transcript"}},
+	// The one place that wires the follower's ports to the mirror and the store.
+	{"internal/followmirror", []string{"follow", "mirror", "sessiontree", "transcript"}},
 	// The reliability suite tests everything from outside, like a command.
 	{"internal/reliability", []string{""}},
 	{"internal/churntest", []string{"transcript"}},
@@ -32,6 +34,9 @@ var allowed = []struct {
 	// server is the HTTP API over repository, used by commands.
 	{"server", []string{"repository", "sessiontree", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"repository", []string{"sessiontree", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
+	// follow declares the ports it needs (an uploader, a store reader) and is
+	// wired to the mirror and the store by the command.
+	{"follow", []string{"transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"sessiontree", []string{"transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	{"transcript/bucketurl", []string{"transcript/bucket", "internal/fsutil"}},
 	{"transcript/bucket/buckettest", []string{"transcript/bucket"}},

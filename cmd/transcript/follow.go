@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/transcriptstore/transcript/follow"
+)
+
+const followUsage = `
+Usage: transcript follow [flags] [ROOT]
+
+Uploads the sessions a running Pi writes, as it writes them: watches ROOT
+(default: Pi's sessions root, $PI_CODING_AGENT_DIR/sessions or
+~/.pi/agent/sessions) and every directory in it, and uploads each session
+file's new complete lines to --store as one segment per burst (the lines
+written within --batch of the first). Runs until SIGTERM or SIGINT, then
+uploads what it has and exits 0; --once uploads everything complete now and
+exits (for cron jobs and tests). Both wait --drain-timeout at most for the
+outbox to upload; what is left stays there for the next run (with --once, an
+exit 1).
+
+Each session file (NAME.jsonl whose first line is a Pi session header of
+version 3) is the session --ns/AGENT/ID: ID is the header's id, AGENT is --agent
+or else the name of the directory holding the file (Pi's "--<cwd>--" folder).
+A name that is not a valid id is escaped (%XX), and shortened with a hash when
+over 128 bytes. Pi files of version 1 or 2 are left until Pi migrates them
+(it rewrites them as version 3 when it opens them); 'transcript import' stores
+a file nobody will open again. Other files are ignored, reported once.
+
+It survives Pi and itself: a torn last line waits for its newline; Pi's repair
+of a torn line (a newline appended when it loads the file) is skipped as Pi
+skips it; a file rewritten in place is read again, and lines the store holds
+(same id and bytes) are never uploaded twice; a file removed locally stays in
+the bucket. The state (bytes uploaded per file and their checksum) and the
+outbox (lines handed over, not yet in the bucket) live in --state-dir: a
+restart after a crash resumes there, uploading no line twice and skipping none.
+
+On a terminal it prints a line per upload; --json prints every event as a JSON
+object per line (and a last "summary" object). Warnings go to stderr. With
+--metrics-addr it serves Prometheus metrics on /metrics: lines read, entries
+and segments uploaded, lag, stuck files, and the outbox's uploads.
+
+Exit codes: 0 ok (also after SIGTERM); 1 a failure, or with --once a file that
+could not be uploaded, segments left in the outbox, or a ROOT that does not
+exist; 2 usage.
+
+Examples:
+  transcript follow --store 's3://transcripts/prod?endpoint=minio:9000' --ns alice
+  transcript follow --once --json --store file:///mnt/bucket-copy ~/.pi/agent/sessions
+  transcript follow --state-dir /var/lib/transcript-follow --metrics-addr 127.0.0.1:9464
+`
+
+// followEvent is follow --json's object: one per event, and a last "summary".
+type followEvent struct {
+	Event   string `json:"event"`
+	Time    string `json:"time"`
+	File    string `json:"file,omitempty"`
+	Session string `json:"session,omitempty"`
+	Lines   int    `json:"lines,omitempty"`
+	Entries int    `json:"entries,omitempty"`
+	Stored  int    `json:"stored,omitempty"`
+	Bytes   int64  `json:"bytes,omitempty"`
+	Offset  int64  `json:"offset,omitempty"`
+	Message string `json:"message,omitempty"`
+	// The summary's figures.
+	Following int   `json:"following,omitempty"`
+	Segments  int   `json:"segments,omitempty"`
+	Stuck     int   `json:"stuck,omitempty"`
+	Pending   int   `json:"pending,omitempty"`
+	LagBytes  int64 `json:"lagBytes,omitempty"`
+}
+
+// followOptions are follow's own flags.
+type followOptions struct {
+	stateDir, writer, metricsAddr    string
+	batch, rescan, stuckAfter, drain time.Duration
+	once, noWatch                    bool
+	workers                          int
+}
+
+func runFollow(ctx context.Context, env *cliEnv, args []string) error {
+	fs, sf := newStoreFlagSet(env, "follow", followUsage, true)
+	var o followOptions
+	fs.StringVar(&o.stateDir, "state-dir", "", "`DIR` of the state file and the outbox (default $XDG_STATE_HOME/transcript/follow or ~/.local/state/transcript/follow)")
+	fs.DurationVar(&o.batch, "batch", follow.DefaultBatchInterval, "gather the lines of a burst this long before uploading them as one segment")
+	fs.DurationVar(&o.rescan, "rescan", follow.DefaultRescanInterval, "walk ROOT this often, to catch what the watch missed")
+	fs.DurationVar(&o.stuckAfter, "stuck-after", follow.DefaultStuckAfter, "report a file stuck when its last line stays unterminated, or its uploads fail, this long")
+	fs.DurationVar(&o.drain, "drain-timeout", follow.DefaultDrainTimeout, "at exit, upload for this long at most (what is left stays in the outbox, for the next start)")
+	fs.BoolVar(&o.once, "once", false, "upload everything complete now and exit")
+	fs.BoolVar(&o.noWatch, "no-watch", false, "find changes by the rescan alone (file systems without inotify)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on `HOST:PORT`/metrics")
+	fs.StringVar(&o.writer, "writer", "", "writer id in the segment keys (default: host name and random hex)")
+	fs.IntVar(&o.workers, "workers", 0, "concurrent uploads to the store (default 4; more where many sessions are written at once)")
+	fs.Lookup("agent").Usage = "agent `ID` of every session (default: the name of the folder holding each file)"
+	_ = fs.MarkHidden("session") // each file names its session
+	if err := parse(fs, sf, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usagef("follow takes at most one ROOT after its flags")
+	}
+	if sf.Session != "" {
+		return usagef("follow: --session is not a flag of follow: each file names its session (its header's id)")
+	}
+	if o.batch <= 0 || o.rescan <= 0 || o.stuckAfter <= 0 || o.drain <= 0 || o.workers < 0 {
+		return usagef("follow: --batch, --rescan, --stuck-after and --drain-timeout must be positive, --workers not negative")
+	}
+	root := fs.Arg(0)
+	if root == "" {
+		var err error
+		if root, err = follow.DefaultRoot(env.getenv); err != nil {
+			return err
+		}
+	}
+	if o.stateDir == "" {
+		var err error
+		if o.stateDir, err = defaultStateDir(env.getenv); err != nil {
+			return err
+		}
+	}
+	if o.once {
+		if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
+			return notFound("sessions root %s", root)
+		}
+	}
+	w, err := newWriter(o.writer)
+	if err != nil {
+		return err
+	}
+	return followRoot(ctx, env, sf, o, root, w)
+}
+
+// defaultStateDir is $XDG_STATE_HOME/transcript/follow, or
+// ~/.local/state/transcript/follow.
+func defaultStateDir(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "transcript", "follow"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("follow: %w (name --state-dir)", err)
+	}
+	return filepath.Join(home, ".local", "state", "transcript", "follow"), nil
+}

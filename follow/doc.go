@@ -1,0 +1,34 @@
+// Package follow uploads the session files a running Pi writes, as Pi writes
+// them: a Follower watches a directory tree (Pi's sessions root), reads each
+// session file's new complete lines and hands them over, one segment per burst,
+// to an Uploader (the command wires in the mirror's crash-safe outbox).
+//
+// A file is a Pi version 3 session file when its name ends in ".jsonl" and its
+// first line is a session header; its session is
+// {Config.Namespace}/{agent}/{header id}, the agent being Config.Agent or the
+// name of the directory that holds the file (both ids mapped by PartName).
+// Version 1 and 2 files wait until Pi migrates them (Pi rewrites them in place
+// as version 3 when it opens them, giving version 1 entries new random ids), so
+// that the store holds only what Pi's file holds afterwards. Other files are
+// ignored and reported once.
+//
+// Exactly once. The follower keeps a small state file (state.go): per file, the
+// bytes of complete lines handed over (the offset), the checksum of those bytes
+// and, while a batch is being handed over, an intent. A batch is handed over
+// in three steps: the intent is written (fsynced), Upload returns once the
+// uploader holds the lines durably, the new offset is written. After a crash,
+// a file whose intent is set, or whose bytes no longer match the checksum, or
+// that the state does not name, is reconciled: the follower reads what the
+// uploader holds of the session, then what the store holds (an entry leaves the
+// uploader only once the store has it, so it is found in one or the other) and
+// hands over only the lines whose ids neither holds; a held id with other bytes
+// is a conflict, reported and not uploaded. So no line is handed over twice and
+// none is skipped.
+//
+// Pi's ways with its files: a torn last line is left until its newline comes;
+// Pi's repair (a newline appended to a torn line when it loads the file) makes
+// it a complete line that is not an entry, which is skipped, as Pi skips it; a
+// file rewritten in place (found by its size, inode, header and the bytes
+// before its offset) is read again from its start and reconciled; a removed
+// file is forgotten (the bucket keeps its session).
+package follow

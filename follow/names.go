@@ -1,0 +1,80 @@
+package follow
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// shortenedPrefix is how many bytes of an escaped name PartName keeps before
+// the "~" and 16 hex digits of its hash, when the name is over
+// transcript.MaxRefPartLen bytes.
+const shortenedPrefix = transcript.MaxRefPartLen - 17
+
+// PartName maps a name taken from the file system or a file (a session folder
+// such as "--home-u-proj--", a session header's id) to an id part that
+// transcript.ValidatePart accepts. A name that is a valid part and holds no "%"
+// maps to itself (every folder and session id Pi makes). Otherwise:
+//
+//  1. every byte of "%", "/", "\", a control, format or line-separator character
+//     and of invalid UTF-8 is written as %XX (upper-case hex);
+//  2. a leading ".", the second "." of "..", the "." of a ".log" ending and the
+//     first letter of a name of the key layout ("gc", "L" and digits) are
+//     written as %XX too;
+//  3. a result over transcript.MaxRefPartLen bytes keeps its first
+//     shortenedPrefix bytes (not cutting an escape or a character) followed by
+//     "~" and the first 16 hex digits of the SHA-256 of the name.
+//
+// Steps 1 and 2 are injective (every "%" of the result starts an escape, so the
+// name can be read back); step 3 maps two names to one part only if their hashes
+// collide. The empty name is an error.
+func PartName(name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("%w: empty name", transcript.ErrInvalidRef)
+	}
+	if transcript.ValidatePart("name", name) == nil && !strings.Contains(name, "%") {
+		return name, nil
+	}
+	var b strings.Builder
+	esc := func(c byte) { fmt.Fprintf(&b, "%%%02X", c) }
+	for i := 0; i < len(name); {
+		r, n := utf8.DecodeRuneInString(name[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1, r == '%', r == '/', r == '\\',
+			unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp):
+			for k := range n {
+				esc(name[i+k])
+			}
+		case r == '.' && (b.Len() == 0 || strings.HasSuffix(b.String(), ".") || name[i:] == ".log"):
+			esc('.')
+		default:
+			b.WriteString(name[i : i+n])
+		}
+		i += n
+	}
+	out := b.String()
+	if out == "gc" || (len(out) > 1 && out[0] == 'L' && strings.Trim(out[1:], "0123456789") == "") {
+		out = fmt.Sprintf("%%%02X", out[0]) + out[1:]
+	}
+	if len(out) > transcript.MaxRefPartLen {
+		cut := shortenedPrefix
+		// Not inside an escape ("%X" or "%" just before the cut) nor a character.
+		if i := strings.LastIndexByte(out[:cut], '%'); i >= 0 && i > cut-3 {
+			cut = i
+		}
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		sum := sha256.Sum256([]byte(name))
+		out = out[:cut] + "~" + hex.EncodeToString(sum[:8])
+	}
+	if err := transcript.ValidatePart("name", out); err != nil {
+		return "", err
+	}
+	return out, nil
+}

@@ -1,0 +1,31 @@
+package follow
+
+import (
+	"context"
+
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// Uploader takes the lines a follower hands over and says what it holds that the
+// store may not have yet. The async mirror (mirror.Mirror) is the one the
+// command wires in: its Upload returns once the batch is durable in its outbox
+// journal, and a restarted mirror on the same outbox uploads what is left.
+type Uploader interface {
+	// Upload hands entries (raw JSON lines without their newline, in order) to
+	// the store as one new segment of ref (several when they exceed a segment).
+	// It returns once they are durable; an error means the batch was not
+	// accepted, though part of a batch split into several segments may have
+	// been (the follower reconciles before handing it over again).
+	Upload(ctx context.Context, ref transcript.TranscriptRef, entries [][]byte) error
+	// Pending returns the raw entries of ref that were accepted and may not be
+	// in the store yet, in the order they were accepted. An entry leaves this
+	// list only once the store holds it.
+	Pending(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
+}
+
+// Store reads what the bucket holds of a session.
+type Store interface {
+	// Entries returns the raw entries of ref the store holds (the union of its
+	// segments); a session that does not exist gives none and no error.
+	Entries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
+}

@@ -1,0 +1,307 @@
+package follow
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// batch is what one read of a file gives: the lines to hand over as one
+// segment, and where the file's offset moves once they are handed over.
+type batch struct {
+	t       *tracked
+	entries [][]byte // the lines to hand over, without their newlines
+	// lines counts the complete lines read; stored those the store or the
+	// uploader held already; bytes the bytes of entries.
+	lines, stored int
+	bytes         int64
+	to            int64         // the offset after the last complete line read
+	digest        xxhash.Digest // of the file's first `to` bytes
+	anchor        span          // the end of the last line read
+	// more: the read stopped at Config.MaxBatchBytes before the file's end.
+	more bool
+	err  error // the hand-over's error
+}
+
+// read looks at a file once: it notices a removal or a rewrite, classifies a
+// new file, starts a reconcile, and reads the complete lines past the file's
+// offset. It returns nil when there is nothing to hand over or commit.
+func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
+	fh, err := os.Open(t.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		f.removed(t)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	t.observe(st)
+	if !st.Mode().IsRegular() {
+		f.setKind(t, classification{kind: kindIgnored, why: "not a regular file"})
+		return nil, nil
+	}
+	switch t.kind {
+	case kindLegacy, kindIgnored, kindFailed:
+		if !t.reclassify(st) {
+			return nil, nil
+		}
+		t.startOver()
+	case kindFollowing:
+		if why := t.rewritten(fh, st); why != "" {
+			f.emit(Event{Kind: EventRewritten, File: t.rel, Session: t.ref, Offset: t.offset,
+				Message: why + ": reading it again from its start, uploading only what the store lacks"})
+			t.startOver()
+		}
+	}
+	if t.kind == kindNew {
+		if err := f.classifyFile(t, fh, st); err != nil || t.kind != kindFollowing {
+			return nil, err
+		}
+	}
+	if t.reconcile {
+		if err := f.loadHeld(ctx, t); err != nil || t.kind != kindFollowing {
+			return nil, err
+		}
+	}
+	return f.readLines(t, fh, st.Size())
+}
+
+// classifyFile reads a new file's first line and makes it a followed session
+// file, a legacy file, an ignored file or a failed one; while its first line is
+// not complete, the file stays new.
+func (f *Follower) classifyFile(t *tracked, fh io.ReaderAt, st fs.FileInfo) error {
+	if !strings.HasSuffix(t.rel, ".jsonl") {
+		f.setKind(t, classification{kind: kindIgnored, why: "not a .jsonl file"})
+		return nil
+	}
+	line, ok, err := firstLine(fh, st.Size())
+	switch {
+	case errors.Is(err, errHeaderTooLong):
+		f.setKind(t, classification{kind: kindIgnored, why: "not a Pi session file: " + err.Error()})
+		return nil
+	case err != nil:
+		return err
+	case !ok:
+		return nil // Pi is still writing it
+	}
+	c := classify(line)
+	if c.kind != kindFollowing {
+		f.setKind(t, c)
+		return nil
+	}
+	ref, err := sessionRef(f.cfg.Namespace, f.cfg.Agent, f.rootBase, t.rel, c.header.ID())
+	if err != nil {
+		f.setKind(t, classification{kind: kindFailed, why: "cannot name its session: " + err.Error()})
+		return nil
+	}
+	t.kind, t.ref, t.headerID, t.ino = kindFollowing, ref, c.header.ID(), inodeOf(st)
+	t.header = span{n: int64(len(line)), sum: xxhash.Sum64(line)}
+	t.reconcile = true
+	t.classified()
+	return nil
+}
+
+// setKind makes t a legacy, ignored or failed file and reports it (once per
+// reason).
+func (f *Follower) setKind(t *tracked, c classification) {
+	t.kind = c.kind
+	t.classified()
+	kind := map[fileKind]EventKind{kindLegacy: EventLegacy, kindIgnored: EventIgnored, kindFailed: EventStuck}[c.kind]
+	if c.kind == kindFailed {
+		t.stuck = c.why
+	}
+	f.warn(t, kind, c.why, Event{Message: c.why})
+}
+
+// loadHeld starts a reconcile of t: it reads what the uploader holds of its
+// session, then what the store holds (in that order: an entry leaves the
+// uploader only once the store has it, so it is found in one or the other),
+// checks the session's header against the file's, and keeps the ids and the
+// hashes of their bytes for readLines to skip.
+func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
+	pending, err := f.cfg.Uploader.Pending(ctx, t.ref)
+	if err != nil {
+		return fmt.Errorf("read what the uploader holds of %s: %w", t.ref, err)
+	}
+	stored, err := f.cfg.Store.Entries(ctx, t.ref)
+	if err != nil {
+		return fmt.Errorf("read session %s: %w", t.ref, err)
+	}
+	held := make(map[string]uint64, len(stored)+len(pending))
+	for _, raws := range [][][]byte{stored, pending} {
+		for _, raw := range raws {
+			if e, err := transcript.ParseEntry(raw); err == nil {
+				if _, ok := held[e.ID]; !ok {
+					held[e.ID] = xxhash.Sum64(raw)
+				}
+			}
+		}
+	}
+	first := stored
+	if len(first) == 0 {
+		first = pending
+	}
+	if len(first) > 0 {
+		h, err := pi.ParseHeader(first[0])
+		var why string
+		switch {
+		case err != nil:
+			why = fmt.Sprintf("session %s exists without a session header first: its header would be a second one", t.ref)
+		case h.ID() != t.headerID:
+			why = fmt.Sprintf("session %s holds header %s, the file's is %s: another session under the same name", t.ref, strconv.Quote(h.ID()), strconv.Quote(t.headerID))
+		case xxhash.Sum64(first[0]) != t.header.sum:
+			why = fmt.Sprintf("session %s holds header %s with other bytes", t.ref, strconv.Quote(h.ID()))
+		}
+		if why != "" {
+			f.countConflict()
+			t.kind, t.stuck = kindFailed, why
+			f.warn(t, EventConflict, why, Event{Message: why + ": nothing of the file is uploaded"})
+			return nil
+		}
+	}
+	if _, ok := held[t.headerID]; !ok && t.offset > 0 {
+		f.emit(Event{Kind: EventRewritten, File: t.rel, Session: t.ref, Offset: t.offset,
+			Message: "the store and the uploader lack lines handed over before (a lost outbox?): reading the file again from its start, uploading only what the store lacks"})
+		t.offset, t.anchor = 0, span{}
+		t.digest.Reset()
+	}
+	t.held, t.reconcile = held, false
+	return nil
+}
+
+// readLines reads the complete lines of t past its offset, at most
+// Config.MaxBatchBytes (more when one line is longer, up to the entry limit),
+// and makes them a batch: blank lines are skipped, and so are lines that are
+// not entries (reported), lines held already during a reconcile, and lines
+// whose id is held with other bytes (reported as conflicts).
+func (f *Follower) readLines(t *tracked, fh io.ReaderAt, size int64) (*batch, error) {
+	start := t.offset
+	avail := size - start
+	if avail <= 0 {
+		if t.held != nil || t.uploading != 0 {
+			t.held, t.uploading, f.dirty = nil, 0, true
+		}
+		t.tornAt = -1
+		return nil, nil
+	}
+	buf, end, err := readWindow(fh, start, avail, int64(f.cfg.MaxBatchBytes))
+	if err != nil {
+		return nil, err
+	}
+	if end < 0 {
+		if int64(len(buf)) < avail {
+			why := fmt.Sprintf("the line at offset %d is over the store's entry limit (%d bytes)", start, segment.DefaultMaxEntrySize)
+			f.setKind(t, classification{kind: kindFailed, why: why})
+			return nil, nil
+		}
+		f.torn(t, start)
+		return nil, nil
+	}
+	chunk := buf[:end+1]
+	b := &batch{t: t, to: start + int64(len(chunk)), digest: t.digest, more: int64(len(buf)) < avail}
+	b.digest.Write(chunk)
+	last := bytes.LastIndexByte(chunk[:end], '\n') + 1
+	a := max(last, len(chunk)-anchorMax)
+	b.anchor = span{off: start + int64(a), n: int64(len(chunk) - a), sum: xxhash.Sum64(chunk[a:])}
+	for pos := 0; pos < len(chunk); {
+		nl := bytes.IndexByte(chunk[pos:], '\n')
+		f.takeLine(b, chunk[pos:pos+nl], start+int64(pos))
+		pos += nl + 1
+	}
+	if b.to < size {
+		f.torn(t, b.to)
+	} else {
+		t.tornAt = -1
+	}
+	return b, nil
+}
+
+// readWindow reads up to window bytes of fh from start (avail are there), or,
+// when they hold no newline, up to the entry limit and a newline. end is the
+// index of the last newline read (-1 for none).
+func readWindow(fh io.ReaderAt, start, avail, window int64) (buf []byte, end int, err error) {
+	for _, n := range []int64{min(avail, window), min(avail, segment.DefaultMaxEntrySize+1)} {
+		if n <= int64(len(buf)) {
+			break
+		}
+		buf = make([]byte, n)
+		k, err := fh.ReadAt(buf, start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, -1, err
+		}
+		buf = buf[:k]
+		if end = bytes.LastIndexByte(buf, '\n'); end >= 0 {
+			return buf, end, nil
+		}
+	}
+	return buf, -1, nil
+}
+
+// takeLine adds the line at offset off to b, or skips it (see readLines).
+func (f *Follower) takeLine(b *batch, line []byte, off int64) {
+	t := b.t
+	b.lines++
+	if len(bytes.TrimSpace(line)) == 0 {
+		return // Pi skips blank lines too
+	}
+	var why string
+	e, err := transcript.ParseEntry(line)
+	switch {
+	case segment.CheckEntrySize(len(line)) != nil:
+		why = fmt.Sprintf("over the store's entry limit (%d bytes)", segment.DefaultMaxEntrySize)
+	case err != nil:
+		why = err.Error()
+	case off > 0 && isHeader(line):
+		why = "a second session header"
+	}
+	if why != "" {
+		f.countMalformed()
+		f.warn(t, EventMalformed, fmt.Sprintf("malformed@%d", off), Event{Offset: off,
+			Message: fmt.Sprintf("line at offset %d (%d bytes) skipped, as Pi skips it: %s", off, len(line), why)})
+		return
+	}
+	if t.held != nil {
+		if sum, ok := t.held[e.ID]; ok {
+			if sum == xxhash.Sum64(line) {
+				b.stored++
+				return
+			}
+			f.countConflict()
+			f.warn(t, EventConflict, "conflict@"+e.ID, Event{Offset: off,
+				Message: fmt.Sprintf("the store holds entry %s with other bytes: line at offset %d not uploaded", strconv.Quote(e.ID), off)})
+			return
+		}
+	}
+	b.entries = append(b.entries, line)
+	b.bytes += int64(len(line))
+}
+
+// isHeader reports whether line is a session header.
+func isHeader(line []byte) bool {
+	_, err := pi.ParseHeader(line)
+	return err == nil
+}
+
+// torn records that t ends in an unterminated line at offset at.
+func (f *Follower) torn(t *tracked, at int64) {
+	if t.tornAt != at {
+		t.tornAt, t.tornSince = at, f.cfg.Now()
+	}
+}

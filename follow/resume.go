@@ -1,0 +1,153 @@
+package follow
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// resume reads the state file and takes up each file it names where it was
+// left (see New).
+func (f *Follower) resume() error {
+	doc, err := readState(f.statePath())
+	if errors.Is(err, errCorruptState) {
+		aside, merr := moveAside(f.statePath(), f.cfg.Now().UTC().Format("20060102T150405.000000000"))
+		if merr != nil {
+			return fmt.Errorf("%w (and moving it aside: %w)", err, merr)
+		}
+		f.emit(Event{Kind: EventError, Message: fmt.Sprintf("%v: moved aside to %s; every file is reconciled against the store", err, aside)})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if doc.Root != "" && doc.Root != f.cfg.Root {
+		f.emit(Event{Kind: EventError, Message: fmt.Sprintf("the state file is of root %s, not %s: every file is reconciled against the store", doc.Root, f.cfg.Root)})
+		return nil
+	}
+	now := f.cfg.Now()
+	for rel, st := range doc.Files {
+		t := newTracked(f.cfg.Root, rel)
+		f.files[rel] = t
+		t.schedule(now)
+		if err := f.take(t, st); err != nil {
+			f.emit(Event{Kind: EventError, File: rel, Session: st.ref(), Message: fmt.Sprintf("resume: %v: reconciling it against the store", err)})
+		}
+	}
+	return nil
+}
+
+// take resumes t from what the state file says of it: when the file still
+// holds the bytes the state's checksum covers (read again here), under the same
+// inode and session, t follows it from the state's offset (and reconciles what
+// lies past it when an intent or a reconcile was left); otherwise t stays new,
+// to be classified and reconciled from its start. A file that is gone is
+// reported removed.
+func (f *Follower) take(t *tracked, st *fileState) error {
+	fh, err := os.Open(t.path)
+	if errors.Is(err, os.ErrNotExist) {
+		t.kind, t.ref = kindFollowing, st.ref()
+		f.removed(t)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	info, err := fh.Stat()
+	if err != nil {
+		return err
+	}
+	t.observe(info)
+	if !info.Mode().IsRegular() {
+		return nil
+	}
+	changed := func(why string) error {
+		f.emit(Event{Kind: EventRewritten, File: t.rel, Session: st.ref(), Offset: st.Offset,
+			Message: why + " while no follower ran: reading it again from its start, uploading only what the store lacks"})
+		return nil
+	}
+	if st.Inode != 0 && inodeOf(info) != st.Inode {
+		return changed("replaced by another file")
+	}
+	if info.Size() < st.Offset {
+		return changed(fmt.Sprintf("truncated to %d bytes, below the %d read", info.Size(), st.Offset))
+	}
+	p, err := readPrefix(fh, st.Offset)
+	if err != nil {
+		return err
+	}
+	if fmt.Sprintf("%016x", p.digest.Sum64()) != st.Sum || !p.lineEnd {
+		return changed(fmt.Sprintf("its first %d bytes changed", st.Offset))
+	}
+	c := classify(p.header)
+	if c.kind != kindFollowing {
+		return nil // classified (and reported) by its next read
+	}
+	ref, err := sessionRef(f.cfg.Namespace, f.cfg.Agent, f.rootBase, t.rel, c.header.ID())
+	if err != nil || ref != st.ref() {
+		f.emit(Event{Kind: EventRewritten, File: t.rel, Session: st.ref(), Offset: st.Offset,
+			Message: fmt.Sprintf("it maps to session %s now (other --ns or --agent): reconciling it against that session from its start", ref)})
+		return nil
+	}
+	t.kind, t.ref, t.headerID, t.ino = kindFollowing, ref, c.header.ID(), inodeOf(info)
+	t.header = span{n: int64(len(p.header)), sum: xxhash.Sum64(p.header)}
+	t.offset, t.digest, t.anchor = st.Offset, p.digest, p.anchor
+	t.uploading = st.Uploading
+	t.reconcile = st.Uploading != 0 || st.Reconcile
+	t.classified()
+	return nil
+}
+
+// prefix is what readPrefix found in a file's first bytes.
+type prefix struct {
+	digest xxhash.Digest
+	header []byte // the first line, without its newline
+	anchor span   // the end of the last line
+	// lineEnd: the prefix ends with a newline.
+	lineEnd bool
+}
+
+// readPrefix reads the first n bytes of fh (n > 0) in pieces: their xxhash64,
+// the first line, and the anchor of the last line.
+func readPrefix(fh io.ReaderAt, n int64) (prefix, error) {
+	var p prefix
+	p.digest.Reset()
+	buf := make([]byte, 1<<20)
+	lastNL := int64(-1) // the last newline before the final byte
+	for pos := int64(0); pos < n; {
+		k, err := fh.ReadAt(buf[:min(int64(len(buf)), n-pos)], pos)
+		if k == 0 && err != nil {
+			return p, err
+		}
+		chunk := buf[:k]
+		p.digest.Write(chunk)
+		if p.header == nil {
+			if i := bytes.IndexByte(chunk, '\n'); i >= 0 && pos == 0 {
+				p.header = bytes.Clone(chunk[:i])
+			}
+		}
+		if lim := min(int64(k), n-1-pos); lim > 0 {
+			if i := bytes.LastIndexByte(chunk[:lim], '\n'); i >= 0 {
+				lastNL = pos + int64(i)
+			}
+		}
+		pos += int64(k)
+	}
+	end := make([]byte, 1)
+	if _, err := fh.ReadAt(end, n-1); err != nil {
+		return p, err
+	}
+	p.lineEnd = end[0] == '\n'
+	a := max(lastNL+1, n-anchorMax)
+	tail := make([]byte, n-a)
+	if _, err := fh.ReadAt(tail, a); err != nil {
+		return p, err
+	}
+	p.anchor = span{off: a, n: n - a, sum: xxhash.Sum64(tail)}
+	return p, nil
+}

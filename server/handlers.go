@@ -109,7 +109,7 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, repo *repository.R
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {
-	s.handles.drop(handleKey{ns: repo.Namespace(), id: r.PathValue("id")})
+	s.sessions.drop(sessionKey{ns: repo.Namespace(), id: r.PathValue("id")})
 	if err := repo.Delete(r.Context(), r.PathValue("id")); err != nil {
 		s.failStore(w, r, err)
 		return
@@ -226,7 +226,7 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 		s.failStore(w, r, err)
 		return
 	}
-	defer s.handles.release(hd)
+	defer s.sessions.release(hd)
 	sess := hd.sess
 	expected := ""
 	if req.ExpectedHead != nil {
@@ -238,7 +238,7 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 		err = sess.Append(r.Context(), raws...)
 	}
 	if err != nil && !errors.Is(err, repository.ErrConflict) {
-		s.handles.drop(hd.key) // the next append starts from a fresh read
+		s.sessions.drop(hd.key) // the next append starts from a fresh read
 	}
 	switch {
 	case err == nil:
@@ -257,9 +257,9 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 
 // openHandle returns the cached handle of session id of repo's owner, or opens the
 // session with a repository of its own and caches it. The caller releases it.
-func (s *Server) openHandle(r *http.Request, repo *repository.Repository, id string) (*handle, error) {
-	key := handleKey{ns: repo.Namespace(), id: id}
-	if hd := s.handles.acquire(key); hd != nil {
+func (s *Server) openHandle(r *http.Request, repo *repository.Repository, id string) (*cachedSession, error) {
+	key := sessionKey{ns: repo.Namespace(), id: id}
+	if hd := s.sessions.acquire(key); hd != nil {
 		return hd, nil
 	}
 	own, err := repository.New(s.cfg.Store, repo.Owner(), repository.Config{AgentID: s.cfg.AgentID, Now: s.cfg.Now})
@@ -271,7 +271,7 @@ func (s *Server) openHandle(r *http.Request, repo *repository.Repository, id str
 		_ = own.Close()
 		return nil, err
 	}
-	return s.handles.add(&handle{key: key, repo: own, sess: sess}), nil
+	return s.sessions.add(&cachedSession{key: key, repo: own, sess: sess}), nil
 }
 
 // ForkRequest is the body of POST /v1/sessions/{id}/fork.

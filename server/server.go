@@ -77,11 +77,11 @@ type Config struct {
 // (see Config.MaxCachedSessions). Its Handler is safe for concurrent use; Close
 // releases the handles.
 type Server struct {
-	cfg     Config
-	metrics *metrics
-	mux     *http.ServeMux
-	routes  []Route
-	handles *handles
+	cfg      Config
+	metrics  *metrics
+	mux      *http.ServeMux
+	routes   []Route
+	sessions *sessionCache
 }
 
 // Route is one method and path pattern of the router.
@@ -134,7 +134,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
-	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux(), handles: newHandles(cfg.MaxCachedSessions)}
+	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux(), sessions: newSessionCache(cfg.MaxCachedSessions)}
 	s.handle("POST", "/v1/sessions", s.auth(s.create))
 	s.handle("GET", "/v1/sessions", s.auth(s.list))
 	s.handle("GET", "/v1/sessions/{id}", s.auth(s.open))
@@ -153,7 +153,7 @@ func New(cfg Config) (*Server, error) {
 
 // Close releases the cached session handles. Call it after the HTTP server has
 // shut down.
-func (s *Server) Close() { s.handles.close() }
+func (s *Server) Close() { s.sessions.close() }
 
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }

@@ -156,7 +156,7 @@ func (s *Store) listFrom(have SegmentSet) (string, bool) {
 func relKeyTime(rel string) (time.Time, error) {
 	_, name, _ := strings.Cut(rel, "/")
 	if len(name) < len(keyTimeLayout) {
-		return time.Time{}, fmt.Errorf("%w: %q", ErrInvalidKey, rel)
+		return time.Time{}, fmt.Errorf("%w: %q", ErrNotSegmentKey, rel)
 	}
 	return time.Parse(keyTimeLayout, name[:len(keyTimeLayout)])
 }

@@ -26,8 +26,8 @@ const SegmentExt = ".jsonl.zst"
 // keyTimeLayout is the fixed-width, lexically ordered time element of a segment key.
 const keyTimeLayout = "20060102T150405.000000000Z"
 
-// ErrInvalidKey is wrapped by ParseKey for a key that is not a segment key.
-var ErrInvalidKey = errors.New("not a segment key")
+// ErrNotSegmentKey is wrapped by ParseKey for a key that is not a segment key.
+var ErrNotSegmentKey = errors.New("not a segment key")
 
 // SegmentInfo describes one segment object, as parsed from its key.
 type SegmentInfo struct {
@@ -75,10 +75,10 @@ func segmentKey(prefix string, ref TranscriptRef, level int, t time.Time, writer
 }
 
 // ParseKey parses a segment key written under the store prefix prefix.
-// It returns an error wrapping ErrInvalidKey for any other key.
+// It returns an error wrapping ErrNotSegmentKey for any other key.
 func ParseKey(prefix, key string) (SegmentInfo, error) {
 	bad := func(why string) (SegmentInfo, error) {
-		return SegmentInfo{}, fmt.Errorf("%w: %q: %s", ErrInvalidKey, key, why)
+		return SegmentInfo{}, fmt.Errorf("%w: %q: %s", ErrNotSegmentKey, key, why)
 	}
 	rest := key
 	if prefix != "" {

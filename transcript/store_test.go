@@ -346,7 +346,7 @@ func TestStore_PutSegment_Idempotent(t *testing.T) {
 	other := bytes.Clone(obj.Data)
 	other[len(other)-1] ^= 1
 	require.ErrorIs(t, s.PutSegment(ctx, obj.Info.Key, other), bucket.ErrExists)
-	require.ErrorIs(t, s.PutSegment(ctx, "not/a/segment", obj.Data), transcript.ErrInvalidKey)
+	require.ErrorIs(t, s.PutSegment(ctx, "not/a/segment", obj.Data), transcript.ErrNotSegmentKey)
 }
 
 // TestStore_SegmentReadableByZstdCLI checks the promise that any standard tool can

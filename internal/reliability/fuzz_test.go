@@ -37,7 +37,7 @@ func FuzzParseKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key string) {
 		info, err := transcript.ParseKey("p", key)
 		if err != nil {
-			if !errors.Is(err, transcript.ErrInvalidKey) && !errors.Is(err, transcript.ErrInvalidRef) {
+			if !errors.Is(err, transcript.ErrNotSegmentKey) && !errors.Is(err, transcript.ErrInvalidRef) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return

@@ -121,7 +121,7 @@ func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, 
 	}
 	path, ok := pi.PathToRoot(src.entries, pi.NewIndex(src.entries), atEntryID)
 	if !ok {
-		return nil, fmt.Errorf("fork session %q: entry %q: %w", id, atEntryID, ErrNotFound)
+		return nil, fmt.Errorf("fork session %q: entry %q: %w", id, atEntryID, bucket.ErrNotFound)
 	}
 	newID, err := uuid.NewRandomFromReader(r.cfg.Rand)
 	if err != nil {
@@ -132,8 +132,8 @@ func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, 
 }
 
 // Delete removes every object of session id (segments of all levels, deletion
-// marks, the head). Afterwards every reader gets ErrNotFound. A session that does
-// not exist, or is another owner's, gives ErrNotFound. A default-mode append
+// marks, the head). Afterwards every reader gets bucket.ErrNotFound. A session that does
+// not exist, or is another owner's, gives bucket.ErrNotFound. A default-mode append
 // racing the delete may leave its segment behind (a strict one cannot commit: its
 // head write fails, and it removes its segment).
 func (r *Repository) Delete(ctx context.Context, id string) error {

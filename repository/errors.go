@@ -3,17 +3,10 @@ package repository
 import (
 	"errors"
 	"fmt"
-
-	"github.com/transcriptstore/transcript/transcript"
 )
 
 // Sentinel errors, tested with errors.Is.
 var (
-	// ErrNotFound is wrapped by every error about a session that does not exist
-	// for this repository's owner: missing, deleted, or another owner's (which is
-	// indistinguishable from missing, so ids cannot be probed). It is
-	// transcript.ErrNotFound. Also wrapped for an unknown entry id of a session.
-	ErrNotFound = transcript.ErrNotFound
 	// ErrConflict is wrapped when an append cannot be applied as asked: an entry id
 	// exists with other bytes, or (strict mode) the expected head is stale.
 	// Nothing was committed.

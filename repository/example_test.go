@@ -7,6 +7,7 @@ import (
 
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -46,7 +47,7 @@ func Example() {
 	}
 	defer other.Close()
 	_, err = other.Open(ctx, "chat-1")
-	fmt.Println(errors.Is(err, repository.ErrNotFound))
+	fmt.Println(errors.Is(err, bucket.ErrNotFound))
 
 	list, err := repo.List(ctx)
 	if err != nil {

@@ -52,7 +52,7 @@ type Config struct {
 // Repository creates, opens, lists, forks and deletes the sessions of one owner.
 // It is bound to the owner's namespace through transcript.Store.WithNamespace, so
 // it cannot read, list or delete another owner's keys: another owner's session
-// answers ErrNotFound on every call, exactly like a session that does not exist.
+// answers bucket.ErrNotFound on every call, exactly like a session that does not exist.
 // A Repository is safe for concurrent use.
 type Repository struct {
 	cfg    Config

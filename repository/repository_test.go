@@ -15,6 +15,7 @@ import (
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -128,9 +129,9 @@ func testOwnershipIsolation(t *testing.T, e *env) {
 		}
 		for name, call := range calls {
 			foreign := call(rb, id)
-			require.ErrorIs(t, foreign, repository.ErrNotFound, "%s of a foreign session", name)
+			require.ErrorIs(t, foreign, bucket.ErrNotFound, "%s of a foreign session", name)
 			missing := call(rb, "never-"+id)
-			require.ErrorIs(t, missing, repository.ErrNotFound, "%s of a missing session", name)
+			require.ErrorIs(t, missing, bucket.ErrNotFound, "%s of a missing session", name)
 			require.Equal(t, strings.ReplaceAll(missing.Error(), "never-", ""), foreign.Error(),
 				"%s: a foreign session must read exactly like a missing one", name)
 			require.NotContains(t, strings.ToLower(foreign.Error()), "forbidden")
@@ -426,7 +427,7 @@ func testForkThenAppendBoth(t *testing.T, e *env) {
 			require.Equal(t, want[len(want)-1], s.Head())
 		}
 		_, err = r.Fork(ctx, src.ID(), "nope")
-		require.ErrorIs(t, err, repository.ErrNotFound)
+		require.ErrorIs(t, err, bucket.ErrNotFound)
 	}
 }
 
@@ -444,11 +445,11 @@ func testDeleteThenOpen(t *testing.T, e *env) {
 		require.NoError(t, r.Delete(ctx, id))
 		require.Empty(t, keys(t, e.bucket, sessionPrefix(s)), "every segment, mark and head is gone")
 		_, err = r.Open(ctx, id)
-		require.ErrorIs(t, err, repository.ErrNotFound)
+		require.ErrorIs(t, err, bucket.ErrNotFound)
 		_, err = reader.Entries(ctx)
-		require.ErrorIs(t, err, repository.ErrNotFound, "an open handle sees the deletion")
-		require.ErrorIs(t, reader.Append(ctx, msg("m2", "m1", "late")), repository.ErrNotFound)
-		require.ErrorIs(t, r.Delete(ctx, id), repository.ErrNotFound)
+		require.ErrorIs(t, err, bucket.ErrNotFound, "an open handle sees the deletion")
+		require.ErrorIs(t, reader.Append(ctx, msg("m2", "m1", "late")), bucket.ErrNotFound)
+		require.ErrorIs(t, r.Delete(ctx, id), bucket.ErrNotFound)
 		require.Empty(t, keys(t, e.bucket, sessionPrefix(s)), "a refused append writes nothing")
 	}
 	list, err := r.List(ctx)
@@ -557,7 +558,7 @@ func testRewind(t *testing.T, e *env) {
 	require.Nil(t, contexts["m1"].Model)
 	require.Equal(t, "x", contexts["mc"].Model.ModelID)
 	_, _, err = s.ContextAt(ctx, "unknown")
-	require.ErrorIs(t, err, repository.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
 func testOpenAsOf(t *testing.T, e *env) {
@@ -593,7 +594,7 @@ func testOpenAsOf(t *testing.T, e *env) {
 		require.Equal(t, []string{"m1", "m2"}, ids(entries))
 
 		_, err = r.OpenAsOf(ctx, id, before)
-		require.ErrorIs(t, err, repository.ErrNotFound, "the session did not exist yet")
+		require.ErrorIs(t, err, bucket.ErrNotFound, "the session did not exist yet")
 	}
 }
 
@@ -628,7 +629,7 @@ func TestRepository_Validation(t *testing.T) {
 		require.ErrorIs(t, err, repository.ErrInvalid, "owner %+v", o)
 	}
 	_, err := r.Open(ctx, "missing")
-	require.ErrorIs(t, err, repository.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 	s, err := r.Create(ctx, repository.CreateOptions{ID: "plain"})
 	require.NoError(t, err)
 	require.ErrorIs(t, s.AppendIf(ctx, "", msg("m1", "", "x")), repository.ErrInvalid, "AppendIf needs strict mode")

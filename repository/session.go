@@ -12,6 +12,7 @@ import (
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Session is one opened session of a Repository. It caches what it has read
@@ -77,7 +78,7 @@ func (s *Session) Err() error {
 
 // notFound is the one error a missing or foreign session gives.
 func notFound(id string) error {
-	return fmt.Errorf("session %q: %w", id, ErrNotFound)
+	return fmt.Errorf("session %q: %w", id, bucket.ErrNotFound)
 }
 
 // load reads the session afresh: its head (if strict) and every visible segment.
@@ -94,12 +95,12 @@ func (s *Session) load(ctx context.Context) error {
 		return err
 	}
 	res, err := st.ReadAll(ctx, s.ref)
-	if errors.Is(err, transcript.ErrNotFound) && strict && s.asOf.IsZero() {
+	if errors.Is(err, bucket.ErrNotFound) && strict && s.asOf.IsZero() {
 		// The head exists but commits nothing readable: the session is damaged
 		// (checkHead says so), not gone.
 		res, err = &transcript.MergeResult{}, nil
 	}
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return notFound(s.id)
 	}
 	if err != nil {
@@ -192,7 +193,7 @@ func (s *Session) checkHead(res *transcript.MergeResult) {
 // removed) is skipped: its entries live in the segment that replaced it.
 func (s *Session) readInto(ctx context.Context, key string) error {
 	seg, err := s.repo.store.ReadSegment(ctx, key)
-	if errors.Is(err, transcript.ErrNotFound) && !s.strict {
+	if errors.Is(err, bucket.ErrNotFound) && !s.strict {
 		return nil
 	}
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 
 // viewBucket shows a subset of a bucket's segments: segment keys that keep rejects
 // do not exist for it (List skips them; Get, GetRange, GetWithETag and Stat answer
-// ErrNotFound). Other keys pass through, and so do writes. A transcript.Store over
+// bucket.ErrNotFound). Other keys pass through, and so do writes. A transcript.Store over
 // a viewBucket therefore union-merges exactly the kept segments with the store's
 // own merge rules, which is how strict reads (only committed segments) and reads as
 // of a time are made. It holds its bucket in a field, not embedded, so that every

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // ErrorCode is the machine-readable reason of an error response (error.code).
@@ -98,7 +99,7 @@ func (s *Server) failWith(w http.ResponseWriter, r *http.Request, status int, d 
 func (s *Server) failStore(w http.ResponseWriter, r *http.Request, err error) {
 	var ee *repository.EntryError
 	switch {
-	case errors.Is(err, repository.ErrNotFound):
+	case errors.Is(err, bucket.ErrNotFound):
 		s.fail(w, r, http.StatusNotFound, CodeNotFound, "session not found", err)
 	case errors.Is(err, repository.ErrStaleHead):
 		s.metrics.conflicts.WithLabelValues(string(CodeStaleHead)).Inc()

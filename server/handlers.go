@@ -10,6 +10,7 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // CreateRequest is the body of POST /v1/sessions.
@@ -292,7 +293,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, repo *repository.R
 	}
 	id := r.PathValue("id")
 	sess, err := repo.Fork(r.Context(), id, req.EntryID)
-	if errors.Is(err, repository.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		// Tell an unknown entry of an existing session from an unknown session.
 		if _, oerr := repo.Open(r.Context(), id); oerr == nil {
 			s.failWith(w, r, http.StatusUnprocessableEntity, ErrorDetail{Code: CodeInvalidForkTarget, EntryID: req.EntryID,

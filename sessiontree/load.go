@@ -21,7 +21,7 @@ type LineError struct {
 	Line int
 	// Offset is the byte offset of the line's start.
 	Offset int64
-	// Err says what is wrong; it wraps ErrInvalidEntry or ErrConflict.
+	// Err says what is wrong; it wraps pi.ErrInvalidEntry or ErrConflict.
 	Err error
 }
 
@@ -146,12 +146,12 @@ func decodeSession(data []byte, migrateOld bool) (decoded, LoadReport, error) {
 		break
 	}
 	if hi < 0 {
-		return d, rep, fmt.Errorf("%w: no header line", ErrInvalidHeader)
+		return d, rep, fmt.Errorf("%w: no header line", pi.ErrInvalidHeader)
 	}
 	lines = lines[hi+1:]
 	if d.header.Version() < pi.CurrentVersion {
 		if !migrateOld {
-			return d, rep, fmt.Errorf("%w: version %d file; import it to migrate", ErrInvalidHeader, d.header.Version())
+			return d, rep, fmt.Errorf("%w: version %d file; import it to migrate", pi.ErrInvalidHeader, d.header.Version())
 		}
 		raws := make([][]byte, len(lines))
 		for i, l := range lines {

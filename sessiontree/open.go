@@ -10,6 +10,7 @@ import (
 
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Load opens an existing session from its context file. A torn last line is
@@ -19,7 +20,7 @@ import (
 // persisted and as already uploaded: they are never handed to the uploader. The
 // entries the context file dropped after a compaction are in the log; call
 // SyncFromLog to get the full tree. A missing context file returns an error
-// wrapping ErrNotFound.
+// wrapping bucket.ErrNotFound.
 func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, LoadReport, error) {
 	t, err := newTree(cfg, rc, agentID, sessionID)
 	if err != nil {
@@ -31,13 +32,13 @@ func Load(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID
 	t.remote.fromFiles = true
 	data, err := os.ReadFile(t.ctxPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, ErrNotFound)
+		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, bucket.ErrNotFound)
 	}
 	if err != nil {
 		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, err)
 	}
 	d, rep, err := decodeSession(data, false)
-	if err != nil && errors.Is(err, ErrInvalidHeader) && d.validLen == 0 {
+	if err != nil && errors.Is(err, pi.ErrInvalidHeader) && d.validLen == 0 {
 		// Not one complete line: the process died while the first flush wrote the
 		// context file. The log is written first; rebuild from it.
 		return t.loadFromLog(ctx, rep)
@@ -104,7 +105,7 @@ func (t *Tree) loadFromLog(ctx context.Context, rep LoadReport) (*Tree, LoadRepo
 	logRep, err := t.SyncFromLog(ctx)
 	rep.TornBytes += logRep.TornBytes
 	rep.Malformed = append(rep.Malformed, logRep.Malformed...)
-	if err != nil && !errors.Is(err, ErrInvalidHeader) {
+	if err != nil && !errors.Is(err, pi.ErrInvalidHeader) {
 		return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 	}
 	if err == nil && !t.header.IsZero() {
@@ -116,7 +117,7 @@ func (t *Tree) loadFromLog(ctx context.Context, rep LoadReport) (*Tree, LoadRepo
 			return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 		}
 	}
-	return nil, rep, fmt.Errorf("load %s: no complete header in the local files: %w", t.ref, ErrNotFound)
+	return nil, rep, fmt.Errorf("load %s: no complete header in the local files: %w", t.ref, bucket.ErrNotFound)
 }
 
 // activePathTruncated reports whether the path to the active leaf stops at a
@@ -142,12 +143,12 @@ func (t *Tree) activePathTruncated() bool {
 // only then).
 func Open(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string, h HeaderOptions) (*Tree, LoadReport, error) {
 	t, rep, err := Load(ctx, cfg, rc, agentID, sessionID)
-	if !errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, bucket.ErrNotFound) {
 		return t, rep, err
 	}
 	if _, pending := cfg.Uploader.(mirror.PendingReader); cfg.Remote != nil || pending {
 		t, rep, err = Restore(ctx, cfg, rc, agentID, sessionID)
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, bucket.ErrNotFound) {
 			return t, rep, err
 		}
 	}
@@ -186,7 +187,7 @@ func Import(cfg Config, rc RuntimeContext, agentID, sessionID string, r io.Reade
 // mirror.PendingReader (a crash between handing a flush over and writing the local
 // files leaves it there). The remote's header entry becomes the header; the entries count
 // as uploaded and are written locally by the next Flush. It fails with
-// ErrNotFound when the remote has no header for the session, and refuses to run
+// bucket.ErrNotFound when the remote has no header for the session, and refuses to run
 // when the local context file exists (use Load and SyncFromRemote then).
 func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessionID string) (*Tree, LoadReport, error) {
 	t, err := newTree(cfg, rc, agentID, sessionID)
@@ -224,7 +225,7 @@ func Restore(ctx context.Context, cfg Config, rc RuntimeContext, agentID, sessio
 		rep.Malformed = append(rep.Malformed, prep.Malformed...)
 	}
 	if t.header.IsZero() {
-		return nil, rep, fmt.Errorf("restore %s: no session header in the store: %w", t.ref, ErrNotFound)
+		return nil, rep, fmt.Errorf("restore %s: no session header in the store: %w", t.ref, bucket.ErrNotFound)
 	}
 	return t, rep, nil
 }

@@ -13,8 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 var rc = sessiontree.RuntimeContext{Namespace: "tenant-a", UserID: "u1"}
@@ -131,7 +133,7 @@ func TestRuntimeContext_Namespace(t *testing.T) {
 	_, err = sessiontree.New(cfg, rc, "a", "..", sessiontree.HeaderOptions{})
 	require.ErrorIs(t, err, transcript.ErrInvalidRef)
 	_, _, err = sessiontree.Load(context.Background(), cfg, rc, "a", "missing")
-	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
 func TestAppendRaw_Validation(t *testing.T) {
@@ -140,10 +142,10 @@ func TestAppendRaw_Validation(t *testing.T) {
 	for _, bad := range []string{`[]`, `{"id":"x","parentId":null}`, `{"type":"message","parentId":null}`,
 		`{"type":"message","id":"x"}`, `{"type":"session","id":"x","parentId":null}`, `{"type":"m","id":"x","parentId":5}`, `{"type":"m",`} {
 		_, err := tr.AppendRaw([]byte(bad))
-		require.ErrorIs(t, err, sessiontree.ErrInvalidEntry, bad)
+		require.ErrorIs(t, err, pi.ErrInvalidEntry, bad)
 	}
 	_, err = tr.AppendRaw([]byte(`{"type":"m","id":"x","parentId":"nope"}`))
-	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 	raw := `{"type":"weird","id":"x","parentId":null,"Timestamp":1,  "keep": [1, 2]}`
 	en, err := tr.AppendRaw([]byte(raw))
 	require.NoError(t, err)
@@ -154,7 +156,7 @@ func TestAppendRaw_Validation(t *testing.T) {
 	_, err = tr.AppendRaw([]byte(`{"type":"weird","id":"x","parentId":null}`))
 	require.ErrorIs(t, err, sessiontree.ErrConflict)
 	_, err = tr.Entry("nope")
-	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
 // buildBranchedSession makes a session with labels, a branch, a branch summary,
@@ -325,7 +327,7 @@ func TestSyncFromRemote_RestoreAndNoReupload(t *testing.T) {
 	_, _, err = sessiontree.Restore(ctx, cfgB, rc, "agent", "s")
 	require.Error(t, err, "local files exist")
 	_, _, err = sessiontree.Restore(ctx, cfgB, rc, "agent", "other")
-	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
 func TestTree_ConcurrentAppendFlush(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // SegmentsSuffix names the file, beside the context and log files, that lists the
@@ -72,7 +73,7 @@ func (t *Tree) syncIncremental(ctx context.Context, r IncrementalReader) (LoadRe
 	have := t.remoteHave()
 	t.mu.Unlock()
 	inc, err := r.ReadNew(ctx, t.ref, have)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return LoadReport{}, nil
 	}
 	if err != nil {

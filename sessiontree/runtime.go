@@ -42,7 +42,7 @@ type RemoteReader interface {
 	// ReadEntries returns the raw entries (JSON lines without "\n") of ref, in the
 	// store's deterministic union-merge order. The session header, if stored, is
 	// an entry of type "session". A session with no segments returns no entries
-	// and a nil error (or an error wrapping ErrNotFound). Read-only; no side
+	// and a nil error (or an error wrapping bucket.ErrNotFound). Read-only; no side
 	// effects.
 	ReadEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // SyncFromLog adds the entries of the log file that the tree lacks (those a
@@ -148,7 +149,7 @@ func (t *Tree) SyncFromRemote(ctx context.Context) (LoadReport, error) {
 		return t.syncIncremental(ctx, ir)
 	}
 	raws, err := t.cfg.Remote.ReadEntries(ctx, t.ref)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, bucket.ErrNotFound) {
 		return rep, fmt.Errorf("sync %s from remote: %w", t.ref, err)
 	}
 	t.mu.Lock()

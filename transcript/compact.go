@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // DefaultMinSegments is how many segments a level must hold before Compact merges them.
@@ -89,7 +90,7 @@ func (s *Store) compact(ctx context.Context, ref TranscriptRef, opts CompactOpti
 		return CompactResult{}, err
 	}
 	if !visible {
-		return CompactResult{}, fmt.Errorf("compact %s: %w", ref, ErrNotFound)
+		return CompactResult{}, fmt.Errorf("compact %s: %w", ref, bucket.ErrNotFound)
 	}
 	if opts.MinSegments < 2 {
 		opts.MinSegments = DefaultMinSegments
@@ -112,7 +113,7 @@ func (s *Store) compact(ctx context.Context, ref TranscriptRef, opts CompactOpti
 	for attempt := 0; ; attempt++ {
 		res, err := s.compactOnce(ctx, ref, opts, ls)
 		ls = nil
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, bucket.ErrNotFound) {
 			// A listed segment or mark vanished: another job is compacting the
 			// session. Look again a little later; if it keeps changing, leave it to
 			// that job. Nothing this run did can lose data (it only writes outputs

@@ -9,12 +9,6 @@ import (
 	"github.com/transcriptstore/transcript/pi"
 )
 
-// ErrInvalidEntry is wrapped by errors about an entry the store cannot keep: not a JSON
-// object, no string id, a parentId that is neither a string nor null, or a line break
-// inside the raw bytes. It is pi.ErrInvalidEntry, the one sentinel for an entry that
-// is not one.
-var ErrInvalidEntry = pi.ErrInvalidEntry
-
 // Entry is one raw session entry as the store sees it. The store reads only id,
 // parentId and timestamp; Raw is kept byte-for-byte.
 type Entry struct {
@@ -40,10 +34,10 @@ type Entry struct {
 // JavaScript does (and as the SessionTree does). raw is not copied.
 func ParseEntry(raw []byte) (Entry, error) {
 	if bytes.IndexByte(raw, '\n') >= 0 {
-		return Entry{}, fmt.Errorf("%w: contains a line break", ErrInvalidEntry)
+		return Entry{}, fmt.Errorf("%w: contains a line break", pi.ErrInvalidEntry)
 	}
 	if !json.Valid(raw) {
-		return Entry{}, fmt.Errorf("%w: not valid JSON", ErrInvalidEntry)
+		return Entry{}, fmt.Errorf("%w: not valid JSON", pi.ErrInvalidEntry)
 	}
 	return parseStoredEntry(raw)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/internal/jsonscan"
+	"github.com/transcriptstore/transcript/pi"
 )
 
 // parseStoredEntry is ParseEntry for an entry read back from a segment that
@@ -13,7 +14,7 @@ import (
 // top level of the object for id, parentId and timestamp, and skips ParseEntry's
 // full JSON validation, which was half of what reading a compacted session cost.
 // Entries that are not objects, or lack a string id, are still rejected with
-// ErrInvalidEntry; what a foreign writer stored inside a value is left to the
+// pi.ErrInvalidEntry; what a foreign writer stored inside a value is left to the
 // consumers of the entries (the SessionTree validates every entry it loads).
 func parseStoredEntry(raw []byte) (Entry, error) {
 	var id, parent, ts []byte
@@ -28,16 +29,16 @@ func parseStoredEntry(raw []byte) (Entry, error) {
 		}
 	})
 	if err != nil {
-		return Entry{}, fmt.Errorf("%w: %w", ErrInvalidEntry, err)
+		return Entry{}, fmt.Errorf("%w: %w", pi.ErrInvalidEntry, err)
 	}
 	e := Entry{Raw: raw}
 	var ok bool
 	if e.ID, ok = jsonscan.String(id); !ok || e.ID == "" {
-		return Entry{}, fmt.Errorf("%w: no string id", ErrInvalidEntry)
+		return Entry{}, fmt.Errorf("%w: no string id", pi.ErrInvalidEntry)
 	}
 	if parent != nil && string(parent) != "null" {
 		if e.ParentID, ok = jsonscan.String(parent); !ok {
-			return Entry{}, fmt.Errorf("%w: entry %q: parentId is neither a string nor null", ErrInvalidEntry, e.ID)
+			return Entry{}, fmt.Errorf("%w: entry %q: parentId is neither a string nor null", pi.ErrInvalidEntry, e.ID)
 		}
 	}
 	if s, ok := jsonscan.String(ts); ok && s != "" {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Increment is what ReadNew found beyond the segments a reader holds.
@@ -69,7 +70,7 @@ func (inc *Increment) Changed(have SegmentSet) bool {
 // listed (a claim to supersede hides nothing that exists, see fetchSession; an
 // input below an incremental listing's start is read at the next full listing).
 //
-// A session without segments gives an error wrapping ErrNotFound (found by a full
+// A session without segments gives an error wrapping bucket.ErrNotFound (found by a full
 // listing; an incremental one that lists nothing reports nothing new). A listed
 // segment that vanishes before it is fetched (compaction removed it) makes ReadNew
 // list again, at most Config.MaxRelists times, then it fails with ErrVanished.
@@ -330,13 +331,13 @@ const metaProbe = 32 << 10
 // readMetas reads the metadata frames of infos (in parallel, bounded), keyed by
 // relative key. A segment whose frame cannot be read or verified is left out, so
 // that it is fetched whole and the full read reports the problem; a vanished one
-// is ErrNotFound.
+// is bucket.ErrNotFound.
 func (s *Store) readMetas(ctx context.Context, infos []SegmentInfo) (map[string]segment.Meta, error) {
 	metas := make([]segment.Meta, len(infos))
 	ok := make([]bool, len(infos))
 	err := s.eachMeta(ctx, infos, func(ctx context.Context, i int, m segment.Meta, err error) error {
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, bucket.ErrNotFound):
 			return err
 		case err != nil:
 			return ctx.Err()
@@ -381,7 +382,7 @@ func (s *Store) ReadMeta(ctx context.Context, key string) (segment.Meta, error) 
 		return segment.Meta{}, fmt.Errorf("read metadata: %w", err)
 	}
 	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible {
-		return segment.Meta{}, fmt.Errorf("read metadata of %s: %w", key, ErrNotFound)
+		return segment.Meta{}, fmt.Errorf("read metadata of %s: %w", key, bucket.ErrNotFound)
 	}
 	head, err := s.cfg.Bucket.GetRange(ctx, key, 0, metaProbe)
 	if err != nil {

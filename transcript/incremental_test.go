@@ -106,7 +106,7 @@ func TestStore_ReadNew_FetchesOnlyNewSegments(t *testing.T) {
 	require.Empty(t, got)
 
 	_, err = s.ReadNew(ctx, transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "none"}, transcript.SegmentSet{})
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
 func TestStore_ReadNew_Compaction(t *testing.T) {
@@ -256,5 +256,5 @@ func TestStore_ListSessionSegments(t *testing.T) {
 	require.NoError(t, bound.ListSessionSegments(ctx, "acme", "", func(transcript.TranscriptRef, []transcript.SegmentInfo) error { n++; return nil }))
 	require.Zero(t, n, "a store bound to another namespace sees nothing")
 	_, err = s.ReadNewListed(ctx, transcript.TranscriptRef{Namespace: "acme", AgentID: "a", SessionID: "s2"}, nil, transcript.SegmentSet{})
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // LeanResult is the union of a session's segments in the order of ReadAll, held
@@ -165,7 +166,7 @@ func (l *Listed) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, 
 			res.Corrupt = corrupt
 			return res, nil
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, bucket.ErrNotFound) {
 			return nil, fmt.Errorf("read %s: %w", ref, err)
 		}
 	}

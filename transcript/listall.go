@@ -63,7 +63,7 @@ func (s *Store) ReadNewListed(ctx context.Context, ref TranscriptRef, infos []Se
 		return nil, err
 	}
 	if !visible || len(infos) == 0 {
-		return nil, fmt.Errorf("read %s: %w", ref, ErrNotFound)
+		return nil, fmt.Errorf("read %s: %w", ref, bucket.ErrNotFound)
 	}
 	for _, in := range infos {
 		if in.Ref.Norm() != ref {
@@ -71,7 +71,7 @@ func (s *Store) ReadNewListed(ctx context.Context, ref TranscriptRef, infos []Se
 		}
 	}
 	inc, err := s.readNew(ctx, infos, have)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return s.ReadNew(ctx, ref, have)
 	}
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Conflict reports two different entries that carry the same id. The version with
@@ -101,7 +102,7 @@ func (r *MergeResult) Missing(want []string) []string {
 }
 
 // ReadAll reads every segment of ref and union-merges their entries (see MergeResult).
-// A session without segments gives an error wrapping ErrNotFound. If a listed segment
+// A session without segments gives an error wrapping bucket.ErrNotFound. If a listed segment
 // vanishes before it is fetched (a compaction replaced it), ReadAll lists again after
 // a pause (relistPause), at most Config.MaxRelists times, then it fails with
 // ErrVanished (which a reader must not take for a missing session).
@@ -122,12 +123,12 @@ func (s *Store) ReadAll(ctx context.Context, ref TranscriptRef) (*MergeResult, e
 
 // ErrVanished is wrapped when a read kept meeting listed segments that were gone
 // by the time it fetched them (a compaction deleting them), Config.MaxRelists+1
-// times in a row. It does not wrap ErrNotFound: the session exists.
+// times in a row. It does not wrap bucket.ErrNotFound: the session exists.
 var ErrVanished = errors.New("segments keep vanishing while read")
 
 // readListed lists ref's segments and calls read with them. A session without
-// segments gives an error wrapping ErrNotFound; when read meets a listed segment
-// that is gone (ErrNotFound), it lists again, at most Config.MaxRelists times,
+// segments gives an error wrapping bucket.ErrNotFound; when read meets a listed segment
+// that is gone (bucket.ErrNotFound), it lists again, at most Config.MaxRelists times,
 // then fails with ErrVanished.
 func readListed[T any](ctx context.Context, s *Store, ref TranscriptRef, read func([]SegmentInfo) (T, error)) (T, error) {
 	return readListedAfter(ctx, s, ref, "", read)
@@ -143,7 +144,7 @@ func readListedAfter[T any](ctx context.Context, s *Store, ref TranscriptRef, af
 		return zero, err
 	}
 	if !visible {
-		return zero, fmt.Errorf("read %s: %w", ref, ErrNotFound)
+		return zero, fmt.Errorf("read %s: %w", ref, bucket.ErrNotFound)
 	}
 	for attempt := 0; ; attempt++ {
 		var infos []SegmentInfo
@@ -158,13 +159,13 @@ func readListedAfter[T any](ctx context.Context, s *Store, ref TranscriptRef, af
 			return zero, err
 		}
 		if len(infos) == 0 && after == "" {
-			return zero, fmt.Errorf("read %s: %w", ref, ErrNotFound)
+			return zero, fmt.Errorf("read %s: %w", ref, bucket.ErrNotFound)
 		}
 		out, err := read(infos)
 		switch {
 		case err == nil:
 			return out, nil
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, bucket.ErrNotFound):
 			return zero, fmt.Errorf("read %s: %w", ref, err)
 		case attempt >= s.cfg.MaxRelists:
 			return zero, fmt.Errorf("read %s: %w (%d listings): %v", ref, ErrVanished, attempt+1, err)
@@ -190,7 +191,7 @@ func relistPause(attempt int) time.Duration {
 // exist gives none and no error. It lets a SessionTree sync from the store.
 func (s *Store) ReadEntries(ctx context.Context, ref TranscriptRef) ([][]byte, error) {
 	res, err := s.ReadAll(ctx, ref)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {

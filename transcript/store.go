@@ -12,10 +12,6 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
-// ErrNotFound is returned (wrapped) for a session or segment that does not exist, or
-// that lies outside the namespace a store is bound to.
-var ErrNotFound = bucket.ErrNotFound
-
 // ErrEmptySegment is returned by AppendSegment when given no entries.
 var ErrEmptySegment = errors.New("segment has no entries")
 
@@ -30,7 +26,7 @@ type Config struct {
 	// slashes are ignored.
 	Prefix string
 	// Namespace, when set, binds the store to one namespace: refs in any other
-	// namespace do not exist for it (reads, listings and deletes answer ErrNotFound or
+	// namespace do not exist for it (reads, listings and deletes answer bucket.ErrNotFound or
 	// nothing, appends are refused).
 	Namespace string
 	// ReadConcurrency bounds parallel segment fetches of one read. Zero adapts it
@@ -180,7 +176,7 @@ func (s *Store) checkRef(ref TranscriptRef) (TranscriptRef, bool, error) {
 // learns nothing about another one. Callers wrap ErrInvalidRef too, so that a
 // retrying uploader (the mirror) gives up on it.
 func errOutside(ref TranscriptRef) error {
-	return fmt.Errorf("session %s: %w", ref, ErrNotFound)
+	return fmt.Errorf("session %s: %w", ref, bucket.ErrNotFound)
 }
 
 // ListSegments lists the segments of ref, all levels, in key order. Keys under the
@@ -240,7 +236,7 @@ func (s *Store) ReadSegment(ctx context.Context, key string) (*segment.Segment, 
 		return nil, fmt.Errorf("read segment: %w", err)
 	}
 	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible {
-		return nil, fmt.Errorf("read segment %s: %w", key, ErrNotFound)
+		return nil, fmt.Errorf("read segment %s: %w", key, bucket.ErrNotFound)
 	}
 	return s.readListedSegment(ctx, key)
 }

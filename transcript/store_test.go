@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -103,11 +104,11 @@ func TestStore_AppendSegment_Invalid(t *testing.T) {
 	}{
 		{"empty", ref, nil, transcript.ErrEmptySegment},
 		{"bad ref", transcript.TranscriptRef{AgentID: "a/b", SessionID: "s"}, [][]byte{entry("a", "")}, transcript.ErrInvalidRef},
-		{"not json", ref, [][]byte{[]byte("nope")}, transcript.ErrInvalidEntry},
-		{"no id", ref, [][]byte{[]byte(`{"type":"x"}`)}, transcript.ErrInvalidEntry},
-		{"numeric id", ref, [][]byte{[]byte(`{"type":"x","id":7}`)}, transcript.ErrInvalidEntry},
-		{"bad parent", ref, [][]byte{[]byte(`{"type":"x","id":"a","parentId":3}`)}, transcript.ErrInvalidEntry},
-		{"line break", ref, [][]byte{[]byte("{\"type\":\"x\",\n\"id\":\"a\"}")}, transcript.ErrInvalidEntry},
+		{"not json", ref, [][]byte{[]byte("nope")}, pi.ErrInvalidEntry},
+		{"no id", ref, [][]byte{[]byte(`{"type":"x"}`)}, pi.ErrInvalidEntry},
+		{"numeric id", ref, [][]byte{[]byte(`{"type":"x","id":7}`)}, pi.ErrInvalidEntry},
+		{"bad parent", ref, [][]byte{[]byte(`{"type":"x","id":"a","parentId":3}`)}, pi.ErrInvalidEntry},
+		{"line break", ref, [][]byte{[]byte("{\"type\":\"x\",\n\"id\":\"a\"}")}, pi.ErrInvalidEntry},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +124,7 @@ func TestStore_AppendSegment_Invalid(t *testing.T) {
 func TestStore_ReadAll_NotFound(t *testing.T) {
 	s := newStore(t, membucket.New(), transcript.Config{})
 	_, err := s.ReadAll(context.Background(), ref)
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 	raw, err := s.ReadEntries(context.Background(), ref)
 	require.NoError(t, err)
 	require.Empty(t, raw)
@@ -231,7 +232,7 @@ func TestStore_Namespaces(t *testing.T) {
 	_, err = bound.ReadAll(ctx, acme)
 	require.NoError(t, err)
 	_, err = bound.ReadAll(ctx, other)
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 	segs, err := bound.ListSegments(ctx, other)
 	require.NoError(t, err)
 	require.Empty(t, segs)
@@ -248,7 +249,7 @@ func TestStore_Namespaces(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, otherSegs, 1, "a bound store cannot delete another namespace's keys")
 	_, err = bound.ReadSegment(ctx, otherSegs[0].Key)
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 
 	all, err := s.ListNamespaces(ctx)
 	require.NoError(t, err)
@@ -276,7 +277,7 @@ func TestStore_ListSessions_Delete(t *testing.T) {
 
 	require.NoError(t, s.Delete(ctx, ref))
 	_, err = s.ReadAll(ctx, ref)
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 	sessions, err = s.ListSessions(ctx, "acme", "coder")
 	require.NoError(t, err)
 	require.Equal(t, []string{"s10", "s2"}, sessions)
@@ -446,7 +447,7 @@ func TestMergeResult_DanglingAndMissing(t *testing.T) {
 }
 
 // TestStore_ReadVanishedIsNotMissing: a read that keeps meeting vanished segments
-// fails with ErrVanished, never with ErrNotFound, so no reader takes a session that
+// fails with ErrVanished, never with bucket.ErrNotFound, so no reader takes a session that
 // exists for one that does not (and starts it again with a second header).
 func TestStore_ReadVanishedIsNotMissing(t *testing.T) {
 	ctx := context.Background()
@@ -460,6 +461,6 @@ func TestStore_ReadVanishedIsNotMissing(t *testing.T) {
 	} {
 		err := read()
 		require.ErrorIs(t, err, transcript.ErrVanished, name)
-		require.NotErrorIs(t, err, transcript.ErrNotFound, name)
+		require.NotErrorIs(t, err, bucket.ErrNotFound, name)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // readLean reads the session named by the flags with Store.ReadLean (the same
@@ -33,7 +34,7 @@ func (f *storeFlags) readLean(ctx context.Context, cmd string) (*transcript.Lean
 	}
 	defer s.Close()
 	res, err := s.ReadLean(ctx, ref)
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return nil, ref, errSessionNotFound(ref)
 	}
 	if err == nil {
@@ -247,7 +248,7 @@ func restoreLean(ctx context.Context, s sessiontree.IncrementalReader, ref trans
 		return restoredSession{}, fmt.Errorf("restore %s: %T cannot read a session lean", ref, s)
 	}
 	res, err := lr.ReadLean(ctx, ref)
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return restoredSession{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 const treeUsage = `
@@ -61,7 +62,7 @@ func runTree(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer s.Close()
 	res, err := s.ReadAll(ctx, ref)
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return errSessionNotFound(ref)
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 const verifyUsage = `
@@ -148,7 +149,7 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	for i, info := range segs {
 		c.segments++
 		seg, err := s.ReadSegment(ctx, info.Key)
-		if errors.Is(err, transcript.ErrNotFound) {
+		if errors.Is(err, bucket.ErrNotFound) {
 			vanished++
 			continue // deleted since the listing (compaction): not a problem
 		}

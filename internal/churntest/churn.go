@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Config describes one workload. Store, Refs and Entry are required.
@@ -129,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			ref := cfg.Refs[(r+k)%len(cfg.Refs)]
 			before := acked(ref)
 			got, err := cfg.Store.ReadAll(ctx, ref)
-			if errors.Is(err, transcript.ErrNotFound) && len(before) == 0 {
+			if errors.Is(err, bucket.ErrNotFound) && len(before) == 0 {
 				return nil
 			}
 			if err != nil {

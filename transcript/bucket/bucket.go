@@ -20,8 +20,11 @@ import (
 // test with errors.Is.
 var (
 	// ErrNotFound is returned when a key does not exist (Get, Stat). Delete of a
-	// missing key is not an error.
-	ErrNotFound = errors.New("object not found")
+	// missing key is not an error. It is the one "not found" of every layer above:
+	// a segment or session the store does not hold (or that lies outside its
+	// namespace), a repository's session that is missing or another owner's, an
+	// entry id a tree does not hold all wrap it, so one errors.Is answers for all.
+	ErrNotFound = errors.New("not found")
 	// ErrExists is returned by Put when the key already exists with other content
 	// (a create-only conflict).
 	ErrExists = errors.New("object already exists")

@@ -32,11 +32,13 @@ func TestVerify_ContextEdits(t *testing.T) {
 	}
 	add := func(session string, lines ...string) {
 		t.Helper()
+		header := fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}`, session)
+		lines = append([]string{header}, lines...)
 		r := cliWith(t, cmdOpts{stdin: strings.Join(lines, "\n") + "\n"}, "append", "--store", store, "--agent", "a", "--session", session)
 		require.Equal(t, 0, r.code, r.stderr)
 	}
 	add("good", user("a", ""), user("b", "a"), edit("e1", "b", `"a"`, `{"content":"x"}`), edit("e2", "e1", `"b"`, `null`))
-	require.Contains(t, ok(t, "verify", "--store", store), "0 problems in 1 segments of 1 sessions")
+	require.Contains(t, ok(t, "verify", "--store", store), "0 problems in 1 segment of 1 session")
 
 	// a has two branches, b and c.
 	add("bad", user("a", ""), user("b", "a"), user("c", "a"),
@@ -59,7 +61,7 @@ func TestVerify_ContextEdits(t *testing.T) {
 		require.Contains(t, r.stdout, want)
 	}
 	require.NotContains(t, r.stdout, "context edit e1")
-	require.Contains(t, r.stdout, "5 problems in 1 segments of 1 sessions")
+	require.Contains(t, r.stdout, "5 problems in 1 segment of 1 session")
 }
 
 // TestEulerTour: the ancestor test verify uses, on a tree with two roots, a

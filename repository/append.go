@@ -7,12 +7,13 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 // Append appends entries (each one JSON object with a string "type" and "id", not a
 // "session" header) as one segment. It is idempotent by entry id: entries whose id
 // exists with the same bytes are skipped (so a retry succeeds without writing), and
-// an id that exists with other bytes fails the whole call with ErrConflict,
+// an id that exists with other bytes fails the whole call with transcript.ErrConflict,
 // writing nothing. Each parentId (and a leaf entry's targetId) must be null or name
 // a known entry or an earlier one of the call.
 //
@@ -28,7 +29,7 @@ func (s *Session) Append(ctx context.Context, entries ...[]byte) error {
 		return fmt.Errorf("append to session %q: %w", s.id, ErrReadOnly)
 	}
 	if s.strict {
-		return s.appendStrict(ctx, s.hs.Head, entries)
+		return s.appendStrict(ctx, s.hs.Entry, entries)
 	}
 	return s.appendDefault(ctx, entries)
 }
@@ -107,7 +108,7 @@ func parseBatch(raws [][]byte) ([]pi.Entry, error) {
 		}
 		if prev, ok := seen[e.ID()]; ok {
 			if !bytes.Equal(prev, e.Raw()) {
-				return nil, fmt.Errorf("entry %d: %w", i, &EntryError{EntryID: e.ID(), Twice: true, Err: ErrConflict})
+				return nil, fmt.Errorf("entry %d: %w", i, &EntryError{EntryID: e.ID(), Twice: true, Err: transcript.ErrConflict})
 			}
 			continue
 		}
@@ -129,7 +130,7 @@ func (s *Session) fresh(batch []pi.Entry) ([]pi.Entry, error) {
 			continue
 		}
 		if !bytes.Equal(stored, e.Raw()) {
-			return nil, fmt.Errorf("append to session %q: %w", s.id, &EntryError{EntryID: e.ID(), Err: ErrConflict})
+			return nil, fmt.Errorf("append to session %q: %w", s.id, &EntryError{EntryID: e.ID(), Err: transcript.ErrConflict})
 		}
 	}
 	inBatch := map[string]bool{}

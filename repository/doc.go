@@ -23,7 +23,7 @@
 // session.
 //
 // Append is idempotent by entry id: the same id with the same bytes succeeds
-// without writing (a retry), with other bytes it fails with ErrConflict and writes
+// without writing (a retry), with other bytes it fails with transcript.ErrConflict and writes
 // nothing.
 //
 // # Strict mode
@@ -34,7 +34,7 @@
 // in commit order. An append writes its segment (create-only) and then advances
 // the head with a conditional write (If-Match on the head's ETag, through
 // bucket.Conditional); an append whose expected head is stale fails with
-// ErrConflict and ErrStaleHead and commits nothing. Of N writers appending at one
+// transcript.ErrConflict and ErrStaleHead and commits nothing. Of N writers appending at one
 // head, exactly one wins. Strict readers see only the segments the head names; the
 // losers' segments are deleted at once, and CollectUncommitted removes those a
 // crash left behind. On open, the head replayed from the committed entries (each

@@ -5,17 +5,26 @@ import (
 	"fmt"
 )
 
-// Sentinel errors, tested with errors.Is.
+// Sentinel errors of the repository, tested with errors.Is. A meaning has one
+// value, declared by the lowest package where it arises, and the repository's
+// errors wrap those of the packages below it too, so that errors.Is answers the
+// same at every layer:
+//   - bucket.ErrNotFound: a session that does not exist for this repository's
+//     owner (missing, deleted, or another owner's, which is indistinguishable
+//     from missing, so ids cannot be probed), or an unknown entry id of a session;
+//   - bucket.ErrExists: Create of a session id that is taken;
+//   - transcript.ErrConflict: an append that cannot be applied as asked, because
+//     an entry id exists with other bytes (EntryError) or, with ErrStaleHead, the
+//     expected head is stale; nothing was committed;
+//   - bucket.ErrUnavailable: the bucket could not be reached; retry later;
+//   - pi.ErrInvalidEntry (with ErrInvalid): an entry that is not a Pi entry;
+//   - segment.ErrEntryTooLarge and segment.ErrTooLarge: an entry, or the entries
+//     of one append, over the store's limit.
 var (
-	// ErrConflict is wrapped when an append cannot be applied as asked: an entry id
-	// exists with other bytes, or (strict mode) the expected head is stale.
-	// Nothing was committed.
-	ErrConflict = errors.New("conflict")
-	// ErrStaleHead is wrapped, with ErrConflict, by a strict append whose expected
-	// head is not the committed head (another writer committed first).
+	// ErrStaleHead is wrapped, with transcript.ErrConflict, by a strict append
+	// whose expected head is not the committed head (another writer committed
+	// first).
 	ErrStaleHead = errors.New("stale head")
-	// ErrExists is wrapped by Create when the session id is taken.
-	ErrExists = errors.New("session already exists")
 	// ErrInvalid is wrapped by errors about an invalid owner, session id, name,
 	// option or entry.
 	ErrInvalid = errors.New("invalid")
@@ -28,9 +37,9 @@ var (
 )
 
 // EntryError is an append refused because of one of its entries: an id stored,
-// or given twice in the call, with other bytes (wrapping ErrConflict), or a
-// parentId or leaf target that names no stored entry and no earlier one of the
-// call (wrapping ErrInvalid). Nothing was committed.
+// or given twice in the call, with other bytes (wrapping transcript.ErrConflict),
+// or a parentId or leaf target that names no stored entry and no earlier one of
+// the call (wrapping ErrInvalid). Nothing was committed.
 type EntryError struct {
 	// EntryID is the id of the entry refused.
 	EntryID string
@@ -38,7 +47,7 @@ type EntryError struct {
 	RefersTo string
 	// Twice reports an id given twice in the call with other bytes.
 	Twice bool
-	// Err is ErrConflict or ErrInvalid.
+	// Err is transcript.ErrConflict or ErrInvalid.
 	Err error
 }
 
@@ -53,5 +62,5 @@ func (e *EntryError) Error() string {
 	}
 }
 
-// Unwrap returns ErrConflict or ErrInvalid.
+// Unwrap returns transcript.ErrConflict or ErrInvalid.
 func (e *EntryError) Unwrap() error { return e.Err }

@@ -38,7 +38,7 @@ func Example() {
 
 	stale := []byte(`{"type":"message","id":"a2","parentId":null,"timestamp":"2026-03-01T12:00:01.000Z","message":{"role":"user","content":"again"}}`)
 	err = s.AppendIf(ctx, head, stale)
-	fmt.Println(errors.Is(err, repository.ErrConflict), errors.Is(err, repository.ErrStaleHead))
+	fmt.Println(errors.Is(err, transcript.ErrConflict), errors.Is(err, repository.ErrStaleHead))
 
 	// Another owner cannot see the session at all.
 	other, err := repository.New(store, repository.Owner{Tenant: "acme", User: "mallory"}, repository.Config{AgentID: "support-bot"})

@@ -175,7 +175,7 @@ func testIdempotentAppend(t *testing.T, e *env) {
 		{msg("m3", "m1", "a"), msg("m3", "m1", "b")},
 	} {
 		err := other.Append(ctx, batch...)
-		require.ErrorIs(t, err, repository.ErrConflict)
+		require.ErrorIs(t, err, transcript.ErrConflict)
 		require.Len(t, keys(t, e.bucket, prefix), n)
 	}
 	// A batch mixing a retry with a new entry writes only the new one.
@@ -201,7 +201,7 @@ func testStrictIdempotentAppend(t *testing.T, e *env) {
 	n := len(keys(t, e.bucket, sessionPrefix(s)))
 	// A retry with the old expected head succeeds: idempotency comes first.
 	require.NoError(t, s.AppendIf(ctx, "m1", msg("m2", "m1", "more")))
-	require.ErrorIs(t, s.AppendIf(ctx, "m2", msg("m2", "m1", "other")), repository.ErrConflict)
+	require.ErrorIs(t, s.AppendIf(ctx, "m2", msg("m2", "m1", "other")), transcript.ErrConflict)
 	require.Len(t, keys(t, e.bucket, sessionPrefix(s)), n)
 	require.Equal(t, "m2", s.Head())
 }
@@ -228,7 +228,7 @@ func raceAppends(t *testing.T, appends []func() error) int {
 			winner = i
 			continue
 		}
-		require.ErrorIs(t, err, repository.ErrConflict, "loser %d", i)
+		require.ErrorIs(t, err, transcript.ErrConflict, "loser %d", i)
 		require.ErrorIs(t, err, repository.ErrStaleHead, "loser %d", i)
 	}
 	require.NotEqual(t, -1, winner, "no append won")
@@ -366,7 +366,7 @@ func testCreateExisting(t *testing.T, e *env) {
 	require.NoError(t, err)
 	for _, strict := range []bool{false, true} {
 		_, err = e.repo(alice).Create(ctx, repository.CreateOptions{ID: "s", Strict: strict})
-		require.ErrorIs(t, err, repository.ErrExists)
+		require.ErrorIs(t, err, bucket.ErrExists)
 	}
 	// Racing strict creates: exactly one wins.
 	errs := make([]error, 4)
@@ -381,7 +381,7 @@ func testCreateExisting(t *testing.T, e *env) {
 		if err == nil {
 			won++
 		} else {
-			require.ErrorIs(t, err, repository.ErrExists)
+			require.ErrorIs(t, err, bucket.ErrExists)
 		}
 	}
 	require.Equal(t, 1, won)

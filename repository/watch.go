@@ -71,7 +71,7 @@ func (s *Session) Watch(ctx context.Context, fn func([]pi.Entry) error) error {
 type watcher struct {
 	s      *Session
 	strict bool
-	hs     headState             // strict: the head delivered so far
+	hs     transcript.Head       // strict: the head delivered so far
 	known  map[string]bool       // entry ids known or delivered
 	have   transcript.SegmentSet // default: the segments whose entries are known
 	// fullAt is when the default mode last listed the whole session.
@@ -126,19 +126,19 @@ func (w *watcher) pollList(ctx context.Context) ([]pi.Entry, error) {
 // pollHead reads the segments committed since the head delivered so far.
 func (w *watcher) pollHead(ctx context.Context) ([]pi.Entry, error) {
 	r := w.s.repo
-	hs, ok, err := r.readHead(ctx, w.s.headKey())
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
+	hs, err := r.store.ReadHead(ctx, w.s.ref)
+	if errors.Is(err, bucket.ErrNotFound) {
 		return nil, notFound(w.s.id)
 	}
-	if hs.etag == w.hs.etag && hs.Version == w.hs.Version {
+	if err != nil {
+		return nil, headError(err)
+	}
+	if hs.Same(w.hs) {
 		return nil, nil
 	}
 	var out []pi.Entry
 	for _, rel := range hs.Segments {
-		if w.hs.names(rel) {
+		if w.hs.Commits(rel) {
 			continue
 		}
 		info, err := transcript.ParseKey(r.store.Prefix(), w.s.prefix+rel)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -104,17 +105,17 @@ func (s *Server) failStore(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, repository.ErrStaleHead):
 		s.metrics.conflicts.WithLabelValues(string(CodeStaleHead)).Inc()
 		s.fail(w, r, http.StatusConflict, CodeStaleHead, "the expected head is not the committed head", err)
-	case errors.As(err, &ee) && errors.Is(err, repository.ErrConflict):
+	case errors.As(err, &ee) && errors.Is(err, transcript.ErrConflict):
 		s.metrics.conflicts.WithLabelValues(string(CodeEntryConflict)).Inc()
 		s.failWith(w, r, http.StatusConflict, ErrorDetail{Code: CodeEntryConflict, EntryID: ee.EntryID,
 			Message: "entry " + strconv.Quote(ee.EntryID) + " exists with other bytes"}, err)
 	case errors.As(err, &ee):
 		s.failWith(w, r, http.StatusUnprocessableEntity, ErrorDetail{Code: CodeUnknownParent, EntryID: ee.EntryID, RefersTo: ee.RefersTo,
 			Message: "entry " + strconv.Quote(ee.EntryID) + " refers to " + strconv.Quote(ee.RefersTo) + ", which is not stored"}, err)
-	case errors.Is(err, repository.ErrConflict):
+	case errors.Is(err, transcript.ErrConflict):
 		s.metrics.conflicts.WithLabelValues(string(CodeEntryConflict)).Inc()
 		s.fail(w, r, http.StatusConflict, CodeEntryConflict, "an entry id exists with other bytes", err)
-	case errors.Is(err, repository.ErrExists):
+	case errors.Is(err, bucket.ErrExists):
 		s.fail(w, r, http.StatusConflict, CodeExists, "session already exists", err)
 	case errors.Is(err, repository.ErrHeadMismatch):
 		s.fail(w, r, http.StatusInternalServerError, CodeInvalidSession, "the session's head does not match its entries", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -34,7 +35,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, repo *repository
 	}
 	strict := req.Strict == nil || *req.Strict
 	sess, err := repo.Create(r.Context(), repository.CreateOptions{ID: req.ID, Name: req.Name, Cwd: req.Cwd, Strict: strict})
-	if errors.Is(err, repository.ErrExists) && req.ID != "" {
+	if errors.Is(err, bucket.ErrExists) && req.ID != "" {
 		s.createAgain(w, r, repo, req, strict)
 		return
 	}
@@ -238,7 +239,7 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 	} else {
 		err = sess.Append(r.Context(), raws...)
 	}
-	if err != nil && !errors.Is(err, repository.ErrConflict) {
+	if err != nil && !errors.Is(err, transcript.ErrConflict) {
 		s.sessions.drop(hd.key) // the next append starts from a fresh read
 	}
 	switch {

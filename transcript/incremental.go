@@ -381,7 +381,7 @@ func (s *Store) ReadMeta(ctx context.Context, key string) (segment.Meta, error) 
 	if err != nil {
 		return segment.Meta{}, fmt.Errorf("read metadata: %w", err)
 	}
-	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible {
+	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible || s.hidden(info) {
 		return segment.Meta{}, fmt.Errorf("read metadata of %s: %w", key, bucket.ErrNotFound)
 	}
 	head, err := s.cfg.Bucket.GetRange(ctx, key, 0, metaProbe)

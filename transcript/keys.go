@@ -172,11 +172,3 @@ func SessionNameOfKey(key string) string {
 	}
 	return strings.Join(parts, "/")
 }
-
-// HeadName is the object name of a strict session's head (see package repository),
-// under the session's key prefix. It is part of the key layout this package owns, so
-// it is declared here, the layer below the repository that writes the head: listings
-// tell it from segments and marks, and Compact leaves a session that has one alone
-// (the head names the committed segments, and only the repository may move it).
-// Package repository re-exports it as repository.HeadName.
-const HeadName = "HEAD.json"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,6 +66,9 @@ type Store struct {
 	ownCodec bool
 	// adaptiveReads: Config.ReadConcurrency was left zero (see readLimit).
 	adaptiveReads bool
+	// keep, when set, is the filter of a View: the segments it rejects do not
+	// exist for this Store value's reads.
+	keep func(SegmentInfo) bool
 	// gets, when set, holds the GET slots shared by every read through this Store
 	// value (a copy made by ForEachListedSession): each fetch takes one, so the
 	// reads of many sessions keep the pool full instead of each bounding itself.
@@ -161,6 +165,30 @@ func (s *Store) WithNamespace(ns string) (*Store, error) {
 	return &c, nil
 }
 
+// View returns a store that reads only the segments keep accepts: to its
+// listings of a session's segments and to every read (ReadAll, ReadLean,
+// ReadNew, ReadSegment, ReadSegmentMeta) the others do not exist, so it
+// union-merges exactly the kept segments by the store's rules, and a session
+// none of whose segments is kept is not found. Package repository reads strict
+// sessions through one (only the segments the head commits) and sessions as of a
+// time (only segments created by then). A view of a view keeps what both keep.
+// Writes, Compact and the listings of many sessions are not filtered: a view is
+// for reading. It shares the store's bucket, codecs and clock; closing it is not
+// needed.
+func (s *Store) View(keep func(SegmentInfo) bool) *Store {
+	c := *s
+	c.ownCodec = false
+	if prev := s.keep; prev != nil {
+		c.keep = func(info SegmentInfo) bool { return prev(info) && keep(info) }
+	} else {
+		c.keep = keep
+	}
+	return &c
+}
+
+// hidden reports whether a View leaves info out.
+func (s *Store) hidden(info SegmentInfo) bool { return s.keep != nil && !s.keep(info) }
+
 // checkRef validates and normalises ref. visible is false when the store is bound to
 // another namespace.
 func (s *Store) checkRef(ref TranscriptRef) (TranscriptRef, bool, error) {
@@ -213,6 +241,9 @@ func (s *Store) ListSegmentsAfter(ctx context.Context, ref TranscriptRef, startA
 		return nil, fmt.Errorf("list segments of %s: %w", ref, err)
 	}
 	s.observe(ref, out)
+	if s.keep != nil {
+		out = slices.DeleteFunc(out, s.hidden)
+	}
 	return out, nil
 }
 
@@ -235,7 +266,7 @@ func (s *Store) ReadSegment(ctx context.Context, key string) (*segment.Segment, 
 	if err != nil {
 		return nil, fmt.Errorf("read segment: %w", err)
 	}
-	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible {
+	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible || s.hidden(info) {
 		return nil, fmt.Errorf("read segment %s: %w", key, bucket.ErrNotFound)
 	}
 	return s.readListedSegment(ctx, key)

@@ -26,7 +26,8 @@ var (
 	// entry id a tree does not hold all wrap it, so one errors.Is answers for all.
 	ErrNotFound = errors.New("not found")
 	// ErrExists is returned by Put when the key already exists with other content
-	// (a create-only conflict).
+	// (a create-only conflict). It is the one "already exists" of the layers
+	// above too: creating a session that exists wraps it.
 	ErrExists = errors.New("object already exists")
 	// ErrInvalidKey is returned for a key the backend cannot store (empty, absolute,
 	// with "..", "." or empty path elements, control characters, or too long).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -145,7 +146,7 @@ func (t *Tree) AppendLeaf(targetID string) (Entry, error) {
 // "session"), a non-empty string "id" and a "parentId" that is null or the id of
 // an existing entry (errors wrap pi.ErrInvalidEntry or bucket.ErrNotFound). Appending an
 // id that exists with the same bytes is a no-op returning the existing entry; with
-// other bytes it fails with ErrConflict.
+// other bytes it fails with transcript.ErrConflict.
 func (t *Tree) AppendRaw(raw []byte) (Entry, error) {
 	raw = bytes.Clone(raw)
 	if bytes.ContainsAny(raw, "\n\r") {
@@ -172,7 +173,7 @@ func (t *Tree) AppendRaw(raw []byte) (Entry, error) {
 		if bytes.Equal(t.entries[i].Raw(), e.Raw()) {
 			return t.entries[i], nil
 		}
-		return Entry{}, fmt.Errorf("append %q: %w", e.ID(), ErrConflict)
+		return Entry{}, fmt.Errorf("append %q: %w", e.ID(), transcript.ErrConflict)
 	}
 	if hasParent {
 		if _, ok := t.byID[parentID]; !ok {

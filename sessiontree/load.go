@@ -8,6 +8,7 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 // MaxLineBytes is the longest line the loader accepts; longer lines are skipped
@@ -21,7 +22,7 @@ type LineError struct {
 	Line int
 	// Offset is the byte offset of the line's start.
 	Offset int64
-	// Err says what is wrong; it wraps pi.ErrInvalidEntry or ErrConflict.
+	// Err says what is wrong; it wraps pi.ErrInvalidEntry or transcript.ErrConflict.
 	Err error
 }
 
@@ -174,7 +175,7 @@ func decodeSession(data []byte, migrateOld bool) (decoded, LoadReport, error) {
 			if bytes.Equal(d.entries[j].Raw(), e.Raw()) {
 				rep.Duplicates++
 			} else {
-				rep.Conflicts = append(rep.Conflicts, LineError{l.line, l.off, fmt.Errorf("%w: id %q", ErrConflict, e.ID())})
+				rep.Conflicts = append(rep.Conflicts, LineError{l.line, l.off, fmt.Errorf("%w: id %q", transcript.ErrConflict, e.ID())})
 			}
 			continue
 		}

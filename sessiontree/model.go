@@ -20,10 +20,12 @@ type (
 	Model = pi.Model
 )
 
-// Sentinel errors, tested with errors.Is.
+// Sentinel errors, tested with errors.Is. The tree's errors also wrap those of
+// the packages below it, declared once where they arise: bucket.ErrNotFound (an
+// entry id, a session or its files that do not exist), transcript.ErrConflict
+// (an entry id that exists with other bytes), pi.ErrInvalidEntry and
+// pi.ErrInvalidHeader.
 var (
-	// ErrConflict is wrapped when an entry id already exists with other bytes.
-	ErrConflict = errors.New("entry id conflict")
 	// ErrNotEditable is wrapped when a context edit names an entry that is not
 	// on the active branch or gives the model no content to edit.
 	ErrNotEditable = errors.New("entry not editable")

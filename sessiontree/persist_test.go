@@ -154,7 +154,7 @@ func TestAppendRaw_Validation(t *testing.T) {
 	require.NoError(t, err, "same id, same bytes: idempotent")
 	require.Equal(t, 1, tr.Len())
 	_, err = tr.AppendRaw([]byte(`{"type":"weird","id":"x","parentId":null}`))
-	require.ErrorIs(t, err, sessiontree.ErrConflict)
+	require.ErrorIs(t, err, transcript.ErrConflict)
 	_, err = tr.Entry("nope")
 	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
@@ -367,7 +367,7 @@ func TestTree_ConcurrentAppendFlush(t *testing.T) {
 		require.False(t, seen[l])
 		seen[l] = true
 	}
-	require.False(t, errors.Is(err, sessiontree.ErrConflict))
+	require.False(t, errors.Is(err, transcript.ErrConflict))
 }
 
 // TestLoad_AfterCompactionKeepsContext imports Pi files, flushes them (a compaction

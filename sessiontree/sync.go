@@ -54,7 +54,7 @@ func (t *Tree) SyncFromLog(ctx context.Context) (LoadReport, error) {
 	for k, e := range d.entries {
 		if i, ok := t.byID[e.ID()]; ok {
 			if !bytes.Equal(t.entries[i].Raw(), e.Raw()) {
-				rep.Conflicts = append(rep.Conflicts, LineError{Err: fmt.Errorf("%w: id %q differs in the log", ErrConflict, e.ID())})
+				rep.Conflicts = append(rep.Conflicts, LineError{Err: fmt.Errorf("%w: id %q differs in the log", transcript.ErrConflict, e.ID())})
 			}
 			if !inOrder[i] {
 				order, inOrder[i] = append(order, i), true
@@ -189,7 +189,7 @@ func (t *Tree) mergeRemote(raws [][]byte, origins []transcript.Origin) LoadRepor
 		}
 		if i, ok := t.byID[e.ID()]; ok {
 			if !bytes.Equal(t.entries[i].Raw(), e.Raw()) {
-				rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", ErrConflict, e.ID())})
+				rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", transcript.ErrConflict, e.ID())})
 				continue
 			}
 			rep.Duplicates++

@@ -24,8 +24,8 @@ var (
 	// errSecondHeader: the input brings a header the session does not hold.
 	errSecondHeader = errors.New("a session has one header")
 	// errEntryConflict: the session holds an id of the input with other bytes,
-	// or the input holds one id twice with other bytes.
-	errEntryConflict = errors.New("entry id conflict")
+	// or the input holds one id twice with other bytes (transcript.ErrConflict).
+	errEntryConflict = fmt.Errorf("entry id %w", transcript.ErrConflict)
 	// errStrictSession: the session is strict (it has a head object), whose head
 	// only the repository (transcript-serve) advances.
 	errStrictSession = errors.New("strict session")

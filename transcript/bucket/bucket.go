@@ -35,6 +35,13 @@ var (
 	// ErrAccessDenied is returned when the credentials do not allow the request
 	// (S3's AccessDenied): a least-privilege role asked for what it may not do.
 	ErrAccessDenied = errors.New("access denied")
+	// ErrUnavailable is returned when the bucket cannot answer now: it could not
+	// be reached (connection refused or reset, name not resolved), took longer
+	// than the backend's own request timeout, or said so itself (S3's 503
+	// SlowDown or ServiceUnavailable, once the backend's retries are spent). The
+	// request may succeed if retried later; the server answers 503 with
+	// Retry-After.
+	ErrUnavailable = errors.New("bucket unavailable")
 )
 
 // MetaChecksum is the user-metadata name under which Put records PutOptions.Checksum.

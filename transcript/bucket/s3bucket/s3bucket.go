@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 
@@ -256,7 +257,10 @@ var errNoDate = errors.New("the server's answers carry no Date header")
 // classify maps minio-go errors to the bucket sentinels, keeping the original in
 // the chain. ctx is the caller's context: if it ended, its error is reported.
 func classify(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return err
+		}
 		return fmt.Errorf("%w (%w)", cerr, err)
 	}
 	resp := minio.ToErrorResponse(err)
@@ -267,8 +271,26 @@ func classify(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%w)", errPrecondition, err)
 	case resp.Code == "AccessDenied" || resp.StatusCode == http.StatusForbidden:
 		return fmt.Errorf("%w (%w)", bucket.ErrAccessDenied, err)
+	case unavailable(resp, err):
+		return fmt.Errorf("%w (%w)", bucket.ErrUnavailable, err)
 	}
 	return err
+}
+
+// unavailable reports an error that says the server cannot answer now, for
+// bucket.ErrUnavailable: S3's own 503 (SlowDown, ServiceUnavailable; MinIO's
+// XMinioServerNotInitialized while it starts), which minio-go answers once its
+// retries are spent, and errors of reaching it (a net.Error: refused, reset,
+// unresolved, timed out) or of the request timeout (the caller's context, which
+// classify checks first, had not ended).
+func unavailable(resp minio.ErrorResponse, err error) bool {
+	switch resp.Code {
+	case "SlowDown", "ServiceUnavailable", "XMinioServerNotInitialized":
+		return true
+	}
+	var ne net.Error
+	return resp.StatusCode == http.StatusServiceUnavailable || errors.As(err, &ne) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errListTimeout)
 }
 
 // info converts minio-go's ObjectInfo.

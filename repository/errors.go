@@ -36,18 +36,22 @@ var (
 	ErrReadOnly = errors.New("session is read-only")
 )
 
-// EntryError is an append refused because of one of its entries: an id stored,
-// or given twice in the call, with other bytes (wrapping transcript.ErrConflict),
-// or a parentId or leaf target that names no stored entry and no earlier one of
-// the call (wrapping ErrInvalid). Nothing was committed.
+// EntryError is an append refused because of one of its entries: one that is
+// not a Pi entry or is over the entry limit (wrapping ErrInvalid and
+// pi.ErrInvalidEntry or segment.ErrEntryTooLarge), an id stored, or given twice
+// in the call, with other bytes (wrapping transcript.ErrConflict), or a parentId
+// or leaf target that names no stored entry and no earlier one of the call
+// (wrapping ErrInvalid). Nothing was committed.
 type EntryError struct {
-	// EntryID is the id of the entry refused.
+	// Index is the entry's position in the call's entries.
+	Index int
+	// EntryID is the id of the entry refused ("" for one that does not parse).
 	EntryID string
 	// RefersTo is, for an unknown reference, the id it names ("" otherwise).
 	RefersTo string
 	// Twice reports an id given twice in the call with other bytes.
 	Twice bool
-	// Err is transcript.ErrConflict or ErrInvalid.
+	// Err is transcript.ErrConflict, or an error wrapping ErrInvalid.
 	Err error
 }
 
@@ -57,10 +61,12 @@ func (e *EntryError) Error() string {
 		return fmt.Sprintf("%v: entry %q refers to unknown entry %q", e.Err, e.EntryID, e.RefersTo)
 	case e.Twice:
 		return fmt.Sprintf("%v: entry %q given twice with other bytes", e.Err, e.EntryID)
+	case e.EntryID == "":
+		return fmt.Sprintf("entry %d: %v", e.Index, e.Err)
 	default:
 		return fmt.Sprintf("%v: entry %q exists with other bytes", e.Err, e.EntryID)
 	}
 }
 
-// Unwrap returns transcript.ErrConflict or ErrInvalid.
+// Unwrap returns Err.
 func (e *EntryError) Unwrap() error { return e.Err }

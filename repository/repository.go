@@ -45,6 +45,9 @@ type Config struct {
 	WatchMargin time.Duration
 	// ListConcurrency bounds how many sessions List reads at once (default 8).
 	ListConcurrency int
+	// MaxEntryBytes bounds one entry of an append, in bytes of JSON (default, and
+	// at most, the store's limit: transcript.Store.MaxEntrySize).
+	MaxEntryBytes int
 }
 
 // Repository creates, opens, lists, forks and deletes the sessions of one owner.
@@ -97,6 +100,9 @@ func New(store *transcript.Store, owner Owner, cfg Config) (*Repository, error) 
 	}
 	if cfg.ListConcurrency <= 0 {
 		cfg.ListConcurrency = 8
+	}
+	if limit := store.MaxEntrySize(); cfg.MaxEntryBytes <= 0 || cfg.MaxEntryBytes > limit {
+		cfg.MaxEntryBytes = limit
 	}
 	return &Repository{cfg: cfg, owner: owner, ns: ns, store: bound, writer: cfg.Writer}, nil
 }

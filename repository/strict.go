@@ -30,7 +30,7 @@ func (s *Session) AppendIf(ctx context.Context, expectedHead string, entries ...
 }
 
 func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]byte) error {
-	batch, err := parseBatch(raws)
+	batch, at, err := s.repo.parseBatch(raws)
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
@@ -48,7 +48,7 @@ func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]by
 	if s.broken != nil {
 		return fmt.Errorf("append: %w", s.broken)
 	}
-	fresh, err := s.fresh(batch)
+	fresh, err := s.fresh(batch, at)
 	if err != nil || len(fresh) == 0 {
 		return err
 	}

@@ -134,6 +134,23 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
+// Ping reports whether the bucket answers: one delimited listing of the store's
+// prefix, stopped at its first object. It is a readiness probe; an error wraps
+// what the bucket said (bucket.ErrUnavailable when it cannot be reached).
+func (s *Store) Ping(ctx context.Context) error {
+	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: keyPrefix(s.cfg.Prefix), Delimited: true},
+		func(bucket.ObjectInfo) error { return errStopListing })
+	if err != nil && !errors.Is(err, errStopListing) {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
+
+// MaxEntrySize returns the largest entry the store keeps, in bytes of JSON
+// without the newline (segment.DefaultMaxEntrySize): a larger one is refused
+// with segment.ErrEntryTooLarge.
+func (s *Store) MaxEntrySize() int { return segment.DefaultMaxEntrySize }
+
 // Bucket returns the bucket the store reads and writes.
 func (s *Store) Bucket() bucket.Bucket { return s.cfg.Bucket }
 

@@ -1,9 +1,6 @@
 package transcript
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/transcriptstore/transcript/pi"
@@ -30,14 +27,14 @@ type Entry struct {
 	Origin Origin
 }
 
-// ParseEntry reads id, parentId and timestamp from raw, matching keys exactly as
-// JavaScript does (and as the SessionTree does). raw is not copied.
+// ParseEntry reads id, parentId and timestamp from raw by the rule every package
+// shares (pi.ParseLinks: one line of valid JSON, a non-empty string id, a
+// parentId that is a string or null), matching keys exactly as JavaScript does.
+// Errors wrap pi.ErrInvalidEntry. raw is not copied.
 func ParseEntry(raw []byte) (Entry, error) {
-	if bytes.IndexByte(raw, '\n') >= 0 {
-		return Entry{}, fmt.Errorf("%w: contains a line break", pi.ErrInvalidEntry)
+	l, err := pi.ParseLinks(raw)
+	if err != nil {
+		return Entry{}, err
 	}
-	if !json.Valid(raw) {
-		return Entry{}, fmt.Errorf("%w: not valid JSON", pi.ErrInvalidEntry)
-	}
-	return parseStoredEntry(raw)
+	return entryOf(raw, l), nil
 }

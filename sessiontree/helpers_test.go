@@ -87,7 +87,7 @@ type mirrorBatch = mirror.Batch
 var errUpload = errors.New("upload refused")
 
 // fakeStore is a shared remote: Upload union-merges by id (identical bytes
-// collapse, first writer wins a conflict), ReadEntries returns the store order.
+// collapse, first writer wins a conflict), ReadAll returns the store order.
 type fakeStore struct {
 	mu      sync.Mutex
 	order   map[string][][]byte
@@ -120,15 +120,15 @@ func (s *fakeStore) Upload(ctx context.Context, b mirror.Batch) error {
 	return nil
 }
 
-func (s *fakeStore) ReadEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
+func (s *fakeStore) ReadAll(ctx context.Context, ref transcript.TranscriptRef) (*transcript.MergeResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	es := s.order[ref.String()]
-	out := make([][]byte, len(es))
+	res := &transcript.MergeResult{Entries: make([]transcript.Entry, len(es))}
 	for i, e := range es {
-		out[i] = bytes.Clone(e)
+		res.Entries[i] = transcript.Entry{Raw: bytes.Clone(e)}
 	}
-	return out, nil
+	return res, nil
 }
 
 func readFixture(t testing.TB, name string) []byte {

@@ -78,7 +78,9 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 			}
 			a, b := sortedRaw(trees[0]), sortedRaw(trees[1])
 			require.Equal(t, a, b)
-			remote, _ := store.ReadEntries(ctx, trees[0].Ref())
+			res, err := store.ReadAll(ctx, trees[0].Ref())
+			require.NoError(t, err)
+			remote := res.Raw()
 			require.Len(t, remote, len(a)+1) // + header
 			for id, n := range uploads {
 				require.Equal(t, 1, n, "entry %s uploaded %d times", id, n)

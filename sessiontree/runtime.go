@@ -39,12 +39,12 @@ func (rc RuntimeContext) Ref(agentID, sessionID string) (transcript.TranscriptRe
 
 // RemoteReader reads a session's entries back from the transcript store.
 type RemoteReader interface {
-	// ReadEntries returns the raw entries (JSON lines without "\n") of ref, in the
-	// store's deterministic union-merge order. The session header, if stored, is
-	// an entry of type "session". A session with no segments returns no entries
-	// and a nil error (or an error wrapping bucket.ErrNotFound). Read-only; no side
-	// effects.
-	ReadEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
+	// ReadAll returns the union-merge of ref's segments: its raw entries (JSON
+	// lines without "\n") in the store's deterministic merge order. The session
+	// header, if stored, is an entry of type "session". A session with no segments
+	// returns an error wrapping bucket.ErrNotFound (or no entries). Read-only; no
+	// side effects.
+	ReadAll(ctx context.Context, ref transcript.TranscriptRef) (*transcript.MergeResult, error)
 }
 
 // Config configures trees. The zero value of every field but Root is usable.

@@ -148,8 +148,12 @@ func (t *Tree) SyncFromRemote(ctx context.Context) (LoadReport, error) {
 	if ir, ok := t.cfg.Remote.(IncrementalReader); ok {
 		return t.syncIncremental(ctx, ir)
 	}
-	raws, err := t.cfg.Remote.ReadEntries(ctx, t.ref)
-	if err != nil && !errors.Is(err, bucket.ErrNotFound) {
+	var raws [][]byte
+	res, err := t.cfg.Remote.ReadAll(ctx, t.ref)
+	switch {
+	case err == nil:
+		raws = res.Raw()
+	case !errors.Is(err, bucket.ErrNotFound):
 		return rep, fmt.Errorf("sync %s from remote: %w", t.ref, err)
 	}
 	t.mu.Lock()

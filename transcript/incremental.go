@@ -359,7 +359,7 @@ func (s *Store) readMetas(ctx context.Context, infos []SegmentInfo) (map[string]
 	return out, nil
 }
 
-// eachMeta reads the metadata frames of infos (ReadMeta), at most readLimit at
+// eachMeta reads the metadata frames of infos (ReadSegmentMeta), at most readLimit at
 // once, and hands each result to fn with its index; the first error fn returns
 // stops the rest (their ctx is cancelled) and is returned.
 func (s *Store) eachMeta(ctx context.Context, infos []SegmentInfo, fn func(ctx context.Context, i int, m segment.Meta, err error) error) error {
@@ -367,16 +367,16 @@ func (s *Store) eachMeta(ctx context.Context, infos []SegmentInfo, fn func(ctx c
 	g.SetLimit(s.readLimit(len(infos)))
 	for i, in := range infos {
 		g.Go(func() error {
-			m, err := s.ReadMeta(gctx, in.Key)
+			m, err := s.ReadSegmentMeta(gctx, in.Key)
 			return fn(gctx, i, m, err)
 		})
 	}
 	return g.Wait()
 }
 
-// ReadMeta reads and verifies only the metadata frame of the segment at key, with
+// ReadSegmentMeta reads and verifies only the metadata frame of the segment at key, with
 // ranged reads (bucket.RangeReader): usually one request for a few hundred bytes.
-func (s *Store) ReadMeta(ctx context.Context, key string) (segment.Meta, error) {
+func (s *Store) ReadSegmentMeta(ctx context.Context, key string) (segment.Meta, error) {
 	info, err := ParseKey(s.cfg.Prefix, key)
 	if err != nil {
 		return segment.Meta{}, fmt.Errorf("read metadata: %w", err)

@@ -152,7 +152,7 @@ func readListedAfter[T any](ctx context.Context, s *Store, ref TranscriptRef, af
 		if after == "" {
 			infos, err = s.ListSegments(ctx, ref)
 		} else {
-			infos, err = s.ListSegmentsAfter(ctx, ref, sessionPrefix(s.cfg.Prefix, ref)+after)
+			infos, err = s.listSegmentsAfter(ctx, ref, sessionPrefix(s.cfg.Prefix, ref)+after)
 		}
 		region.End()
 		if err != nil {
@@ -185,19 +185,6 @@ func readListedAfter[T any](ctx context.Context, s *Store, ref TranscriptRef, af
 func relistPause(attempt int) time.Duration {
 	d := 20 * time.Millisecond << min(attempt, 8)
 	return d + rand.N(d)
-}
-
-// ReadEntries returns the raw entries of ref in merge order; a session that does not
-// exist gives none and no error. It lets a SessionTree sync from the store.
-func (s *Store) ReadEntries(ctx context.Context, ref TranscriptRef) ([][]byte, error) {
-	res, err := s.ReadAll(ctx, ref)
-	if errors.Is(err, bucket.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return res.Raw(), nil
 }
 
 // fetchSession fetches and decodes a session's segments (infos in key order).

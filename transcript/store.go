@@ -228,17 +228,17 @@ func errOutside(ref TranscriptRef) error {
 // session that are not segment keys are skipped. A session without segments gives an
 // empty list, not an error.
 func (s *Store) ListSegments(ctx context.Context, ref TranscriptRef) ([]SegmentInfo, error) {
-	return s.ListSegmentsAfter(ctx, ref, "")
+	return s.listSegmentsAfter(ctx, ref, "")
 }
 
-// ListSegmentsAfter lists the segments of ref whose keys sort after startAfter, so a
+// listSegmentsAfter lists the segments of ref whose keys sort after startAfter, so a
 // reader can fetch only what is newer than what it has. A key carries the time its
 // segment was created (by the writer's Clock), not the time it was stored: a segment
 // that waited in a mirror's outbox through an outage, or came from a writer with a
 // slow clock that had not read the session, lands with an older key, so a listing
 // after a key never proves that nothing older is missing: an incremental reader
 // uses ReadNew, which lists the whole session from time to time.
-func (s *Store) ListSegmentsAfter(ctx context.Context, ref TranscriptRef, startAfter string) ([]SegmentInfo, error) {
+func (s *Store) listSegmentsAfter(ctx context.Context, ref TranscriptRef, startAfter string) ([]SegmentInfo, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -86,10 +85,7 @@ func TestStore_AppendSegment_ReadAll(t *testing.T) {
 	require.Equal(t, []string{"a", "b", "c"}, ids(res))
 	require.Equal(t, entry("c", "b"), res.Entries[2].Raw)
 	require.Empty(t, res.Conflicts)
-
-	raw, err := s.ReadEntries(ctx, ref)
-	require.NoError(t, err)
-	require.Len(t, raw, 3)
+	require.Len(t, res.Raw(), 3)
 }
 
 func TestStore_AppendSegment_Invalid(t *testing.T) {
@@ -125,9 +121,10 @@ func TestStore_ReadAll_NotFound(t *testing.T) {
 	s := newStore(t, membucket.New(), transcript.Config{})
 	_, err := s.ReadAll(context.Background(), ref)
 	require.ErrorIs(t, err, bucket.ErrNotFound)
-	raw, err := s.ReadEntries(context.Background(), ref)
-	require.NoError(t, err)
-	require.Empty(t, raw)
+	_, err = s.ReadLean(context.Background(), ref)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
+	_, err = s.ReadNew(context.Background(), ref, transcript.SegmentSet{})
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
 // TestStore_ReadAll_Merge checks union-merge: duplicates collapse, conflicts are
@@ -374,23 +371,6 @@ func TestStore_SegmentReadableByZstdCLI(t *testing.T) {
 	require.Equal(t, string(bytes.Join(entries, []byte("\n")))+"\n", string(out))
 }
 
-func TestStore_ListSegmentsAfter(t *testing.T) {
-	ctx := context.Background()
-	s := newStore(t, membucket.New(), transcript.Config{})
-	w := newWriter(t, "w")
-	var keys []string
-	for _, id := range []string{"a", "b", "c"} {
-		info, err := s.AppendSegment(ctx, ref, [][]byte{entry(id, "")}, w)
-		require.NoError(t, err)
-		keys = append(keys, info.Key)
-	}
-	require.True(t, sort.StringsAreSorted(keys), "keys sort in write order")
-	after, err := s.ListSegmentsAfter(ctx, ref, keys[0])
-	require.NoError(t, err)
-	require.Len(t, after, 2)
-	require.Equal(t, keys[1], after[0].Key)
-}
-
 // unreadable fails every Get, as a bucket that cannot be reached for the check.
 type unreadable struct{ bucket.Bucket }
 
@@ -455,9 +435,9 @@ func TestStore_ReadVanishedIsNotMissing(t *testing.T) {
 	appendChain(t, newStore(t, mem, transcript.Config{}), ref, newWriter(t, "w"), "e", "", 3)
 	r := newStore(t, alwaysVanishing{mem}, transcript.Config{MaxRelists: 2})
 	for name, read := range map[string]func() error{
-		"ReadAll":     func() error { _, err := r.ReadAll(ctx, ref); return err },
-		"ReadNew":     func() error { _, err := r.ReadNew(ctx, ref, transcript.SegmentSet{}); return err },
-		"ReadEntries": func() error { _, err := r.ReadEntries(ctx, ref); return err },
+		"ReadAll":  func() error { _, err := r.ReadAll(ctx, ref); return err },
+		"ReadNew":  func() error { _, err := r.ReadNew(ctx, ref, transcript.SegmentSet{}); return err },
+		"ReadLean": func() error { _, err := r.ReadLean(ctx, ref); return err },
 	} {
 		err := read()
 		require.ErrorIs(t, err, transcript.ErrVanished, name)

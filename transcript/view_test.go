@@ -31,7 +31,7 @@ func TestStore_View(t *testing.T) {
 		read func(key string) error
 	}{
 		{"ReadSegment", func(key string) error { _, err := v.ReadSegment(ctx, key); return err }},
-		{"ReadMeta", func(key string) error { _, err := v.ReadMeta(ctx, key); return err }},
+		{"ReadSegmentMeta", func(key string) error { _, err := v.ReadSegmentMeta(ctx, key); return err }},
 	}
 	for _, r := range reads {
 		t.Run(r.name, func(t *testing.T) {

@@ -55,8 +55,12 @@ func writeSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 		if err := refuseStrict(ctx, s, ref); err != nil {
 			return res, err
 		}
-		stored, err := s.ReadEntries(ctx, ref)
-		if err != nil {
+		var stored [][]byte
+		read, err := s.ReadAll(ctx, ref)
+		switch {
+		case err == nil:
+			stored = read.Raw()
+		case !errors.Is(err, bucket.ErrNotFound):
 			return res, err
 		}
 		res.existing = len(stored) > 0

@@ -79,9 +79,9 @@ func writeSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 
 // refuseStrict returns errStrictSession when ref has a head object.
 func refuseStrict(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) error {
-	_, err := s.Bucket().Stat(ctx, s.SessionPrefix(ref)+transcript.HeadName)
+	_, err := s.ReadHead(ctx, ref)
 	switch {
-	case err == nil:
+	case err == nil || errors.Is(err, transcript.ErrInvalidHead):
 		return fmt.Errorf("%w: session %s is strict (it has a %s): append through transcript-serve, which advances its head", errStrictSession, ref.Norm(), transcript.HeadName)
 	case errors.Is(err, bucket.ErrNotFound):
 		return nil

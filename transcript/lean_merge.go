@@ -2,8 +2,6 @@ package transcript
 
 import (
 	"bytes"
-	"cmp"
-	"container/heap"
 	"fmt"
 	"slices"
 
@@ -140,87 +138,75 @@ func storedIDs(index []segment.IndexEntry, pos int, raw []byte) (id, parent stri
 	return e.ID, e.ParentID, true, err
 }
 
-// leanOrder puts the items in merge order (sortByOrigin, then topoOrder, as
-// merge does), resolves their parents to indexes and keeps byID for lookups.
+// leanOrder puts the items in merge order (rankOrigins, originSort and
+// topoOrder, as merge orders entries), resolves their parents to indexes and
+// keeps byID for lookups.
 func (r *LeanResult) leanOrder(byID map[string]int32, parents []string) {
 	n := len(r.items)
-	// Rank the origin keys once; sort by (rank, position) like sortByOrigin.
-	ranked := make([]uint32, len(r.okeys))
-	for k := range ranked {
-		ranked[k] = uint32(k)
-	}
-	slices.SortFunc(ranked, func(a, b uint32) int { return compareOriginKeys(r.okeys[a], r.okeys[b]) })
-	rank := make([]uint64, len(r.okeys))
-	for rk, k := range ranked {
-		rank[k] = uint64(rk)
-	}
-	type item struct {
-		key uint64
-		i   int32
-	}
-	sorted := make([]item, n)
-	inOrder := true
-	for i := range r.items {
-		it := &r.items[i]
-		sorted[i] = item{rank[it.okey]<<32 | uint64(it.opos), int32(i)}
-		if i > 0 && sorted[i].key < sorted[i-1].key {
-			inOrder = false
+	rank := rankOrigins(r.okeys)
+	sorted := originSort(n, func(i int) uint64 { return originKey(rank[r.items[i].okey], int(r.items[i].opos)) })
+	rank = nil
+	if sorted == nil {
+		sorted = make([]int32, n)
+		for k := range sorted {
+			sorted[k] = int32(k)
 		}
 	}
-	if !inOrder {
-		slices.SortFunc(sorted, func(a, b item) int { return cmp.Compare(a.key, b.key) })
-	}
-	// perm[k] is the item at sorted position k; at[i] the sorted position of item i.
+	// at[i] is the sorted place of item i; par[k] the place of the parent of the
+	// item at place k, -1 for a root (as parentsFirst decides).
 	at := make([]int32, n)
-	for k, s := range sorted {
-		at[s.i] = int32(k)
+	for k, i := range sorted {
+		at[i] = int32(k)
 	}
-	// Parent of each sorted position, -1 for a root (as topoOrder decides).
 	par := make([]int32, n)
-	ordered := true // every parent before its child: the sorted order is the merge order
-	for k, s := range sorted {
+	for k, i := range sorted {
 		par[k] = -1
-		pid := parents[s.i]
+		pid := parents[i]
 		if p, ok := byID[pid]; ok && pid != "" && at[p] != int32(k) {
 			par[k] = at[p]
-			if par[k] > int32(k) {
-				ordered = false
-			}
 		}
 	}
 	at = nil
-	var order []int32 // merge order as sorted positions
-	if ordered {
-		// topoOrder places the smallest ready position first, and every position
-		// is ready once the ones before it are placed.
+	order, cycles := topoOrder(par)
+	r.Cycles = cycles
+	if order == nil {
 		order = make([]int32, n)
 		for k := range order {
 			order[k] = int32(k)
 		}
-	} else {
-		order, r.Cycles = leanTopo(par)
 	}
-	// Put the items in merge order in place, parents as merge-order indexes.
-	final := make([]int32, n) // sorted position -> merge-order index
+	r.place(sorted, par, order, parents)
+	for m := range r.items {
+		byID[r.items[m].id] = int32(m)
+	}
+	r.byID = byID
+}
+
+// place moves the items into merge order in place: sorted[k] is the item at
+// sorted place k, par[k] the place of its parent, order the places in merge
+// order. An item's parent becomes its parent's merge index; a parentId that
+// names no item (or the item itself) is kept in oddParents.
+func (r *LeanResult) place(sorted, par, order []int32, parents []string) {
+	n := len(r.items)
+	final := make([]int32, n) // sorted place -> merge index
 	for m, k := range order {
 		final[k] = int32(m)
 	}
-	dest := order // item number -> merge-order index, reusing order's memory
-	for k, s := range sorted {
-		dest[s.i] = final[k]
+	dest := order // item number -> merge index, reusing order's memory
+	for k, i := range sorted {
+		dest[i] = final[k]
 		p := int32(-1)
 		if par[k] >= 0 {
 			p = final[par[k]]
 		}
-		r.items[s.i].parent = p
-		if pid := parents[s.i]; pid != "" && p < 0 {
+		r.items[i].parent = p
+		if pid := parents[i]; pid != "" && p < 0 {
 			if r.oddParents == nil {
 				r.oddParents = map[int32]string{}
 			}
 			r.oddParents[final[k]] = pid
 		}
 	}
-	sorted, par, final = nil, nil, nil
 	for i := range r.items {
 		for int(dest[i]) != i {
 			j := dest[i]
@@ -228,64 +214,4 @@ func (r *LeanResult) leanOrder(byID map[string]int32, parents []string) {
 			dest[i], dest[j] = dest[j], j
 		}
 	}
-	for m := range r.items {
-		byID[r.items[m].id] = int32(m)
-	}
-	r.byID = byID
-}
-
-// leanTopo is topoOrder over positions 0..n-1 with the parent of each (-1 for a
-// root): parents first, the smallest ready position next, cycles broken at their
-// smallest position. It returns the positions in order and the cycles broken.
-func leanTopo(par []int32) ([]int32, int) {
-	n := len(par)
-	// Children of each position, in increasing order (CSR layout).
-	start := make([]int32, n+1)
-	for _, p := range par {
-		if p >= 0 {
-			start[p+1]++
-		}
-	}
-	for k := range n {
-		start[k+1] += start[k]
-	}
-	kids := make([]int32, start[n])
-	fill := slices.Clone(start[:n])
-	for k, p := range par {
-		if p >= 0 {
-			kids[fill[p]] = int32(k)
-			fill[p]++
-		}
-	}
-	fill = nil
-	ready := &minHeap[int32]{}
-	for k, p := range par {
-		if p < 0 {
-			heap.Push(ready, int32(k))
-		}
-	}
-	out := make([]int32, 0, n)
-	placed := make([]bool, n)
-	cycles, next := 0, 0
-	for len(out) < n {
-		if ready.Len() == 0 {
-			for placed[next] {
-				next++
-			}
-			cycles++
-			heap.Push(ready, int32(next))
-		}
-		k := heap.Pop(ready).(int32)
-		if placed[k] {
-			continue
-		}
-		placed[k] = true
-		out = append(out, k)
-		for _, c := range kids[start[k]:start[k+1]] {
-			if !placed[c] {
-				heap.Push(ready, c)
-			}
-		}
-	}
-	return out, cycles
 }

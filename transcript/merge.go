@@ -222,8 +222,8 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return a.DroppedOrigin.Compare(b.DroppedOrigin) })
 	sorted, moved := sortByOrigin(res.Entries)
 	if moved {
-		byID = nil // topoOrder indexes the new order
+		byID = nil // parentsFirst indexes the new order
 	}
-	res.Entries, res.Cycles = topoOrder(sorted, byID)
+	res.Entries, res.Cycles = parentsFirst(sorted, byID)
 	return res
 }

@@ -20,18 +20,32 @@ type leanVersion struct {
 // leanMerge is merge (see there for the rules) over a lean representation; its
 // result holds the same entries in the same order.
 func leanMerge(infos []SegmentInfo, segs []*segment.Segment) *LeanResult {
-	res := &LeanResult{keys: make([]string, len(infos)), bodies: make([][][]byte, len(infos))}
+	m := newLeanMerger(infos, segs)
 	sup := superseders(infos, segs)
-	okeyNum := map[string]uint32{}
-	intern := func(k string) uint32 {
-		n, ok := okeyNum[k]
-		if !ok {
-			n = uint32(len(res.okeys))
-			okeyNum[k] = n
-			res.okeys = append(res.okeys, k)
+	for i, seg := range segs {
+		m.res.keys[i] = infos[i].Key
+		if seg != nil {
+			m.addSegment(i, infos[i], seg, sup)
 		}
-		return n
 	}
+	m.resolveConflicts()
+	res := m.res
+	slices.SortFunc(res.Losers, func(a, b Entry) int { return a.Origin.Compare(b.Origin) })
+	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return a.DroppedOrigin.Compare(b.DroppedOrigin) })
+	res.leanOrder(m.byID, m.parents)
+	return res
+}
+
+// leanMerger is the state of one leanMerge.
+type leanMerger struct {
+	res     *LeanResult
+	okeyNum map[string]uint32        // origin key -> its number in res.okeys
+	byID    map[string]int32         // id -> index in res.items of the current winner
+	parents []string                 // parentId of each item
+	others  map[string][]leanVersion // id -> further versions, rare
+}
+
+func newLeanMerger(infos []SegmentInfo, segs []*segment.Segment) *leanMerger {
 	total := 0
 	for _, seg := range segs {
 		if seg != nil {
@@ -39,93 +53,121 @@ func leanMerge(infos []SegmentInfo, segs []*segment.Segment) *LeanResult {
 		}
 	}
 	// Sized for every entry once: growing them would hold two copies at a time.
-	byID := make(map[string]int32, total)
-	parents := make([]string, 0, total) // parentId of each item
-	res.items = make([]leanItem, 0, total)
-	var others map[string][]leanVersion // id -> further versions, rare
-	less := func(ak, ap, bk, bp uint32) bool {
-		return Origin{Key: res.okeys[ak], Pos: int(ap)}.Compare(Origin{Key: res.okeys[bk], Pos: int(bp)}) < 0
+	return &leanMerger{
+		res: &LeanResult{keys: make([]string, len(infos)), bodies: make([][][]byte, len(infos)),
+			items: make([]leanItem, 0, total)},
+		okeyNum: map[string]uint32{},
+		byID:    make(map[string]int32, total),
+		parents: make([]string, 0, total),
 	}
-	for i, seg := range segs {
-		res.keys[i] = infos[i].Key
-		if seg == nil {
+}
+
+// intern returns the number of origin key k in res.okeys, adding it if new.
+func (m *leanMerger) intern(k string) uint32 {
+	n, ok := m.okeyNum[k]
+	if !ok {
+		n = uint32(len(m.res.okeys))
+		m.okeyNum[k] = n
+		m.res.okeys = append(m.res.okeys, k)
+	}
+	return n
+}
+
+// earlier reports whether origin (ak, ap) comes before (bk, bp) (Origin.Compare).
+func (m *leanMerger) earlier(ak, ap, bk, bp uint32) bool {
+	return Origin{Key: m.res.okeys[ak], Pos: int(ap)}.Compare(Origin{Key: m.res.okeys[bk], Pos: int(bp)}) < 0
+}
+
+// addSegment merges the entries of segment i (listed as info; sup maps what
+// compacted segments supersede).
+func (m *leanMerger) addSegment(i int, info SegmentInfo, seg *segment.Segment, sup map[string]SegmentInfo) {
+	res := m.res
+	if _, ok := supersededIn(sup, info); !ok {
+		res.Segments = append(res.Segments, info)
+	}
+	res.bodies[i] = seg.Entries
+	res.held = append(res.held, info.Key)
+	origin := originsOf(info, seg)
+	index := seg.Meta.Index
+	for pos, raw := range seg.Entries {
+		id, parent, parsed, err := storedIDs(index, pos, raw)
+		if err != nil {
+			res.Invalid = append(res.Invalid, fmt.Errorf("segment %s entry %d: %w", info.Key, pos, err))
 			continue
 		}
-		if _, ok := supersededIn(sup, infos[i]); !ok {
-			res.Segments = append(res.Segments, infos[i])
-		}
-		res.bodies[i] = seg.Entries
-		res.held = append(res.held, infos[i].Key)
-		origin := originsOf(infos[i], seg)
-		index := seg.Meta.Index
-		for pos, raw := range seg.Entries {
-			id, parent, parsed, err := storedIDs(index, pos, raw)
-			if err != nil {
-				res.Invalid = append(res.Invalid, fmt.Errorf("segment %s entry %d: %w", infos[i].Key, pos, err))
-				continue
-			}
-			o := origin(pos)
-			v := leanVersion{seg: int32(i), pos: int32(pos), okey: intern(o.Key), opos: uint32(o.Pos), parent: parent, parsed: parsed}
-			j, ok := byID[id]
-			if !ok {
-				byID[id] = int32(len(res.items))
-				res.items = append(res.items, leanItem{id: id, seg: v.seg, pos: v.pos, okey: v.okey, opos: v.opos, parsed: parsed})
-				parents = append(parents, parent)
-				continue
-			}
-			kept := &res.items[j]
-			if bytes.Equal(res.bodies[kept.seg][kept.pos], raw) {
-				if less(v.okey, v.opos, kept.okey, kept.opos) {
-					kept.okey, kept.opos = v.okey, v.opos
-				}
-				continue
-			}
-			if others == nil {
-				others = map[string][]leanVersion{}
-			}
-			vs := others[id]
-			k := slices.IndexFunc(vs, func(w leanVersion) bool { return bytes.Equal(res.bodies[w.seg][w.pos], raw) })
-			switch {
-			case k < 0:
-				others[id] = append(vs, v)
-			case less(v.okey, v.opos, vs[k].okey, vs[k].opos):
-				vs[k].okey, vs[k].opos = v.okey, v.opos
-			}
-		}
-		// The index is no longer needed; the origins were read into the items.
-		seg.Meta.Index, seg.Meta.Origins = nil, nil
+		o := origin(pos)
+		m.add(id, raw, leanVersion{seg: int32(i), pos: int32(pos), okey: m.intern(o.Key), opos: uint32(o.Pos), parent: parent, parsed: parsed})
 	}
-	entryOf := func(id string, v leanVersion) Entry {
-		e := Entry{ID: id, ParentID: v.parent, Raw: res.bodies[v.seg][v.pos], Segment: res.keys[v.seg],
-			Pos: int(v.pos), Origin: Origin{Key: res.okeys[v.okey], Pos: int(v.opos)}}
-		if v.parsed {
-			p, _ := parseStoredEntry(e.Raw)
-			e.Time = p.Time
-		}
-		return e
+	// The index is no longer needed; the origins were read into the items.
+	seg.Meta.Index, seg.Meta.Origins = nil, nil
+}
+
+// add merges one version v (bytes raw) of entry id: a new id becomes an item,
+// the same bytes again keep the earlier origin, other bytes are kept aside for
+// resolveConflicts.
+func (m *leanMerger) add(id string, raw []byte, v leanVersion) {
+	res := m.res
+	j, ok := m.byID[id]
+	if !ok {
+		m.byID[id] = int32(len(res.items))
+		res.items = append(res.items, leanItem{id: id, seg: v.seg, pos: v.pos, okey: v.okey, opos: v.opos, parsed: v.parsed})
+		m.parents = append(m.parents, v.parent)
+		return
 	}
-	for id, vs := range others {
-		j := byID[id]
+	kept := &res.items[j]
+	if bytes.Equal(res.bodies[kept.seg][kept.pos], raw) {
+		if m.earlier(v.okey, v.opos, kept.okey, kept.opos) {
+			kept.okey, kept.opos = v.okey, v.opos
+		}
+		return
+	}
+	if m.others == nil {
+		m.others = map[string][]leanVersion{}
+	}
+	vs := m.others[id]
+	k := slices.IndexFunc(vs, func(w leanVersion) bool { return bytes.Equal(res.bodies[w.seg][w.pos], raw) })
+	switch {
+	case k < 0:
+		m.others[id] = append(vs, v)
+	case m.earlier(v.okey, v.opos, vs[k].okey, vs[k].opos):
+		vs[k].okey, vs[k].opos = v.okey, v.opos
+	}
+}
+
+// resolveConflicts makes the version of each conflicting id with the earliest
+// origin the winner and reports the others as losers and conflicts.
+func (m *leanMerger) resolveConflicts() {
+	res := m.res
+	for id, vs := range m.others {
+		j := m.byID[id]
 		it := &res.items[j]
 		for k, v := range vs {
-			if less(v.okey, v.opos, it.okey, it.opos) {
-				cur := leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: parents[j], parsed: it.parsed}
-				it.seg, it.pos, it.okey, it.opos, it.parsed, parents[j] = v.seg, v.pos, v.okey, v.opos, v.parsed, v.parent
+			if m.earlier(v.okey, v.opos, it.okey, it.opos) {
+				cur := leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: m.parents[j], parsed: it.parsed}
+				it.seg, it.pos, it.okey, it.opos, it.parsed, m.parents[j] = v.seg, v.pos, v.okey, v.opos, v.parsed, v.parent
 				vs[k] = cur
 			}
 		}
-		w := entryOf(id, leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: parents[j], parsed: it.parsed})
+		w := m.entryOf(id, leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: m.parents[j], parsed: it.parsed})
 		for _, v := range vs {
-			l := entryOf(id, v)
+			l := m.entryOf(id, v)
 			res.Losers = append(res.Losers, l)
 			res.Conflicts = append(res.Conflicts, Conflict{ID: id, KeptSegment: w.Segment, KeptPos: w.Pos,
 				DroppedSegment: l.Segment, DroppedPos: l.Pos, KeptOrigin: w.Origin, DroppedOrigin: l.Origin})
 		}
 	}
-	slices.SortFunc(res.Losers, func(a, b Entry) int { return a.Origin.Compare(b.Origin) })
-	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return a.DroppedOrigin.Compare(b.DroppedOrigin) })
-	res.leanOrder(byID, parents)
-	return res
+}
+
+// entryOf returns version v of entry id as an Entry.
+func (m *leanMerger) entryOf(id string, v leanVersion) Entry {
+	res := m.res
+	e := Entry{ID: id, ParentID: v.parent, Raw: res.bodies[v.seg][v.pos], Segment: res.keys[v.seg],
+		Pos: int(v.pos), Origin: Origin{Key: res.okeys[v.okey], Pos: int(v.opos)}}
+	if v.parsed {
+		p, _ := parseStoredEntry(e.Raw)
+		e.Time = p.Time
+	}
+	return e
 }
 
 // storedIDs returns the id and parentId of the entry at pos of a segment: from

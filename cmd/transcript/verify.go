@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strings"
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/pi"
@@ -27,7 +28,8 @@ input whose entries it does not all hold (forged or damaged) is a problem naming
 both keys. Keys under a session that are not part of the layout (not a segment, a
 deletion mark or the head; readers ignore them) are named too. Then it checks each
 session's tree: entries whose parent is missing (dangling), parent cycles, ids
-that carry different contents in different segments (conflicts), and context edits
+that carry different contents in different segments (conflicts), more than one
+session header (one line naming each), and context edits
 whose target is not an entry before them on their branch (or that have no
 replacement). Ids and text from
 segments are printed escaped when they hold control or invisible characters. Prints one line per
@@ -135,6 +137,7 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 			return v.c, err
 		}
 	}
+	v.checkHeaders()
 	v.checkCompacted()
 	stray, err := s.StrayKeys(ctx, ref)
 	if err != nil {
@@ -169,6 +172,7 @@ type sessionVerifier struct {
 	bodies   [][][]byte         // entries of each segment read
 	decoded  []*segment.Segment // segments read whose key names their checksum
 	vanished int                // segments deleted since the listing
+	headers  []int32            // places in order of the session headers
 }
 
 // report adds a problem found in key ("" for the session).
@@ -212,6 +216,7 @@ func (v *sessionVerifier) readSegment(ctx context.Context, i int, info transcrip
 			v.edits.note(at, int32(i), raw)
 			if _, err := pi.ParseHeader(raw); err == nil {
 				v.c.headers++
+				v.headers = append(v.headers, at)
 			}
 			continue
 		}
@@ -220,6 +225,23 @@ func (v *sessionVerifier) readSegment(ctx context.Context, i int, info transcrip
 		}
 	}
 	return nil
+}
+
+// checkHeaders reports a session that holds more than one session header (one
+// written before imports and appends refused a second one): one problem naming
+// every header and the segment that holds it. Readers take the first in merge
+// order.
+func (v *sessionVerifier) checkHeaders() {
+	if len(v.headers) < 2 {
+		return
+	}
+	names := make([]string, len(v.headers))
+	for i, at := range v.headers {
+		h := v.order[at]
+		names[i] = fmt.Sprintf("%s in %s", cmdcli.Escape(h.id), v.segs[h.seg].Key)
+	}
+	v.report("", "%d session headers: %s (a session has one; readers take the first in merge order)",
+		len(v.headers), strings.Join(names, ", "))
 }
 
 // checkCompacted reports compacted segments that lack an entry of an input they

@@ -242,11 +242,6 @@ func check(ctx context.Context, key string) error {
 	return bucket.ValidateKey(key)
 }
 
-// errPrecondition marks a 412 answer to a create-only PUT. It is
-// bucket.ErrPreconditionFailed: callers map it to what the operation means
-// (bucket.ErrExists for a create-only PUT).
-var errPrecondition = bucket.ErrPreconditionFailed
-
 // accessProbeKey is the key that ensureBucket reads to tell a refusal from wrong
 // credentials; no store ever writes it.
 const accessProbeKey = "transcript-access-probe"
@@ -268,7 +263,9 @@ func classify(ctx context.Context, err error) error {
 	case resp.Code == "NoSuchKey" || resp.Code == "NoSuchObject":
 		return fmt.Errorf("%w (%w)", bucket.ErrNotFound, err)
 	case resp.Code == "PreconditionFailed" || resp.StatusCode == http.StatusPreconditionFailed:
-		return fmt.Errorf("%w (%w)", errPrecondition, err)
+		// A 412: callers map it to what the operation means (bucket.ErrExists for
+		// a create-only PUT).
+		return fmt.Errorf("%w (%w)", bucket.ErrPreconditionFailed, err)
 	case resp.Code == "AccessDenied" || resp.StatusCode == http.StatusForbidden:
 		return fmt.Errorf("%w (%w)", bucket.ErrAccessDenied, err)
 	case unavailable(resp, err):

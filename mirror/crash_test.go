@@ -249,7 +249,7 @@ func requireParentsStored(t *testing.T, store *transcript.Store) {
 	for sid := range crashSessions {
 		ref := transcript.TranscriptRef{AgentID: "crash", SessionID: fmt.Sprintf("s%d", sid)}
 		res, err := store.ReadAll(ctx, ref)
-		if errors.Is(err, transcript.ErrNotFound) {
+		if errors.Is(err, bucket.ErrNotFound) {
 			continue // nothing of the session stored yet
 		}
 		require.NoError(t, err)

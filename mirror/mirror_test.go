@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -136,7 +137,7 @@ func TestMirror_InvalidBatch(t *testing.T) {
 	err := m.Upload(ctx, sessiontree.Batch{Ref: transcript.TranscriptRef{AgentID: "a/b", SessionID: "s"}, Entries: [][]byte{entry("x", "", 0, "")}})
 	require.ErrorIs(t, err, transcript.ErrInvalidRef)
 	err = m.Upload(ctx, sessiontree.Batch{Ref: transcript.TranscriptRef{AgentID: "a", SessionID: "s"}, Entries: [][]byte{[]byte(`{"no":"id"}`)}})
-	require.ErrorIs(t, err, transcript.ErrInvalidEntry)
+	require.ErrorIs(t, err, pi.ErrInvalidEntry)
 	require.Zero(t, m.Status().Pending)
 }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
-	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -279,7 +278,7 @@ func (o *outbox) unqueued(recs []journalRecord, files []pendingFile, release fun
 }
 
 // NoOutboxError reports a directory given as an outbox that does not exist or
-// holds none of what a Mirror creates in one. It wraps transcript.ErrNotFound.
+// holds none of what a Mirror creates in one. It wraps bucket.ErrNotFound.
 type NoOutboxError struct {
 	Dir string
 	// Why: "no such directory", or what the directory lacks.
@@ -290,8 +289,8 @@ func (e *NoOutboxError) Error() string {
 	return fmt.Sprintf("outbox %s: not found (%s)", e.Dir, e.Why)
 }
 
-// Unwrap returns transcript.ErrNotFound.
-func (e *NoOutboxError) Unwrap() error { return transcript.ErrNotFound }
+// Unwrap returns bucket.ErrNotFound.
+func (e *NoOutboxError) Unwrap() error { return bucket.ErrNotFound }
 
 // checkOutbox returns a *NoOutboxError unless dir is a directory holding the lock
 // file, the journal, pending/ or failed/ of a Mirror.

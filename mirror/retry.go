@@ -16,7 +16,7 @@ import (
 func permanent(err error) bool {
 	return errors.Is(err, bucket.ErrExists) ||
 		errors.Is(err, bucket.ErrInvalidKey) ||
-		errors.Is(err, transcript.ErrInvalidKey) ||
+		errors.Is(err, transcript.ErrNotSegmentKey) ||
 		errors.Is(err, transcript.ErrInvalidRef)
 }
 

@@ -29,7 +29,7 @@ func TestBackoff_Bounds(t *testing.T) {
 }
 
 func TestPermanent(t *testing.T) {
-	for _, err := range []error{bucket.ErrExists, bucket.ErrInvalidKey, transcript.ErrInvalidKey, transcript.ErrInvalidRef} {
+	for _, err := range []error{bucket.ErrExists, bucket.ErrInvalidKey, transcript.ErrNotSegmentKey, transcript.ErrInvalidRef} {
 		require.True(t, permanent(fmt.Errorf("put: %w", err)), "%v", err)
 	}
 	for _, err := range []error{errors.New("connection reset"), bucket.ErrNotFound, fmt.Errorf("x: %w", errors.ErrUnsupported)} {

@@ -12,6 +12,7 @@ import (
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
@@ -82,5 +83,5 @@ func TestLegacy_SessionTree(t *testing.T) {
 		require.Equal(t, string(local), getObject(t, mb, key))
 	}
 	_, err = store.ReadAll(ctx, transcript.TranscriptRef{AgentID: "agent", SessionID: "s"})
-	require.ErrorIs(t, err, transcript.ErrNotFound, "the legacy mirror writes no segments")
+	require.ErrorIs(t, err, bucket.ErrNotFound, "the legacy mirror writes no segments")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -75,7 +76,7 @@ func (o *outbox) reasonPath(key string) string {
 // permanentBatch reports whether PrepareSegments refused a batch for a reason that
 // handing it over again cannot change.
 func permanentBatch(err error) bool {
-	return errors.Is(err, transcript.ErrInvalidEntry) || errors.Is(err, transcript.ErrInvalidRef) ||
+	return errors.Is(err, pi.ErrInvalidEntry) || errors.Is(err, transcript.ErrInvalidRef) ||
 		errors.Is(err, segment.ErrEntryTooLarge) || errors.Is(err, segment.ErrTooLarge) ||
 		errors.Is(err, segment.ErrInvalidEntry) || errors.Is(err, segment.ErrInvalidMeta)
 }

@@ -37,4 +37,17 @@
 //   - Context (BuildContextFrom, BuildContextAt): Pi 1.6's buildSessionContext
 //     (system messages, context edits, the system message a compaction
 //     recorded; docs/ENTRIES.md lists where Pi 0.x builds another context).
+//
+// The rules read a []Entry, or any Tree (ActiveLeafOf, ResolveLeafOf, PathOf): a
+// reader that does not hold its entries as values (the CLI's lean read of a large
+// session) applies the same rules.
+//
+// # One rule for id and parentId
+//
+// Every line of a session, an entry or its header, links into the tree by its
+// "id" and "parentId" (Links): a non-empty string id; a parentId that is absent,
+// null or a string (the empty string and null make a root). Any other parentId
+// makes the line invalid (ErrInvalidEntry). ParseEntry, ParseHeader and the
+// store's transcript.ParseEntry apply this one rule (ParseLinks, ScanLinks), so a
+// line that one of them accepts, the others accept too.
 package pi

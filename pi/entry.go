@@ -130,9 +130,10 @@ type Entry struct {
 
 // ParseEntry parses one entry line (without the trailing newline). It keeps raw as
 // the entry's bytes (it does not copy it; the caller must not modify raw later).
-// The line must be a JSON object with a string "type" other than "session" and a
-// non-empty string "id"; otherwise the error wraps ErrInvalidEntry. A "parentId"
-// that is missing, null or not a string makes the entry a root.
+// The line must be a JSON object with a string "type" other than "session" and
+// links by the rule of Links (a non-empty string "id"; a "parentId" that is
+// absent, null or a string, "" and null making the entry a root); otherwise the
+// error wraps ErrInvalidEntry.
 func ParseEntry(raw []byte) (Entry, error) {
 	e, err := parseObject(raw)
 	if err != nil {
@@ -141,15 +142,27 @@ func ParseEntry(raw []byte) (Entry, error) {
 	if e.typ == TypeSession {
 		return Entry{}, fmt.Errorf("%w: a session header is not a tree entry", ErrInvalidEntry)
 	}
-	if e.id == "" {
-		return Entry{}, fmt.Errorf("%w: missing or empty string \"id\"", ErrInvalidEntry)
+	if err := e.checkLinks(); err != nil {
+		return Entry{}, err
 	}
 	return e, nil
+}
+
+// checkLinks applies the rule of Links to a parsed line.
+func (e Entry) checkLinks() error {
+	if _, err := idOf(e.field(fID)); err != nil {
+		return err
+	}
+	_, err := parentOf(e.id, e.field(fParentID))
+	return err
 }
 
 // parseObject scans a JSON object and fills the known fields, without the
 // entry-specific checks (it also parses headers and v1 entries).
 func parseObject(raw []byte) (Entry, error) {
+	if err := oneLine(raw); err != nil {
+		return Entry{}, err
+	}
 	if !json.Valid(raw) {
 		return Entry{}, fmt.Errorf("%w: not valid JSON", ErrInvalidEntry)
 	}

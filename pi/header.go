@@ -30,8 +30,8 @@ func ParseHeader(raw []byte) (Header, error) {
 	if e.typ != TypeSession {
 		return Header{}, fmt.Errorf("%w: first line has type %q, want %q", ErrInvalidHeader, e.typ, TypeSession)
 	}
-	if e.id == "" {
-		return Header{}, fmt.Errorf("%w: missing string \"id\"", ErrInvalidHeader)
+	if err := e.checkLinks(); err != nil {
+		return Header{}, fmt.Errorf("%w: %w", ErrInvalidHeader, err)
 	}
 	h := Header{raw: raw, id: e.id, ts: e.ts, version: 1}
 	h.cwd, _ = jsonString(topField(raw, "cwd"))

@@ -22,16 +22,6 @@ func NewIndex(entries []Entry) Index {
 	return idx
 }
 
-// onPath returns the index of entry id if it can be on a path (it exists and is
-// not a "leaf" entry).
-func (idx Index) onPath(entries []Entry, id string) (int, bool) {
-	i, ok := idx[id]
-	if !ok || entries[i].typ == TypeLeaf {
-		return 0, false
-	}
-	return i, true
-}
-
 // LeafMove is what one entry does to the active leaf when it is appended.
 type LeafMove uint8
 
@@ -72,20 +62,10 @@ func LeafMoveOf(e Entry, isEntry func(id string) bool) (LeafMove, string) {
 // "leaf" entry; a "leaf" entry moves the active leaf to its targetId (null for a
 // null target); a "leaf" entry whose target is unknown, or is another "leaf"
 // entry, changes nothing, so the entries before it decide. Appending entries one
-// by one and applying LeafMoveOf gives the same answer.
+// by one and applying LeafMoveOf gives the same answer. ActiveLeafOf is the same
+// rule over any Tree.
 func ActiveLeaf(entries []Entry, idx Index) (int, bool) {
-	isEntry := func(id string) bool { _, ok := idx.onPath(entries, id); return ok }
-	for i := len(entries) - 1; i >= 0; i-- {
-		switch move, target := LeafMoveOf(entries[i], isEntry); move {
-		case MoveTo:
-			return i, true
-		case MoveToTarget:
-			return idx[target], true
-		case MoveToNull:
-			return 0, false
-		}
-	}
-	return 0, false
+	return ActiveLeafOf(entryList{entries, idx})
 }
 
 // ActiveLeafID returns the id of the active leaf of entries (see ActiveLeaf), or
@@ -102,15 +82,7 @@ func ActiveLeafID(entries []Entry) string {
 // means the active leaf; a pointer to "" is Pi's null leaf (false); an id that is
 // unknown or names a "leaf" entry falls back to the active leaf.
 func ResolveLeaf(entries []Entry, idx Index, leafID *string) (int, bool) {
-	if leafID != nil {
-		if *leafID == "" {
-			return 0, false
-		}
-		if i, ok := idx.onPath(entries, *leafID); ok {
-			return i, true
-		}
-	}
-	return ActiveLeaf(entries, idx)
+	return ResolveLeafOf(entryList{entries, idx}, leafID)
 }
 
 // PathTo returns the indexes of the path from the root to the entry with index
@@ -118,34 +90,13 @@ func ResolveLeaf(entries []Entry, idx Index, leafID *string) (int, bool) {
 // one, or no entry, ends the walk (that entry is the root of its path), and so
 // does a cycle.
 func PathTo(entries []Entry, idx Index, leaf int) []int {
-	var rev []int
-	seen := make(map[int]struct{})
-	for cur := leaf; ; {
-		if _, dup := seen[cur]; dup {
-			break
-		}
-		seen[cur] = struct{}{}
-		rev = append(rev, cur)
-		e := entries[cur]
-		if !e.hasPar {
-			break
-		}
-		p, ok := idx.onPath(entries, e.parentID)
-		if !ok {
-			break
-		}
-		cur = p
-	}
-	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
-		rev[i], rev[j] = rev[j], rev[i]
-	}
-	return rev
+	return PathOf(entryList{entries, idx}, leaf)
 }
 
 // PathToRoot returns the path from the root to entry id (root first), or false
 // when id names no entry that can be on a path.
 func PathToRoot(entries []Entry, idx Index, id string) ([]Entry, bool) {
-	i, ok := idx.onPath(entries, id)
+	i, ok := onPathOf(entryList{entries, idx}, id)
 	if !ok {
 		return nil, false
 	}

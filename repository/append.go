@@ -7,12 +7,13 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 // Append appends entries (each one JSON object with a string "type" and "id", not a
 // "session" header) as one segment. It is idempotent by entry id: entries whose id
 // exists with the same bytes are skipped (so a retry succeeds without writing), and
-// an id that exists with other bytes fails the whole call with ErrConflict,
+// an id that exists with other bytes fails the whole call with transcript.ErrConflict,
 // writing nothing. Each parentId (and a leaf entry's targetId) must be null or name
 // a known entry or an earlier one of the call.
 //
@@ -28,20 +29,20 @@ func (s *Session) Append(ctx context.Context, entries ...[]byte) error {
 		return fmt.Errorf("append to session %q: %w", s.id, ErrReadOnly)
 	}
 	if s.strict {
-		return s.appendStrict(ctx, s.hs.Head, entries)
+		return s.appendStrict(ctx, s.hs.Entry, entries)
 	}
 	return s.appendDefault(ctx, entries)
 }
 
 func (s *Session) appendDefault(ctx context.Context, raws [][]byte) error {
-	batch, err := parseBatch(raws)
+	batch, at, err := s.repo.parseBatch(raws)
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
 	if err := s.refresh(ctx); err != nil {
 		return err
 	}
-	fresh, err := s.fresh(batch)
+	fresh, err := s.fresh(batch, at)
 	if err != nil || len(fresh) == 0 {
 		return err
 	}
@@ -89,51 +90,58 @@ func (s *Session) added(fresh []pi.Entry) {
 	s.updated = later(s.updated, s.repo.now())
 }
 
-// parseBatch parses the entries of one append. The same id twice in one call is
-// kept once if the bytes are equal and is a conflict otherwise.
-func parseBatch(raws [][]byte) ([]pi.Entry, error) {
+// parseBatch checks and parses the entries of one append, the one place an
+// append's entries are validated: each must fit the repository's entry limit
+// (Config.MaxEntryBytes, at most the store's) and be a Pi entry (pi.ParseEntry,
+// whose rule for id and parentId is the store's too). The same id twice in one
+// call is kept once if the bytes are equal and is a conflict otherwise. at[k] is
+// the position in raws of the k-th entry returned. A refused entry is an
+// EntryError naming its position.
+func (r *Repository) parseBatch(raws [][]byte) (batch []pi.Entry, at []int, err error) {
 	if len(raws) == 0 {
-		return nil, fmt.Errorf("%w: no entries", ErrInvalid)
+		return nil, nil, fmt.Errorf("%w: no entries", ErrInvalid)
 	}
-	out := make([]pi.Entry, 0, len(raws))
+	batch, at = make([]pi.Entry, 0, len(raws)), make([]int, 0, len(raws))
 	seen := map[string][]byte{}
 	for i, raw := range raws {
-		if err := segment.CheckEntrySize(len(raw)); err != nil {
-			return nil, fmt.Errorf("%w: entry %d: %w", ErrInvalid, i, err)
+		if limit := r.cfg.MaxEntryBytes; len(raw) > limit {
+			return nil, nil, &EntryError{Index: i, Err: fmt.Errorf("%w: entry of %d bytes exceeds the limit of %d bytes (%d MiB): %w",
+				ErrInvalid, len(raw), limit, limit>>20, segment.ErrEntryTooLarge)}
 		}
 		e, err := pi.ParseEntry(bytes.Clone(raw))
 		if err != nil {
-			return nil, fmt.Errorf("%w: entry %d: %w", ErrInvalid, i, err)
+			return nil, nil, &EntryError{Index: i, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
 		if prev, ok := seen[e.ID()]; ok {
 			if !bytes.Equal(prev, e.Raw()) {
-				return nil, fmt.Errorf("entry %d: %w", i, &EntryError{EntryID: e.ID(), Twice: true, Err: ErrConflict})
+				return nil, nil, &EntryError{Index: i, EntryID: e.ID(), Twice: true, Err: transcript.ErrConflict}
 			}
 			continue
 		}
 		seen[e.ID()] = e.Raw()
-		out = append(out, e)
+		batch, at = append(batch, e), append(at, i)
 	}
-	return out, nil
+	return batch, at, nil
 }
 
-// fresh returns the entries of batch that are not yet stored, after checking that
-// none conflicts with a stored one and that every parent (and leaf target) is
-// known or earlier in the batch.
-func (s *Session) fresh(batch []pi.Entry) ([]pi.Entry, error) {
+// fresh returns the entries of batch (at their positions at in the call) that
+// are not yet stored, after checking that none conflicts with a stored one and
+// that every parent (and leaf target) is known or earlier in the batch.
+func (s *Session) fresh(batch []pi.Entry, at []int) ([]pi.Entry, error) {
 	var out []pi.Entry
-	for _, e := range batch {
+	var outAt []int
+	for k, e := range batch {
 		stored, ok := s.byID[e.ID()]
 		if !ok {
-			out = append(out, e)
+			out, outAt = append(out, e), append(outAt, at[k])
 			continue
 		}
 		if !bytes.Equal(stored, e.Raw()) {
-			return nil, fmt.Errorf("append to session %q: %w", s.id, &EntryError{EntryID: e.ID(), Err: ErrConflict})
+			return nil, fmt.Errorf("append to session %q: %w", s.id, &EntryError{Index: at[k], EntryID: e.ID(), Err: transcript.ErrConflict})
 		}
 	}
 	inBatch := map[string]bool{}
-	for _, e := range out {
+	for k, e := range out {
 		refs := []string{}
 		if p, ok := e.ParentID(); ok {
 			refs = append(refs, p)
@@ -145,7 +153,7 @@ func (s *Session) fresh(batch []pi.Entry) ([]pi.Entry, error) {
 		}
 		for _, id := range refs {
 			if _, known := s.byID[id]; !known && !inBatch[id] {
-				return nil, fmt.Errorf("append to session %q: %w", s.id, &EntryError{EntryID: e.ID(), RefersTo: id, Err: ErrInvalid})
+				return nil, fmt.Errorf("append to session %q: %w", s.id, &EntryError{Index: outAt[k], EntryID: e.ID(), RefersTo: id, Err: ErrInvalid})
 			}
 		}
 		inBatch[e.ID()] = true

@@ -2,12 +2,12 @@ package repository
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -20,15 +20,16 @@ type CreateOptions struct {
 	// Cwd is recorded in the session header.
 	Cwd string
 	// Strict creates the session in strict mode (a head object advanced by
-	// conditional writes, bucket.Conditional).
+	// conditional writes, transcript.Head).
 	Strict bool
 }
 
 // Create starts a new session and stores its header (and name) at once, so that
 // it is listed and can be opened before the first append. An id that exists
-// gives ErrExists. Two Creates of one id racing each other are decided by the head
-// object in strict mode (one gets ErrExists); in default mode both may succeed
-// and the session keeps the header first in merge order.
+// gives an error wrapping bucket.ErrExists. Two Creates of one id racing each
+// other are decided by the head object in strict mode (one gets
+// bucket.ErrExists); in default mode both may succeed and the session keeps the
+// header first in merge order.
 func (r *Repository) Create(ctx context.Context, opts CreateOptions) (*Session, error) {
 	if opts.ID == "" {
 		id, err := uuid.NewRandomFromReader(r.cfg.Rand)
@@ -52,49 +53,32 @@ func (r *Repository) Create(ctx context.Context, opts CreateOptions) (*Session, 
 }
 
 // create stores a new session: header (with parentSession) and entries in one
-// segment, then, for a strict session, its head.
+// segment, then, for a strict session, its head (transcript.Store.CreateSession).
 func (r *Repository) create(ctx context.Context, opts CreateOptions, parent string, entries [][]byte) (*Session, error) {
 	s, err := r.newSession(opts.ID)
 	if err != nil {
 		return nil, err
 	}
-	if exists, err := r.exists(ctx, s); err != nil {
-		return nil, err
-	} else if exists {
-		return nil, fmt.Errorf("create session %q: %w", opts.ID, ErrExists)
-	}
 	h := pi.NewHeader(opts.ID, r.now(), opts.Cwd, parent)
 	var batch []pi.Entry
 	if len(entries) > 0 {
-		if batch, err = parseBatch(entries); err != nil {
+		if batch, _, err = r.parseBatch(entries); err != nil {
 			return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
 		}
 	}
-	obj, err := r.store.PrepareSegment(s.ref, append([][]byte{h.Raw()}, entries...), r.writer)
+	leaf := pi.ActiveLeafID(batch)
+	info, head, err := r.store.CreateSession(ctx, s.ref, append([][]byte{h.Raw()}, entries...), r.writer,
+		transcript.CreateOptions{Strict: opts.Strict, Head: leaf})
 	if err != nil {
 		return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
 	}
-	if err := r.store.PutSegment(ctx, obj.Info.Key, obj.Data); err != nil {
-		return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
-	}
-	s.header, s.entries, s.updated = h, batch, obj.Info.Time
+	s.header, s.entries, s.updated, s.leaf = h, batch, info.Time, leaf
 	s.byID = map[string][]byte{h.ID(): h.Raw()}
-	s.seen = map[string]bool{obj.Info.Key: true}
+	s.seen = map[string]bool{info.Key: true}
 	for _, e := range batch {
 		s.byID[e.ID()] = e.Raw()
 	}
-	s.leaf = pi.ActiveLeafID(batch)
-	if opts.Strict {
-		hs, err := r.writeHead(ctx, s.headKey(), head{}.commit(s.relName(obj.Info.Key), s.leaf), bucket.Cond{IfNoneMatch: true})
-		if err != nil {
-			_ = r.bucket.Delete(ctx, obj.Info.Key) // best effort: it is not committed
-			if errors.Is(err, bucket.ErrPreconditionFailed) {
-				return nil, fmt.Errorf("create session %q: %w", opts.ID, ErrExists)
-			}
-			return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
-		}
-		s.strict, s.hs = true, hs
-	}
+	s.strict, s.hs = opts.Strict, head
 	return s, nil
 }
 
@@ -121,7 +105,7 @@ func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, 
 	}
 	path, ok := pi.PathToRoot(src.entries, pi.NewIndex(src.entries), atEntryID)
 	if !ok {
-		return nil, fmt.Errorf("fork session %q: entry %q: %w", id, atEntryID, ErrNotFound)
+		return nil, fmt.Errorf("fork session %q: entry %q: %w", id, atEntryID, bucket.ErrNotFound)
 	}
 	newID, err := uuid.NewRandomFromReader(r.cfg.Rand)
 	if err != nil {
@@ -132,8 +116,8 @@ func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, 
 }
 
 // Delete removes every object of session id (segments of all levels, deletion
-// marks, the head). Afterwards every reader gets ErrNotFound. A session that does
-// not exist, or is another owner's, gives ErrNotFound. A default-mode append
+// marks, the head). Afterwards every reader gets bucket.ErrNotFound. A session that does
+// not exist, or is another owner's, gives bucket.ErrNotFound. A default-mode append
 // racing the delete may leave its segment behind (a strict one cannot commit: its
 // head write fails, and it removes its segment).
 func (r *Repository) Delete(ctx context.Context, id string) error {

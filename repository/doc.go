@@ -23,19 +23,19 @@
 // session.
 //
 // Append is idempotent by entry id: the same id with the same bytes succeeds
-// without writing (a retry), with other bytes it fails with ErrConflict and writes
+// without writing (a retry), with other bytes it fails with transcript.ErrConflict and writes
 // nothing.
 //
 // # Strict mode
 //
 // By default concurrent appends all succeed and become sibling branches. A session
 // created with CreateOptions.Strict keeps a head object, HEAD.json under the
-// session prefix (see HeadName), naming the head entry and the committed segments
-// in commit order. An append writes its segment (create-only) and then advances
-// the head with a conditional write (If-Match on the head's ETag, through
-// bucket.Conditional); an append whose expected head is stale fails with
-// ErrConflict and ErrStaleHead and commits nothing. Of N writers appending at one
-// head, exactly one wins. Strict readers see only the segments the head names; the
+// session prefix (transcript.Head, transcript.HeadName), naming the head entry and
+// the committed segments in commit order. An append writes its segment
+// (create-only) and then advances the head with a conditional write (If-Match on
+// the head's ETag: transcript.Store.CommitSegment); an append whose expected head
+// is stale fails with transcript.ErrConflict and ErrStaleHead and commits
+// nothing. Of N writers appending at one head, exactly one wins. Strict readers see only the segments the head names; the
 // losers' segments are deleted at once, and CollectUncommitted removes those a
 // crash left behind. On open, the head replayed from the committed entries (each
 // entry moves the head to itself, a "leaf" entry to its targetId) must equal the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -37,7 +38,7 @@ func Example() {
 
 	stale := []byte(`{"type":"message","id":"a2","parentId":null,"timestamp":"2026-03-01T12:00:01.000Z","message":{"role":"user","content":"again"}}`)
 	err = s.AppendIf(ctx, head, stale)
-	fmt.Println(errors.Is(err, repository.ErrConflict), errors.Is(err, repository.ErrStaleHead))
+	fmt.Println(errors.Is(err, transcript.ErrConflict), errors.Is(err, repository.ErrStaleHead))
 
 	// Another owner cannot see the session at all.
 	other, err := repository.New(store, repository.Owner{Tenant: "acme", User: "mallory"}, repository.Config{AgentID: "support-bot"})
@@ -46,7 +47,7 @@ func Example() {
 	}
 	defer other.Close()
 	_, err = other.Open(ctx, "chat-1")
-	fmt.Println(errors.Is(err, repository.ErrNotFound))
+	fmt.Println(errors.Is(err, bucket.ErrNotFound))
 
 	list, err := repo.List(ctx)
 	if err != nil {

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"golang.org/x/sync/errgroup"
 )
 
 // Open opens the session id. A session that does not exist, or is another
-// owner's, gives an error wrapping ErrNotFound. A strict session whose stored
+// owner's, gives an error wrapping bucket.ErrNotFound. A strict session whose stored
 // head does not match its committed entries opens, but refuses appends (see
 // Session.Err).
 func (r *Repository) Open(ctx context.Context, id string) (*Session, error) {
@@ -41,7 +42,7 @@ func (r *Repository) List(ctx context.Context) ([]SessionInfo, error) {
 		}
 		g.Go(func() error {
 			s, err := r.Open(gctx, id)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, bucket.ErrNotFound) {
 				return nil
 			}
 			if err != nil {
@@ -66,7 +67,7 @@ func (r *Repository) List(ctx context.Context) ([]SessionInfo, error) {
 // OpenAsOf opens session id read-only as it was at time t: only segments created
 // at or before t are read (by the time in their keys). In strict mode only
 // committed ones, and the head is the one computed from them. A session without
-// segments by then gives ErrNotFound.
+// segments by then gives bucket.ErrNotFound.
 func (r *Repository) OpenAsOf(ctx context.Context, id string, t time.Time) (*Session, error) {
 	s, err := r.newSession(id)
 	if err != nil {

@@ -11,9 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Defaults of Config.
@@ -47,22 +45,22 @@ type Config struct {
 	WatchMargin time.Duration
 	// ListConcurrency bounds how many sessions List reads at once (default 8).
 	ListConcurrency int
+	// MaxEntryBytes bounds one entry of an append, in bytes of JSON (default, and
+	// at most, the store's limit: transcript.Store.MaxEntrySize).
+	MaxEntryBytes int
 }
 
 // Repository creates, opens, lists, forks and deletes the sessions of one owner.
 // It is bound to the owner's namespace through transcript.Store.WithNamespace, so
 // it cannot read, list or delete another owner's keys: another owner's session
-// answers ErrNotFound on every call, exactly like a session that does not exist.
+// answers bucket.ErrNotFound on every call, exactly like a session that does not exist.
 // A Repository is safe for concurrent use.
 type Repository struct {
 	cfg    Config
 	owner  Owner
 	ns     string
 	store  *transcript.Store // bound to ns
-	bucket bucket.Bucket
 	writer *transcript.Writer
-	enc    *segment.Encoder // codecs of the read views
-	dec    *segment.Decoder
 }
 
 // New returns the repository of owner over store. store may be unbound or bound to
@@ -103,21 +101,16 @@ func New(store *transcript.Store, owner Owner, cfg Config) (*Repository, error) 
 	if cfg.ListConcurrency <= 0 {
 		cfg.ListConcurrency = 8
 	}
-	r := &Repository{cfg: cfg, owner: owner, ns: ns, store: bound, bucket: store.Bucket(), writer: cfg.Writer}
-	if r.enc, err = segment.NewEncoder(); err != nil {
-		return nil, fmt.Errorf("repository: %w", err)
+	if limit := store.MaxEntrySize(); cfg.MaxEntryBytes <= 0 || cfg.MaxEntryBytes > limit {
+		cfg.MaxEntryBytes = limit
 	}
-	if r.dec, err = segment.NewDecoder(); err != nil {
-		r.enc.Close()
-		return nil, fmt.Errorf("repository: %w", err)
-	}
-	return r, nil
+	return &Repository{cfg: cfg, owner: owner, ns: ns, store: bound, writer: cfg.Writer}, nil
 }
 
-// Close releases the repository's codecs. The store is the caller's.
-func (r *Repository) Close() error {
-	return errors.Join(r.enc.Close(), r.dec.Close())
-}
+// Close releases the repository. It holds nothing of its own today (the store,
+// its bucket and codecs are the caller's), so it never fails; call it anyway, so
+// that a repository that comes to hold resources releases them.
+func (r *Repository) Close() error { return nil }
 
 // Owner returns the owner the repository is bound to.
 func (r *Repository) Owner() Owner { return r.owner }
@@ -189,13 +182,9 @@ func (r *Repository) newSession(id string) (*Session, error) {
 
 // exists reports whether the session has a segment or a head.
 func (r *Repository) exists(ctx context.Context, s *Session) (bool, error) {
-	infos, err := r.store.ListSegments(ctx, s.ref)
+	ok, err := r.store.SessionExists(ctx, s.ref)
 	if err != nil {
 		return false, fmt.Errorf("session %q: %w", s.id, err)
 	}
-	if len(infos) > 0 {
-		return true, nil
-	}
-	_, ok, err := r.readHead(ctx, s.headKey())
-	return ok, err
+	return ok, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -128,9 +129,9 @@ func testOwnershipIsolation(t *testing.T, e *env) {
 		}
 		for name, call := range calls {
 			foreign := call(rb, id)
-			require.ErrorIs(t, foreign, repository.ErrNotFound, "%s of a foreign session", name)
+			require.ErrorIs(t, foreign, bucket.ErrNotFound, "%s of a foreign session", name)
 			missing := call(rb, "never-"+id)
-			require.ErrorIs(t, missing, repository.ErrNotFound, "%s of a missing session", name)
+			require.ErrorIs(t, missing, bucket.ErrNotFound, "%s of a missing session", name)
 			require.Equal(t, strings.ReplaceAll(missing.Error(), "never-", ""), foreign.Error(),
 				"%s: a foreign session must read exactly like a missing one", name)
 			require.NotContains(t, strings.ToLower(foreign.Error()), "forbidden")
@@ -174,7 +175,7 @@ func testIdempotentAppend(t *testing.T, e *env) {
 		{msg("m3", "m1", "a"), msg("m3", "m1", "b")},
 	} {
 		err := other.Append(ctx, batch...)
-		require.ErrorIs(t, err, repository.ErrConflict)
+		require.ErrorIs(t, err, transcript.ErrConflict)
 		require.Len(t, keys(t, e.bucket, prefix), n)
 	}
 	// A batch mixing a retry with a new entry writes only the new one.
@@ -200,7 +201,7 @@ func testStrictIdempotentAppend(t *testing.T, e *env) {
 	n := len(keys(t, e.bucket, sessionPrefix(s)))
 	// A retry with the old expected head succeeds: idempotency comes first.
 	require.NoError(t, s.AppendIf(ctx, "m1", msg("m2", "m1", "more")))
-	require.ErrorIs(t, s.AppendIf(ctx, "m2", msg("m2", "m1", "other")), repository.ErrConflict)
+	require.ErrorIs(t, s.AppendIf(ctx, "m2", msg("m2", "m1", "other")), transcript.ErrConflict)
 	require.Len(t, keys(t, e.bucket, sessionPrefix(s)), n)
 	require.Equal(t, "m2", s.Head())
 }
@@ -227,7 +228,7 @@ func raceAppends(t *testing.T, appends []func() error) int {
 			winner = i
 			continue
 		}
-		require.ErrorIs(t, err, repository.ErrConflict, "loser %d", i)
+		require.ErrorIs(t, err, transcript.ErrConflict, "loser %d", i)
 		require.ErrorIs(t, err, repository.ErrStaleHead, "loser %d", i)
 	}
 	require.NotEqual(t, -1, winner, "no append won")
@@ -365,7 +366,7 @@ func testCreateExisting(t *testing.T, e *env) {
 	require.NoError(t, err)
 	for _, strict := range []bool{false, true} {
 		_, err = e.repo(alice).Create(ctx, repository.CreateOptions{ID: "s", Strict: strict})
-		require.ErrorIs(t, err, repository.ErrExists)
+		require.ErrorIs(t, err, bucket.ErrExists)
 	}
 	// Racing strict creates: exactly one wins.
 	errs := make([]error, 4)
@@ -380,7 +381,7 @@ func testCreateExisting(t *testing.T, e *env) {
 		if err == nil {
 			won++
 		} else {
-			require.ErrorIs(t, err, repository.ErrExists)
+			require.ErrorIs(t, err, bucket.ErrExists)
 		}
 	}
 	require.Equal(t, 1, won)
@@ -426,7 +427,7 @@ func testForkThenAppendBoth(t *testing.T, e *env) {
 			require.Equal(t, want[len(want)-1], s.Head())
 		}
 		_, err = r.Fork(ctx, src.ID(), "nope")
-		require.ErrorIs(t, err, repository.ErrNotFound)
+		require.ErrorIs(t, err, bucket.ErrNotFound)
 	}
 }
 
@@ -444,11 +445,11 @@ func testDeleteThenOpen(t *testing.T, e *env) {
 		require.NoError(t, r.Delete(ctx, id))
 		require.Empty(t, keys(t, e.bucket, sessionPrefix(s)), "every segment, mark and head is gone")
 		_, err = r.Open(ctx, id)
-		require.ErrorIs(t, err, repository.ErrNotFound)
+		require.ErrorIs(t, err, bucket.ErrNotFound)
 		_, err = reader.Entries(ctx)
-		require.ErrorIs(t, err, repository.ErrNotFound, "an open handle sees the deletion")
-		require.ErrorIs(t, reader.Append(ctx, msg("m2", "m1", "late")), repository.ErrNotFound)
-		require.ErrorIs(t, r.Delete(ctx, id), repository.ErrNotFound)
+		require.ErrorIs(t, err, bucket.ErrNotFound, "an open handle sees the deletion")
+		require.ErrorIs(t, reader.Append(ctx, msg("m2", "m1", "late")), bucket.ErrNotFound)
+		require.ErrorIs(t, r.Delete(ctx, id), bucket.ErrNotFound)
 		require.Empty(t, keys(t, e.bucket, sessionPrefix(s)), "a refused append writes nothing")
 	}
 	list, err := r.List(ctx)
@@ -557,7 +558,7 @@ func testRewind(t *testing.T, e *env) {
 	require.Nil(t, contexts["m1"].Model)
 	require.Equal(t, "x", contexts["mc"].Model.ModelID)
 	_, _, err = s.ContextAt(ctx, "unknown")
-	require.ErrorIs(t, err, repository.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
 func testOpenAsOf(t *testing.T, e *env) {
@@ -593,7 +594,7 @@ func testOpenAsOf(t *testing.T, e *env) {
 		require.Equal(t, []string{"m1", "m2"}, ids(entries))
 
 		_, err = r.OpenAsOf(ctx, id, before)
-		require.ErrorIs(t, err, repository.ErrNotFound, "the session did not exist yet")
+		require.ErrorIs(t, err, bucket.ErrNotFound, "the session did not exist yet")
 	}
 }
 
@@ -628,7 +629,7 @@ func TestRepository_Validation(t *testing.T) {
 		require.ErrorIs(t, err, repository.ErrInvalid, "owner %+v", o)
 	}
 	_, err := r.Open(ctx, "missing")
-	require.ErrorIs(t, err, repository.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 	s, err := r.Create(ctx, repository.CreateOptions{ID: "plain"})
 	require.NoError(t, err)
 	require.ErrorIs(t, s.AppendIf(ctx, "", msg("m1", "", "x")), repository.ErrInvalid, "AppendIf needs strict mode")

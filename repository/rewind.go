@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // ContextAt rewinds the session to entry entryID: it returns the entries as they
@@ -13,7 +14,7 @@ import (
 // which is what an exported session file truncated after that entry's line holds)
 // and the model context built from them exactly as Pi builds it from such a file
 // (at its active leaf: entryID, or a leaf entry's target). An unknown id gives an
-// error wrapping ErrNotFound.
+// error wrapping bucket.ErrNotFound.
 func (s *Session) ContextAt(ctx context.Context, entryID string) (pi.Context, []pi.Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -22,7 +23,7 @@ func (s *Session) ContextAt(ctx context.Context, entryID string) (pi.Context, []
 	}
 	i := slices.IndexFunc(s.entries, func(e pi.Entry) bool { return e.ID() == entryID })
 	if i < 0 {
-		return pi.Context{}, nil, fmt.Errorf("session %q: entry %q: %w", s.id, entryID, ErrNotFound)
+		return pi.Context{}, nil, fmt.Errorf("session %q: entry %q: %w", s.id, entryID, bucket.ErrNotFound)
 	}
 	entries := slices.Clone(s.entries[:i+1])
 	return pi.BuildContextFrom(entries, nil), entries, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Session is one opened session of a Repository. It caches what it has read
@@ -33,7 +34,7 @@ type Session struct {
 	seen    map[string]bool   // default mode: segment keys read
 	updated time.Time         // newest segment time seen
 	leaf    string            // active leaf (strict: committed head) as of the last load
-	hs      headState         // strict: the committed head as last read or written
+	hs      transcript.Head   // strict: the committed head as last read or written
 	broken  error             // strict: why appends are refused (ErrHeadMismatch)
 }
 
@@ -77,29 +78,25 @@ func (s *Session) Err() error {
 
 // notFound is the one error a missing or foreign session gives.
 func notFound(id string) error {
-	return fmt.Errorf("session %q: %w", id, ErrNotFound)
+	return fmt.Errorf("session %q: %w", id, bucket.ErrNotFound)
 }
 
 // load reads the session afresh: its head (if strict) and every visible segment.
 // The caller holds s.mu (or owns s exclusively).
 func (s *Session) load(ctx context.Context) error {
 	r := s.repo
-	hs, strict, err := r.readHead(ctx, s.headKey())
-	if err != nil {
-		return fmt.Errorf("open session %q: %w", s.id, err)
+	hs, err := r.store.ReadHead(ctx, s.ref)
+	strict := err == nil
+	if err != nil && !errors.Is(err, bucket.ErrNotFound) {
+		return fmt.Errorf("open session %q: %w", s.id, headError(err))
 	}
-	keep := s.keepFunc(hs, strict)
-	st, err := r.view(keep)
-	if err != nil {
-		return err
-	}
-	res, err := st.ReadAll(ctx, s.ref)
-	if errors.Is(err, transcript.ErrNotFound) && strict && s.asOf.IsZero() {
+	res, err := s.view(hs, strict).ReadAll(ctx, s.ref)
+	if errors.Is(err, bucket.ErrNotFound) && strict && s.asOf.IsZero() {
 		// The head exists but commits nothing readable: the session is damaged
 		// (checkHead says so), not gone.
 		res, err = &transcript.MergeResult{}, nil
 	}
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return notFound(s.id)
 	}
 	if err != nil {
@@ -131,44 +128,26 @@ func (s *Session) load(ctx context.Context) error {
 	return nil
 }
 
-// keepFunc returns which segments the session's reads see: in strict mode only
-// those the head commits; as of a time only those created by then.
-func (s *Session) keepFunc(hs headState, strict bool) func(transcript.SegmentInfo) bool {
-	if !strict && s.asOf.IsZero() {
-		return nil
-	}
-	var committed map[string]bool
+// view returns the store the session's reads go through: in strict mode it sees
+// only the segments the head hs commits, as of a time only those created by then
+// (transcript.Store.View).
+func (s *Session) view(hs transcript.Head, strict bool) *transcript.Store {
+	st := s.repo.store
 	if strict {
-		committed = make(map[string]bool, len(hs.Segments))
-		for _, k := range hs.Segments {
-			committed[k] = true
-		}
+		st = st.View(hs.Committed())
 	}
-	return func(info transcript.SegmentInfo) bool {
-		if committed != nil && !committed[s.relName(info.Key)] {
-			return false
-		}
-		return s.asOf.IsZero() || !info.Time.After(s.asOf)
+	if asOf := s.asOf; !asOf.IsZero() {
+		st = st.View(func(info transcript.SegmentInfo) bool { return !info.Time.After(asOf) })
 	}
+	return st
 }
 
 // checkHead compares the stored head with the head computed from the committed
 // entries replayed in commit order, and marks the session broken if they differ
 // or a committed segment is missing. As of a time, the computed head is the head.
 func (s *Session) checkHead(res *transcript.MergeResult) {
-	order := map[string]int{}
-	for i, k := range s.hs.Segments {
-		order[k] = i
-	}
-	replay := slices.Clone(res.Entries)
-	slices.SortStableFunc(replay, func(a, b transcript.Entry) int {
-		if c := order[s.relName(a.Segment)] - order[s.relName(b.Segment)]; c != 0 {
-			return c
-		}
-		return a.Pos - b.Pos
-	})
 	var ordered []pi.Entry
-	for _, e := range replay {
+	for _, e := range s.hs.Replay(res.Entries) {
 		if se, err := pi.ParseEntry(e.Raw); err == nil {
 			ordered = append(ordered, se)
 		}
@@ -182,9 +161,9 @@ func (s *Session) checkHead(res *transcript.MergeResult) {
 	case len(res.Segments) != len(s.hs.Segments):
 		s.broken = fmt.Errorf("session %q: %w: the head commits %d segments, %d are readable",
 			s.id, ErrHeadMismatch, len(s.hs.Segments), len(res.Segments))
-	case computed != s.hs.Head:
+	case computed != s.hs.Entry:
 		s.broken = fmt.Errorf("session %q: %w: stored head %q, computed %q",
-			s.id, ErrHeadMismatch, s.hs.Head, computed)
+			s.id, ErrHeadMismatch, s.hs.Entry, computed)
 	}
 }
 
@@ -192,7 +171,7 @@ func (s *Session) checkHead(res *transcript.MergeResult) {
 // removed) is skipped: its entries live in the segment that replaced it.
 func (s *Session) readInto(ctx context.Context, key string) error {
 	seg, err := s.repo.store.ReadSegment(ctx, key)
-	if errors.Is(err, transcript.ErrNotFound) && !s.strict {
+	if errors.Is(err, bucket.ErrNotFound) && !s.strict {
 		return nil
 	}
 	if err != nil {

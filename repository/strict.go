@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // AppendIf appends entries to a strict session if its committed head is
 // expectedHead ("" for a session without entries); otherwise it fails with an
-// error wrapping ErrConflict and ErrStaleHead and commits nothing. A retry of an
+// error wrapping transcript.ErrConflict and ErrStaleHead and commits nothing. A retry of an
 // append that committed succeeds (idempotency is checked first). After a
 // successful call the head is the last entry appended, or a leaf entry's target.
 func (s *Session) AppendIf(ctx context.Context, expectedHead string, entries ...[]byte) error {
@@ -29,17 +30,17 @@ func (s *Session) AppendIf(ctx context.Context, expectedHead string, entries ...
 }
 
 func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]byte) error {
-	batch, err := parseBatch(raws)
+	batch, at, err := s.repo.parseBatch(raws)
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
 	r := s.repo
-	hs, ok, err := r.readHead(ctx, s.headKey())
-	if err != nil {
-		return fmt.Errorf("append to session %q: %w", s.id, err)
-	}
-	if !ok {
+	hs, err := r.store.ReadHead(ctx, s.ref)
+	if errors.Is(err, bucket.ErrNotFound) {
 		return notFound(s.id)
+	}
+	if err != nil {
+		return fmt.Errorf("append to session %q: %w", s.id, headError(err))
 	}
 	if err := s.syncHead(ctx, hs); err != nil {
 		return err
@@ -47,63 +48,49 @@ func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]by
 	if s.broken != nil {
 		return fmt.Errorf("append: %w", s.broken)
 	}
-	fresh, err := s.fresh(batch)
+	fresh, err := s.fresh(batch, at)
 	if err != nil || len(fresh) == 0 {
 		return err
 	}
-	if hs.Head != expected {
+	if hs.Entry != expected {
 		return fmt.Errorf("append to session %q: %w: %w: expected head %q, committed head %q",
-			s.id, ErrConflict, ErrStaleHead, expected, hs.Head)
+			s.id, transcript.ErrConflict, ErrStaleHead, expected, hs.Entry)
 	}
-	newHead := s.headAfter(hs.Head, fresh)
-	obj, err := r.store.PrepareSegment(s.ref, rawsOf(fresh), r.writer)
-	if err != nil {
+	newHead := s.headAfter(hs.Entry, fresh)
+	_, next, err := r.store.CommitSegment(ctx, s.ref, hs, rawsOf(fresh), r.writer, newHead)
+	switch {
+	case errors.Is(err, bucket.ErrNotFound):
+		return notFound(s.id)
+	case errors.Is(err, transcript.ErrConflict):
+		return fmt.Errorf("append to session %q: %w: %w", s.id, ErrStaleHead, err)
+	case err != nil:
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
-	if err := r.store.PutSegment(ctx, obj.Info.Key, obj.Data); err != nil {
-		return fmt.Errorf("append to session %q: %w", s.id, err)
+	if next.Version == hs.Version+1 {
+		s.hs, s.leaf = next, newHead
+	} else if err := s.syncHead(ctx, next); err != nil {
+		// The append committed, and other writers' commits followed.
+		return err
 	}
-	rel := s.relName(obj.Info.Key)
-	next, err := r.writeHead(ctx, s.headKey(), hs.commit(rel, newHead), bucket.Cond{IfMatch: hs.etag})
-	if err != nil {
-		return s.commitFailed(ctx, obj.Info.Key, fresh, err)
-	}
-	s.hs, s.leaf = next, newHead
 	s.added(fresh)
 	return nil
 }
 
-// commitFailed handles a failed head write for the segment at key: if the head
-// names the segment after all (a lost response to a request that succeeded), the
-// append succeeded; if the condition failed, the segment is uncommitted and is
-// removed at once (CollectUncommitted would remove it later); any other failure
-// is reported as is, leaving the segment to CollectUncommitted.
-func (s *Session) commitFailed(ctx context.Context, key string, fresh []pi.Entry, werr error) error {
-	cur, ok, err := s.repo.readHead(ctx, s.headKey())
-	if err == nil && ok && cur.names(s.relName(key)) {
-		if err := s.syncHead(ctx, cur); err != nil {
-			return err
-		}
-		s.added(fresh)
-		return nil
+// headError marks an error reading a strict session's head object that is
+// damaged (transcript.ErrInvalidHead) as ErrHeadMismatch.
+func headError(err error) error {
+	if errors.Is(err, transcript.ErrInvalidHead) {
+		return fmt.Errorf("%w: %w", ErrHeadMismatch, err)
 	}
-	if err != nil || !errors.Is(werr, bucket.ErrPreconditionFailed) {
-		return fmt.Errorf("append to session %q: %w", s.id, werr)
-	}
-	_ = s.repo.bucket.Delete(ctx, key) // best effort: garbage either way
-	if !ok {
-		return notFound(s.id)
-	}
-	return fmt.Errorf("append to session %q: %w: %w: another writer committed first (head %q)",
-		s.id, ErrConflict, ErrStaleHead, cur.Head)
+	return err
 }
 
 // syncHead brings the cache of a strict session to the committed head hs: it reads
 // the segments committed since the head this handle knew, or reloads everything
 // when the head did not grow from it.
-func (s *Session) syncHead(ctx context.Context, hs headState) error {
+func (s *Session) syncHead(ctx context.Context, hs transcript.Head) error {
 	old := s.hs.Segments
-	if hs.etag == s.hs.etag && hs.Version == s.hs.Version {
+	if hs.Same(s.hs) {
 		return nil
 	}
 	if len(hs.Segments) < len(old) || !slices.Equal(hs.Segments[:len(old)], old) {
@@ -114,7 +101,7 @@ func (s *Session) syncHead(ctx context.Context, hs headState) error {
 			return err
 		}
 	}
-	s.hs, s.leaf = hs, hs.Head
+	s.hs, s.leaf = hs, hs.Entry
 	return nil
 }
 
@@ -162,30 +149,12 @@ func (r *Repository) CollectUncommitted(ctx context.Context, id string, olderTha
 	if err != nil {
 		return 0, err
 	}
-	infos, err := r.store.ListSegments(ctx, s.ref)
+	n, err := r.store.DeleteUncommitted(ctx, s.ref, r.now().Add(-olderThan))
+	if errors.Is(err, bucket.ErrNotFound) {
+		return 0, notFound(id)
+	}
 	if err != nil {
-		return 0, fmt.Errorf("collect session %q: %w", id, err)
+		return n, fmt.Errorf("collect session %q: %w", id, headError(err))
 	}
-	hs, ok, err := r.readHead(ctx, s.headKey())
-	if err != nil {
-		return 0, fmt.Errorf("collect session %q: %w", id, err)
-	}
-	if !ok {
-		if len(infos) == 0 {
-			return 0, notFound(id)
-		}
-		return 0, nil
-	}
-	cutoff := r.now().Add(-olderThan)
-	deleted := 0
-	for _, info := range infos {
-		if hs.names(s.relName(info.Key)) || info.Time.After(cutoff) {
-			continue
-		}
-		if err := r.bucket.Delete(ctx, info.Key); err != nil {
-			return deleted, fmt.Errorf("collect session %q: %w", id, err)
-		}
-		deleted++
-	}
-	return deleted, nil
+	return n, nil
 }

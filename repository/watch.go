@@ -10,6 +10,7 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Watch calls fn with the entries that other writers commit to the session, until
@@ -27,7 +28,7 @@ import (
 // next full listing; each call of fn gets the new entries in merge order (parents
 // first).
 // In strict mode it reads the head object and delivers only committed entries, in
-// commit order. A session deleted while watched ends the watch with ErrNotFound
+// commit order. A session deleted while watched ends the watch with bucket.ErrNotFound
 // (strict mode; in default mode a deleted session just stops delivering).
 func (s *Session) Watch(ctx context.Context, fn func([]pi.Entry) error) error {
 	if !s.asOf.IsZero() {
@@ -70,7 +71,7 @@ func (s *Session) Watch(ctx context.Context, fn func([]pi.Entry) error) error {
 type watcher struct {
 	s      *Session
 	strict bool
-	hs     headState             // strict: the head delivered so far
+	hs     transcript.Head       // strict: the head delivered so far
 	known  map[string]bool       // entry ids known or delivered
 	have   transcript.SegmentSet // default: the segments whose entries are known
 	// fullAt is when the default mode last listed the whole session.
@@ -99,7 +100,7 @@ func (w *watcher) pollList(ctx context.Context) ([]pi.Entry, error) {
 		w.fullAt = now
 	}
 	inc, err := r.store.ReadNew(ctx, w.s.ref, w.have)
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -125,19 +126,19 @@ func (w *watcher) pollList(ctx context.Context) ([]pi.Entry, error) {
 // pollHead reads the segments committed since the head delivered so far.
 func (w *watcher) pollHead(ctx context.Context) ([]pi.Entry, error) {
 	r := w.s.repo
-	hs, ok, err := r.readHead(ctx, w.s.headKey())
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
+	hs, err := r.store.ReadHead(ctx, w.s.ref)
+	if errors.Is(err, bucket.ErrNotFound) {
 		return nil, notFound(w.s.id)
 	}
-	if hs.etag == w.hs.etag && hs.Version == w.hs.Version {
+	if err != nil {
+		return nil, headError(err)
+	}
+	if hs.Same(w.hs) {
 		return nil, nil
 	}
 	var out []pi.Entry
 	for _, rel := range hs.Segments {
-		if w.hs.names(rel) {
+		if w.hs.Commits(rel) {
 			continue
 		}
 		info, err := transcript.ParseKey(r.store.Prefix(), w.s.prefix+rel)
@@ -160,7 +161,7 @@ func (w *watcher) pollHead(ctx context.Context) ([]pi.Entry, error) {
 func (w *watcher) read(ctx context.Context, info transcript.SegmentInfo) ([]pi.Entry, error) {
 	r := w.s.repo
 	seg, err := r.store.ReadSegment(ctx, info.Key)
-	if errors.Is(err, transcript.ErrNotFound) && !w.strict {
+	if errors.Is(err, bucket.ErrNotFound) && !w.strict {
 		return nil, nil
 	}
 	if err != nil {

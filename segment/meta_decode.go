@@ -95,109 +95,147 @@ func parseMeta(data []byte) (Meta, int, error) {
 // parseExt parses the version 2 extension of the metadata at body[i:] into m and
 // returns the offset after it.
 func parseExt(m *Meta, body []byte, i int) (int, error) {
-	le := binary.LittleEndian
-	bad := func(at int, format string, args ...any) (int, error) {
-		return 0, corrupt(frameHeaderSize+at, nil, format, args...)
-	}
 	if len(body)-i < 1 {
-		return bad(i, "version 2 flags missing")
+		return 0, extCorrupt(i, "version 2 flags missing")
 	}
 	flags := body[i]
 	if flags&^knownFlags != 0 {
-		return bad(i, "unknown flags %#x", flags)
+		return 0, extCorrupt(i, "unknown flags %#x", flags)
 	}
 	i++
-	n := int(m.EntryCount)
 	// One string holds the extension; keys, ids and parents are slices of it, so
 	// a segment of many entries costs one allocation, not one per string.
-	sbody := string(body[i:])
-	base := i
-	sub := func(body []byte, i *int, what string) (string, error) {
-		if len(body)-*i < 2 {
-			return "", corrupt(frameHeaderSize+*i, nil, "%s length overruns metadata", what)
-		}
-		l := int(le.Uint16(body[*i:]))
-		*i += 2
-		if len(body)-*i < l {
-			return "", corrupt(frameHeaderSize+*i, nil, "%s of %d bytes overruns metadata", what, l)
-		}
-		s := sbody[*i-base : *i-base+l]
-		*i += l
-		return s, nil
-	}
+	r := &extReader{body: body, i: i, sbody: string(body[i:]), base: i}
+	n := int(m.EntryCount)
 	if flags&flagOrigins != 0 {
-		if len(body)-i < 4 {
-			return bad(i, "origin key count overruns metadata")
-		}
-		count := le.Uint32(body[i:])
-		i += 4
-		if uint64(count) > uint64(len(body)-i)/2 {
-			return bad(i-4, "origin key count %d overruns metadata", count)
-		}
-		keys := make([]string, count)
-		for k := range keys {
-			s, err := sub(body, &i, "origin key")
-			if err != nil {
-				return 0, err
-			}
-			keys[k] = s
-		}
-		if uint64(n)*8 > uint64(len(body)-i) {
-			return bad(i, "%d origins overrun metadata", n)
-		}
-		m.Origins = make([]Origin, n)
-		for k := range m.Origins {
-			ki, pos := le.Uint32(body[i:]), le.Uint32(body[i+4:])
-			if ki > count {
-				return bad(i, "origin %d names key %d of %d", k, ki, count)
-			}
-			if ki > 0 {
-				m.Origins[k].Key = keys[ki-1]
-			}
-			m.Origins[k].Pos = pos
-			i += 8
+		if err := r.origins(m, n); err != nil {
+			return 0, err
 		}
 	}
 	if flags&flagIndex != 0 {
-		if uint64(n)*8 > uint64(len(body)-i) {
-			return bad(i, "%d index records overrun metadata", n)
-		}
-		m.Index = make([]IndexEntry, n)
-		var total uint64
-		for k := range m.Index {
-			if len(body)-i < 4 {
-				return bad(i, "index record %d overruns metadata", k)
-			}
-			m.Index[k].Len = le.Uint32(body[i:])
-			total += uint64(m.Index[k].Len) + 1
-			i += 4
-			var err error
-			if m.Index[k].ID, err = sub(body, &i, "index id"); err != nil {
-				return 0, err
-			}
-			if m.Index[k].ParentID, err = sub(body, &i, "index parent id"); err != nil {
-				return 0, err
-			}
-		}
-		if total != m.RawLen {
-			return bad(i, "index lengths add up to %d, raw length is %d", total, m.RawLen)
+		if err := r.index(m, n); err != nil {
+			return 0, err
 		}
 	}
 	if flags&flagGroup != 0 {
-		id, err := sub(body, &i, "group id")
-		if err != nil {
+		if err := r.group(m); err != nil {
 			return 0, err
 		}
-		if len(body)-i < 8 {
-			return bad(i, "group part overruns metadata")
+	}
+	return r.i, nil
+}
+
+// extCorrupt reports damage at offset at of the metadata body.
+func extCorrupt(at int, format string, args ...any) error {
+	return corrupt(frameHeaderSize+at, nil, format, args...)
+}
+
+// extReader reads the version 2 extension of a metadata body, from offset i.
+type extReader struct {
+	body  []byte
+	i     int
+	sbody string // body[base:] as one string
+	base  int
+}
+
+// str reads a length-prefixed string, a slice of sbody.
+func (r *extReader) str(what string) (string, error) {
+	body := r.body
+	if len(body)-r.i < 2 {
+		return "", extCorrupt(r.i, "%s length overruns metadata", what)
+	}
+	l := int(binary.LittleEndian.Uint16(body[r.i:]))
+	r.i += 2
+	if len(body)-r.i < l {
+		return "", extCorrupt(r.i, "%s of %d bytes overruns metadata", what, l)
+	}
+	s := r.sbody[r.i-r.base : r.i-r.base+l]
+	r.i += l
+	return s, nil
+}
+
+// origins reads the origin keys and the origin of each of the n entries.
+func (r *extReader) origins(m *Meta, n int) error {
+	le, body := binary.LittleEndian, r.body
+	if len(body)-r.i < 4 {
+		return extCorrupt(r.i, "origin key count overruns metadata")
+	}
+	count := le.Uint32(body[r.i:])
+	r.i += 4
+	if uint64(count) > uint64(len(body)-r.i)/2 {
+		return extCorrupt(r.i-4, "origin key count %d overruns metadata", count)
+	}
+	keys := make([]string, count)
+	for k := range keys {
+		s, err := r.str("origin key")
+		if err != nil {
+			return err
 		}
-		m.Group = Group{ID: id, Part: le.Uint32(body[i:]), Parts: le.Uint32(body[i+4:])}
-		i += 8
-		if checkGroup(m.Group) != nil || m.Group.IsZero() {
-			return bad(i-8, "group %q part %d of %d", id, m.Group.Part, m.Group.Parts)
+		keys[k] = s
+	}
+	if uint64(n)*8 > uint64(len(body)-r.i) {
+		return extCorrupt(r.i, "%d origins overrun metadata", n)
+	}
+	m.Origins = make([]Origin, n)
+	for k := range m.Origins {
+		ki, pos := le.Uint32(body[r.i:]), le.Uint32(body[r.i+4:])
+		if ki > count {
+			return extCorrupt(r.i, "origin %d names key %d of %d", k, ki, count)
+		}
+		if ki > 0 {
+			m.Origins[k].Key = keys[ki-1]
+		}
+		m.Origins[k].Pos = pos
+		r.i += 8
+	}
+	return nil
+}
+
+// index reads the entry index of the n entries.
+func (r *extReader) index(m *Meta, n int) error {
+	body := r.body
+	if uint64(n)*8 > uint64(len(body)-r.i) {
+		return extCorrupt(r.i, "%d index records overrun metadata", n)
+	}
+	m.Index = make([]IndexEntry, n)
+	var total uint64
+	for k := range m.Index {
+		if len(body)-r.i < 4 {
+			return extCorrupt(r.i, "index record %d overruns metadata", k)
+		}
+		m.Index[k].Len = binary.LittleEndian.Uint32(body[r.i:])
+		total += uint64(m.Index[k].Len) + 1
+		r.i += 4
+		var err error
+		if m.Index[k].ID, err = r.str("index id"); err != nil {
+			return err
+		}
+		if m.Index[k].ParentID, err = r.str("index parent id"); err != nil {
+			return err
 		}
 	}
-	return i, nil
+	if total != m.RawLen {
+		return extCorrupt(r.i, "index lengths add up to %d, raw length is %d", total, m.RawLen)
+	}
+	return nil
+}
+
+// group reads the group of a segment that is one part of a compaction's output.
+func (r *extReader) group(m *Meta) error {
+	id, err := r.str("group id")
+	if err != nil {
+		return err
+	}
+	if len(r.body)-r.i < 8 {
+		return extCorrupt(r.i, "group part overruns metadata")
+	}
+	le := binary.LittleEndian
+	m.Group = Group{ID: id, Part: le.Uint32(r.body[r.i:]), Parts: le.Uint32(r.body[r.i+4:])}
+	r.i += 8
+	if checkGroup(m.Group) != nil || m.Group.IsZero() {
+		return extCorrupt(r.i-8, "group %q part %d of %d", id, m.Group.Part, m.Group.Parts)
+	}
+	return nil
 }
 
 // strAt reads a length-prefixed string at body[*i:] and advances *i.

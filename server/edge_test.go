@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/internal/s3test"
+	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/server"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -133,6 +134,14 @@ func TestEdge(t *testing.T) {
 		{name: "invalid entry names its index", req: rawReq{method: "POST", path: "/v1/sessions/s1/entries", contentType: jsonType, body: appendBody("u1", msg("u2", "u1", "user", "x"), json.RawMessage(`{"id":"x"}`))},
 			status: 400, code: server.CodeInvalidEntry,
 			check: func(t *testing.T, _ http.Header, e errResp) { require.Equal(t, 1, *e.Error.Index) }},
+		{name: "a numeric parentId is an invalid entry, not a storage error", req: rawReq{method: "POST", path: "/v1/sessions/s1/entries", contentType: jsonType,
+			body: appendBody("u1", json.RawMessage(`{"type":"message","id":"n1","parentId":5}`))},
+			status: 400, code: server.CodeInvalidEntry,
+			check: func(t *testing.T, _ http.Header, e errResp) { require.Equal(t, 0, *e.Error.Index) }},
+		{name: "an entry over the store's limit names its index", req: rawReq{method: "POST", path: "/v1/sessions/s1/entries", contentType: jsonType,
+			body: appendBody("u1", msg("u2", "u1", "user", "x"), msg("big", "u2", "user", strings.Repeat("x", 600)))},
+			status: 413, code: server.CodeTooLarge,
+			check: func(t *testing.T, _ http.Header, e errResp) { require.Equal(t, 1, *e.Error.Index) }},
 		{name: "an id the command line accepts", req: rawReq{method: "POST", path: "/v1/sessions", contentType: jsonType, body: `{"id":"café"}`}, status: 201},
 		{name: "a session the command line wrote", req: rawReq{method: "GET", path: "/v1/sessions/" + "caf%C3%A9-cli"}, status: 200},
 		{name: "an id no one accepts", req: rawReq{method: "POST", path: "/v1/sessions", contentType: jsonType, body: `{"id":"x.log"}`},
@@ -141,7 +150,7 @@ func TestEdge(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			b := be.new(t)
-			ts := newServer(t, b, server.Config{})
+			ts := newServerWith(t, b, server.Config{}, repository.Config{MaxEntryBytes: 512})
 			c := ts.as(t, "acme", "alice")
 			code, body := c.do("POST", "/v1/sessions", map[string]any{"id": "s1", "cwd": "/w"})
 			require.Equal(t, http.StatusCreated, code, string(body))

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"strconv"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // ErrorCode is the machine-readable reason of an error response (error.code).
@@ -94,47 +97,49 @@ func (s *Server) failWith(w http.ResponseWriter, r *http.Request, status int, d 
 	writeJSON(w, status, ErrorBody{Error: d})
 }
 
-// failStore maps a repository error to its response.
+// failStore maps an error of the repository to its response. The repository's
+// errors wrap the sentinels of the layers below it, each named by the package
+// that declares it (see repository's Sentinel errors).
 func (s *Server) failStore(w http.ResponseWriter, r *http.Request, err error) {
 	var ee *repository.EntryError
+	entry := errors.As(err, &ee)
 	switch {
-	case errors.Is(err, repository.ErrNotFound):
+	case errors.Is(err, bucket.ErrNotFound):
 		s.fail(w, r, http.StatusNotFound, CodeNotFound, "session not found", err)
 	case errors.Is(err, repository.ErrStaleHead):
 		s.metrics.conflicts.WithLabelValues(string(CodeStaleHead)).Inc()
 		s.fail(w, r, http.StatusConflict, CodeStaleHead, "the expected head is not the committed head", err)
-	case errors.As(err, &ee) && errors.Is(err, repository.ErrConflict):
+	case entry && errors.Is(err, segment.ErrEntryTooLarge):
+		s.failWith(w, r, http.StatusRequestEntityTooLarge, ErrorDetail{Code: CodeTooLarge, Index: &ee.Index, Message: ee.Error()}, err)
+	case entry && errors.Is(err, pi.ErrInvalidEntry):
+		s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidEntry, Index: &ee.Index, Message: ee.Error()}, err)
+	case entry && errors.Is(err, transcript.ErrConflict):
 		s.metrics.conflicts.WithLabelValues(string(CodeEntryConflict)).Inc()
 		s.failWith(w, r, http.StatusConflict, ErrorDetail{Code: CodeEntryConflict, EntryID: ee.EntryID,
 			Message: "entry " + strconv.Quote(ee.EntryID) + " exists with other bytes"}, err)
-	case errors.As(err, &ee):
+	case entry && ee.RefersTo != "":
 		s.failWith(w, r, http.StatusUnprocessableEntity, ErrorDetail{Code: CodeUnknownParent, EntryID: ee.EntryID, RefersTo: ee.RefersTo,
 			Message: "entry " + strconv.Quote(ee.EntryID) + " refers to " + strconv.Quote(ee.RefersTo) + ", which is not stored"}, err)
-	case errors.Is(err, repository.ErrConflict):
+	case errors.Is(err, transcript.ErrConflict):
 		s.metrics.conflicts.WithLabelValues(string(CodeEntryConflict)).Inc()
 		s.fail(w, r, http.StatusConflict, CodeEntryConflict, "an entry id exists with other bytes", err)
-	case errors.Is(err, repository.ErrExists):
+	case errors.Is(err, segment.ErrTooLarge):
+		s.fail(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, "the entries are over the size of one segment", err)
+	case errors.Is(err, bucket.ErrExists):
 		s.fail(w, r, http.StatusConflict, CodeExists, "session already exists", err)
 	case errors.Is(err, repository.ErrHeadMismatch):
 		s.fail(w, r, http.StatusInternalServerError, CodeInvalidSession, "the session's head does not match its entries", err)
+	case errors.Is(err, pi.ErrInvalidEntry):
+		s.fail(w, r, http.StatusBadRequest, CodeInvalidEntry, err.Error(), err)
 	case errors.Is(err, repository.ErrInvalid):
 		s.fail(w, r, http.StatusBadRequest, CodeInvalidRequest, err.Error(), err)
 	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil:
 		s.fail(w, r, http.StatusGatewayTimeout, CodeTimeout, "the request timed out", err)
-	case unreachable(err):
+	case errors.Is(err, bucket.ErrUnavailable):
 		s.fail(w, r, http.StatusServiceUnavailable, CodeUnavailable, "the bucket is unreachable; retry later", err)
 	default:
 		s.fail(w, r, http.StatusInternalServerError, CodeStorage, "storage error", err)
 	}
-}
-
-// unreachable reports an error of reaching the bucket rather than of the bucket's
-// answer: a network error (refused, reset, unresolved, timed out), or a bucket
-// request that ran over the bucket's own time limit while the request's time was
-// not up.
-func unreachable(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

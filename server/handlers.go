@@ -10,6 +10,8 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // CreateRequest is the body of POST /v1/sessions.
@@ -33,7 +35,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, repo *repository
 	}
 	strict := req.Strict == nil || *req.Strict
 	sess, err := repo.Create(r.Context(), repository.CreateOptions{ID: req.ID, Name: req.Name, Cwd: req.Cwd, Strict: strict})
-	if errors.Is(err, repository.ErrExists) && req.ID != "" {
+	if errors.Is(err, bucket.ErrExists) && req.ID != "" {
 		s.createAgain(w, r, repo, req, strict)
 		return
 	}
@@ -109,7 +111,7 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, repo *repository.R
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {
-	s.handles.drop(handleKey{ns: repo.Namespace(), id: r.PathValue("id")})
+	s.sessions.drop(sessionKey{ns: repo.Namespace(), id: r.PathValue("id")})
 	if err := repo.Delete(r.Context(), r.PathValue("id")); err != nil {
 		s.failStore(w, r, err)
 		return
@@ -205,20 +207,11 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 		s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidRequest, Field: "entries", Message: "no entries"}, nil)
 		return
 	}
+	// Each entry becomes one line; the repository checks them (once, on their
+	// way to the store) and names a refused one by its index.
 	raws := make([][]byte, len(req.Entries))
 	for i, raw := range req.Entries {
-		if len(raw) > s.cfg.MaxEntryBytes {
-			s.failWith(w, r, http.StatusRequestEntityTooLarge, ErrorDetail{Code: CodeTooLarge, Index: &i,
-				Message: fmt.Sprintf("entry %d is %d bytes, over %d", i, len(raw), s.cfg.MaxEntryBytes)}, nil)
-			return
-		}
-		raw = pi.CompactJSON(raw)
-		if _, err := pi.ParseEntry(raw); err != nil {
-			s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidEntry, Index: &i,
-				Message: fmt.Sprintf("entry %d: %v", i, err)}, err)
-			return
-		}
-		raws[i] = raw
+		raws[i] = pi.CompactJSON(raw)
 	}
 	id := r.PathValue("id")
 	hd, err := s.openHandle(r, repo, id)
@@ -226,7 +219,7 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 		s.failStore(w, r, err)
 		return
 	}
-	defer s.handles.release(hd)
+	defer s.sessions.release(hd)
 	sess := hd.sess
 	expected := ""
 	if req.ExpectedHead != nil {
@@ -237,8 +230,8 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 	} else {
 		err = sess.Append(r.Context(), raws...)
 	}
-	if err != nil && !errors.Is(err, repository.ErrConflict) {
-		s.handles.drop(hd.key) // the next append starts from a fresh read
+	if err != nil && !errors.Is(err, transcript.ErrConflict) {
+		s.sessions.drop(hd.key) // the next append starts from a fresh read
 	}
 	switch {
 	case err == nil:
@@ -257,12 +250,12 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 
 // openHandle returns the cached handle of session id of repo's owner, or opens the
 // session with a repository of its own and caches it. The caller releases it.
-func (s *Server) openHandle(r *http.Request, repo *repository.Repository, id string) (*handle, error) {
-	key := handleKey{ns: repo.Namespace(), id: id}
-	if hd := s.handles.acquire(key); hd != nil {
+func (s *Server) openHandle(r *http.Request, repo *repository.Repository, id string) (*cachedSession, error) {
+	key := sessionKey{ns: repo.Namespace(), id: id}
+	if hd := s.sessions.acquire(key); hd != nil {
 		return hd, nil
 	}
-	own, err := repository.New(s.cfg.Store, repo.Owner(), repository.Config{AgentID: s.cfg.AgentID, Now: s.cfg.Now})
+	own, err := s.cfg.Repositories.Repository(repo.Owner())
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +264,7 @@ func (s *Server) openHandle(r *http.Request, repo *repository.Repository, id str
 		_ = own.Close()
 		return nil, err
 	}
-	return s.handles.add(&handle{key: key, repo: own, sess: sess}), nil
+	return s.sessions.add(&cachedSession{key: key, repo: own, sess: sess}), nil
 }
 
 // ForkRequest is the body of POST /v1/sessions/{id}/fork.
@@ -292,7 +285,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, repo *repository.R
 	}
 	id := r.PathValue("id")
 	sess, err := repo.Fork(r.Context(), id, req.EntryID)
-	if errors.Is(err, repository.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		// Tell an unknown entry of an existing session from an unknown session.
 		if _, oerr := repo.Open(r.Context(), id); oerr == nil {
 			s.failWith(w, r, http.StatusUnprocessableEntity, ErrorDetail{Code: CodeInvalidForkTarget, EntryID: req.EntryID,

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/internal/s3test"
+	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/server"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -64,14 +65,20 @@ type testServer struct {
 	log *syncBuffer
 }
 
-// newServer starts a server on b with cfg (Store, Auth and Logger filled in when
-// unset).
+// newServer starts a server on b with cfg (Repositories, Auth and Logger filled
+// in when unset).
 func newServer(t *testing.T, b bucket.Bucket, cfg server.Config) *testServer {
+	return newServerWith(t, b, cfg, repository.Config{})
+}
+
+// newServerWith is newServer whose repositories are configured by rcfg.
+func newServerWith(t *testing.T, b bucket.Bucket, cfg server.Config, rcfg repository.Config) *testServer {
 	t.Helper()
 	store, err := transcript.New(transcript.Config{Bucket: b})
 	require.NoError(t, err)
 	logs := &syncBuffer{}
-	cfg.Store = store
+	cfg.Repositories, err = repository.NewService(store, rcfg)
+	require.NoError(t, err)
 	if cfg.Auth == nil {
 		cfg.Auth = &server.JWTAuth{HMACKey: testKey}
 	}

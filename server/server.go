@@ -16,9 +16,6 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/repository"
-	"github.com/transcriptstore/transcript/segment"
-	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Defaults of Config.
@@ -33,11 +30,12 @@ const (
 	DefaultMaxPage = 1000
 )
 
-// Config configures a Server. Store and Auth are required.
+// Config configures a Server. Repositories and Auth are required.
 type Config struct {
-	// Store holds the sessions. It must not be bound to a namespace: each request
-	// binds a repository to the authenticated owner's namespace.
-	Store *transcript.Store
+	// Repositories opens the repository of each request's authenticated owner
+	// (its configuration sets the agent id of the served sessions, the clock and
+	// the entry limit). Its store must not be bound to a namespace.
+	Repositories *repository.Service
 	// Auth derives the owner of every /v1 request.
 	Auth Authenticator
 	// Logger receives one structured line per request (default: discard). Lines
@@ -46,9 +44,6 @@ type Config struct {
 	// Registry receives the server's metrics and is served on /metrics (default: a
 	// new registry).
 	Registry *prometheus.Registry
-	// AgentID is the agent id of the served sessions (default
-	// repository.DefaultAgentID).
-	AgentID string
 	// RequestTimeout bounds the work of one request (default DefaultRequestTimeout).
 	RequestTimeout time.Duration
 	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
@@ -57,13 +52,8 @@ type Config struct {
 	// start of the request's handling (default DefaultBodyTimeout); a body that
 	// stalls answers 408.
 	BodyTimeout time.Duration
-	// MaxEntryBytes bounds one entry (default segment.DefaultMaxEntrySize, the
-	// store's limit).
-	MaxEntryBytes int
 	// MaxPage bounds the entries of one read (default DefaultMaxPage).
 	MaxPage int
-	// Now is the clock of repositories (default time.Now).
-	Now func() time.Time
 	// MaxCachedSessions bounds the session handles kept between appends (default
 	// DefaultMaxCachedSessions; negative: none). See Server.
 	MaxCachedSessions int
@@ -77,11 +67,11 @@ type Config struct {
 // (see Config.MaxCachedSessions). Its Handler is safe for concurrent use; Close
 // releases the handles.
 type Server struct {
-	cfg     Config
-	metrics *metrics
-	mux     *http.ServeMux
-	routes  []Route
-	handles *handles
+	cfg      Config
+	metrics  *metrics
+	mux      *http.ServeMux
+	routes   []Route
+	sessions *sessionCache
 }
 
 // Route is one method and path pattern of the router.
@@ -91,8 +81,8 @@ type Route struct {
 
 // New returns a server over cfg.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("server: no store")
+	if cfg.Repositories == nil {
+		return nil, errors.New("server: no repositories")
 	}
 	if cfg.Auth == nil {
 		return nil, errors.New("server: no authenticator")
@@ -103,12 +93,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	if cfg.AgentID == "" {
-		cfg.AgentID = repository.DefaultAgentID
-	}
-	if err := transcript.ValidatePart("agent id", cfg.AgentID); err != nil {
-		return nil, fmt.Errorf("server: %w", err)
-	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
@@ -118,14 +102,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultBodyTimeout
 	}
-	if cfg.MaxEntryBytes <= 0 {
-		cfg.MaxEntryBytes = segment.DefaultMaxEntrySize
-	}
 	if cfg.MaxPage <= 0 {
 		cfg.MaxPage = DefaultMaxPage
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	if cfg.MaxCachedSessions == 0 {
 		cfg.MaxCachedSessions = DefaultMaxCachedSessions
@@ -134,7 +112,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
-	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux(), handles: newHandles(cfg.MaxCachedSessions)}
+	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux(), sessions: newSessionCache(cfg.MaxCachedSessions)}
 	s.handle("POST", "/v1/sessions", s.auth(s.create))
 	s.handle("GET", "/v1/sessions", s.auth(s.list))
 	s.handle("GET", "/v1/sessions/{id}", s.auth(s.open))
@@ -153,7 +131,7 @@ func New(cfg Config) (*Server, error) {
 
 // Close releases the cached session handles. Call it after the HTTP server has
 // shut down.
-func (s *Server) Close() { s.handles.close() }
+func (s *Server) Close() { s.sessions.close() }
 
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
@@ -272,7 +250,7 @@ func (s *Server) auth(h ownerHandler) http.HandlerFunc {
 		defer cancel()
 		r = r.WithContext(ctx)
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-		repo, err := repository.New(s.cfg.Store, owner, repository.Config{AgentID: s.cfg.AgentID, Now: s.cfg.Now})
+		repo, err := s.cfg.Repositories.Repository(owner)
 		if err != nil {
 			s.failStore(w, r, err)
 			return
@@ -282,15 +260,11 @@ func (s *Server) auth(h ownerHandler) http.HandlerFunc {
 	}
 }
 
-// errStop ends the readiness listing after its first object.
-var errStop = errors.New("stop")
-
-// ready reports whether the bucket answers a listing.
+// ready reports whether the bucket answers (repository.Service.Ready).
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), DefaultReadyTimeout)
 	defer cancel()
-	err := s.cfg.Store.Bucket().List(ctx, bucket.ListOptions{Delimited: true}, func(bucket.ObjectInfo) error { return errStop })
-	if err != nil && !errors.Is(err, errStop) {
+	if err := s.cfg.Repositories.Ready(ctx); err != nil {
 		s.fail(w, r, http.StatusServiceUnavailable, CodeNotReady, "bucket unreachable", err)
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/server"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
@@ -300,7 +301,7 @@ func TestAuth(t *testing.T) {
 
 // TestLimits checks that oversized bodies and entries are refused with 413.
 func TestLimits(t *testing.T) {
-	ts := newServer(t, membucket.New(), server.Config{MaxBodyBytes: 4096, MaxEntryBytes: 512})
+	ts := newServerWith(t, membucket.New(), server.Config{MaxBodyBytes: 4096}, repository.Config{MaxEntryBytes: 512})
 	c := ts.as(t, "acme", "alice")
 	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s"}))
 	cases := []struct {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Typed constructors. Each builds a new entry in Pi's field order
@@ -23,7 +25,7 @@ import (
 // object with at least "role").
 func (t *Tree) AppendMessage(msg json.RawMessage) (Entry, error) {
 	if !isObject(msg) {
-		return Entry{}, fmt.Errorf("%w: message must be a JSON object", ErrInvalidEntry)
+		return Entry{}, fmt.Errorf("%w: message must be a JSON object", pi.ErrInvalidEntry)
 	}
 	return t.appendNew(pi.TypeMessage, kv("message", pi.CompactJSON(msg)))
 }
@@ -45,7 +47,7 @@ func (t *Tree) AppendActiveToolsChange(names []string) (Entry, error) {
 	}
 	b, err := pi.Marshal(names)
 	if err != nil {
-		return Entry{}, fmt.Errorf("%w: %w", ErrInvalidEntry, err)
+		return Entry{}, fmt.Errorf("%w: %w", pi.ErrInvalidEntry, err)
 	}
 	return t.appendNew(pi.TypeActiveToolsChange, kv("activeToolNames", b))
 }
@@ -104,7 +106,7 @@ func (t *Tree) AppendCustom(customType string, data json.RawMessage) (Entry, err
 // an array of content blocks.
 func (t *Tree) AppendCustomMessage(customType string, content json.RawMessage, display bool, details json.RawMessage) (Entry, error) {
 	if !json.Valid(content) {
-		return Entry{}, fmt.Errorf("%w: content is not valid JSON", ErrInvalidEntry)
+		return Entry{}, fmt.Errorf("%w: content is not valid JSON", pi.ErrInvalidEntry)
 	}
 	fs := []pi.Member{kv("customType", jstr(customType)), kv("content", pi.CompactJSON(content)), kv("display", []byte(strconv.FormatBool(display)))}
 	return t.appendNew(pi.TypeCustomMessage, appendOpt(fs, "details", details)...)
@@ -142,9 +144,9 @@ func (t *Tree) AppendLeaf(targetID string) (Entry, error) {
 // AppendRaw appends an entry built by the caller, keeping its bytes (a trailing
 // newline is not allowed). It must be a JSON object with a string "type" (not
 // "session"), a non-empty string "id" and a "parentId" that is null or the id of
-// an existing entry (errors wrap ErrInvalidEntry or ErrNotFound). Appending an
+// an existing entry (errors wrap pi.ErrInvalidEntry or bucket.ErrNotFound). Appending an
 // id that exists with the same bytes is a no-op returning the existing entry; with
-// other bytes it fails with ErrConflict.
+// other bytes it fails with transcript.ErrConflict.
 func (t *Tree) AppendRaw(raw []byte) (Entry, error) {
 	raw = bytes.Clone(raw)
 	if bytes.ContainsAny(raw, "\n\r") {
@@ -159,11 +161,11 @@ func (t *Tree) AppendRaw(raw []byte) (Entry, error) {
 	}
 	p, ok := e.Field("parentId")
 	if !ok {
-		return Entry{}, fmt.Errorf("%w: entry %q has no \"parentId\" (use null for a root)", ErrInvalidEntry, e.ID())
+		return Entry{}, fmt.Errorf("%w: entry %q has no \"parentId\" (use null for a root)", pi.ErrInvalidEntry, e.ID())
 	}
 	parentID, hasParent := e.ParentID()
 	if string(p) != "null" && !hasParent {
-		return Entry{}, fmt.Errorf("%w: entry %q: \"parentId\" must be null or a non-empty string", ErrInvalidEntry, e.ID())
+		return Entry{}, fmt.Errorf("%w: entry %q: \"parentId\" must be null or a non-empty string", pi.ErrInvalidEntry, e.ID())
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -171,11 +173,11 @@ func (t *Tree) AppendRaw(raw []byte) (Entry, error) {
 		if bytes.Equal(t.entries[i].Raw(), e.Raw()) {
 			return t.entries[i], nil
 		}
-		return Entry{}, fmt.Errorf("append %q: %w", e.ID(), ErrConflict)
+		return Entry{}, fmt.Errorf("append %q: %w", e.ID(), transcript.ErrConflict)
 	}
 	if hasParent {
 		if _, ok := t.byID[parentID]; !ok {
-			return Entry{}, fmt.Errorf("append %q: parent %q: %w", e.ID(), parentID, ErrNotFound)
+			return Entry{}, fmt.Errorf("append %q: parent %q: %w", e.ID(), parentID, bucket.ErrNotFound)
 		}
 	}
 	t.appendLocked(e)
@@ -199,7 +201,7 @@ func (t *Tree) appendBuilt(typ string, refs []string, build func(now time.Time) 
 	defer t.mu.Unlock()
 	for _, r := range refs {
 		if _, ok := t.byID[r]; !ok {
-			return Entry{}, fmt.Errorf("append %s: entry %q: %w", typ, r, ErrNotFound)
+			return Entry{}, fmt.Errorf("append %s: entry %q: %w", typ, r, bucket.ErrNotFound)
 		}
 	}
 	id, err := t.newID()
@@ -239,11 +241,11 @@ func (t *Tree) appendLocked(e Entry) {
 
 // checkSize refuses an entry larger than the store holds, before anything is
 // buffered: accepted, it could never be uploaded and would hold back every later
-// flush of the session. The error wraps ErrInvalidEntry and
+// flush of the session. The error wraps pi.ErrInvalidEntry and
 // segment.ErrEntryTooLarge.
 func checkSize(raw []byte) error {
 	if err := segment.CheckEntrySize(len(raw)); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidEntry, err)
+		return fmt.Errorf("%w: %w", pi.ErrInvalidEntry, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // The entries Pi 1.6 added (docs/ENTRIES.md). A system message is an agent
@@ -17,7 +18,7 @@ import (
 // whose "content" (a string or an array) replaces theirs. The target must be on
 // the active branch and be a user, assistant or toolResult message or a
 // custom_message (else the error wraps ErrNotEditable; an unknown id,
-// ErrNotFound). A string content for an assistant or toolResult message is
+// bucket.ErrNotFound). A string content for an assistant or toolResult message is
 // stored as one text block, as Pi stores it.
 func (t *Tree) AppendContextEdit(targetID string, replacement json.RawMessage) (Entry, error) {
 	replacement = pi.CompactJSON(replacement)
@@ -27,7 +28,7 @@ func (t *Tree) AppendContextEdit(targetID string, replacement json.RawMessage) (
 		ed := pi.ContextEdit{Replacement: replacement}
 		content = ed.Content()
 		if !isObject(replacement) || len(content) == 0 || content[0] != '"' && content[0] != '[' {
-			return Entry{}, fmt.Errorf("%w: a context edit's replacement must be null or an object with a string or array content", ErrInvalidEntry)
+			return Entry{}, fmt.Errorf("%w: a context edit's replacement must be null or an object with a string or array content", pi.ErrInvalidEntry)
 		}
 	}
 	return t.appendBuilt(pi.TypeContextEdit, nil, func(time.Time) ([]pi.Member, error) {
@@ -48,7 +49,7 @@ func (t *Tree) AppendContextEdit(targetID string, replacement json.RawMessage) (
 func (t *Tree) editableRole(id string) (string, error) {
 	i, ok := t.byID[id]
 	if !ok {
-		return "", fmt.Errorf("context edit of %q: %w", id, ErrNotFound)
+		return "", fmt.Errorf("context edit of %q: %w", id, bucket.ErrNotFound)
 	}
 	onBranch := false
 	if t.leaf >= 0 {
@@ -74,7 +75,7 @@ func (t *Tree) editableRole(id string) (string, error) {
 // object; an empty note is left out.
 func (t *Tree) AppendUsage(kind, provider, model string, usage json.RawMessage, note string) (Entry, error) {
 	if !json.Valid(usage) {
-		return Entry{}, fmt.Errorf("%w: usage is not valid JSON", ErrInvalidEntry)
+		return Entry{}, fmt.Errorf("%w: usage is not valid JSON", pi.ErrInvalidEntry)
 	}
 	fs := []pi.Member{kv("kind", jstr(kind)), kv("provider", jstr(provider)), kv("model", jstr(model)), kv("usage", pi.CompactJSON(usage))}
 	if note != "" {

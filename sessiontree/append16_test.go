@@ -10,6 +10,7 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // TestTree_AppendContextEdit: a context edit is refused as Pi 1.6 refuses it
@@ -37,11 +38,11 @@ func TestTree_AppendContextEdit(t *testing.T) {
 		replacement string
 		err         error
 	}{
-		{"no replacement", user.ID(), ``, sessiontree.ErrInvalidEntry},
-		{"a replacement without content", user.ID(), `{}`, sessiontree.ErrInvalidEntry},
-		{"a content that is a number", user.ID(), `{"content":5}`, sessiontree.ErrInvalidEntry},
-		{"a string replacement", user.ID(), `"x"`, sessiontree.ErrInvalidEntry},
-		{"an unknown target", "nothere", `null`, sessiontree.ErrNotFound},
+		{"no replacement", user.ID(), ``, pi.ErrInvalidEntry},
+		{"a replacement without content", user.ID(), `{}`, pi.ErrInvalidEntry},
+		{"a content that is a number", user.ID(), `{"content":5}`, pi.ErrInvalidEntry},
+		{"a string replacement", user.ID(), `"x"`, pi.ErrInvalidEntry},
+		{"an unknown target", "nothere", `null`, bucket.ErrNotFound},
 		{"a target off the active branch", off.ID(), `null`, sessiontree.ErrNotEditable},
 		{"a system message", sys.ID(), `{"content":"x"}`, sessiontree.ErrNotEditable},
 	} {

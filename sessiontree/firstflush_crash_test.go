@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // TestLoad_CrashDuringFirstFlush: a process killed while its first flush wrote the
@@ -47,7 +48,7 @@ func TestLoad_CrashDuringFirstFlush(t *testing.T) {
 			b, _, err := sessiontree.Load(ctx, cfg, who, "a", "s")
 			_, tornErr := os.Stat(a.ContextPath() + sessiontree.TornSuffix)
 			if !tc.wantLoaded {
-				require.ErrorIs(t, err, sessiontree.ErrNotFound)
+				require.ErrorIs(t, err, bucket.ErrNotFound)
 				require.NoFileExists(t, a.ContextPath(), "set aside")
 				require.NoFileExists(t, a.LogPath(), "set aside")
 				require.Equal(t, tc.wantTornCtx, tornErr == nil, "torn bytes saved")

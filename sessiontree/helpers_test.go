@@ -95,7 +95,7 @@ func (r *recorder) all() [][]byte {
 var errUpload = errors.New("upload refused")
 
 // fakeStore is a shared store: Upload union-merges by id (identical bytes
-// collapse, first writer wins a conflict), ReadEntries returns the store order,
+// collapse, first writer wins a conflict), ReadAll returns the store order,
 // and ReadNew returns all of it every time, without origins, as a reader that
 // holds no segment gets it.
 type fakeStore struct {
@@ -131,25 +131,21 @@ func (s *fakeStore) Upload(ctx context.Context, b sessiontree.Batch) error {
 	return nil
 }
 
-func (s *fakeStore) ReadEntries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
+func (s *fakeStore) ReadAll(ctx context.Context, ref transcript.TranscriptRef) (*transcript.MergeResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	es := s.order[ref.String()]
-	out := make([][]byte, len(es))
+	res := &transcript.MergeResult{Entries: make([]transcript.Entry, len(es))}
 	for i, e := range es {
-		out[i] = bytes.Clone(e)
+		res.Entries[i] = transcript.Entry{Raw: bytes.Clone(e)}
 	}
-	return out, nil
+	return res, nil
 }
 
 func (s *fakeStore) ReadNew(ctx context.Context, ref transcript.TranscriptRef, have transcript.SegmentSet) (*transcript.Increment, error) {
-	raws, err := s.ReadEntries(ctx, ref)
+	res, err := s.ReadAll(ctx, ref)
 	if err != nil {
 		return nil, err
-	}
-	res := &transcript.MergeResult{Entries: make([]transcript.Entry, len(raws))}
-	for i, raw := range raws {
-		res.Entries[i].Raw = raw
 	}
 	return &transcript.Increment{MergeResult: res, Have: have}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
@@ -46,7 +47,7 @@ func TestTree_StoreLimits(t *testing.T) {
 	huge := `{"role":"toolResult","content":"` + strings.Repeat("y", 70<<20) + `"}`
 	_, err = tr.AppendMessage(json.RawMessage(huge))
 	require.ErrorIs(t, err, segment.ErrEntryTooLarge)
-	require.ErrorIs(t, err, sessiontree.ErrInvalidEntry)
+	require.ErrorIs(t, err, pi.ErrInvalidEntry)
 	require.ErrorContains(t, err, "64 MiB")
 	_, err = tr.AppendRaw(fmt.Appendf(nil, `{"type":"custom","id":"huge","parentId":null,"data":%q}`, strings.Repeat("z", 70<<20)))
 	require.ErrorIs(t, err, segment.ErrEntryTooLarge)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 // MaxLineBytes is the longest line the loader accepts; longer lines are skipped
@@ -21,7 +22,7 @@ type LineError struct {
 	Line int
 	// Offset is the byte offset of the line's start.
 	Offset int64
-	// Err says what is wrong; it wraps ErrInvalidEntry or ErrConflict.
+	// Err says what is wrong; it wraps pi.ErrInvalidEntry or transcript.ErrConflict.
 	Err error
 }
 
@@ -147,12 +148,12 @@ func decodeSession(data []byte, migrateOld bool) (decoded, LoadReport, error) {
 		break
 	}
 	if hi < 0 {
-		return d, rep, fmt.Errorf("%w: no header line", ErrInvalidHeader)
+		return d, rep, fmt.Errorf("%w: no header line", pi.ErrInvalidHeader)
 	}
 	lines = lines[hi+1:]
 	if d.header.Version() < pi.CurrentVersion {
 		if !migrateOld {
-			return d, rep, fmt.Errorf("%w: version %d file; import it to migrate", ErrInvalidHeader, d.header.Version())
+			return d, rep, fmt.Errorf("%w: version %d file; import it to migrate", pi.ErrInvalidHeader, d.header.Version())
 		}
 		raws := make([][]byte, len(lines))
 		for i, l := range lines {
@@ -175,7 +176,7 @@ func decodeSession(data []byte, migrateOld bool) (decoded, LoadReport, error) {
 			if bytes.Equal(d.entries[j].Raw(), e.Raw()) {
 				rep.Duplicates++
 			} else {
-				rep.Conflicts = append(rep.Conflicts, LineError{l.line, l.off, fmt.Errorf("%w: id %q", ErrConflict, e.ID())})
+				rep.Conflicts = append(rep.Conflicts, LineError{l.line, l.off, fmt.Errorf("%w: id %q", transcript.ErrConflict, e.ID())})
 			}
 			continue
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 // MergeLog adds the entries of the log file that the tree lacks (those a
@@ -79,7 +81,7 @@ func (t *Tree) planLogMerge(logged []Entry, rep *LoadReport) logMerge {
 		}
 		m.lastKnown = k
 		if !bytes.Equal(t.entries[i].Raw(), e.Raw()) {
-			rep.Conflicts = append(rep.Conflicts, LineError{Err: fmt.Errorf("%w: id %q differs in the log", ErrConflict, e.ID())})
+			rep.Conflicts = append(rep.Conflicts, LineError{Err: fmt.Errorf("%w: id %q differs in the log", transcript.ErrConflict, e.ID())})
 		}
 		if !m.inLog[i] {
 			m.order, m.inLog[i] = append(m.order, i), true

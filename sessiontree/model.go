@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/transcriptstore/transcript/pi"
-	"github.com/transcriptstore/transcript/transcript"
 )
 
 // The session model (entries, header, context and the tree rules) belongs to
@@ -21,20 +20,12 @@ type (
 	Model = pi.Model
 )
 
-// Sentinel errors, tested with errors.Is.
+// Sentinel errors, tested with errors.Is. The tree's errors also wrap those of
+// the packages below it, declared once where they arise: bucket.ErrNotFound (an
+// entry id, a session or its files that do not exist), transcript.ErrConflict
+// (an entry id that exists with other bytes), pi.ErrInvalidEntry and
+// pi.ErrInvalidHeader.
 var (
-	// ErrInvalidEntry is pi.ErrInvalidEntry: an entry that is not a JSON object
-	// with a string "type" and "id" (or, for AppendRaw, lacks "parentId").
-	ErrInvalidEntry = pi.ErrInvalidEntry
-	// ErrInvalidHeader is pi.ErrInvalidHeader: a session file that does not start
-	// with a valid "session" header line.
-	ErrInvalidHeader = pi.ErrInvalidHeader
-	// ErrNotFound is wrapped when an entry id, a session or its files do not exist.
-	// It is transcript.ErrNotFound, so one errors.Is answers for the store and the
-	// tree alike.
-	ErrNotFound = transcript.ErrNotFound
-	// ErrConflict is wrapped when an entry id already exists with other bytes.
-	ErrConflict = errors.New("entry id conflict")
 	// ErrNotEditable is wrapped when a context edit names an entry that is not
 	// on the active branch or gives the model no content to edit.
 	ErrNotEditable = errors.New("entry not editable")

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Load opens an existing session from its context file. A torn last line is
@@ -18,7 +19,7 @@ import (
 // persisted and as already uploaded: they are never handed to the uploader. The
 // entries the context file dropped after a compaction are in the log; call
 // MergeLog to get the full tree. A missing context file returns an error
-// wrapping ErrNotFound.
+// wrapping bucket.ErrNotFound.
 func Load(ctx context.Context, cfg Config, who Identity, agentID, sessionID string) (*Tree, LoadReport, error) {
 	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
@@ -30,13 +31,13 @@ func Load(ctx context.Context, cfg Config, who Identity, agentID, sessionID stri
 	t.stored.fromFiles = true
 	data, err := os.ReadFile(t.files.Context)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, ErrNotFound)
+		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, bucket.ErrNotFound)
 	}
 	if err != nil {
 		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, err)
 	}
 	d, rep, err := decodeSession(data, false)
-	if err != nil && errors.Is(err, ErrInvalidHeader) && d.validLen == 0 {
+	if err != nil && errors.Is(err, pi.ErrInvalidHeader) && d.validLen == 0 {
 		// Not one complete line: the process died while the first flush wrote the
 		// context file. The log is written first; rebuild from it.
 		return t.loadFromLog(ctx, rep)
@@ -103,7 +104,7 @@ func (t *Tree) loadFromLog(ctx context.Context, rep LoadReport) (*Tree, LoadRepo
 	logRep, err := t.MergeLog(ctx)
 	rep.TornBytes += logRep.TornBytes
 	rep.Malformed = append(rep.Malformed, logRep.Malformed...)
-	if err != nil && !errors.Is(err, ErrInvalidHeader) {
+	if err != nil && !errors.Is(err, pi.ErrInvalidHeader) {
 		return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 	}
 	if err == nil && !t.header.IsZero() {
@@ -115,7 +116,7 @@ func (t *Tree) loadFromLog(ctx context.Context, rep LoadReport) (*Tree, LoadRepo
 			return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 		}
 	}
-	return nil, rep, fmt.Errorf("load %s: no complete header in the local files: %w", t.ref, ErrNotFound)
+	return nil, rep, fmt.Errorf("load %s: no complete header in the local files: %w", t.ref, bucket.ErrNotFound)
 }
 
 // activePathTruncated reports whether the path to the active leaf stops at a
@@ -141,12 +142,12 @@ func (t *Tree) activePathTruncated() bool {
 // starts a new one with New (h is used only then).
 func Open(ctx context.Context, cfg Config, who Identity, agentID, sessionID string, h HeaderOptions) (*Tree, LoadReport, error) {
 	t, rep, err := Load(ctx, cfg, who, agentID, sessionID)
-	if !errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, bucket.ErrNotFound) {
 		return t, rep, err
 	}
 	if cfg.Store != nil || cfg.Uploader != nil {
 		t, rep, err = Restore(ctx, cfg, who, agentID, sessionID)
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, bucket.ErrNotFound) {
 			return t, rep, err
 		}
 	}
@@ -185,7 +186,7 @@ func Import(cfg Config, who Identity, agentID, sessionID string, r io.Reader) (*
 // PendingEntries: a crash between handing a flush over and writing the local files
 // leaves them there); it needs at least one of the two. The stored header entry
 // becomes the header; the entries count as uploaded and are written locally by the
-// next Flush. It fails with ErrNotFound when neither has a header for the session,
+// next Flush. It fails with bucket.ErrNotFound when neither has a header for the session,
 // and refuses to run when the local context file exists (use Load and
 // Pull then).
 func Restore(ctx context.Context, cfg Config, who Identity, agentID, sessionID string) (*Tree, LoadReport, error) {
@@ -223,7 +224,7 @@ func Restore(ctx context.Context, cfg Config, who Identity, agentID, sessionID s
 		rep.Malformed = append(rep.Malformed, prep.Malformed...)
 	}
 	if t.header.IsZero() {
-		return nil, rep, fmt.Errorf("restore %s: no session header in the store: %w", t.ref, ErrNotFound)
+		return nil, rep, fmt.Errorf("restore %s: no session header in the store: %w", t.ref, bucket.ErrNotFound)
 	}
 	return t, rep, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
@@ -106,11 +107,11 @@ func TestRestore_Sources(t *testing.T) {
 		uploader sessiontree.Uploader
 		session  string
 		entries  int   // restored entries, when err is nil
-		err      error // nil, ErrNotFound, or errNoSource for the configuration error
+		err      error // nil, bucket.ErrNotFound, or errNoSource for the configuration error
 	}{
 		{"uploader holds the session", holding, "held", 1, nil},
-		{"uploader holds another session", holding, "other", 0, sessiontree.ErrNotFound},
-		{"uploader holds nothing", &recorder{}, "held", 0, sessiontree.ErrNotFound},
+		{"uploader holds another session", holding, "other", 0, bucket.ErrNotFound},
+		{"uploader holds nothing", &recorder{}, "held", 0, bucket.ErrNotFound},
 		{"no uploader and no store", nil, "held", 0, errNoSource},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,7 +126,7 @@ func TestRestore_Sources(t *testing.T) {
 				require.Equal(t, first.ID(), b.Entries()[0].ID())
 			case errNoSource:
 				require.ErrorContains(t, err, "no Config.Store and no Config.Uploader")
-				require.NotErrorIs(t, err, sessiontree.ErrNotFound)
+				require.NotErrorIs(t, err, bucket.ErrNotFound)
 			default:
 				require.ErrorIs(t, err, tc.err)
 			}

@@ -12,8 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 var who = sessiontree.Identity{Namespace: "tenant-a", UserID: "u1"}
@@ -130,7 +132,7 @@ func TestIdentity_Namespace(t *testing.T) {
 	_, err = sessiontree.New(cfg, who, "a", "..", sessiontree.HeaderOptions{})
 	require.ErrorIs(t, err, transcript.ErrInvalidRef)
 	_, _, err = sessiontree.Load(context.Background(), cfg, who, "a", "missing")
-	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
 func TestAppendRaw_Validation(t *testing.T) {
@@ -139,10 +141,10 @@ func TestAppendRaw_Validation(t *testing.T) {
 	for _, bad := range []string{`[]`, `{"id":"x","parentId":null}`, `{"type":"message","parentId":null}`,
 		`{"type":"message","id":"x"}`, `{"type":"session","id":"x","parentId":null}`, `{"type":"m","id":"x","parentId":5}`, `{"type":"m",`} {
 		_, err := tr.AppendRaw([]byte(bad))
-		require.ErrorIs(t, err, sessiontree.ErrInvalidEntry, bad)
+		require.ErrorIs(t, err, pi.ErrInvalidEntry, bad)
 	}
 	_, err = tr.AppendRaw([]byte(`{"type":"m","id":"x","parentId":"nope"}`))
-	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 	raw := `{"type":"weird","id":"x","parentId":null,"Timestamp":1,  "keep": [1, 2]}`
 	en, err := tr.AppendRaw([]byte(raw))
 	require.NoError(t, err)
@@ -151,9 +153,9 @@ func TestAppendRaw_Validation(t *testing.T) {
 	require.NoError(t, err, "same id, same bytes: idempotent")
 	require.Equal(t, 1, tr.Len())
 	_, err = tr.AppendRaw([]byte(`{"type":"weird","id":"x","parentId":null}`))
-	require.ErrorIs(t, err, sessiontree.ErrConflict)
+	require.ErrorIs(t, err, transcript.ErrConflict)
 	_, err = tr.Entry("nope")
-	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
 // buildBranchedSession makes a session with labels, a branch, a branch summary,
@@ -324,7 +326,7 @@ func TestPull_RestoreAndNoReupload(t *testing.T) {
 	_, _, err = sessiontree.Restore(ctx, cfgB, who, "agent", "s")
 	require.Error(t, err, "local files exist")
 	_, _, err = sessiontree.Restore(ctx, cfgB, who, "agent", "other")
-	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
 func TestTree_ConcurrentAppendFlush(t *testing.T) {
@@ -364,7 +366,7 @@ func TestTree_ConcurrentAppendFlush(t *testing.T) {
 		require.False(t, seen[l])
 		seen[l] = true
 	}
-	require.False(t, errors.Is(err, sessiontree.ErrConflict))
+	require.False(t, errors.Is(err, transcript.ErrConflict))
 }
 
 // TestLoad_AfterCompactionKeepsContext imports Pi files, flushes them (a compaction

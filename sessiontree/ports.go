@@ -60,7 +60,7 @@ type StoreReader interface {
 	// a Tree's first read of a session (an empty set) gets is the whole session,
 	// later reads cost what is new. Raw entries are JSON lines without "\n"; the
 	// session header, if stored, is an entry of type "session". A session with no
-	// segments returns an error wrapping ErrNotFound, or an increment without
+	// segments returns an error wrapping bucket.ErrNotFound, or an increment without
 	// entries. Read-only; no side effects.
 	ReadNew(ctx context.Context, ref transcript.TranscriptRef, have transcript.SegmentSet) (*transcript.Increment, error)
 }

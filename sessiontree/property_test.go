@@ -78,7 +78,8 @@ func TestReplicas_RandomInterleaving(t *testing.T) {
 			}
 			a, b := sortedRaw(trees[0]), sortedRaw(trees[1])
 			require.Equal(t, a, b)
-			stored, _ := store.ReadEntries(ctx, trees[0].Ref())
+			storedRes, _ := store.ReadAll(ctx, trees[0].Ref())
+			stored := storedRes.Raw()
 			require.Len(t, stored, len(a)+1) // + header
 			for id, n := range uploads {
 				require.Equal(t, 1, n, "entry %s uploaded %d times", id, n)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Pull union-merges the entries Config.Store holds for the session:
@@ -32,7 +33,7 @@ func (t *Tree) Pull(ctx context.Context) (LoadReport, error) {
 	have := t.storedHave()
 	t.mu.Unlock()
 	inc, err := t.cfg.Store.ReadNew(ctx, t.ref, have)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return LoadReport{}, nil
 	}
 	if err != nil {
@@ -88,7 +89,7 @@ func (t *Tree) mergeStored(raws [][]byte, origins []transcript.Origin) LoadRepor
 		}
 		if i, ok := t.byID[e.ID()]; ok {
 			if !bytes.Equal(t.entries[i].Raw(), e.Raw()) {
-				rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", ErrConflict, e.ID())})
+				rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", transcript.ErrConflict, e.ID())})
 				continue
 			}
 			rep.Duplicates++

@@ -8,6 +8,7 @@ import (
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Per-entry persistence flags.
@@ -189,13 +190,13 @@ func (t *Tree) Messages() []Entry {
 	return out
 }
 
-// Entry returns the entry with id, or an error wrapping ErrNotFound.
+// Entry returns the entry with id, or an error wrapping bucket.ErrNotFound.
 func (t *Tree) Entry(id string) (Entry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	i, ok := t.byID[id]
 	if !ok {
-		return Entry{}, fmt.Errorf("entry %q: %w", id, ErrNotFound)
+		return Entry{}, fmt.Errorf("entry %q: %w", id, bucket.ErrNotFound)
 	}
 	return t.entries[i], nil
 }
@@ -219,7 +220,7 @@ func (t *Tree) Branch(id string) error {
 	defer t.mu.Unlock()
 	i, ok := t.byID[id]
 	if !ok || t.entries[i].Type() == pi.TypeLeaf {
-		return fmt.Errorf("branch to %q: %w", id, ErrNotFound)
+		return fmt.Errorf("branch to %q: %w", id, bucket.ErrNotFound)
 	}
 	t.jumpLeaf(i)
 	return nil
@@ -246,12 +247,12 @@ func (t *Tree) SessionName() string {
 }
 
 // Children returns the entries whose parentId is id, in order (pi.Children). An
-// unknown id returns an error wrapping ErrNotFound.
+// unknown id returns an error wrapping bucket.ErrNotFound.
 func (t *Tree) Children(id string) ([]Entry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.byID[id]; !ok {
-		return nil, fmt.Errorf("children of %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("children of %q: %w", id, bucket.ErrNotFound)
 	}
 	return pi.Children(t.entries, id), nil
 }
@@ -263,7 +264,7 @@ func (t *Tree) PathToRoot(id string) ([]Entry, error) {
 	defer t.mu.Unlock()
 	i, ok := t.byID[id]
 	if !ok {
-		return nil, fmt.Errorf("path to %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("path to %q: %w", id, bucket.ErrNotFound)
 	}
 	path := pi.PathTo(t.entries, t.byID, i)
 	out := make([]Entry, len(path))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // DefaultMinSegments is how many segments a level must hold before Compact merges them.
@@ -89,7 +90,7 @@ func (s *Store) compact(ctx context.Context, ref TranscriptRef, opts CompactOpti
 		return CompactResult{}, err
 	}
 	if !visible {
-		return CompactResult{}, fmt.Errorf("compact %s: %w", ref, ErrNotFound)
+		return CompactResult{}, fmt.Errorf("compact %s: %w", ref, bucket.ErrNotFound)
 	}
 	if opts.MinSegments < 2 {
 		opts.MinSegments = DefaultMinSegments
@@ -112,7 +113,7 @@ func (s *Store) compact(ctx context.Context, ref TranscriptRef, opts CompactOpti
 	for attempt := 0; ; attempt++ {
 		res, err := s.compactOnce(ctx, ref, opts, ls)
 		ls = nil
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, bucket.ErrNotFound) {
 			// A listed segment or mark vanished: another job is compacting the
 			// session. Look again a little later; if it keeps changing, leave it to
 			// that job. Nothing this run did can lose data (it only writes outputs
@@ -213,6 +214,10 @@ func (st *compactState) unit(key string) string {
 	return key
 }
 
+// compactOnce is one attempt of Compact on ref, from listed when the caller
+// listed the session already: it plans from the compacted segments' metadata,
+// marks the inputs of outputs a stopped run left unmarked, merges every level
+// that has enough live segments, and collects what the marks allow.
 func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts CompactOptions, listed *sessionListing) (CompactResult, error) {
 	res := CompactResult{Ref: ref}
 	var ls sessionListing
@@ -224,8 +229,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 			return res, err
 		}
 	}
-	infos, markKeys, strict := ls.infos, ls.marks, ls.strict
-	res.Segments = len(infos)
+	res.Segments = len(ls.infos)
 	now, err := s.bucketNow(ctx)
 	if err != nil {
 		return res, err
@@ -234,29 +238,48 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		res.SkippedRecent = true
 		return res, nil
 	}
-	if strict {
+	if ls.strict {
 		// Merging would replace segments the head names; the repository would then
 		// refuse the session as damaged.
 		res.SkippedStrict = true
 		return res, nil
 	}
+	st, err := s.newCompactState(ctx, ref, ls.infos)
+	if err != nil {
+		return res, err
+	}
+	marks, err := s.readMarks(ctx, ref, ls.marks)
+	if err != nil {
+		return res, err
+	}
+	resumed, err := s.markResumed(ctx, st, marks, opts, &res)
+	if err != nil {
+		return res, err
+	}
+	merged, err := s.compactLevels(ctx, st, opts, &res)
+	if err != nil {
+		return res, err
+	}
+	marks = append(append(marks, resumed...), merged...)
+	return res, s.collect(ctx, st, marks, now, opts, &res)
+}
+
+// newCompactState plans a compaction of ref's segments infos from the metadata
+// frames of the compacted ones (their inputs and groups), read with ranged
+// GETs: their entries are fetched only when a check or a merge needs them.
+func (s *Store) newCompactState(ctx context.Context, ref TranscriptRef, infos []SegmentInfo) (*compactState, error) {
 	st := &compactState{ref: ref, infos: infos, segs: map[string]*segment.Segment{}, present: map[string]SegmentInfo{},
 		contents: map[string]entrySet{}, groupOf: map[string]*segGroup{}}
-	for _, in := range infos {
-		st.present[in.Key] = in
-	}
-	// Plan from the metadata frames of the compacted segments (their inputs and
-	// groups), read with ranged GETs: their entries are fetched only when a check
-	// or a merge needs them.
 	var upper []SegmentInfo
 	for _, in := range infos {
+		st.present[in.Key] = in
 		if in.Level > 0 {
 			upper = append(upper, in)
 		}
 	}
 	upperSegs, err := s.readMetasOf(ctx, upper)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	st.sup = superseders(upper, upperSegs)
 	for _, g := range groupsOf(upper, upperSegs) {
@@ -266,50 +289,59 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 			}
 		}
 	}
-	marks, err := s.readMarks(ctx, ref, markKeys)
-	if err != nil {
-		return res, err
-	}
+	return st, nil
+}
+
+// markResumed marks for deletion the inputs of outputs that a run which stopped
+// before marking them wrote (after checking that each output holds its input),
+// and returns the new marks.
+func (s *Store) markResumed(ctx context.Context, st *compactState, marks []deletionMark, opts CompactOptions, res *CompactResult) ([]deletionMark, error) {
 	marked := map[string]bool{}
 	for _, m := range marks {
 		for _, k := range m.Inputs {
 			marked[k] = true
 		}
 	}
-	// Resume: inputs of an output written by a run that stopped before marking them.
 	var resume []SegmentInfo
-	for _, in := range infos {
+	for _, in := range st.infos {
 		if _, ok := st.supersededBy(in.Key); ok && !marked[in.Key] {
 			resume = append(resume, in)
 		}
 	}
 	if err := s.readInto(ctx, st, resume); err != nil {
-		return res, err
+		return nil, err
 	}
 	unmarked := map[string][]string{} // output -> its unmarked present inputs
 	var outs []string
 	for _, in := range resume {
 		out, _ := st.supersededBy(in.Key)
 		if err := s.checkContained(ctx, st, in, out); err != nil {
-			return res, err
+			return nil, err
 		}
 		if unmarked[out] == nil {
 			outs = append(outs, out)
 		}
 		unmarked[out] = append(unmarked[out], in.Key)
 	}
+	var added []deletionMark
 	for _, out := range outs {
 		if !opts.DryRun {
-			m, err := s.scheduleDelete(ctx, ref, out, unmarked[out], opts)
+			m, err := s.scheduleDelete(ctx, st.ref, out, unmarked[out], opts)
 			if err != nil {
-				return res, err
+				return nil, err
 			}
-			marks = append(marks, m)
+			added = append(added, m)
 		}
 		res.Marked += len(unmarked[out])
 	}
-	// Merge every level that has enough live segments, lowest first; an output
-	// counts toward the next level.
+	return added, nil
+}
+
+// compactLevels merges every level that has enough live segments, lowest
+// first (an output counts toward the next level), marks the inputs of each
+// output for deletion and returns the marks.
+func (s *Store) compactLevels(ctx context.Context, st *compactState, opts CompactOptions, res *CompactResult) ([]deletionMark, error) {
+	var added []deletionMark
 	for level := 0; level < 255; level++ {
 		var live []SegmentInfo
 		units := map[string]bool{}
@@ -327,9 +359,9 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		if len(units) < opts.MinSegments {
 			continue
 		}
-		c, err := s.compactLevel(ctx, ref, st, live, opts)
+		c, err := s.compactLevel(ctx, st.ref, st, live, opts)
 		if err != nil {
-			return res, err
+			return nil, err
 		}
 		res.Compactions = append(res.Compactions, c)
 		if opts.DryRun {
@@ -339,14 +371,14 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		for i, in := range live {
 			inputs[i] = in.Key
 		}
-		m, err := s.scheduleDelete(ctx, ref, c.Output.Key, inputs, opts)
+		m, err := s.scheduleDelete(ctx, st.ref, c.Output.Key, inputs, opts)
 		if err != nil {
-			return res, err
+			return nil, err
 		}
-		marks = append(marks, m)
+		added = append(added, m)
 		res.Marked += len(inputs)
 	}
-	return res, s.collect(ctx, st, marks, now, opts, &res)
+	return added, nil
 }
 
 // bucketNow returns the time on the clock that stamps the bucket's objects

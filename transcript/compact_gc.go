@@ -65,7 +65,7 @@ func (s *Store) readMarks(ctx context.Context, ref TranscriptRef, keys []bucket.
 	var marks []deletionMark
 	for _, oi := range keys {
 		m, err := s.readMark(ctx, oi)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, bucket.ErrNotFound) {
 			continue // another job collected it meanwhile
 		}
 		if err != nil {

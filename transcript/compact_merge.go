@@ -33,7 +33,7 @@ func (s *Store) readInto(ctx context.Context, st *compactState, infos []SegmentI
 }
 
 // readMetasOf reads the metadata frames of the segments infos (ranged GETs, see
-// ReadMeta) and returns them as segments without entries, one per element. A frame
+// ReadSegmentMeta) and returns them as segments without entries, one per element. A frame
 // that fails verification, or names another checksum than the key, gives an error
 // wrapping ErrCompactInput.
 func (s *Store) readMetasOf(ctx context.Context, infos []SegmentInfo) ([]*segment.Segment, error) {

@@ -41,7 +41,20 @@
 // only the level-0 keys after the newest one the reader holds (less a margin) and the
 // compacted segments, and lists the whole session from time to time
 // (ReconcilePolicy), because key time never proves that nothing older is missing.
+// ReadLean is ReadAll held lean (segment bodies and a few integers per entry) for
+// very large sessions; ReadSegment and ReadSegmentMeta read one segment, or only its
+// metadata frame. A View is a store that sees only the segments a filter keeps.
 // ListNamespaces, ListAgents and ListSessions walk the key hierarchy.
+//
+// # Strict sessions
+//
+// A strict session has a head object (Head, under HeadName) that names its head
+// entry and the segments committed so far, and only a conditional write moves it:
+// CreateSession stores a session's first segment and its head, CommitSegment a
+// segment and the head that commits it, so that of writers committing from one
+// head exactly one wins (the others get ErrConflict); readers of the session read
+// a View of the committed segments. Package repository builds strict mode on these
+// operations.
 //
 // # Order rule
 //

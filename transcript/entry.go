@@ -1,19 +1,10 @@
 package transcript
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/transcriptstore/transcript/pi"
 )
-
-// ErrInvalidEntry is wrapped by errors about an entry the store cannot keep: not a JSON
-// object, no string id, a parentId that is neither a string nor null, or a line break
-// inside the raw bytes. It is pi.ErrInvalidEntry, the one sentinel for an entry that
-// is not one.
-var ErrInvalidEntry = pi.ErrInvalidEntry
 
 // Entry is one raw session entry as the store sees it. The store reads only id,
 // parentId and timestamp; Raw is kept byte-for-byte.
@@ -36,14 +27,14 @@ type Entry struct {
 	Origin Origin
 }
 
-// ParseEntry reads id, parentId and timestamp from raw, matching keys exactly as
-// JavaScript does (and as the SessionTree does). raw is not copied.
+// ParseEntry reads id, parentId and timestamp from raw by the rule every package
+// shares (pi.ParseLinks: one line of valid JSON, a non-empty string id, a
+// parentId that is a string or null), matching keys exactly as JavaScript does.
+// Errors wrap pi.ErrInvalidEntry. raw is not copied.
 func ParseEntry(raw []byte) (Entry, error) {
-	if bytes.IndexByte(raw, '\n') >= 0 {
-		return Entry{}, fmt.Errorf("%w: contains a line break", ErrInvalidEntry)
+	l, err := pi.ParseLinks(raw)
+	if err != nil {
+		return Entry{}, err
 	}
-	if !json.Valid(raw) {
-		return Entry{}, fmt.Errorf("%w: not valid JSON", ErrInvalidEntry)
-	}
-	return parseStoredEntry(raw)
+	return entryOf(raw, l), nil
 }

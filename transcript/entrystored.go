@@ -1,49 +1,35 @@
 package transcript
 
 import (
-	"fmt"
 	"time"
 
-	"github.com/transcriptstore/transcript/internal/jsonscan"
+	"github.com/transcriptstore/transcript/pi"
 )
 
 // parseStoredEntry is ParseEntry for an entry read back from a segment that
 // decoded and verified (its checksum proves the bytes are those the writer
-// encoded, and writers accept only entries that ParseEntry accepts). It scans the
-// top level of the object for id, parentId and timestamp, and skips ParseEntry's
-// full JSON validation, which was half of what reading a compacted session cost.
+// encoded, and writers accept only entries that ParseEntry accepts): it reads
+// id, parentId and timestamp with pi.ScanLinks, the same rule without the full
+// JSON validation, which was half of what reading a compacted session cost.
 // Entries that are not objects, or lack a string id, are still rejected with
-// ErrInvalidEntry; what a foreign writer stored inside a value is left to the
+// pi.ErrInvalidEntry; what a foreign writer stored inside a value is left to the
 // consumers of the entries (the SessionTree validates every entry it loads).
 func parseStoredEntry(raw []byte) (Entry, error) {
-	var id, parent, ts []byte
-	err := jsonscan.EachField(raw, func(key string, v []byte, _ int) {
-		switch key {
-		case "id":
-			id = v
-		case "parentId":
-			parent = v
-		case "timestamp":
-			ts = v
-		}
-	})
+	l, err := pi.ScanLinks(raw)
 	if err != nil {
-		return Entry{}, fmt.Errorf("%w: %w", ErrInvalidEntry, err)
+		return Entry{}, err
 	}
-	e := Entry{Raw: raw}
-	var ok bool
-	if e.ID, ok = jsonscan.String(id); !ok || e.ID == "" {
-		return Entry{}, fmt.Errorf("%w: no string id", ErrInvalidEntry)
-	}
-	if parent != nil && string(parent) != "null" {
-		if e.ParentID, ok = jsonscan.String(parent); !ok {
-			return Entry{}, fmt.Errorf("%w: entry %q: parentId is neither a string nor null", ErrInvalidEntry, e.ID)
-		}
-	}
-	if s, ok := jsonscan.String(ts); ok && s != "" {
-		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+	return entryOf(raw, l), nil
+}
+
+// entryOf is the Entry of raw with links l: its "timestamp", when RFC 3339,
+// becomes Time.
+func entryOf(raw []byte, l pi.Links) Entry {
+	e := Entry{ID: l.ID, ParentID: l.ParentID, Raw: raw}
+	if l.Timestamp != "" {
+		if t, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
 			e.Time = t.UTC()
 		}
 	}
-	return e, nil
+	return e
 }

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime/trace"
-	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Increment is what ReadNew found beyond the segments a reader holds.
@@ -69,7 +69,7 @@ func (inc *Increment) Changed(have SegmentSet) bool {
 // listed (a claim to supersede hides nothing that exists, see fetchSession; an
 // input below an incremental listing's start is read at the next full listing).
 //
-// A session without segments gives an error wrapping ErrNotFound (found by a full
+// A session without segments gives an error wrapping bucket.ErrNotFound (found by a full
 // listing; an incremental one that lists nothing reports nothing new). A listed
 // segment that vanishes before it is fetched (compaction removed it) makes ReadNew
 // list again, at most Config.MaxRelists times, then it fails with ErrVanished.
@@ -156,171 +156,9 @@ func (s *Store) listFrom(have SegmentSet) (string, bool) {
 func relKeyTime(rel string) (time.Time, error) {
 	_, name, _ := strings.Cut(rel, "/")
 	if len(name) < len(keyTimeLayout) {
-		return time.Time{}, fmt.Errorf("%w: %q", ErrInvalidKey, rel)
+		return time.Time{}, fmt.Errorf("%w: %q", ErrNotSegmentKey, rel)
 	}
 	return time.Parse(keyTimeLayout, name[:len(keyTimeLayout)])
-}
-
-// readNew plans and runs the fetches of ReadNew over one full listing (infos, in
-// key order).
-func (s *Store) readNew(ctx context.Context, infos []SegmentInfo, have SegmentSet) (*Increment, error) {
-	return s.readNewScoped(ctx, infos, have, "")
-}
-
-// readNewScoped plans and runs the fetches of ReadNew over one listing (infos, in
-// key order) of the level-0 keys after the relative key after ("": every key) and
-// every key of the higher levels. A held key outside that range stays in the set.
-func (s *Store) readNewScoped(ctx context.Context, infos []SegmentInfo, have SegmentSet, after string) (*Increment, error) {
-	listed := make(map[string]SegmentInfo, len(infos))
-	var upper []SegmentInfo // new compacted segments
-	for _, in := range infos {
-		rel := sessionRelKey(in.Key)
-		listed[rel] = in
-		if !have.Has(rel) && in.Level > 0 {
-			upper = append(upper, in)
-		}
-	}
-	var metas map[string]segment.Meta
-	if have.Len() > 0 && len(upper) > 0 {
-		// Only a reader that holds something can find a compacted segment covered.
-		var err error
-		if metas, err = s.readMetas(ctx, upper); err != nil {
-			return nil, err
-		}
-	}
-	p := planner{have: have, listed: listed, metas: metas, state: map[string]int8{}}
-	next := map[string]struct{}{}
-	for rel := range have.m {
-		if _, ok := listed[rel]; ok || after != "" && relLevel(rel) == 0 && rel <= after {
-			next[rel] = struct{}{}
-		}
-	}
-	var covered, fetchUpper []SegmentInfo
-	viaInputs := map[string][]string{} // compacted segment -> the inputs fetched for it
-	superseded := map[string]bool{}
-	// Highest level first: a fetched compacted segment makes its inputs needless.
-	order := slices.Clone(upper)
-	slices.SortStableFunc(order, func(a, b SegmentInfo) int { return b.Level - a.Level })
-	for _, in := range order {
-		rel := sessionRelKey(in.Key)
-		switch {
-		case superseded[rel]:
-		case p.covered(rel):
-			covered = append(covered, in)
-			next[rel] = struct{}{}
-		case p.cheaperByInputs(rel, s.cfg.ReadConcurrency):
-			// Its missing inputs are fetched as the new level-0 segments they
-			// are; once they are, the reader holds all of it.
-			viaInputs[rel] = p.inputs(rel)
-			covered = append(covered, in)
-			next[rel] = struct{}{}
-		default:
-			fetchUpper = append(fetchUpper, in)
-			if m := p.metas[rel]; m.Group.IsZero() {
-				for _, k := range p.inputs(rel) {
-					superseded[k] = true
-				}
-			}
-		}
-	}
-	slices.SortFunc(fetchUpper, func(a, b SegmentInfo) int { return strings.Compare(a.Key, b.Key) })
-	upperSegs, corrupt, err := s.fetchAll(ctx, fetchUpper, s.cfg.SkipCorrupt)
-	if err != nil {
-		return nil, err
-	}
-	for i, seg := range upperSegs {
-		if seg == nil {
-			continue // corrupt and skipped: not held, tried again next time
-		}
-		next[sessionRelKey(fetchUpper[i].Key)] = struct{}{}
-		if !seg.Meta.Group.IsZero() {
-			// One part of a group holds only some of its inputs' entries, and
-			// an increment does not see whether the group is whole: a part
-			// excuses no input (every listed input is read, as ReadAll reads
-			// them while the group is incomplete).
-			continue
-		}
-		for _, in := range seg.Meta.Inputs {
-			if k := sessionRelKey(in); relLevel(k) < fetchUpper[i].Level {
-				superseded[k] = true
-			}
-		}
-	}
-	// The reader rule of fetchSession holds here too: a compacted segment's claim to
-	// supersede its inputs hides nothing that still exists, so a claimed input that is
-	// listed and not held is fetched as well (its entries collapse with the
-	// compacted copy), and only a claimed input that fails verification is left to
-	// the segment that claims it.
-	fetched := make(map[string]bool, len(fetchUpper))
-	for _, in := range fetchUpper {
-		fetched[sessionRelKey(in.Key)] = true
-	}
-	var fetchLower []SegmentInfo
-	for _, in := range infos {
-		rel := sessionRelKey(in.Key)
-		switch {
-		case have.Has(rel), fetched[rel]:
-		case superseded[rel], in.Level == 0:
-			fetchLower = append(fetchLower, in)
-		}
-	}
-	lowerSegs, bad, err := s.fetchAll(ctx, fetchLower, true)
-	if err != nil {
-		return nil, err
-	}
-	var c []CorruptSegment
-	for _, b := range bad {
-		if superseded[sessionRelKey(b.Key)] {
-			continue
-		}
-		if !s.cfg.SkipCorrupt {
-			return nil, b.Err
-		}
-		c = append(c, b)
-	}
-	corrupt = append(corrupt, c...)
-	for i, seg := range lowerSegs {
-		if seg != nil {
-			next[sessionRelKey(fetchLower[i].Key)] = struct{}{}
-		}
-	}
-	// A compacted segment counted as held through inputs fetched for it is held
-	// only if every one of them was read (not skipped as corrupt).
-	for rel, ins := range viaInputs {
-		for _, k := range ins {
-			if _, ok := next[k]; !ok && !p.covered(k) {
-				delete(next, rel)
-				covered = slices.DeleteFunc(covered, func(in SegmentInfo) bool { return sessionRelKey(in.Key) == rel })
-				break
-			}
-		}
-	}
-	// Merge what was fetched, in key order.
-	want := append(slices.Clone(fetchUpper), fetchLower...)
-	segs := append(upperSegs, lowerSegs...)
-	idx := make([]int, len(want))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(want[a].Key, want[b].Key) })
-	sortedInfos := make([]SegmentInfo, len(idx))
-	sortedSegs := make([]*segment.Segment, len(idx))
-	for j, i := range idx {
-		sortedInfos[j], sortedSegs[j] = want[i], segs[i]
-	}
-	res := merge(sortedInfos, sortedSegs)
-	res.Corrupt = corrupt
-	slices.SortFunc(covered, func(a, b SegmentInfo) int { return strings.Compare(a.Key, b.Key) })
-	inc := &Increment{MergeResult: res, Have: SegmentSet{m: next, mark: have.mark}, Listed: len(infos), Covered: covered, Full: after == ""}
-	for rel := range next {
-		inc.Have.mark = newerMark(inc.Have.mark, rel)
-	}
-	if inc.Full {
-		inc.Have.fullAt = s.cfg.Now()
-	} else {
-		inc.Have.partial, inc.Have.fullAt = have.partial+1, have.fullAt
-	}
-	return inc, nil
 }
 
 // metaProbe is how many bytes a first ranged read of a segment asks for: enough
@@ -330,13 +168,13 @@ const metaProbe = 32 << 10
 // readMetas reads the metadata frames of infos (in parallel, bounded), keyed by
 // relative key. A segment whose frame cannot be read or verified is left out, so
 // that it is fetched whole and the full read reports the problem; a vanished one
-// is ErrNotFound.
+// is bucket.ErrNotFound.
 func (s *Store) readMetas(ctx context.Context, infos []SegmentInfo) (map[string]segment.Meta, error) {
 	metas := make([]segment.Meta, len(infos))
 	ok := make([]bool, len(infos))
 	err := s.eachMeta(ctx, infos, func(ctx context.Context, i int, m segment.Meta, err error) error {
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, bucket.ErrNotFound):
 			return err
 		case err != nil:
 			return ctx.Err()
@@ -358,7 +196,7 @@ func (s *Store) readMetas(ctx context.Context, infos []SegmentInfo) (map[string]
 	return out, nil
 }
 
-// eachMeta reads the metadata frames of infos (ReadMeta), at most readLimit at
+// eachMeta reads the metadata frames of infos (ReadSegmentMeta), at most readLimit at
 // once, and hands each result to fn with its index; the first error fn returns
 // stops the rest (their ctx is cancelled) and is returned.
 func (s *Store) eachMeta(ctx context.Context, infos []SegmentInfo, fn func(ctx context.Context, i int, m segment.Meta, err error) error) error {
@@ -366,22 +204,22 @@ func (s *Store) eachMeta(ctx context.Context, infos []SegmentInfo, fn func(ctx c
 	g.SetLimit(s.readLimit(len(infos)))
 	for i, in := range infos {
 		g.Go(func() error {
-			m, err := s.ReadMeta(gctx, in.Key)
+			m, err := s.ReadSegmentMeta(gctx, in.Key)
 			return fn(gctx, i, m, err)
 		})
 	}
 	return g.Wait()
 }
 
-// ReadMeta reads and verifies only the metadata frame of the segment at key, with
+// ReadSegmentMeta reads and verifies only the metadata frame of the segment at key, with
 // ranged reads (bucket.RangeReader): usually one request for a few hundred bytes.
-func (s *Store) ReadMeta(ctx context.Context, key string) (segment.Meta, error) {
+func (s *Store) ReadSegmentMeta(ctx context.Context, key string) (segment.Meta, error) {
 	info, err := ParseKey(s.cfg.Prefix, key)
 	if err != nil {
 		return segment.Meta{}, fmt.Errorf("read metadata: %w", err)
 	}
-	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible {
-		return segment.Meta{}, fmt.Errorf("read metadata of %s: %w", key, ErrNotFound)
+	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible || s.hidden(info) {
+		return segment.Meta{}, fmt.Errorf("read metadata of %s: %w", key, bucket.ErrNotFound)
 	}
 	head, err := s.cfg.Bucket.GetRange(ctx, key, 0, metaProbe)
 	if err != nil {

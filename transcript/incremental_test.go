@@ -106,7 +106,7 @@ func TestStore_ReadNew_FetchesOnlyNewSegments(t *testing.T) {
 	require.Empty(t, got)
 
 	_, err = s.ReadNew(ctx, transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "none"}, transcript.SegmentSet{})
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
 func TestStore_ReadNew_Compaction(t *testing.T) {
@@ -210,8 +210,8 @@ func TestStore_ReadNew_UnionEqualsReadAll(t *testing.T) {
 	}
 }
 
-// One listing reports every session of a namespace with its segments, and
-// ReadNewListed reads a session from it with no LIST of its own.
+// One listing reports every session of a namespace with its segments, and a
+// Listed reader reads a session from it with no LIST of its own.
 func TestStore_ListSessionSegments(t *testing.T) {
 	ctx := context.Background()
 	b := membucket.New()
@@ -241,7 +241,7 @@ func TestStore_ListSessionSegments(t *testing.T) {
 				k := r.AgentID + "/" + r.SessionID
 				got[k] = len(infos)
 				order = append(order, k)
-				inc, err := s.ReadNewListed(ctx, r, infos, transcript.SegmentSet{})
+				inc, err := s.Listed(r, infos).ReadNew(ctx, r, transcript.SegmentSet{})
 				require.NoError(t, err)
 				require.Len(t, inc.Entries, len(infos))
 				return nil
@@ -255,6 +255,7 @@ func TestStore_ListSessionSegments(t *testing.T) {
 	n := 0
 	require.NoError(t, bound.ListSessionSegments(ctx, "acme", "", func(transcript.TranscriptRef, []transcript.SegmentInfo) error { n++; return nil }))
 	require.Zero(t, n, "a store bound to another namespace sees nothing")
-	_, err = s.ReadNewListed(ctx, transcript.TranscriptRef{Namespace: "acme", AgentID: "a", SessionID: "s2"}, nil, transcript.SegmentSet{})
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	gone := transcript.TranscriptRef{Namespace: "acme", AgentID: "a", SessionID: "gone"}
+	_, err = s.Listed(gone, nil).ReadNew(ctx, gone, transcript.SegmentSet{})
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }

@@ -26,8 +26,8 @@ const SegmentExt = ".jsonl.zst"
 // keyTimeLayout is the fixed-width, lexically ordered time element of a segment key.
 const keyTimeLayout = "20060102T150405.000000000Z"
 
-// ErrInvalidKey is wrapped by ParseKey for a key that is not a segment key.
-var ErrInvalidKey = errors.New("not a segment key")
+// ErrNotSegmentKey is wrapped by ParseKey for a key that is not a segment key.
+var ErrNotSegmentKey = errors.New("not a segment key")
 
 // SegmentInfo describes one segment object, as parsed from its key.
 type SegmentInfo struct {
@@ -75,10 +75,10 @@ func segmentKey(prefix string, ref TranscriptRef, level int, t time.Time, writer
 }
 
 // ParseKey parses a segment key written under the store prefix prefix.
-// It returns an error wrapping ErrInvalidKey for any other key.
+// It returns an error wrapping ErrNotSegmentKey for any other key.
 func ParseKey(prefix, key string) (SegmentInfo, error) {
 	bad := func(why string) (SegmentInfo, error) {
-		return SegmentInfo{}, fmt.Errorf("%w: %q: %s", ErrInvalidKey, key, why)
+		return SegmentInfo{}, fmt.Errorf("%w: %q: %s", ErrNotSegmentKey, key, why)
 	}
 	rest := key
 	if prefix != "" {
@@ -172,11 +172,3 @@ func SessionNameOfKey(key string) string {
 	}
 	return strings.Join(parts, "/")
 }
-
-// HeadName is the object name of a strict session's head (see package repository),
-// under the session's key prefix. It is part of the key layout this package owns, so
-// it is declared here, the layer below the repository that writes the head: listings
-// tell it from segments and marks, and Compact leaves a session that has one alone
-// (the head names the committed segments, and only the repository may move it).
-// Package repository re-exports it as repository.HeadName.
-const HeadName = "HEAD.json"

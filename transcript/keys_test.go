@@ -36,7 +36,7 @@ func TestParseKey(t *testing.T) {
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := transcript.ParseKey(tt.prefix, tt.key)
-			require.ErrorIs(t, err, transcript.ErrInvalidKey)
+			require.ErrorIs(t, err, transcript.ErrNotSegmentKey)
 		})
 	}
 }

@@ -54,16 +54,16 @@ func (s *Store) ListSessionSegments(ctx context.Context, namespace, agent string
 	return flush()
 }
 
-// ReadNewListed is ReadNew with the session's listing already in hand (from
+// readNewListed is ReadNew with the session's listing already in hand (from
 // ListSessionSegments), so that it sends no LIST. If a listed segment vanished
 // before it was fetched, it falls back to ReadNew, which lists again.
-func (s *Store) ReadNewListed(ctx context.Context, ref TranscriptRef, infos []SegmentInfo, have SegmentSet) (*Increment, error) {
+func (s *Store) readNewListed(ctx context.Context, ref TranscriptRef, infos []SegmentInfo, have SegmentSet) (*Increment, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
 		return nil, err
 	}
 	if !visible || len(infos) == 0 {
-		return nil, fmt.Errorf("read %s: %w", ref, ErrNotFound)
+		return nil, fmt.Errorf("read %s: %w", ref, bucket.ErrNotFound)
 	}
 	for _, in := range infos {
 		if in.Ref.Norm() != ref {
@@ -71,7 +71,7 @@ func (s *Store) ReadNewListed(ctx context.Context, ref TranscriptRef, infos []Se
 		}
 	}
 	inc, err := s.readNew(ctx, infos, have)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return s.ReadNew(ctx, ref, have)
 	}
 	if err != nil {
@@ -82,7 +82,7 @@ func (s *Store) ReadNewListed(ctx context.Context, ref TranscriptRef, infos []Se
 
 // Listed reads one session whose listing is already in hand (from
 // ListSessionSegments): its first ReadNew sends no LIST, later ones list as usual.
-// It is a sessiontree remote (ReadEntries, ReadNew). It is safe for concurrent use.
+// It is a sessiontree remote (ReadAll, ReadNew). It is safe for concurrent use.
 type Listed struct {
 	*Store
 	ref   TranscriptRef
@@ -120,7 +120,7 @@ func (l *Listed) ReadNew(ctx context.Context, ref TranscriptRef, have SegmentSet
 	if infos == nil || ref.Norm() != l.ref {
 		return l.Store.ReadNew(ctx, ref, have)
 	}
-	return l.Store.ReadNewListed(ctx, ref, infos, have)
+	return l.Store.readNewListed(ctx, ref, infos, have)
 }
 
 // ForEachListedSession lists the sessions of agent in namespace (every agent when

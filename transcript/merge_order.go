@@ -36,111 +36,176 @@ func originsOf(info SegmentInfo, seg *segment.Segment) func(pos int) Origin {
 	return func(pos int) Origin { return Origin{Key: key, Pos: pos} }
 }
 
-// sortByOrigin sorts entries by origin; moved reports whether it changed their
-// order. Entries of one segment share a key, so the keys are ranked once and
-// entries sorted by (rank, position).
-func sortByOrigin(entries []Entry) (sorted []Entry, moved bool) {
-	keys := make([]string, 0, 16)
-	rank := map[string]uint64{}
-	for _, e := range entries {
-		if _, ok := rank[e.Origin.Key]; !ok {
-			rank[e.Origin.Key] = 0
-			keys = append(keys, e.Origin.Key)
-		}
+// The merge order, for a MergeResult and a LeanResult alike: entries sorted by
+// origin (rankOrigins, originSort), then parents first (topoOrder). The two
+// results hold their entries differently; these functions work on numbers and
+// leave the entries to them.
+
+// rankOrigins returns the rank of each of the distinct origin keys in
+// compareOriginKeys order: rank[k] is the place of keys[k].
+func rankOrigins(keys []string) []uint64 {
+	byKey := make([]int32, len(keys))
+	for k := range byKey {
+		byKey[k] = int32(k)
 	}
-	slices.SortFunc(keys, compareOriginKeys)
-	for r, k := range keys {
+	slices.SortFunc(byKey, func(a, b int32) int { return compareOriginKeys(keys[a], keys[b]) })
+	rank := make([]uint64, len(keys))
+	for r, k := range byKey {
 		rank[k] = uint64(r)
 	}
+	return rank
+}
+
+// originKey is the sort key of an origin whose key has rank rank.
+func originKey(rank uint64, pos int) uint64 { return rank<<32 | uint64(uint32(pos)) }
+
+// originSort sorts n items by key (originKey of their origins): sorted[k] is
+// the item at place k. It returns nil when the items are in that order already.
+func originSort(n int, key func(i int) uint64) (sorted []int32) {
 	type item struct {
 		key uint64
-		i   int
+		i   int32
 	}
-	items := make([]item, len(entries))
+	items := make([]item, n)
 	inOrder := true
-	for i, e := range entries {
-		items[i] = item{rank[e.Origin.Key]<<32 | uint64(uint32(e.Origin.Pos)), i}
+	for i := range items {
+		items[i] = item{key(i), int32(i)}
 		if i > 0 && items[i].key < items[i-1].key {
 			inOrder = false
 		}
 	}
 	if inOrder {
-		return entries, false
+		return nil
 	}
 	slices.SortFunc(items, func(a, b item) int { return cmp.Compare(a.key, b.key) })
-	out := make([]Entry, len(entries))
+	sorted = make([]int32, n)
 	for k, it := range items {
-		out[k] = entries[it.i]
+		sorted[k] = it.i
 	}
-	return out, true
+	return sorted
 }
 
-// topoOrder orders entries (sorted by origin) parents first; among entries whose
-// parents are placed, the one with the earliest origin goes first. Entries whose
-// parent is unknown are roots. Cycles are broken at their earliest entry,
-// deterministically. byID indexes entries; nil means topoOrder builds it.
-//
-// When every parent already comes before its children (what a compacted segment
-// or an in-order log holds), that order is the answer: each entry is ready when
-// its turn comes and is the earliest ready one, so entries are returned as given
-// and no heap is built.
-func topoOrder(entries []Entry, byID map[string]int) ([]Entry, int) {
-	n := len(entries)
-	if byID == nil {
-		byID = make(map[string]int, n)
-		for i, e := range entries {
-			byID[e.ID] = i
-		}
-	}
-	parents := make([]int, n) // index of the parent, -1 for a root
+// topoOrder orders n items sorted by origin parents first; among the items
+// whose parents are placed, the one with the earliest origin goes first. par[k]
+// is the place of item k's parent, -1 for a root (no parentId, or one that names
+// no item or the item itself). Cycles are broken at their earliest item,
+// deterministically; cycles counts them. It returns the places in merge order,
+// or nil when every parent already comes before its children (what a compacted
+// segment or an in-order log holds): each item is then ready when its turn comes
+// and is the earliest ready one, so the sorted order is the answer and no heap
+// is built.
+func topoOrder(par []int32) (order []int32, cycles int) {
+	n := len(par)
 	inOrder := true
-	for i, e := range entries {
-		parents[i] = -1
-		if p, ok := byID[e.ParentID]; ok && e.ParentID != "" && p != i {
-			parents[i] = p
-			inOrder = inOrder && p < i
+	for k, p := range par {
+		if p > int32(k) {
+			inOrder = false
+			break
 		}
 	}
 	if inOrder {
-		return entries, 0
+		return nil, 0
 	}
-	children := make([][]int, n)
-	pending := make([]int, n) // 1 while the parent is not placed yet
-	ready := &minHeap[int]{}
-	for i, p := range parents {
+	// Children of each place, in increasing order (CSR layout).
+	start := make([]int32, n+1)
+	for _, p := range par {
 		if p >= 0 {
-			children[p] = append(children[p], i)
-			pending[i] = 1
-		} else {
-			heap.Push(ready, i)
+			start[p+1]++
 		}
 	}
-	out := make([]Entry, 0, n)
+	for k := range n {
+		start[k+1] += start[k]
+	}
+	kids := make([]int32, start[n])
+	fill := slices.Clone(start[:n])
+	for k, p := range par {
+		if p >= 0 {
+			kids[fill[p]] = int32(k)
+			fill[p]++
+		}
+	}
+	fill = nil
+	ready := &minHeap[int32]{}
+	for k, p := range par {
+		if p < 0 {
+			heap.Push(ready, int32(k))
+		}
+	}
+	order = make([]int32, 0, n)
 	placed := make([]bool, n)
-	cycles := 0
 	next := 0 // scan position for cycle breaking
-	for len(out) < n {
+	for len(order) < n {
 		if ready.Len() == 0 {
 			// Everything left waits on a parent that waits on it: a cycle.
 			for placed[next] {
 				next++
 			}
 			cycles++
-			pending[next] = 0
-			heap.Push(ready, next)
+			heap.Push(ready, int32(next))
 		}
-		i := heap.Pop(ready).(int)
-		if placed[i] {
+		k := heap.Pop(ready).(int32)
+		if placed[k] {
 			continue
 		}
-		placed[i] = true
-		out = append(out, entries[i])
-		for _, c := range children[i] {
-			if !placed[c] && pending[c] == 1 {
-				pending[c] = 0
+		placed[k] = true
+		order = append(order, k)
+		for _, c := range kids[start[k]:start[k+1]] {
+			if !placed[c] {
 				heap.Push(ready, c)
 			}
 		}
+	}
+	return order, cycles
+}
+
+// sortByOrigin sorts entries by origin; moved reports whether it changed their
+// order.
+func sortByOrigin(entries []Entry) (sorted []Entry, moved bool) {
+	num := map[string]int{}
+	var keys []string
+	for _, e := range entries {
+		if _, ok := num[e.Origin.Key]; !ok {
+			num[e.Origin.Key] = len(keys)
+			keys = append(keys, e.Origin.Key)
+		}
+	}
+	rank := rankOrigins(keys)
+	perm := originSort(len(entries), func(i int) uint64 {
+		return originKey(rank[num[entries[i].Origin.Key]], entries[i].Origin.Pos)
+	})
+	if perm == nil {
+		return entries, false
+	}
+	out := make([]Entry, len(entries))
+	for k, i := range perm {
+		out[k] = entries[i]
+	}
+	return out, true
+}
+
+// parentsFirst puts entries (sorted by origin) in merge order (topoOrder) and
+// returns the cycles it broke. byID indexes entries; nil means it builds it.
+func parentsFirst(entries []Entry, byID map[string]int) ([]Entry, int) {
+	if byID == nil {
+		byID = make(map[string]int, len(entries))
+		for i, e := range entries {
+			byID[e.ID] = i
+		}
+	}
+	par := make([]int32, len(entries))
+	for i, e := range entries {
+		par[i] = -1
+		if p, ok := byID[e.ParentID]; ok && e.ParentID != "" && p != i {
+			par[i] = int32(p)
+		}
+	}
+	order, cycles := topoOrder(par)
+	if order == nil {
+		return entries, 0
+	}
+	out := make([]Entry, len(entries))
+	for k, i := range order {
+		out[k] = entries[i]
 	}
 	return out, cycles
 }

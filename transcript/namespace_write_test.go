@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -22,12 +23,12 @@ func TestStore_BoundWritesOutsideNotFound(t *testing.T) {
 	w := newWriter(t, "w")
 	other := transcript.TranscriptRef{Namespace: "acme2", AgentID: "a", SessionID: "s"}
 	_, err = bound.AppendSegment(ctx, other, [][]byte{entry("e", "")}, w)
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 	require.ErrorIs(t, err, transcript.ErrInvalidRef)
 	obj, err := s.PrepareSegment(other, [][]byte{entry("e", "")}, w)
 	require.NoError(t, err)
 	err = bound.PutSegment(ctx, obj.Info.Key, obj.Data)
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 	require.ErrorIs(t, err, transcript.ErrInvalidRef)
 	segs, err := s.ListSegments(ctx, other)
 	require.NoError(t, err)

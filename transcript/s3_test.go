@@ -94,7 +94,7 @@ func TestStore_Backends(t *testing.T) {
 			require.Equal(t, []string{ref.SessionID}, sessions)
 			require.NoError(t, s.Delete(ctx, ref))
 			_, err = s.ReadAll(ctx, ref)
-			require.ErrorIs(t, err, transcript.ErrNotFound)
+			require.ErrorIs(t, err, bucket.ErrNotFound)
 		})
 	}
 }

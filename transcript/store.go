@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
-
-// ErrNotFound is returned (wrapped) for a session or segment that does not exist, or
-// that lies outside the namespace a store is bound to.
-var ErrNotFound = bucket.ErrNotFound
 
 // ErrEmptySegment is returned by AppendSegment when given no entries.
 var ErrEmptySegment = errors.New("segment has no entries")
@@ -30,7 +27,7 @@ type Config struct {
 	// slashes are ignored.
 	Prefix string
 	// Namespace, when set, binds the store to one namespace: refs in any other
-	// namespace do not exist for it (reads, listings and deletes answer ErrNotFound or
+	// namespace do not exist for it (reads, listings and deletes answer bucket.ErrNotFound or
 	// nothing, appends are refused).
 	Namespace string
 	// ReadConcurrency bounds parallel segment fetches of one read. Zero adapts it
@@ -69,6 +66,9 @@ type Store struct {
 	ownCodec bool
 	// adaptiveReads: Config.ReadConcurrency was left zero (see readLimit).
 	adaptiveReads bool
+	// keep, when set, is the filter of a View: the segments it rejects do not
+	// exist for this Store value's reads.
+	keep func(SegmentInfo) bool
 	// gets, when set, holds the GET slots shared by every read through this Store
 	// value (a copy made by ForEachListedSession): each fetch takes one, so the
 	// reads of many sessions keep the pool full instead of each bounding itself.
@@ -134,6 +134,23 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
+// Ping reports whether the bucket answers: one delimited listing of the store's
+// prefix, stopped at its first object. It is a readiness probe; an error wraps
+// what the bucket said (bucket.ErrUnavailable when it cannot be reached).
+func (s *Store) Ping(ctx context.Context) error {
+	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: keyPrefix(s.cfg.Prefix), Delimited: true},
+		func(bucket.ObjectInfo) error { return errStopListing })
+	if err != nil && !errors.Is(err, errStopListing) {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
+
+// MaxEntrySize returns the largest entry the store keeps, in bytes of JSON
+// without the newline (segment.DefaultMaxEntrySize): a larger one is refused
+// with segment.ErrEntryTooLarge.
+func (s *Store) MaxEntrySize() int { return segment.DefaultMaxEntrySize }
+
 // Bucket returns the bucket the store reads and writes.
 func (s *Store) Bucket() bucket.Bucket { return s.cfg.Bucket }
 
@@ -165,6 +182,30 @@ func (s *Store) WithNamespace(ns string) (*Store, error) {
 	return &c, nil
 }
 
+// View returns a store that reads only the segments keep accepts: to its
+// listings of a session's segments and to every read (ReadAll, ReadLean,
+// ReadNew, ReadSegment, ReadSegmentMeta) the others do not exist, so it
+// union-merges exactly the kept segments by the store's rules, and a session
+// none of whose segments is kept is not found. Package repository reads strict
+// sessions through one (only the segments the head commits) and sessions as of a
+// time (only segments created by then). A view of a view keeps what both keep.
+// Writes, Compact and the listings of many sessions are not filtered: a view is
+// for reading. It shares the store's bucket, codecs and clock; closing it is not
+// needed.
+func (s *Store) View(keep func(SegmentInfo) bool) *Store {
+	c := *s
+	c.ownCodec = false
+	if prev := s.keep; prev != nil {
+		c.keep = func(info SegmentInfo) bool { return prev(info) && keep(info) }
+	} else {
+		c.keep = keep
+	}
+	return &c
+}
+
+// hidden reports whether a View leaves info out.
+func (s *Store) hidden(info SegmentInfo) bool { return s.keep != nil && !s.keep(info) }
+
 // checkRef validates and normalises ref. visible is false when the store is bound to
 // another namespace.
 func (s *Store) checkRef(ref TranscriptRef) (TranscriptRef, bool, error) {
@@ -180,24 +221,24 @@ func (s *Store) checkRef(ref TranscriptRef) (TranscriptRef, bool, error) {
 // learns nothing about another one. Callers wrap ErrInvalidRef too, so that a
 // retrying uploader (the mirror) gives up on it.
 func errOutside(ref TranscriptRef) error {
-	return fmt.Errorf("session %s: %w", ref, ErrNotFound)
+	return fmt.Errorf("session %s: %w", ref, bucket.ErrNotFound)
 }
 
 // ListSegments lists the segments of ref, all levels, in key order. Keys under the
 // session that are not segment keys are skipped. A session without segments gives an
 // empty list, not an error.
 func (s *Store) ListSegments(ctx context.Context, ref TranscriptRef) ([]SegmentInfo, error) {
-	return s.ListSegmentsAfter(ctx, ref, "")
+	return s.listSegmentsAfter(ctx, ref, "")
 }
 
-// ListSegmentsAfter lists the segments of ref whose keys sort after startAfter, so a
+// listSegmentsAfter lists the segments of ref whose keys sort after startAfter, so a
 // reader can fetch only what is newer than what it has. A key carries the time its
 // segment was created (by the writer's Clock), not the time it was stored: a segment
 // that waited in a mirror's outbox through an outage, or came from a writer with a
 // slow clock that had not read the session, lands with an older key, so a listing
 // after a key never proves that nothing older is missing: an incremental reader
 // uses ReadNew, which lists the whole session from time to time.
-func (s *Store) ListSegmentsAfter(ctx context.Context, ref TranscriptRef, startAfter string) ([]SegmentInfo, error) {
+func (s *Store) listSegmentsAfter(ctx context.Context, ref TranscriptRef, startAfter string) ([]SegmentInfo, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {
 		return nil, err
@@ -217,6 +258,9 @@ func (s *Store) ListSegmentsAfter(ctx context.Context, ref TranscriptRef, startA
 		return nil, fmt.Errorf("list segments of %s: %w", ref, err)
 	}
 	s.observe(ref, out)
+	if s.keep != nil {
+		out = slices.DeleteFunc(out, s.hidden)
+	}
 	return out, nil
 }
 
@@ -239,8 +283,8 @@ func (s *Store) ReadSegment(ctx context.Context, key string) (*segment.Segment, 
 	if err != nil {
 		return nil, fmt.Errorf("read segment: %w", err)
 	}
-	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible {
-		return nil, fmt.Errorf("read segment %s: %w", key, ErrNotFound)
+	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible || s.hidden(info) {
+		return nil, fmt.Errorf("read segment %s: %w", key, bucket.ErrNotFound)
 	}
 	return s.readListedSegment(ctx, key)
 }

@@ -8,13 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -85,10 +85,7 @@ func TestStore_AppendSegment_ReadAll(t *testing.T) {
 	require.Equal(t, []string{"a", "b", "c"}, ids(res))
 	require.Equal(t, entry("c", "b"), res.Entries[2].Raw)
 	require.Empty(t, res.Conflicts)
-
-	raw, err := s.ReadEntries(ctx, ref)
-	require.NoError(t, err)
-	require.Len(t, raw, 3)
+	require.Len(t, res.Raw(), 3)
 }
 
 func TestStore_AppendSegment_Invalid(t *testing.T) {
@@ -103,11 +100,11 @@ func TestStore_AppendSegment_Invalid(t *testing.T) {
 	}{
 		{"empty", ref, nil, transcript.ErrEmptySegment},
 		{"bad ref", transcript.TranscriptRef{AgentID: "a/b", SessionID: "s"}, [][]byte{entry("a", "")}, transcript.ErrInvalidRef},
-		{"not json", ref, [][]byte{[]byte("nope")}, transcript.ErrInvalidEntry},
-		{"no id", ref, [][]byte{[]byte(`{"type":"x"}`)}, transcript.ErrInvalidEntry},
-		{"numeric id", ref, [][]byte{[]byte(`{"type":"x","id":7}`)}, transcript.ErrInvalidEntry},
-		{"bad parent", ref, [][]byte{[]byte(`{"type":"x","id":"a","parentId":3}`)}, transcript.ErrInvalidEntry},
-		{"line break", ref, [][]byte{[]byte("{\"type\":\"x\",\n\"id\":\"a\"}")}, transcript.ErrInvalidEntry},
+		{"not json", ref, [][]byte{[]byte("nope")}, pi.ErrInvalidEntry},
+		{"no id", ref, [][]byte{[]byte(`{"type":"x"}`)}, pi.ErrInvalidEntry},
+		{"numeric id", ref, [][]byte{[]byte(`{"type":"x","id":7}`)}, pi.ErrInvalidEntry},
+		{"bad parent", ref, [][]byte{[]byte(`{"type":"x","id":"a","parentId":3}`)}, pi.ErrInvalidEntry},
+		{"line break", ref, [][]byte{[]byte("{\"type\":\"x\",\n\"id\":\"a\"}")}, pi.ErrInvalidEntry},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,10 +120,11 @@ func TestStore_AppendSegment_Invalid(t *testing.T) {
 func TestStore_ReadAll_NotFound(t *testing.T) {
 	s := newStore(t, membucket.New(), transcript.Config{})
 	_, err := s.ReadAll(context.Background(), ref)
-	require.ErrorIs(t, err, transcript.ErrNotFound)
-	raw, err := s.ReadEntries(context.Background(), ref)
-	require.NoError(t, err)
-	require.Empty(t, raw)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
+	_, err = s.ReadLean(context.Background(), ref)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
+	_, err = s.ReadNew(context.Background(), ref, transcript.SegmentSet{})
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 }
 
 // TestStore_ReadAll_Merge checks union-merge: duplicates collapse, conflicts are
@@ -231,7 +229,7 @@ func TestStore_Namespaces(t *testing.T) {
 	_, err = bound.ReadAll(ctx, acme)
 	require.NoError(t, err)
 	_, err = bound.ReadAll(ctx, other)
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 	segs, err := bound.ListSegments(ctx, other)
 	require.NoError(t, err)
 	require.Empty(t, segs)
@@ -248,7 +246,7 @@ func TestStore_Namespaces(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, otherSegs, 1, "a bound store cannot delete another namespace's keys")
 	_, err = bound.ReadSegment(ctx, otherSegs[0].Key)
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 
 	all, err := s.ListNamespaces(ctx)
 	require.NoError(t, err)
@@ -276,7 +274,7 @@ func TestStore_ListSessions_Delete(t *testing.T) {
 
 	require.NoError(t, s.Delete(ctx, ref))
 	_, err = s.ReadAll(ctx, ref)
-	require.ErrorIs(t, err, transcript.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 	sessions, err = s.ListSessions(ctx, "acme", "coder")
 	require.NoError(t, err)
 	require.Equal(t, []string{"s10", "s2"}, sessions)
@@ -346,7 +344,7 @@ func TestStore_PutSegment_Idempotent(t *testing.T) {
 	other := bytes.Clone(obj.Data)
 	other[len(other)-1] ^= 1
 	require.ErrorIs(t, s.PutSegment(ctx, obj.Info.Key, other), bucket.ErrExists)
-	require.ErrorIs(t, s.PutSegment(ctx, "not/a/segment", obj.Data), transcript.ErrInvalidKey)
+	require.ErrorIs(t, s.PutSegment(ctx, "not/a/segment", obj.Data), transcript.ErrNotSegmentKey)
 }
 
 // TestStore_SegmentReadableByZstdCLI checks the promise that any standard tool can
@@ -371,23 +369,6 @@ func TestStore_SegmentReadableByZstdCLI(t *testing.T) {
 	out, err := exec.CommandContext(ctx, zstdBin, "-dc", filepath.Join(dir, filepath.FromSlash(info.Key))).Output()
 	require.NoError(t, err)
 	require.Equal(t, string(bytes.Join(entries, []byte("\n")))+"\n", string(out))
-}
-
-func TestStore_ListSegmentsAfter(t *testing.T) {
-	ctx := context.Background()
-	s := newStore(t, membucket.New(), transcript.Config{})
-	w := newWriter(t, "w")
-	var keys []string
-	for _, id := range []string{"a", "b", "c"} {
-		info, err := s.AppendSegment(ctx, ref, [][]byte{entry(id, "")}, w)
-		require.NoError(t, err)
-		keys = append(keys, info.Key)
-	}
-	require.True(t, sort.StringsAreSorted(keys), "keys sort in write order")
-	after, err := s.ListSegmentsAfter(ctx, ref, keys[0])
-	require.NoError(t, err)
-	require.Len(t, after, 2)
-	require.Equal(t, keys[1], after[0].Key)
 }
 
 // unreadable fails every Get, as a bucket that cannot be reached for the check.
@@ -446,7 +427,7 @@ func TestMergeResult_DanglingAndMissing(t *testing.T) {
 }
 
 // TestStore_ReadVanishedIsNotMissing: a read that keeps meeting vanished segments
-// fails with ErrVanished, never with ErrNotFound, so no reader takes a session that
+// fails with ErrVanished, never with bucket.ErrNotFound, so no reader takes a session that
 // exists for one that does not (and starts it again with a second header).
 func TestStore_ReadVanishedIsNotMissing(t *testing.T) {
 	ctx := context.Background()
@@ -454,12 +435,12 @@ func TestStore_ReadVanishedIsNotMissing(t *testing.T) {
 	appendChain(t, newStore(t, mem, transcript.Config{}), ref, newWriter(t, "w"), "e", "", 3)
 	r := newStore(t, alwaysVanishing{mem}, transcript.Config{MaxRelists: 2})
 	for name, read := range map[string]func() error{
-		"ReadAll":     func() error { _, err := r.ReadAll(ctx, ref); return err },
-		"ReadNew":     func() error { _, err := r.ReadNew(ctx, ref, transcript.SegmentSet{}); return err },
-		"ReadEntries": func() error { _, err := r.ReadEntries(ctx, ref); return err },
+		"ReadAll":  func() error { _, err := r.ReadAll(ctx, ref); return err },
+		"ReadNew":  func() error { _, err := r.ReadNew(ctx, ref, transcript.SegmentSet{}); return err },
+		"ReadLean": func() error { _, err := r.ReadLean(ctx, ref); return err },
 	} {
 		err := read()
 		require.ErrorIs(t, err, transcript.ErrVanished, name)
-		require.NotErrorIs(t, err, transcript.ErrNotFound, name)
+		require.NotErrorIs(t, err, bucket.ErrNotFound, name)
 	}
 }

@@ -186,7 +186,7 @@ func runOpen(ctx context.Context, e *env) (ItemResult, error) {
 		if err != nil {
 			return res, err
 		}
-		meta, err := store.ReadMeta(ctx, outKey)
+		meta, err := store.ReadSegmentMeta(ctx, outKey)
 		if err != nil {
 			return res, err
 		}

@@ -36,7 +36,11 @@ func runServe(ctx context.Context, e *env) (ItemResult, error) {
 	if err != nil {
 		return res, err
 	}
-	srv, err := server.New(server.Config{Store: store, Auth: &server.JWTAuth{HMACKey: serveKey}})
+	repos, err := repository.NewService(store, repository.Config{})
+	if err != nil {
+		return res, err
+	}
+	srv, err := server.New(server.Config{Repositories: repos, Auth: &server.JWTAuth{HMACKey: serveKey}})
 	if err != nil {
 		return res, err
 	}

@@ -22,7 +22,7 @@ import (
 // that every length is measured under the same server conditions. Requests and the mean time per
 // turn at each N (the mean includes the full listings ReadNew runs every
 // transcript.DefaultReconcileEvery syncs), against the turn at the smallest N; and,
-// for comparison, the full read (Store.ReadEntries) that Pull did before
+// for comparison, the full read (Store.ReadAll) that Pull did before
 // it read incrementally.
 //
 // Item 10: Watch latency. A repository session of WatchSegments segments is
@@ -155,7 +155,7 @@ func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 			base = turn
 		}
 		full, err := median(1, func() error {
-			_, err := store.ReadEntries(ctx, ref)
+			_, err := store.ReadAll(ctx, ref)
 			return err
 		})
 		if err != nil {
@@ -174,7 +174,7 @@ func runTurnSync(ctx context.Context, e *env, res *ItemResult) error {
 		res.Rows = append(res.Rows,
 			row(9, fmt.Sprintf("per-turn sync, %d segments", n), "ms", ms(turn),
 				fmt.Sprintf("the turn at %d segments", sz.SyncLengths[0]), ms(base), false,
-				fmt.Sprintf("mean of %d turns, full listings included, the lengths' turns taken in turn (median %.1f ms, max %.1f ms); requests: %d in %d turns (%s per turn); a full LIST: %.1f ms; the full read it replaces (ReadEntries): %.1f ms",
+				fmt.Sprintf("mean of %d turns, full listings included, the lengths' turns taken in turn (median %.1f ms, max %.1f ms); requests: %d in %d turns (%s per turn); a full LIST: %.1f ms; the full read it replaces (ReadAll): %.1f ms",
 					len(ds), ms(med), ms(ds[len(ds)-1]), reqs.Requests(), len(ds), breakdown(perTurn), ms(list), ms(full))),
 			row(9, fmt.Sprintf("requests per turn, %d segments", n), "requests", float64(perTurn.Requests()), "", 0, false, breakdown(perTurn)))
 		series.X, series.Y = append(series.X, float64(n)), append(series.Y, ms(turn))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // job is one run of the compaction job over the sessions it selects.
@@ -202,7 +203,7 @@ func (j *job) one(ctx context.Context, ref transcript.TranscriptRef, sum *summar
 
 // record adds the result of one session's compaction to sum.
 func (j *job) record(sum *summary, ref transcript.TranscriptRef, res transcript.CompactResult, err error) {
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		err = nil // deleted while the job ran: nothing to do
 	}
 	if err != nil {

@@ -37,6 +37,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/transcriptstore/transcript/internal/cli"
+	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/server"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/metricbucket"
@@ -241,8 +242,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer store.Close()
+	repos, err := repository.NewService(store, repository.Config{AgentID: f.agent})
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{
-		Store: store, Auth: auth, Logger: log, AgentID: f.agent, Registry: reg,
+		Repositories: repos, Auth: auth, Logger: log, Registry: reg,
 		RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody, BodyTimeout: f.bodyTimeout,
 	})
 	if err != nil {

@@ -107,7 +107,7 @@ func (f *storeFlags) notASession(ctx context.Context, s *transcript.Store, ref t
 
 // selectSessions lists the sessions of the namespace, narrowed to --agent and
 // --session when given. A namespace, agent or session that holds nothing is an
-// error wrapping transcript.ErrNotFound.
+// error wrapping bucket.ErrNotFound.
 func (f *storeFlags) selectSessions(ctx context.Context, s *transcript.Store) ([]transcript.TranscriptRef, error) {
 	nss, err := s.ListNamespaces(ctx)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // readLean reads the session named by the flags with Store.ReadLean (the same
@@ -33,7 +34,7 @@ func (f *storeFlags) readLean(ctx context.Context, cmd string) (*transcript.Lean
 	}
 	defer s.Close()
 	res, err := s.ReadLean(ctx, ref)
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return nil, ref, errSessionNotFound(ref)
 	}
 	if err == nil {
@@ -114,12 +115,6 @@ func newLeanSession(res *transcript.LeanResult, skipped func(id string, err erro
 	return s
 }
 
-// entry parses entry i (a kindEntry or kindLeaf).
-func (s *leanSession) entry(i int) pi.Entry {
-	e, _ := pi.ParseEntry(s.res.Raw(i))
-	return e
-}
-
 // entries yields the bytes of every Pi entry (kindEntry and kindLeaf) in order.
 func (s *leanSession) entries() iter.Seq[[]byte] {
 	return func(yield func([]byte) bool) {
@@ -151,11 +146,34 @@ func (s *leanSession) writeExport(w io.Writer) (ok bool, err error) {
 	return true, nil
 }
 
-// onPath returns the index of the entry id if it can be on a path (pi.Index).
-func (s *leanSession) onPath(id string) (int, bool) {
-	i, ok := s.res.Index(id)
-	return i, ok && s.kind[i] == kindEntry
+// The pi.Tree of the session: the tree rules (the active leaf, the path to the
+// root) are pi's, applied to entries parsed only when a rule reads them.
+
+// Len returns the number of merged entries.
+func (s *leanSession) Len() int { return len(s.kind) }
+
+// Kind says whether entry i is a Pi entry, a "leaf" entry or neither.
+func (s *leanSession) Kind(i int) pi.Kind {
+	switch s.kind[i] {
+	case kindEntry:
+		return pi.KindEntry
+	case kindLeaf:
+		return pi.KindLeaf
+	}
+	return pi.KindNone
 }
+
+// Entry parses entry i (a kindEntry or kindLeaf).
+func (s *leanSession) Entry(i int) pi.Entry {
+	e, _ := pi.ParseEntry(s.res.Raw(i))
+	return e
+}
+
+// Find returns the merge index of the entry id.
+func (s *leanSession) Find(id string) (int, bool) { return s.res.Index(id) }
+
+// Parent returns the merge index of the entry the parentId of entry i names.
+func (s *leanSession) Parent(i int) (int, bool) { return s.res.Parent(i) }
 
 // has reports whether id names a Pi entry of the session ("leaf" entries too).
 func (s *leanSession) has(id string) bool {
@@ -163,66 +181,19 @@ func (s *leanSession) has(id string) bool {
 	return ok && (s.kind[i] == kindEntry || s.kind[i] == kindLeaf)
 }
 
-// activeLeaf is pi.ActiveLeaf over the Pi entries.
-func (s *leanSession) activeLeaf() (int, bool) {
-	isEntry := func(id string) bool { _, ok := s.onPath(id); return ok }
-	for i := len(s.kind) - 1; i >= 0; i-- {
-		if s.kind[i] == kindEntry {
-			return i, true
-		}
-		if s.kind[i] != kindLeaf {
-			continue
-		}
-		switch move, target := pi.LeafMoveOf(s.entry(i), isEntry); move {
-		case pi.MoveToTarget:
-			j, _ := s.onPath(target)
-			return j, true
-		case pi.MoveToNull:
-			return 0, false
-		}
-	}
-	return 0, false
-}
-
-// resolveLeaf is pi.ResolveLeaf over the Pi entries: leafID "" means the active
-// leaf, and so does an id that is unknown or names a "leaf" entry.
-func (s *leanSession) resolveLeaf(leafID string) (int, bool) {
-	if i, ok := s.onPath(leafID); ok && leafID != "" {
-		return i, true
-	}
-	return s.activeLeaf()
-}
-
-// pathTo is pi.PathTo over the Pi entries: the merge indexes from the root to
-// leaf, following parentId; a parent that is missing, not a Pi entry or a
-// "leaf" entry ends the walk, and so does a cycle.
-func (s *leanSession) pathTo(leaf int) []int32 {
-	var rev []int32
-	seen := make([]bool, len(s.kind))
-	for cur := leaf; !seen[cur]; {
-		seen[cur] = true
-		rev = append(rev, int32(cur))
-		p, ok := s.res.Parent(cur)
-		if !ok || s.kind[p] != kindEntry {
-			break
-		}
-		cur = p
-	}
-	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
-		rev[i], rev[j] = rev[j], rev[i]
-	}
-	return rev
-}
-
-// writeContext writes the context at leafID (see resolveLeaf) as JSON and a
-// newline, streamed (pi.WriteContextPath).
+// writeContext writes the context at leafID ("" for the active leaf; see
+// pi.ResolveLeafOf) as JSON and a newline, streamed (pi.WriteContextPath).
 func (s *leanSession) writeContext(w io.Writer, leafID string) error {
-	leaf, ok := s.resolveLeaf(leafID)
+	var want *string
+	if leafID != "" {
+		want = &leafID
+	}
+	leaf, ok := pi.ResolveLeafOf(s, want)
 	if !ok {
 		return pi.WriteContextPath(w, 0, nil)
 	}
-	path := s.pathTo(leaf)
-	return pi.WriteContextPath(w, len(path), func(k int) pi.Entry { return s.entry(int(path[k])) })
+	path := pi.PathOf(s, leaf)
+	return pi.WriteContextPath(w, len(path), func(k int) pi.Entry { return s.Entry(path[k]) })
 }
 
 // leanReader reads a session lean (transcript.Store and transcript.Listed do).
@@ -247,7 +218,7 @@ func restoreLean(ctx context.Context, s sessiontree.StoreReader, ref transcript.
 		return restoredSession{}, fmt.Errorf("restore %s: %T cannot read a session lean", ref, s)
 	}
 	res, err := lr.ReadLean(ctx, ref)
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return restoredSession{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
 	if err != nil {

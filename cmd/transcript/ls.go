@@ -12,6 +12,7 @@ import (
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 const lsUsage = `
@@ -71,7 +72,7 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	failed := make([]error, len(refs))
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
 		res, err := s.ReadAll(ctx, ref)
-		if errors.Is(err, transcript.ErrNotFound) && sf.notASession(ctx, s, ref) {
+		if errors.Is(err, bucket.ErrNotFound) && sf.notASession(ctx, s, ref) {
 			failed[i] = errNotASession // not printed, not a problem
 			return nil
 		}

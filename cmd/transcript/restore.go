@@ -14,6 +14,7 @@ import (
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 const restoreUsage = `
@@ -134,7 +135,7 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		absent := errors.Is(err, transcript.ErrNotFound) && sf.notASession(ctx, s, ref)
+		absent := errors.Is(err, bucket.ErrNotFound) && sf.notASession(ctx, s, ref)
 		mu.Lock()
 		defer mu.Unlock()
 		switch {

@@ -17,6 +17,7 @@ import (
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // The layouts restore writes (--layout).
@@ -76,7 +77,7 @@ func restorePiSession(ctx context.Context, s sessiontree.StoreReader, ref transc
 		return 0, 0, 0, fmt.Errorf("restore %s: %T cannot read a session lean", ref, s)
 	}
 	res, err := lr.ReadLean(ctx, ref)
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return 0, 0, 0, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
 	if err != nil {

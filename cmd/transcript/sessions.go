@@ -13,6 +13,7 @@ import (
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 const importUsage = `
@@ -125,7 +126,7 @@ func importLines(ctx context.Context, env *cliEnv, ref transcript.TranscriptRef,
 	reportLoad(env, path, rep)
 	skipped := len(rep.Malformed) + min(rep.TornBytes, 1)
 	if skipped > 0 && !skipMalformed {
-		return nil, 0, fmt.Errorf("%d malformed lines (--skip-malformed imports the rest): %w", skipped, sessiontree.ErrInvalidEntry)
+		return nil, 0, fmt.Errorf("%d malformed lines (--skip-malformed imports the rest): %w", skipped, pi.ErrInvalidEntry)
 	}
 	// The session is held now; what comes next (the segments) is garbage once
 	// written, so the heap is bounded as the read commands bound theirs.
@@ -176,7 +177,7 @@ func reportLoad(env *cliEnv, what string, rep sessiontree.LoadReport) {
 func restoreTree(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, root string) (*sessiontree.Tree, error) {
 	who := sessiontree.Identity{Namespace: ref.Namespace}
 	tree, _, err := sessiontree.Restore(ctx, sessiontree.Config{Root: root, Store: s}, who, ref.AgentID, ref.SessionID)
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return nil, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
 	return tree, err
@@ -204,7 +205,7 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	res, ref, err := sf.readLean(ctx, "export")
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return fmt.Errorf("%w (or it has no session header)", err)
 	}
 	if err != nil {

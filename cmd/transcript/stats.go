@@ -10,6 +10,7 @@ import (
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 const statsUsage = `
@@ -68,7 +69,7 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		for _, info := range segs {
 			seg, err := s.ReadSegment(ctx, info.Key)
-			if errors.Is(err, transcript.ErrNotFound) {
+			if errors.Is(err, bucket.ErrNotFound) {
 				continue // removed since the listing (compaction)
 			}
 			if err != nil {

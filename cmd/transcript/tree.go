@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode/utf8"
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 const treeUsage = `
@@ -61,7 +61,7 @@ func runTree(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer s.Close()
 	res, err := s.ReadAll(ctx, ref)
-	if errors.Is(err, transcript.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return errSessionNotFound(ref)
 	}
 	if err != nil {
@@ -137,188 +137,6 @@ func entryWriters(ctx context.Context, s *transcript.Store, ref transcript.Trans
 		}
 	}
 	return out, nil
-}
-
-// drawTree prints nodes (in merge order) as a graph, depth first, each branch in
-// its own column.
-func drawTree(w io.Writer, nodes []treeNode, width int) {
-	index := make(map[string]int, len(nodes))
-	for i, n := range nodes {
-		index[n.entry.ID()] = i
-	}
-	entries := make([]pi.Entry, len(nodes))
-	for i, n := range nodes {
-		entries[i] = n.entry
-	}
-	labels, edits := pi.Labels(entries), editNotes(entries)
-	var roots []int
-	for i, n := range nodes {
-		if p, ok := n.entry.ParentID(); ok {
-			if pj, found := index[p]; found && pj != i {
-				nodes[pj].children = append(nodes[pj].children, i)
-				continue
-			}
-		}
-		roots = append(roots, i)
-	}
-	active, ok := pi.ActiveLeaf(entries, pi.NewIndex(entries))
-	if !ok {
-		active = -1
-	}
-
-	// fan, when set, is the line that introduces a branch of a collapsed fan.
-	type item struct {
-		node, col int
-		fan       string
-	}
-	var lanes []bool
-	alloc := func() int {
-		for c, open := range lanes {
-			if !open {
-				lanes[c] = true
-				return c
-			}
-		}
-		lanes = append(lanes, true)
-		return len(lanes) - 1
-	}
-	graph := func(col int, mark string) string {
-		var b strings.Builder
-		for c, open := range lanes {
-			switch {
-			case c == col:
-				b.WriteString(mark)
-			case open:
-				b.WriteString("|")
-			default:
-				b.WriteString(" ")
-			}
-			b.WriteString(" ")
-		}
-		return b.String()
-	}
-	visited := make([]bool, len(nodes))
-	var stack []item
-	for i := len(roots) - 1; i >= 0; i-- {
-		stack = append(stack, item{roots[i], -1, ""})
-	}
-	for len(stack) > 0 {
-		it := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if it.col < 0 {
-			it.col = alloc()
-		}
-		n := nodes[it.node]
-		if it.fan != "" {
-			lanes[it.col] = true // the branch before it in this column closed it
-			fmt.Fprintln(w, strings.TrimRight(graph(it.col, ":")+it.fan, " "))
-		}
-		visited[it.node] = true
-		mark := "*"
-		if it.node == active {
-			mark = "@"
-		}
-		var notes []string
-		if l, ok := labels[n.entry.ID()]; ok {
-			notes = append(notes, "label: "+cmdcli.Escape(l))
-		}
-		notes = append(notes, edits[n.entry.ID()]...)
-		if it.node == active {
-			notes = append(notes, "ACTIVE LEAF")
-		}
-		collapse := len(n.children) > maxFan || len(n.children) > 1 && openLanes(lanes)+len(n.children)-1 > maxColumns
-		if len(n.children) > 1 {
-			var ws []string
-			for _, c := range n.children {
-				ws = append(ws, nodes[c].writer)
-			}
-			if collapse {
-				ws = countWriters(ws)
-			}
-			notes = append(notes, fmt.Sprintf("branch point: %d branches, by %s", len(n.children), strings.Join(ws, ", ")))
-		}
-		line := fmt.Sprintf("%s%s %s [%s]", graph(it.col, mark), shortID(n.entry.ID()), describe(n.entry, width), n.writer)
-		if len(notes) > 0 {
-			line += "  (" + strings.Join(notes, "; ") + ")"
-		}
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
-		if len(n.children) == 0 {
-			lanes[it.col] = false
-			continue
-		}
-		if collapse {
-			// A wide fan: its branches follow one another in this column, each
-			// introduced by one line, so that every line stays as narrow as the
-			// columns open above it and the output grows with the entries.
-			for k := len(n.children) - 1; k >= 0; k-- {
-				fan := fmt.Sprintf("branch %d of %d from %s", k+1, len(n.children), shortID(n.entry.ID()))
-				stack = append(stack, item{n.children[k], it.col, fan})
-			}
-			continue
-		}
-		cols := []int{it.col}
-		for range n.children[1:] {
-			cols = append(cols, alloc())
-		}
-		if len(cols) > 1 {
-			conn := []byte(graph(it.col, "|"))
-			for _, c := range cols[1:] {
-				if c > it.col {
-					conn[2*c] = '\\'
-				} else {
-					conn[2*c] = '/'
-				}
-			}
-			fmt.Fprintln(w, strings.TrimRight(string(conn), " "))
-		}
-		for k := len(n.children) - 1; k >= 0; k-- {
-			stack = append(stack, item{n.children[k], cols[k], ""})
-		}
-	}
-	for i, v := range visited {
-		if !v {
-			fmt.Fprintf(w, "! %s %s [%s]  (in a parent cycle: unreachable from any root)\n",
-				shortID(nodes[i].entry.ID()), describe(nodes[i].entry, width), nodes[i].writer)
-		}
-	}
-}
-
-// Wide fans are drawn collapsed (see drawTree): a branch point with more than
-// maxFan children, or one whose children would open more than maxColumns
-// columns in all, draws its branches one after another in its own column.
-const (
-	maxFan     = 8
-	maxColumns = 16
-)
-
-// openLanes counts the open columns.
-func openLanes(lanes []bool) int {
-	n := 0
-	for _, open := range lanes {
-		if open {
-			n++
-		}
-	}
-	return n
-}
-
-// countWriters names each writer of ws once, in order of first appearance, with
-// the number of branches it wrote when more than one ("w ×3").
-func countWriters(ws []string) []string {
-	count := map[string]int{}
-	var order []string
-	for _, w := range ws {
-		if count[w] == 0 {
-			order = append(order, w)
-		}
-		count[w]++
-	}
-	for i, w := range order {
-		if count[w] > 1 {
-			order[i] = fmt.Sprintf("%s ×%d", w, count[w])
-		}
-	}
-	return order
 }
 
 // shortID returns the first 8 bytes of an id, escaped for the terminal.

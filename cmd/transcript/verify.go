@@ -8,11 +8,13 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strings"
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 const verifyUsage = `
@@ -26,7 +28,8 @@ input whose entries it does not all hold (forged or damaged) is a problem naming
 both keys. Keys under a session that are not part of the layout (not a segment, a
 deletion mark or the head; readers ignore them) are named too. Then it checks each
 session's tree: entries whose parent is missing (dangling), parent cycles, ids
-that carry different contents in different segments (conflicts), and context edits
+that carry different contents in different segments (conflicts), more than one
+session header (one line naming each), and context edits
 whose target is not an entry before them on their branch (or that have no
 replacement). Ids and text from
 segments are printed escaped when they hold control or invisible characters. Prints one line per
@@ -119,95 +122,172 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 // form. Only a failure to list (or a cancelled ctx) is an error; everything else is
 // a problem.
 func checkSession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) (sessionCheck, error) {
-	var c sessionCheck
-	report := func(key, format string, args ...any) {
-		c.problems = append(c.problems, verifyProblem{Session: ref.String(), Key: key, Problem: fmt.Sprintf(format, args...)})
-	}
+	v := &sessionVerifier{s: s, ref: ref, seen: map[string]int32{}}
 	segs, err := s.ListSegments(ctx, ref)
 	if err != nil {
-		return c, err
+		return v.c, err
 	}
 	if len(segs) == 0 {
-		report("", "no segments")
+		v.report("", "no segments")
 	}
 	tightenGC(segs)
-	// first is the first version of an id read, by its place in order; seen
-	// indexes it by id. The tree check keeps its state there too, so that a
-	// session costs one map and one slice element per entry.
-	type first struct {
-		id, parentID string
-		seg, pos     int32 // index in segs, position in the segment
-		state        uint8 // of the cycle search below
-	}
-	seen := map[string]int32{}
-	var order []first
-	var edits editCheck
-	bodies := make([][][]byte, len(segs)) // entries of each segment read
-	decoded := make([]*segment.Segment, len(segs))
-	vanished := 0
+	v.segs, v.bodies, v.decoded = segs, make([][][]byte, len(segs)), make([]*segment.Segment, len(segs))
 	for i, info := range segs {
-		c.segments++
-		seg, err := s.ReadSegment(ctx, info.Key)
-		if errors.Is(err, transcript.ErrNotFound) {
-			vanished++
-			continue // deleted since the listing (compaction): not a problem
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return c, ctx.Err()
-			}
-			report(info.Key, "%v", err)
-			continue
-		}
-		if seg.Meta.Checksum != info.Hash {
-			report(info.Key, "key names checksum %016x, segment has %016x", info.Hash, seg.Meta.Checksum)
-		} else {
-			decoded[i] = seg
-		}
-		bodies[i] = seg.Entries
-		for pos, raw := range seg.Entries {
-			e, err := transcript.ParseEntry(raw)
-			if err != nil {
-				report(info.Key, "entry %d: %v", pos, err)
-				continue
-			}
-			k, ok := seen[e.ID]
-			if !ok {
-				seen[e.ID] = int32(len(order))
-				order = append(order, first{id: e.ID, parentID: e.ParentID, seg: int32(i), pos: int32(pos)})
-				edits.note(int32(len(order)-1), int32(i), raw)
-				if _, err := pi.ParseHeader(raw); err == nil {
-					c.headers++
-				}
-				continue
-			}
-			if prev := order[k]; !bytes.Equal(bodies[prev.seg][prev.pos], raw) {
-				report(info.Key, "id conflict: entry %s (position %d) differs from the one in %s", cmdcli.Escape(e.ID), pos, segs[prev.seg].Key)
-			}
+		if err := v.readSegment(ctx, i, info); err != nil {
+			return v.c, err
 		}
 	}
-	for _, u := range transcript.UnheldInputs(segs, decoded) {
-		report(u.Superseder, "forged or damaged superseder: names %s as an input but lacks its entry %s", u.Input, u.Entry)
-	}
-	if vanished == 0 { // a part deleted since the listing is not missing
-		for _, g := range transcript.IncompleteGroups(segs, decoded) {
-			report(g.Present[0], "%v", g)
-		}
-	}
+	v.checkHeaders()
+	v.checkCompacted()
 	stray, err := s.StrayKeys(ctx, ref)
 	if err != nil {
-		return c, err
+		return v.c, err
 	}
 	for _, k := range stray {
-		report(k, "not a segment, deletion mark or head of this session's key layout (readers ignore it)")
+		v.report(k, "not a segment, deletion mark or head of this session's key layout (readers ignore it)")
 	}
-	c.entries = len(order) - c.headers
-	// Tree integrity: every parent exists, and no parent chain loops.
+	v.c.entries = len(v.order) - v.c.headers
+	v.checkTree()
+	return v.c, nil
+}
+
+// verifiedEntry is the first version of an id verify read, by its place in
+// order. The tree check keeps its state there too, so that a session costs one
+// map and one slice element per entry.
+type verifiedEntry struct {
+	id, parentID string
+	seg, pos     int32 // index in segs, position in the segment
+	state        uint8 // of the cycle search (checkTree)
+}
+
+// sessionVerifier is the state of one checkSession.
+type sessionVerifier struct {
+	s        *transcript.Store
+	ref      transcript.TranscriptRef
+	c        sessionCheck
+	segs     []transcript.SegmentInfo
+	seen     map[string]int32 // id -> place in order
+	order    []verifiedEntry
+	edits    editCheck
+	bodies   [][][]byte         // entries of each segment read
+	decoded  []*segment.Segment // segments read whose key names their checksum
+	vanished int                // segments deleted since the listing
+	headers  []int32            // places in order of the session headers
+}
+
+// report adds a problem found in key ("" for the session).
+func (v *sessionVerifier) report(key, format string, args ...any) {
+	v.c.problems = append(v.c.problems, verifyProblem{Session: v.ref.String(), Key: key, Problem: fmt.Sprintf(format, args...)})
+}
+
+// readSegment reads segment i and its entries: every entry must parse, and an
+// id read before must have the same bytes. Only a cancelled ctx is an error.
+func (v *sessionVerifier) readSegment(ctx context.Context, i int, info transcript.SegmentInfo) error {
+	v.c.segments++
+	seg, err := v.s.ReadSegment(ctx, info.Key)
+	if errors.Is(err, bucket.ErrNotFound) {
+		v.vanished++
+		return nil // deleted since the listing (compaction): not a problem
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		v.report(info.Key, "%v", err)
+		return nil
+	}
+	if seg.Meta.Checksum != info.Hash {
+		v.report(info.Key, "key names checksum %016x, segment has %016x", info.Hash, seg.Meta.Checksum)
+	} else {
+		v.decoded[i] = seg
+	}
+	v.bodies[i] = seg.Entries
+	for pos, raw := range seg.Entries {
+		e, err := transcript.ParseEntry(raw)
+		if err != nil {
+			v.report(info.Key, "entry %d: %v", pos, err)
+			continue
+		}
+		k, ok := v.seen[e.ID]
+		if !ok {
+			at := int32(len(v.order))
+			v.seen[e.ID] = at
+			v.order = append(v.order, verifiedEntry{id: e.ID, parentID: e.ParentID, seg: int32(i), pos: int32(pos)})
+			v.edits.note(at, int32(i), raw)
+			if _, err := pi.ParseHeader(raw); err == nil {
+				v.c.headers++
+				v.headers = append(v.headers, at)
+			}
+			continue
+		}
+		if prev := v.order[k]; !bytes.Equal(v.bodies[prev.seg][prev.pos], raw) {
+			v.report(info.Key, "id conflict: entry %s (position %d) differs from the one in %s", cmdcli.Escape(e.ID), pos, v.segs[prev.seg].Key)
+		}
+	}
+	return nil
+}
+
+// checkHeaders reports a session that holds more than one session header (one
+// written before imports and appends refused a second one): one problem naming
+// every header and the segment that holds it. Readers take the first in merge
+// order.
+func (v *sessionVerifier) checkHeaders() {
+	if len(v.headers) < 2 {
+		return
+	}
+	names := make([]string, len(v.headers))
+	for i, at := range v.headers {
+		h := v.order[at]
+		names[i] = fmt.Sprintf("%s in %s", cmdcli.Escape(h.id), v.segs[h.seg].Key)
+	}
+	v.report("", "%d session headers: %s (a session has one; readers take the first in merge order)",
+		len(v.headers), strings.Join(names, ", "))
+}
+
+// checkCompacted reports compacted segments that lack an entry of an input they
+// claim, and groups of parts that are not whole.
+func (v *sessionVerifier) checkCompacted() {
+	for _, u := range transcript.UnheldInputs(v.segs, v.decoded) {
+		v.report(u.Superseder, "forged or damaged superseder: names %s as an input but lacks its entry %s", u.Input, u.Entry)
+	}
+	if v.vanished == 0 { // a part deleted since the listing is not missing
+		for _, g := range transcript.IncompleteGroups(v.segs, v.decoded) {
+			v.report(g.Present[0], "%v", g)
+		}
+	}
+}
+
+// checkTree reports the tree's problems: parents that no segment holds, context
+// edits that edit nothing on their branch, and parent chains that loop.
+func (v *sessionVerifier) checkTree() {
+	cycles := v.cycles()
+	for _, f := range v.order {
+		if p := f.parentID; p != "" {
+			if _, ok := v.seen[p]; !ok {
+				v.report(v.segs[f.seg].Key, "dangling parent: entry %s has parentId %s, which no segment holds", cmdcli.Escape(f.id), cmdcli.Escape(p))
+			}
+		}
+	}
+	for _, p := range v.edits.problems(len(v.order), func(k int32) string { return v.order[k].parentID }, v.seen) {
+		v.report(v.segs[p.seg].Key, "%s", p.text)
+	}
+	for _, cyc := range cycles {
+		sort.Strings(cyc)
+		for i, id := range cyc {
+			cyc[i] = cmdcli.Escape(id)
+		}
+		v.report("", "cycle: entries %v form a parent loop", cyc)
+	}
+}
+
+// cycles returns the ids of each parent chain that loops.
+func (v *sessionVerifier) cycles() [][]string {
 	const (
 		unvisited = iota
 		onPath
 		done
 	)
+	order := v.order
 	var cycles [][]string
 	for k := range order {
 		var path []int32
@@ -217,7 +297,7 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 			path = append(path, cur)
 			cur, ok = -1, false
 			if p := order[path[len(path)-1]].parentID; p != "" {
-				cur, ok = seen[p]
+				cur, ok = v.seen[p]
 			}
 		}
 		if ok && order[cur].state == onPath {
@@ -236,24 +316,7 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 			order[p].state = done
 		}
 	}
-	for _, f := range order {
-		if p := f.parentID; p != "" {
-			if _, ok := seen[p]; !ok {
-				report(segs[f.seg].Key, "dangling parent: entry %s has parentId %s, which no segment holds", cmdcli.Escape(f.id), cmdcli.Escape(p))
-			}
-		}
-	}
-	for _, p := range edits.problems(len(order), func(k int32) string { return order[k].parentID }, seen) {
-		report(segs[p.seg].Key, "%s", p.text)
-	}
-	for _, cyc := range cycles {
-		sort.Strings(cyc)
-		for i, id := range cyc {
-			cyc[i] = cmdcli.Escape(id)
-		}
-		report("", "cycle: entries %v form a parent loop", cyc)
-	}
-	return c, nil
+	return cycles
 }
 
 // tightenGC makes the collector run at a quarter of the default heap growth

@@ -24,8 +24,8 @@ var (
 	// errSecondHeader: the input brings a header the session does not hold.
 	errSecondHeader = errors.New("a session has one header")
 	// errEntryConflict: the session holds an id of the input with other bytes,
-	// or the input holds one id twice with other bytes.
-	errEntryConflict = errors.New("entry id conflict")
+	// or the input holds one id twice with other bytes (transcript.ErrConflict).
+	errEntryConflict = fmt.Errorf("entry id %w", transcript.ErrConflict)
 	// errStrictSession: the session is strict (it has a head object), whose head
 	// only the repository (transcript-serve) advances.
 	errStrictSession = errors.New("strict session")
@@ -55,8 +55,12 @@ func writeSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 		if err := refuseStrict(ctx, s, ref); err != nil {
 			return res, err
 		}
-		stored, err := s.ReadEntries(ctx, ref)
-		if err != nil {
+		var stored [][]byte
+		read, err := s.ReadAll(ctx, ref)
+		switch {
+		case err == nil:
+			stored = read.Raw()
+		case !errors.Is(err, bucket.ErrNotFound):
 			return res, err
 		}
 		res.existing = len(stored) > 0
@@ -75,9 +79,9 @@ func writeSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 
 // refuseStrict returns errStrictSession when ref has a head object.
 func refuseStrict(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) error {
-	_, err := s.Bucket().Stat(ctx, s.SessionPrefix(ref)+transcript.HeadName)
+	_, err := s.ReadHead(ctx, ref)
 	switch {
-	case err == nil:
+	case err == nil || errors.Is(err, transcript.ErrInvalidHead):
 		return fmt.Errorf("%w: session %s is strict (it has a %s): append through transcript-serve, which advances its head", errStrictSession, ref.Norm(), transcript.HeadName)
 	case errors.Is(err, bucket.ErrNotFound):
 		return nil

@@ -2,6 +2,7 @@ package archtest_test
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,45 +12,69 @@ import (
 const module = "github.com/transcriptstore/transcript/"
 
 // allowed maps a package prefix (relative to the module) to the project packages it
-// may import (prefixes too); the first entry whose prefix matches a package is its
-// rule, so the more specific entries come first. It follows DESIGN.md's package list,
-// where a package imports only packages below it (TestTableFollowsDesign checks that),
-// and is stricter where DESIGN.md's prose is: pi, the Pi session model, imports no
-// storage package; segment and the internal helpers import nothing of the project.
+// may import (prefixes too), and to those it may import only to name their
+// sentinel errors (exact packages; TestSentinelOnlyImports checks that every use is
+// an Err identifier); the first entry whose prefix matches a package is its rule,
+// so the more specific entries come first. It follows DESIGN.md's package list,
+// where a package imports only packages below it (TestTableFollowsDesign checks
+// that), and is stricter where DESIGN.md's prose is: each layer reaches the store
+// only through the one below it (the server through repository, the repository
+// through transcript), pi, the Pi session model, imports no storage package, and
+// segment and the internal helpers import nothing of the project. A sentinel is
+// declared once, by the package where its meaning arises, so a layer that tests an
+// error of a lower one names it there.
 var allowed = []struct {
-	pkg  string
-	deps []string
+	pkg       string
+	deps      []string
+	sentinels []string
 }{
-	{"cmd/", []string{""}},
-	{"internal/cli", []string{"transcript"}},
+	// Commands may use every library, but each binary only what it is for: the
+	// server's binary reaches the store through server and repository alone.
+	// (It wraps the bucket with its metrics, so it names the bucket's types.)
+	{pkg: "cmd/transcript-serve", deps: []string{"internal/cli", "server", "repository", "transcript/bucketurl", "transcript/bucket"}},
+	{pkg: "cmd/transcript-compact", deps: []string{"internal/cli", "transcript", "segment"}},
+	{pkg: "cmd/transcript-bench", deps: []string{""}}, // it measures every layer
+	{pkg: "cmd/transcript", deps: []string{"internal/cli", "internal/fsutil", "internal/jsonscan", "internal/followmirror", "follow", "sessiontree", "mirror", "transcript", "pi", "segment"}},
+	{pkg: "internal/cli", deps: []string{"transcript"}},
 	// The one place that wires the follower's ports to the mirror and the store.
-	{"internal/followmirror", []string{"follow", "mirror", "sessiontree", "transcript"}},
+	{pkg: "internal/followmirror", deps: []string{"follow", "mirror", "sessiontree", "transcript"}},
 	// The reliability suite tests everything from outside, like a command.
-	{"internal/reliability", []string{""}},
-	{"internal/churntest", []string{"transcript"}},
-	{"internal/s3test", []string{"transcript", "internal/rclone"}},
+	{pkg: "internal/reliability", deps: []string{""}},
+	{pkg: "internal/churntest", deps: []string{"transcript"}},
+	{pkg: "internal/s3test", deps: []string{"transcript", "internal/rclone"}},
 	// mirror implements sessiontree's Uploader port; nothing but commands and
 	// tests imports it, so the server does not link it.
-	{"mirror", []string{"sessiontree", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
+	{pkg: "mirror", deps: []string{"sessiontree", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	// server is the HTTP API over repository, used by commands.
-	{"server", []string{"repository", "sessiontree", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
-	{"repository", []string{"sessiontree", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
+	{pkg: "server", deps: []string{"repository", "pi"}, sentinels: []string{"transcript", "transcript/bucket", "segment"}},
+	{pkg: "repository", deps: []string{"sessiontree", "transcript", "pi", "internal/fsutil", "internal/jsonscan"},
+		sentinels: []string{"transcript/bucket", "segment"}},
 	// follow declares the ports it needs (an uploader, a store reader) and is
 	// wired to the mirror and the store by the command.
-	{"follow", []string{"transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
-	{"sessiontree", []string{"transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
-	{"transcript/bucketurl", []string{"transcript/bucket", "internal/fsutil"}},
-	{"transcript/bucket/buckettest", []string{"transcript/bucket"}},
-	{"transcript/bucket/faultbucket", []string{"transcript/bucket"}},
-	{"transcript/bucket/metricbucket", []string{"transcript/bucket"}},
-	{"transcript/bucket", []string{"transcript/bucket", "segment", "internal/fsutil", "internal/jsonscan"}},
-	{"transcript", []string{"pi", "transcript/bucket", "segment", "internal/fsutil", "internal/jsonscan"}},
-	{"pi", []string{"internal/jsonscan"}},
-	{"segment", nil},
-	{"internal/fsutil", nil},
-	{"internal/jsonscan", nil},
-	{"internal/rclone", nil},
-	{"internal/archtest", nil},
+	{pkg: "follow", deps: []string{"transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
+	{pkg: "sessiontree", deps: []string{"transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
+	{pkg: "transcript/bucketurl", deps: []string{"transcript/bucket", "internal/fsutil"}},
+	{pkg: "transcript/bucket/buckettest", deps: []string{"transcript/bucket"}},
+	{pkg: "transcript/bucket/faultbucket", deps: []string{"transcript/bucket"}},
+	{pkg: "transcript/bucket/metricbucket", deps: []string{"transcript/bucket"}},
+	{pkg: "transcript/bucket", deps: []string{"transcript/bucket", "segment", "internal/fsutil", "internal/jsonscan"}},
+	{pkg: "transcript", deps: []string{"pi", "transcript/bucket", "segment", "internal/fsutil", "internal/jsonscan"}},
+	{pkg: "pi", deps: []string{"internal/jsonscan"}},
+	{pkg: "segment"},
+	{pkg: "internal/fsutil"},
+	{pkg: "internal/jsonscan"},
+	{pkg: "internal/rclone"},
+	{pkg: "internal/archtest"},
+}
+
+// ruleOf returns the rule of the package rel (relative to the module).
+func ruleOf(rel string) (deps, sentinels []string, found bool) {
+	for _, a := range allowed {
+		if rel == a.pkg || strings.HasPrefix(rel, strings.TrimSuffix(a.pkg, "/")+"/") {
+			return a.deps, a.sentinels, true
+		}
+	}
+	return nil, nil, false
 }
 
 // designOrder returns the packages of DESIGN.md's package list, top to bottom.
@@ -105,11 +130,8 @@ func TestTableFollowsDesign(t *testing.T) {
 			continue
 		}
 		at := position(order, strings.TrimSuffix(a.pkg, "/"))
-		if a.pkg == "cmd/" {
-			at = position(order, "cmd/transcript")
-		}
 		require.GreaterOrEqual(t, at, 0, "rule for %s: not in DESIGN.md's package list", a.pkg)
-		for _, d := range a.deps {
+		for _, d := range append(slices.Clone(a.deps), a.sentinels...) {
 			if d == "" {
 				continue // commands and the outside-in suite may import anything
 			}
@@ -125,23 +147,16 @@ func TestLayers(t *testing.T) {
 	checked := 0
 	for _, p := range goList(t, "ImportPath,Imports", module+"...") {
 		rel := strings.TrimPrefix(p.ImportPath, module)
-		var rule []string
-		found := false
-		for _, a := range allowed {
-			if rel == a.pkg || strings.HasPrefix(rel, strings.TrimSuffix(a.pkg, "/")+"/") {
-				rule, found = a.deps, true
-				break
-			}
-		}
+		deps, sentinels, found := ruleOf(rel)
 		require.True(t, found, "package %s has no layering rule", rel)
 		checked++
 		for _, imp := range p.Imports {
 			dep, ours := strings.CutPrefix(imp, module)
-			if !ours {
-				continue
+			if !ours || slices.Contains(sentinels, dep) {
+				continue // sentinel-only imports: TestSentinelOnlyImports
 			}
 			ok := false
-			for _, r := range rule {
+			for _, r := range deps {
 				if r == "" || dep == r || strings.HasPrefix(dep, r+"/") {
 					ok = true
 				}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Config describes one workload. Store, Refs and Entry are required.
@@ -61,105 +62,118 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var (
-		mu    sync.Mutex
-		res   = Result{Acked: map[transcript.TranscriptRef][]string{}}
-		reads atomic.Int64
-		jobs  atomic.Int64
-	)
-	fail := func(err error) { cancel(err) }
-	acked := func(ref transcript.TranscriptRef) []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), res.Acked[ref]...)
-	}
-
+	c := &churn{cfg: cfg, fail: func(err error) { cancel(err) }, done: make(chan struct{}),
+		res: Result{Acked: map[transcript.TranscriptRef][]string{}}}
 	var writers sync.WaitGroup
 	for i := range cfg.Writers {
-		writers.Add(1)
-		go func() {
-			defer writers.Done()
-			w, err := transcript.NewWriter(fmt.Sprintf("churn-%d", i))
-			if err != nil {
-				fail(err)
-				return
-			}
-			parents := map[transcript.TranscriptRef]string{}
-			for k := range cfg.PerWriter {
-				ref := cfg.Refs[(i+k)%len(cfg.Refs)]
-				id := fmt.Sprintf("w%d-%d", i, k)
-				if _, err := cfg.Store.AppendSegment(ctx, ref, [][]byte{cfg.Entry(id, parents[ref])}, w); err != nil {
-					fail(fmt.Errorf("append %s to %s: %w", id, ref, err))
-					return
-				}
-				parents[ref] = id
-				mu.Lock()
-				res.Acked[ref] = append(res.Acked[ref], id)
-				mu.Unlock()
-				if !sleep(ctx, cfg.WriterPause) {
-					return
-				}
-			}
-		}()
-	}
-
-	done := make(chan struct{})
-	var bg sync.WaitGroup
-	loop := func(pause time.Duration, step func(k int) error) {
-		defer bg.Done()
-		for k := 0; k < 100_000; k++ {
-			select {
-			case <-done:
-				if k >= 3 {
-					return
-				}
-			case <-ctx.Done():
-				return
-			case <-time.After(pause):
-			}
-			if err := step(k); err != nil {
-				fail(err)
-				return
-			}
-		}
+		writers.Go(func() { c.write(ctx, i) })
 	}
 	for r := range cfg.Readers {
-		bg.Add(1)
-		go loop(time.Millisecond, func(k int) error {
-			ref := cfg.Refs[(r+k)%len(cfg.Refs)]
-			before := acked(ref)
-			got, err := cfg.Store.ReadAll(ctx, ref)
-			if errors.Is(err, transcript.ErrNotFound) && len(before) == 0 {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("read %s: %w", ref, err)
-			}
-			reads.Add(1)
-			if d, m := got.Dangling(), got.Missing(before); len(d)+len(m) > 0 {
-				return fmt.Errorf("read %s: %d entries without their parent, acknowledged entries missing: %v", ref, len(d), m)
-			}
-			return nil
-		})
+		c.bg.Add(1)
+		go c.loop(ctx, time.Millisecond, func(k int) error { return c.read(ctx, cfg.Refs[(r+k)%len(cfg.Refs)]) })
 	}
 	if cfg.Job != nil {
-		bg.Add(1)
-		go loop(5*time.Millisecond, func(int) error {
+		c.bg.Add(1)
+		go c.loop(ctx, 5*time.Millisecond, func(int) error {
 			if err := cfg.Job(ctx); err != nil {
 				return fmt.Errorf("job: %w", err)
 			}
-			jobs.Add(1)
+			c.jobs.Add(1)
 			return nil
 		})
 	}
 	writers.Wait()
-	close(done)
-	bg.Wait()
-	res.Reads, res.Jobs = reads.Load(), jobs.Load()
+	close(c.done)
+	c.bg.Wait()
+	c.res.Reads, c.res.Jobs = c.reads.Load(), c.jobs.Load()
 	if err := context.Cause(ctx); err != nil {
-		return res, err
+		return c.res, err
 	}
-	return res, nil
+	return c.res, nil
+}
+
+// churn is the state of one Run.
+type churn struct {
+	cfg   Config
+	fail  func(error) // stops the workload with its error
+	done  chan struct{}
+	bg    sync.WaitGroup // the readers and the job
+	mu    sync.Mutex     // guards res.Acked
+	res   Result
+	reads atomic.Int64
+	jobs  atomic.Int64
+}
+
+// acked returns the ids acknowledged to ref so far.
+func (c *churn) acked(ref transcript.TranscriptRef) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.res.Acked[ref]...)
+}
+
+// write is writer i: PerWriter appends of one entry, each to the next session.
+func (c *churn) write(ctx context.Context, i int) {
+	w, err := transcript.NewWriter(fmt.Sprintf("churn-%d", i))
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	parents := map[transcript.TranscriptRef]string{}
+	for k := range c.cfg.PerWriter {
+		ref := c.cfg.Refs[(i+k)%len(c.cfg.Refs)]
+		id := fmt.Sprintf("w%d-%d", i, k)
+		if _, err := c.cfg.Store.AppendSegment(ctx, ref, [][]byte{c.cfg.Entry(id, parents[ref])}, w); err != nil {
+			c.fail(fmt.Errorf("append %s to %s: %w", id, ref, err))
+			return
+		}
+		parents[ref] = id
+		c.mu.Lock()
+		c.res.Acked[ref] = append(c.res.Acked[ref], id)
+		c.mu.Unlock()
+		if !sleep(ctx, c.cfg.WriterPause) {
+			return
+		}
+	}
+}
+
+// loop runs step every pause until the writers are done (and at least three
+// times), ctx ends or step fails (which stops the workload); at most 100,000
+// times.
+func (c *churn) loop(ctx context.Context, pause time.Duration, step func(k int) error) {
+	defer c.bg.Done()
+	for k := 0; k < 100_000; k++ {
+		select {
+		case <-c.done:
+			if k >= 3 {
+				return
+			}
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		if err := step(k); err != nil {
+			c.fail(err)
+			return
+		}
+	}
+}
+
+// read reads ref whole and checks that it holds every entry acknowledged before
+// the read, each with its parent.
+func (c *churn) read(ctx context.Context, ref transcript.TranscriptRef) error {
+	before := c.acked(ref)
+	got, err := c.cfg.Store.ReadAll(ctx, ref)
+	if errors.Is(err, bucket.ErrNotFound) && len(before) == 0 {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", ref, err)
+	}
+	c.reads.Add(1)
+	if d, m := got.Dangling(), got.Missing(before); len(d)+len(m) > 0 {
+		return fmt.Errorf("read %s: %d entries without their parent, acknowledged entries missing: %v", ref, len(d), m)
+	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // NotFoundError says that something a command was asked for does not exist: a
 // store, a namespace, an agent, a session, an outbox. It wraps
-// transcript.ErrNotFound; the exit code is 1 in every binary.
+// bucket.ErrNotFound; the exit code is 1 in every binary.
 type NotFoundError struct {
 	// What names it, e.g. `namespace "acme"`.
 	What string
@@ -26,8 +27,8 @@ func (e *NotFoundError) Error() string {
 	return e.What + ": not found (" + e.Hint + ")"
 }
 
-// Unwrap returns transcript.ErrNotFound.
-func (e *NotFoundError) Unwrap() error { return transcript.ErrNotFound }
+// Unwrap returns bucket.ErrNotFound.
+func (e *NotFoundError) Unwrap() error { return bucket.ErrNotFound }
 
 // maxNamedNamespaces bounds the namespaces a "not found" hint names.
 const maxNamedNamespaces = 5

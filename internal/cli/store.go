@@ -79,7 +79,7 @@ const (
 
 // OpenStore opens the store at rawURL, bound to namespace ns. A malformed URL or an
 // unknown scheme is a usage error. A store that does not exist (a file store's
-// directory, an S3 bucket) is an error wrapping transcript.ErrNotFound that names
+// directory, an S3 bucket) is an error wrapping bucket.ErrNotFound that names
 // it; with ReadOnly nothing is created (an S3 URL's create=true is ignored), with
 // ReadWrite a directory is created and a bucket when the URL says create=true (the
 // error for a missing bucket says so).
@@ -143,7 +143,7 @@ func OpenStoreWrapped(ctx context.Context, rawURL, ns string, access Access, wra
 }
 
 // StoreNotFoundError reports a file store whose directory does not exist; it wraps
-// transcript.ErrNotFound.
+// bucket.ErrNotFound.
 type StoreNotFoundError struct {
 	URL string // the store URL, redacted
 	Dir string // the absolute directory it names
@@ -153,8 +153,8 @@ func (e *StoreNotFoundError) Error() string {
 	return fmt.Sprintf("store %s not found: no directory %s", e.URL, e.Dir)
 }
 
-// Unwrap returns transcript.ErrNotFound.
-func (e *StoreNotFoundError) Unwrap() error { return transcript.ErrNotFound }
+// Unwrap returns bucket.ErrNotFound.
+func (e *StoreNotFoundError) Unwrap() error { return bucket.ErrNotFound }
 
 // SplitCommand returns the command word of args and its arguments. Flags standing
 // before the command (transcript --store URL ls) are moved after it, so that every

@@ -65,7 +65,11 @@ func (u *Uploader) Pending(ctx context.Context, ref transcript.TranscriptRef) ([
 
 // Entries returns the entries of ref the store holds.
 func (u *Uploader) Entries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
-	return u.s.ReadEntries(ctx, ref)
+	res, err := u.s.ReadAll(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return res.Raw(), nil
 }
 
 // Await waits until everything handed over is uploaded, or ctx ends; it fails

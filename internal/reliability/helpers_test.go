@@ -208,7 +208,7 @@ func checkedReader(t testing.TB, ctx context.Context, store *transcript.Store, r
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		res, err := store.ReadAll(rctx, ref)
 		cancel()
-		if errors.Is(err, transcript.ErrNotFound) && len(seen[ref]) == 0 {
+		if errors.Is(err, bucket.ErrNotFound) && len(seen[ref]) == 0 {
 			return nil // nothing uploaded yet
 		}
 		if err != nil {

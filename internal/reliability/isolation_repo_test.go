@@ -12,6 +12,7 @@ import (
 
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 )
 
@@ -97,7 +98,7 @@ func TestIsolation_Repository(t *testing.T) {
 				missing := call(strings.Replace(id, "bobs-", "nobodys-", 1))
 				what := fmt.Sprintf("%s(%q) by %+v", name, id, o)
 				require.Error(t, foreign, what)
-				require.True(t, errors.Is(foreign, repository.ErrNotFound) || errors.Is(foreign, repository.ErrInvalid), "%s: %v", what, foreign)
+				require.True(t, errors.Is(foreign, bucket.ErrNotFound) || errors.Is(foreign, repository.ErrInvalid), "%s: %v", what, foreign)
 				require.Equal(t, strings.ReplaceAll(missing.Error(), "nobodys-", "bobs-"), foreign.Error(),
 					"%s: another owner's session must read exactly like a missing one", what)
 				probes++

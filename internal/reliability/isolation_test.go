@@ -70,7 +70,7 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 // requireNotFound checks that err says "not found" and nothing else.
 func requireNotFound(t *testing.T, err error, what string) {
 	t.Helper()
-	require.ErrorIs(t, err, transcript.ErrNotFound, what)
+	require.ErrorIs(t, err, bucket.ErrNotFound, what)
 }
 
 // TestIsolation_Store (at the store level): a store bound to
@@ -89,12 +89,10 @@ func TestIsolation_Store(t *testing.T) {
 		what := ref.String()
 		_, err := a.ReadAll(ctx, ref)
 		requireNotFound(t, err, what)
-		raw, err := a.ReadEntries(ctx, ref)
-		require.True(t, len(raw) == 0 && (err == nil || errors.Is(err, transcript.ErrNotFound)), what)
+		_, err = a.ReadNew(ctx, ref, transcript.SegmentSet{})
+		requireNotFound(t, err, what)
 		segs, err := a.ListSegments(ctx, ref)
-		require.True(t, len(segs) == 0 && (err == nil || errors.Is(err, transcript.ErrNotFound)), what)
-		segs, err = a.ListSegmentsAfter(ctx, ref, "")
-		require.True(t, len(segs) == 0 && (err == nil || errors.Is(err, transcript.ErrNotFound)), what)
+		require.True(t, len(segs) == 0 && (err == nil || errors.Is(err, bucket.ErrNotFound)), what)
 		_, err = a.AppendSegment(ctx, ref, [][]byte{[]byte(okEntry)}, w)
 		requireNotFound(t, err, what)
 		_, err = a.PrepareSegment(ref, [][]byte{[]byte(okEntry)}, w)
@@ -102,11 +100,11 @@ func TestIsolation_Store(t *testing.T) {
 		_, err = a.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
 		requireNotFound(t, err, what)
 		err = a.Delete(ctx, ref)
-		require.True(t, err == nil || errors.Is(err, transcript.ErrNotFound), what)
+		require.True(t, err == nil || errors.Is(err, bucket.ErrNotFound), what)
 		sess, err := a.ListSessions(ctx, tenantB, "agent")
-		require.True(t, len(sess) == 0 && (err == nil || errors.Is(err, transcript.ErrNotFound)), what)
+		require.True(t, len(sess) == 0 && (err == nil || errors.Is(err, bucket.ErrNotFound)), what)
 		agents, err := a.ListAgents(ctx, tenantB)
-		require.True(t, len(agents) == 0 && (err == nil || errors.Is(err, transcript.ErrNotFound)), what)
+		require.True(t, len(agents) == 0 && (err == nil || errors.Is(err, bucket.ErrNotFound)), what)
 		probes += 10
 	}
 	nss, err := a.ListNamespaces(ctx)
@@ -144,7 +142,7 @@ func TestIsolation_Store(t *testing.T) {
 	// A SessionTree bound to A cannot restore B's session through A's store.
 	_, _, err = sessiontree.Restore(ctx, sessiontree.Config{Root: t.TempDir(), Store: a},
 		sessiontree.Identity{Namespace: tenantA}, "agent", "only-"+tenantB)
-	require.ErrorIs(t, err, sessiontree.ErrNotFound)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
 	t.Logf("%d probes of tenant B from tenant A: all not found, nothing changed", probes+2)
 }
 

@@ -20,10 +20,14 @@ import (
 // test with errors.Is.
 var (
 	// ErrNotFound is returned when a key does not exist (Get, Stat). Delete of a
-	// missing key is not an error.
-	ErrNotFound = errors.New("object not found")
+	// missing key is not an error. It is the one "not found" of every layer above:
+	// a segment or session the store does not hold (or that lies outside its
+	// namespace), a repository's session that is missing or another owner's, an
+	// entry id a tree does not hold all wrap it, so one errors.Is answers for all.
+	ErrNotFound = errors.New("not found")
 	// ErrExists is returned by Put when the key already exists with other content
-	// (a create-only conflict).
+	// (a create-only conflict). It is the one "already exists" of the layers
+	// above too: creating a session that exists wraps it.
 	ErrExists = errors.New("object already exists")
 	// ErrInvalidKey is returned for a key the backend cannot store (empty, absolute,
 	// with "..", "." or empty path elements, control characters, or too long).
@@ -31,6 +35,13 @@ var (
 	// ErrAccessDenied is returned when the credentials do not allow the request
 	// (S3's AccessDenied): a least-privilege role asked for what it may not do.
 	ErrAccessDenied = errors.New("access denied")
+	// ErrUnavailable is returned when the bucket cannot answer now: it could not
+	// be reached (connection refused or reset, name not resolved), took longer
+	// than the backend's own request timeout, or said so itself (S3's 503
+	// SlowDown or ServiceUnavailable, once the backend's retries are spent). The
+	// request may succeed if retried later; the server answers 503 with
+	// Retry-After.
+	ErrUnavailable = errors.New("bucket unavailable")
 )
 
 // MetaChecksum is the user-metadata name under which Put records PutOptions.Checksum.

@@ -78,7 +78,7 @@ func (b *Bucket) PutIf(ctx context.Context, key string, r io.Reader, size int64,
 		return ui.ETag, nil
 	}
 	err = classify(ctx, err)
-	if errors.Is(err, errPrecondition) || (cond.IfMatch != "" && errors.Is(err, bucket.ErrNotFound)) {
+	if errors.Is(err, bucket.ErrPreconditionFailed) || (cond.IfMatch != "" && errors.Is(err, bucket.ErrNotFound)) {
 		if etag, ok := b.ownWrite(ctx, key, sent); ok {
 			return etag, nil
 		}

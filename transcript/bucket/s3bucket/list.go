@@ -41,7 +41,7 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions, fn func(buck
 		if oi.Err != nil {
 			err := oi.Err
 			if cause := context.Cause(lctx); errors.Is(cause, errListTimeout) {
-				err = fmt.Errorf("%w (%w)", cause, err)
+				err = fmt.Errorf("%w: %w (%w)", bucket.ErrUnavailable, cause, err)
 			} else {
 				err = classify(ctx, err)
 			}
@@ -65,7 +65,7 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions, fn func(buck
 		}
 	}
 	if err := context.Cause(lctx); err != nil {
-		return fmt.Errorf("list %s: %w", opts.Prefix, err)
+		return fmt.Errorf("list %s: %w", opts.Prefix, classify(ctx, err))
 	}
 	slices.SortFunc(gathered, func(x, y bucket.ObjectInfo) int { return strings.Compare(x.Key, y.Key) })
 	for _, item := range gathered {

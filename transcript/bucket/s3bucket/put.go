@@ -56,7 +56,7 @@ func (b *Bucket) put(ctx context.Context, key string, r io.Reader, size int64, o
 		return nil
 	}
 	err = classify(ctx, err)
-	if !errors.Is(err, errPrecondition) {
+	if !errors.Is(err, bucket.ErrPreconditionFailed) {
 		return err
 	}
 	// The key exists: a conflict, or our own earlier attempt that the client

@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 
@@ -241,11 +242,6 @@ func check(ctx context.Context, key string) error {
 	return bucket.ValidateKey(key)
 }
 
-// errPrecondition marks a 412 answer to a create-only PUT. It is
-// bucket.ErrPreconditionFailed: callers map it to what the operation means
-// (bucket.ErrExists for a create-only PUT).
-var errPrecondition = bucket.ErrPreconditionFailed
-
 // accessProbeKey is the key that ensureBucket reads to tell a refusal from wrong
 // credentials; no store ever writes it.
 const accessProbeKey = "transcript-access-probe"
@@ -256,7 +252,10 @@ var errNoDate = errors.New("the server's answers carry no Date header")
 // classify maps minio-go errors to the bucket sentinels, keeping the original in
 // the chain. ctx is the caller's context: if it ended, its error is reported.
 func classify(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return err
+		}
 		return fmt.Errorf("%w (%w)", cerr, err)
 	}
 	resp := minio.ToErrorResponse(err)
@@ -264,11 +263,31 @@ func classify(ctx context.Context, err error) error {
 	case resp.Code == "NoSuchKey" || resp.Code == "NoSuchObject":
 		return fmt.Errorf("%w (%w)", bucket.ErrNotFound, err)
 	case resp.Code == "PreconditionFailed" || resp.StatusCode == http.StatusPreconditionFailed:
-		return fmt.Errorf("%w (%w)", errPrecondition, err)
+		// A 412: callers map it to what the operation means (bucket.ErrExists for
+		// a create-only PUT).
+		return fmt.Errorf("%w (%w)", bucket.ErrPreconditionFailed, err)
 	case resp.Code == "AccessDenied" || resp.StatusCode == http.StatusForbidden:
 		return fmt.Errorf("%w (%w)", bucket.ErrAccessDenied, err)
+	case unavailable(resp, err):
+		return fmt.Errorf("%w (%w)", bucket.ErrUnavailable, err)
 	}
 	return err
+}
+
+// unavailable reports an error that says the server cannot answer now, for
+// bucket.ErrUnavailable: S3's own 503 (SlowDown, ServiceUnavailable; MinIO's
+// XMinioServerNotInitialized while it starts), which minio-go answers once its
+// retries are spent, and errors of reaching it (a net.Error: refused, reset,
+// unresolved, timed out) or of the request timeout (the caller's context, which
+// classify checks first, had not ended).
+func unavailable(resp minio.ErrorResponse, err error) bool {
+	switch resp.Code {
+	case "SlowDown", "ServiceUnavailable", "XMinioServerNotInitialized":
+		return true
+	}
+	var ne net.Error
+	return resp.StatusCode == http.StatusServiceUnavailable || errors.As(err, &ne) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errListTimeout)
 }
 
 // info converts minio-go's ObjectInfo.

@@ -1,0 +1,97 @@
+package pi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/transcriptstore/transcript/internal/jsonscan"
+)
+
+// Links are the fields that place one line of a session in the tree, and the
+// only fields the store reads of a line: its "id", its "parentId" ("" for a
+// root) and its "timestamp" (as written; "" when absent or not a string).
+//
+// One rule decides them, for every package that reads or writes lines (this
+// package's ParseEntry and ParseHeader, and the store's transcript.ParseEntry):
+// a line is one JSON object without a line break in its bytes, with a non-empty
+// string "id"; its "parentId" is absent or null (a root), or a string (the empty
+// string is a root too). Any other "parentId" (a number, an object, true) makes
+// the line invalid: Pi's format says "an id, or null", and a reader that took a
+// number for a root would disagree with a store that cannot name it as a parent.
+// "timestamp" is read when it is a string and never checked.
+type Links struct {
+	ID, ParentID, Timestamp string
+}
+
+// ParseLinks checks raw, one line of a session, against the rule of Links and
+// returns its links; the whole line must be valid JSON. Errors wrap
+// ErrInvalidEntry. raw is not kept.
+func ParseLinks(raw []byte) (Links, error) {
+	if err := oneLine(raw); err != nil {
+		return Links{}, err
+	}
+	if !json.Valid(raw) {
+		return Links{}, fmt.Errorf("%w: not valid JSON", ErrInvalidEntry)
+	}
+	return ScanLinks(raw)
+}
+
+// ScanLinks is ParseLinks of bytes known to be one line of valid JSON (an entry
+// of a verified segment, which only a writer that applied ParseLinks stored): it
+// scans the top level of the object and does not validate the values it skips.
+func ScanLinks(raw []byte) (Links, error) {
+	var id, parent, ts []byte
+	err := jsonscan.EachField(raw, func(key string, v []byte, _ int) {
+		switch key {
+		case "id":
+			id = v
+		case "parentId":
+			parent = v
+		case "timestamp":
+			ts = v
+		}
+	})
+	if err != nil {
+		return Links{}, fmt.Errorf("%w: %w", ErrInvalidEntry, err)
+	}
+	var l Links
+	if l.ID, err = idOf(id); err != nil {
+		return Links{}, err
+	}
+	if l.ParentID, err = parentOf(l.ID, parent); err != nil {
+		return Links{}, err
+	}
+	l.Timestamp, _ = jsonString(ts)
+	return l, nil
+}
+
+// oneLine refuses bytes that hold a line break: a line of a JSONL file cannot.
+func oneLine(raw []byte) error {
+	if bytes.IndexByte(raw, '\n') >= 0 {
+		return fmt.Errorf("%w: contains a line break", ErrInvalidEntry)
+	}
+	return nil
+}
+
+// idOf applies the rule of Links to the raw value of "id" (nil: absent).
+func idOf(v []byte) (string, error) {
+	id, ok := jsonString(v)
+	if !ok || id == "" {
+		return "", fmt.Errorf("%w: missing or empty string \"id\"", ErrInvalidEntry)
+	}
+	return id, nil
+}
+
+// parentOf applies the rule of Links to the raw value of "parentId" (nil:
+// absent) of the line with id id: "" for a root.
+func parentOf(id string, v []byte) (string, error) {
+	if v == nil || string(v) == "null" {
+		return "", nil
+	}
+	p, ok := jsonString(v)
+	if !ok {
+		return "", fmt.Errorf("%w: entry %q: \"parentId\" %s is neither a string nor null", ErrInvalidEntry, id, v)
+	}
+	return p, nil
+}

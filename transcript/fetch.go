@@ -1,0 +1,201 @@
+package transcript
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/trace"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/transcriptstore/transcript/segment"
+)
+
+// fetchSession fetches and decodes a session's segments (infos in key order).
+//
+// The reader rule for superseded segments: a compacted segment's list of inputs hides
+// nothing that exists. Every listed segment is fetched and merged (an input and the
+// segment that holds it give the same entries, which collapse), because a segment
+// can claim inputs it does not hold and only reading both shows it. The claim counts
+// for one thing only: a claimed input that fails verification is skipped without an
+// error, since a compacted segment that exists says it holds those entries (Compact
+// deletes the input only after checking that, and verify names an input that its
+// superseder lacks). So a forged claim costs readers nothing while the claimed
+// segments exist, and an honest one costs their GETs until the delete delay ends.
+// A nil element of the result is a segment skipped as corrupt.
+func (s *Store) fetchSession(ctx context.Context, infos []SegmentInfo) ([]*segment.Segment, []CorruptSegment, error) {
+	segs, _, corrupt, err := s.fetchSessionParsed(ctx, infos, false)
+	return segs, corrupt, err
+}
+
+// fetchSessionParsed is fetchSession that, when parse is set, also parses the
+// entries of every segment without an entry index while its fetch waits on other
+// GETs (see fetchAllParsed).
+func (s *Store) fetchSessionParsed(ctx context.Context, infos []SegmentInfo, parse bool) ([]*segment.Segment, [][]parsedEntry, []CorruptSegment, error) {
+	segs, parsed, bad, err := s.fetchAllParsed(ctx, infos, true, parse)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sup := superseders(infos, segs)
+	at := make(map[string]int, len(infos))
+	for i, in := range infos {
+		at[in.Key] = i
+	}
+	var corrupt []CorruptSegment
+	for _, c := range bad {
+		if _, claimed := supersededIn(sup, infos[at[c.Key]]); claimed {
+			continue // left to the segment that claims it (see above)
+		}
+		if !s.cfg.SkipCorrupt {
+			return nil, nil, nil, c.Err
+		}
+		corrupt = append(corrupt, c)
+	}
+	return segs, parsed, corrupt, nil
+}
+
+// fetchAll fetches and decodes the segments in parallel, bounded by readLimit, or
+// by the shared GET slots of s.gets when set. A nil element of the result is a
+// segment skipped as corrupt (only when skipCorrupt is set).
+func (s *Store) fetchAll(ctx context.Context, infos []SegmentInfo, skipCorrupt bool) ([]*segment.Segment, []CorruptSegment, error) {
+	segs, _, corrupt, err := s.fetchAllParsed(ctx, infos, skipCorrupt, false)
+	return segs, corrupt, err
+}
+
+// fetchAllParsed is fetchAll that, when parse is set, also parses each entry of a
+// segment without an entry index (a level-0 segment) right after its decode, in
+// the goroutine that fetched it: parsed[i][pos] is what parseStoredEntry reads of
+// that entry, not ok when it does not parse (the merge parses it again to report
+// why). Parsing there overlaps the other segments' GETs instead of
+// running after the last one, inside the merge. parsed[i] is nil for a segment with
+// an entry index.
+func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCorrupt, parse bool) ([]*segment.Segment, [][]parsedEntry, []CorruptSegment, error) {
+	segs := make([]*segment.Segment, len(infos))
+	var parsed [][]parsedEntry
+	if parse {
+		parsed = make([][]parsedEntry, len(infos))
+	}
+	errs := make([]error, len(infos))
+	g, gctx := errgroup.WithContext(ctx)
+	if s.gets == nil {
+		g.SetLimit(s.readLimit(len(infos)))
+	}
+	var ref TranscriptRef
+	var prefix string
+	for i, info := range infos {
+		if i == 0 || info.Ref != ref {
+			ref, prefix = info.Ref, sessionPrefix(s.cfg.Prefix, info.Ref)
+		}
+		// A key listed under its own session, which the caller scoped, is read
+		// without a second ParseKey.
+		listed := strings.HasPrefix(info.Key, prefix)
+		g.Go(func() error {
+			if s.gets != nil {
+				select {
+				case s.gets <- struct{}{}:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+			var seg *segment.Segment
+			var err error
+			region := trace.StartRegion(gctx, "get segment")
+			if listed {
+				seg, err = s.readListedSegment(gctx, info.Key)
+			} else {
+				seg, err = s.ReadSegment(gctx, info.Key) // a key handed in: parsed and scoped
+			}
+			region.End()
+			if s.gets != nil {
+				<-s.gets // the slot bounds requests in flight, not the parsing after them
+			}
+			if err == nil && seg.Meta.Checksum != info.Hash {
+				err = fmt.Errorf("read segment %s: %w: key names checksum %016x, segment has %016x",
+					info.Key, segment.ErrChecksum, info.Hash, seg.Meta.Checksum)
+			}
+			if err != nil && skipCorrupt && errors.Is(err, segment.ErrCorrupt) {
+				errs[i] = err
+				return nil
+			}
+			segs[i] = seg
+			if err == nil && parse && seg.Meta.Index == nil {
+				trace.WithRegion(gctx, "parse entries", func() { parsed[i] = parseEntries(seg.Entries) })
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, nil, err
+	}
+	var corrupt []CorruptSegment
+	for i, err := range errs {
+		if err != nil {
+			corrupt = append(corrupt, CorruptSegment{Key: infos[i].Key, Err: err})
+		}
+	}
+	return segs, parsed, corrupt, nil
+}
+
+// parsedEntry is what parseStoredEntry reads of an entry: ok is false when it
+// does not parse.
+type parsedEntry struct {
+	id, parent string
+	time       time.Time
+	ok         bool
+}
+
+// parseChunkBytes is the least JSONL parseEntries gives one goroutine: below
+// twice that, a segment is parsed by the goroutine that fetched it.
+const parseChunkBytes = 1 << 20
+
+// parseEntries parses each raw entry with parseStoredEntry. A large segment (a
+// replica's first flush of a session it adopted, a long stretch flushed at
+// once: megabytes of JSONL) is cut into runs of entries of at least
+// parseChunkBytes, parsed on up to GOMAXPROCS goroutines, rather than leaving
+// one core to scan it all after the download while the others idle.
+func parseEntries(raws [][]byte) []parsedEntry {
+	return parseEntriesChunked(raws, parseChunkBytes)
+}
+
+// parseEntriesChunked is parseEntries with the chunk size given (for tests).
+func parseEntriesChunked(raws [][]byte, chunkBytes int) []parsedEntry {
+	out := make([]parsedEntry, len(raws))
+	parse := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if e, err := parseStoredEntry(raws[i]); err == nil {
+				out[i] = parsedEntry{id: e.ID, parent: e.ParentID, time: e.Time, ok: true}
+			}
+		}
+	}
+	total := 0
+	for _, raw := range raws {
+		total += len(raw)
+	}
+	chunks := min(runtime.GOMAXPROCS(0), total/chunkBytes)
+	if chunks < 2 {
+		parse(0, len(raws))
+		return out
+	}
+	// chunks-1 contiguous runs of about total/chunks bytes each go to new
+	// goroutines; the rest is parsed here.
+	var wg sync.WaitGroup
+	per, lo, acc, spawned := total/chunks, 0, 0, 0
+	for i, raw := range raws {
+		if spawned == chunks-1 {
+			break
+		}
+		acc += len(raw)
+		if acc >= per {
+			from := lo
+			wg.Go(func() { parse(from, i+1) })
+			lo, acc, spawned = i+1, 0, spawned+1
+		}
+	}
+	parse(lo, len(raws))
+	wg.Wait()
+	return out
+}

@@ -1,0 +1,259 @@
+package transcript
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/transcriptstore/transcript/segment"
+)
+
+// leanVersion is a version of an id that lost to, or may replace, the current
+// winner (rare: one id with other bytes).
+type leanVersion struct {
+	seg, pos   int32
+	okey, opos uint32
+	parent     string
+	parsed     bool // id and parentId were parsed (no entry index): Entry.Time is set
+}
+
+// leanMerge is merge (see there for the rules) over a lean representation; its
+// result holds the same entries in the same order.
+func leanMerge(infos []SegmentInfo, segs []*segment.Segment) *LeanResult {
+	m := newLeanMerger(infos, segs)
+	sup := superseders(infos, segs)
+	for i, seg := range segs {
+		m.res.keys[i] = infos[i].Key
+		if seg != nil {
+			m.addSegment(i, infos[i], seg, sup)
+		}
+	}
+	m.resolveConflicts()
+	res := m.res
+	slices.SortFunc(res.Losers, func(a, b Entry) int { return a.Origin.Compare(b.Origin) })
+	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return a.DroppedOrigin.Compare(b.DroppedOrigin) })
+	res.leanOrder(m.byID, m.parents)
+	return res
+}
+
+// leanMerger is the state of one leanMerge.
+type leanMerger struct {
+	res     *LeanResult
+	okeyNum map[string]uint32        // origin key -> its number in res.okeys
+	byID    map[string]int32         // id -> index in res.items of the current winner
+	parents []string                 // parentId of each item
+	others  map[string][]leanVersion // id -> further versions, rare
+}
+
+func newLeanMerger(infos []SegmentInfo, segs []*segment.Segment) *leanMerger {
+	total := 0
+	for _, seg := range segs {
+		if seg != nil {
+			total += len(seg.Entries)
+		}
+	}
+	// Sized for every entry once: growing them would hold two copies at a time.
+	return &leanMerger{
+		res: &LeanResult{keys: make([]string, len(infos)), bodies: make([][][]byte, len(infos)),
+			items: make([]leanItem, 0, total)},
+		okeyNum: map[string]uint32{},
+		byID:    make(map[string]int32, total),
+		parents: make([]string, 0, total),
+	}
+}
+
+// intern returns the number of origin key k in res.okeys, adding it if new.
+func (m *leanMerger) intern(k string) uint32 {
+	n, ok := m.okeyNum[k]
+	if !ok {
+		n = uint32(len(m.res.okeys))
+		m.okeyNum[k] = n
+		m.res.okeys = append(m.res.okeys, k)
+	}
+	return n
+}
+
+// earlier reports whether origin (ak, ap) comes before (bk, bp) (Origin.Compare).
+func (m *leanMerger) earlier(ak, ap, bk, bp uint32) bool {
+	return Origin{Key: m.res.okeys[ak], Pos: int(ap)}.Compare(Origin{Key: m.res.okeys[bk], Pos: int(bp)}) < 0
+}
+
+// addSegment merges the entries of segment i (listed as info; sup maps what
+// compacted segments supersede).
+func (m *leanMerger) addSegment(i int, info SegmentInfo, seg *segment.Segment, sup map[string]SegmentInfo) {
+	res := m.res
+	if _, ok := supersededIn(sup, info); !ok {
+		res.Segments = append(res.Segments, info)
+	}
+	res.bodies[i] = seg.Entries
+	res.held = append(res.held, info.Key)
+	origin := originsOf(info, seg)
+	index := seg.Meta.Index
+	for pos, raw := range seg.Entries {
+		id, parent, parsed, err := storedIDs(index, pos, raw)
+		if err != nil {
+			res.Invalid = append(res.Invalid, fmt.Errorf("segment %s entry %d: %w", info.Key, pos, err))
+			continue
+		}
+		o := origin(pos)
+		m.add(id, raw, leanVersion{seg: int32(i), pos: int32(pos), okey: m.intern(o.Key), opos: uint32(o.Pos), parent: parent, parsed: parsed})
+	}
+	// The index is no longer needed; the origins were read into the items.
+	seg.Meta.Index, seg.Meta.Origins = nil, nil
+}
+
+// add merges one version v (bytes raw) of entry id: a new id becomes an item,
+// the same bytes again keep the earlier origin, other bytes are kept aside for
+// resolveConflicts.
+func (m *leanMerger) add(id string, raw []byte, v leanVersion) {
+	res := m.res
+	j, ok := m.byID[id]
+	if !ok {
+		m.byID[id] = int32(len(res.items))
+		res.items = append(res.items, leanItem{id: id, seg: v.seg, pos: v.pos, okey: v.okey, opos: v.opos, parsed: v.parsed})
+		m.parents = append(m.parents, v.parent)
+		return
+	}
+	kept := &res.items[j]
+	if bytes.Equal(res.bodies[kept.seg][kept.pos], raw) {
+		if m.earlier(v.okey, v.opos, kept.okey, kept.opos) {
+			kept.okey, kept.opos = v.okey, v.opos
+		}
+		return
+	}
+	if m.others == nil {
+		m.others = map[string][]leanVersion{}
+	}
+	vs := m.others[id]
+	k := slices.IndexFunc(vs, func(w leanVersion) bool { return bytes.Equal(res.bodies[w.seg][w.pos], raw) })
+	switch {
+	case k < 0:
+		m.others[id] = append(vs, v)
+	case m.earlier(v.okey, v.opos, vs[k].okey, vs[k].opos):
+		vs[k].okey, vs[k].opos = v.okey, v.opos
+	}
+}
+
+// resolveConflicts makes the version of each conflicting id with the earliest
+// origin the winner and reports the others as losers and conflicts.
+func (m *leanMerger) resolveConflicts() {
+	res := m.res
+	for id, vs := range m.others {
+		j := m.byID[id]
+		it := &res.items[j]
+		for k, v := range vs {
+			if m.earlier(v.okey, v.opos, it.okey, it.opos) {
+				cur := leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: m.parents[j], parsed: it.parsed}
+				it.seg, it.pos, it.okey, it.opos, it.parsed, m.parents[j] = v.seg, v.pos, v.okey, v.opos, v.parsed, v.parent
+				vs[k] = cur
+			}
+		}
+		w := m.entryOf(id, leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: m.parents[j], parsed: it.parsed})
+		for _, v := range vs {
+			l := m.entryOf(id, v)
+			res.Losers = append(res.Losers, l)
+			res.Conflicts = append(res.Conflicts, Conflict{ID: id, KeptSegment: w.Segment, KeptPos: w.Pos,
+				DroppedSegment: l.Segment, DroppedPos: l.Pos, KeptOrigin: w.Origin, DroppedOrigin: l.Origin})
+		}
+	}
+}
+
+// entryOf returns version v of entry id as an Entry.
+func (m *leanMerger) entryOf(id string, v leanVersion) Entry {
+	res := m.res
+	e := Entry{ID: id, ParentID: v.parent, Raw: res.bodies[v.seg][v.pos], Segment: res.keys[v.seg],
+		Pos: int(v.pos), Origin: Origin{Key: res.okeys[v.okey], Pos: int(v.opos)}}
+	if v.parsed {
+		p, _ := parseStoredEntry(e.Raw)
+		e.Time = p.Time
+	}
+	return e
+}
+
+// storedIDs returns the id and parentId of the entry at pos of a segment: from
+// its entry index when it has one, otherwise parsed (parseStoredEntry).
+func storedIDs(index []segment.IndexEntry, pos int, raw []byte) (id, parent string, parsed bool, err error) {
+	if index != nil && index[pos].ID != "" {
+		return index[pos].ID, index[pos].ParentID, false, nil
+	}
+	e, err := parseStoredEntry(raw)
+	return e.ID, e.ParentID, true, err
+}
+
+// leanOrder puts the items in merge order (rankOrigins, originSort and
+// topoOrder, as merge orders entries), resolves their parents to indexes and
+// keeps byID for lookups.
+func (r *LeanResult) leanOrder(byID map[string]int32, parents []string) {
+	n := len(r.items)
+	rank := rankOrigins(r.okeys)
+	sorted := originSort(n, func(i int) uint64 { return originKey(rank[r.items[i].okey], int(r.items[i].opos)) })
+	rank = nil
+	if sorted == nil {
+		sorted = make([]int32, n)
+		for k := range sorted {
+			sorted[k] = int32(k)
+		}
+	}
+	// at[i] is the sorted place of item i; par[k] the place of the parent of the
+	// item at place k, -1 for a root (as parentsFirst decides).
+	at := make([]int32, n)
+	for k, i := range sorted {
+		at[i] = int32(k)
+	}
+	par := make([]int32, n)
+	for k, i := range sorted {
+		par[k] = -1
+		pid := parents[i]
+		if p, ok := byID[pid]; ok && pid != "" && at[p] != int32(k) {
+			par[k] = at[p]
+		}
+	}
+	at = nil
+	order, cycles := topoOrder(par)
+	r.Cycles = cycles
+	if order == nil {
+		order = make([]int32, n)
+		for k := range order {
+			order[k] = int32(k)
+		}
+	}
+	r.place(sorted, par, order, parents)
+	for m := range r.items {
+		byID[r.items[m].id] = int32(m)
+	}
+	r.byID = byID
+}
+
+// place moves the items into merge order in place: sorted[k] is the item at
+// sorted place k, par[k] the place of its parent, order the places in merge
+// order. An item's parent becomes its parent's merge index; a parentId that
+// names no item (or the item itself) is kept in oddParents.
+func (r *LeanResult) place(sorted, par, order []int32, parents []string) {
+	n := len(r.items)
+	final := make([]int32, n) // sorted place -> merge index
+	for m, k := range order {
+		final[k] = int32(m)
+	}
+	dest := order // item number -> merge index, reusing order's memory
+	for k, i := range sorted {
+		dest[i] = final[k]
+		p := int32(-1)
+		if par[k] >= 0 {
+			p = final[par[k]]
+		}
+		r.items[i].parent = p
+		if pid := parents[i]; pid != "" && p < 0 {
+			if r.oddParents == nil {
+				r.oddParents = map[int32]string{}
+			}
+			r.oddParents[final[k]] = pid
+		}
+	}
+	for i := range r.items {
+		for int(dest[i]) != i {
+			j := dest[i]
+			r.items[i], r.items[j] = r.items[j], r.items[i]
+			dest[i], dest[j] = dest[j], j
+		}
+	}
+}

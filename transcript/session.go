@@ -1,0 +1,144 @@
+package transcript
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// A session is created once, with its first segment (the caller's header and
+// entries) and, in strict mode, its head; a strict session then grows one
+// committed segment at a time (CommitSegment). These are the writes of package
+// repository; the head object is described at Head.
+
+// CreateOptions are the options of CreateSession.
+type CreateOptions struct {
+	// Strict gives the session a head object that commits its first segment, with
+	// head entry Head ("" for none).
+	Strict bool
+	// Head is the head entry of a strict session's first head.
+	Head string
+}
+
+// SessionExists reports whether ref holds a segment or a head object, with one
+// listing of its prefix (deletion marks, directory markers and stray keys do
+// not count). A store bound to another namespace sees no session there.
+func (s *Store) SessionExists(ctx context.Context, ref TranscriptRef) (bool, error) {
+	ref, visible, err := s.checkRef(ref)
+	if err != nil || !visible {
+		return false, err
+	}
+	ls, err := s.sessionObjects(ctx, ref)
+	if err != nil {
+		return false, err
+	}
+	return len(ls.infos) > 0 || ls.strict, nil
+}
+
+// CreateSession stores a new session ref: entries (the caller's session header
+// first, then any entries) as its first segment, written by w, and, when
+// opts.Strict, a head committing that segment. A session that exists (a segment
+// or a head) gives an error wrapping bucket.ErrExists and writes nothing. Two
+// creates of one strict session racing each other are decided by the head's
+// create-only write: the loser's segment is deleted and it gets bucket.ErrExists;
+// two default-mode creates may both succeed (their segments are siblings). It
+// returns the segment and, when strict, the head as stored.
+func (s *Store) CreateSession(ctx context.Context, ref TranscriptRef, entries [][]byte, w *Writer, opts CreateOptions) (SegmentInfo, Head, error) {
+	exists, err := s.SessionExists(ctx, ref)
+	if err != nil {
+		return SegmentInfo{}, Head{}, fmt.Errorf("create %s: %w", ref, err)
+	}
+	if exists {
+		return SegmentInfo{}, Head{}, fmt.Errorf("create %s: %w", ref.Norm(), bucket.ErrExists)
+	}
+	info, err := s.AppendSegment(ctx, ref, entries, w)
+	if err != nil {
+		return SegmentInfo{}, Head{}, fmt.Errorf("create %s: %w", ref.Norm(), err)
+	}
+	if !opts.Strict {
+		return info, Head{}, nil
+	}
+	h, err := s.WriteHead(ctx, ref, Head{}, Head{}.Commit(info.Key, opts.Head))
+	if err != nil {
+		_ = s.cfg.Bucket.Delete(ctx, info.Key) // best effort: it is not committed
+		if errors.Is(err, ErrConflict) {
+			return SegmentInfo{}, Head{}, fmt.Errorf("create %s: %w", ref.Norm(), bucket.ErrExists)
+		}
+		return SegmentInfo{}, Head{}, fmt.Errorf("create %s: %w", ref.Norm(), err)
+	}
+	return info, h, nil
+}
+
+// CommitSegment stores entries as a new segment of strict session ref, written
+// by w, and commits it: it advances the head from prev (as read) to one that
+// also names the segment, with head entry entry (WriteHead). It returns the
+// segment and the head that commits it: the one written, or, when the answer to
+// the head write was lost although the write took effect, the stored head (which
+// other writers may have advanced since; its Version then exceeds prev's by more
+// than one).
+//
+// When another writer advanced the head first, the segment is deleted at once
+// and the error wraps ErrConflict; when the head is gone (the session was
+// deleted), bucket.ErrNotFound. Any other failure of the head write leaves the
+// segment uncommitted for DeleteUncommitted: readers of the head never see it.
+func (s *Store) CommitSegment(ctx context.Context, ref TranscriptRef, prev Head, entries [][]byte, w *Writer, entry string) (SegmentInfo, Head, error) {
+	info, err := s.AppendSegment(ctx, ref, entries, w)
+	if err != nil {
+		return SegmentInfo{}, Head{}, err
+	}
+	next, werr := s.WriteHead(ctx, ref, prev, prev.Commit(info.Key, entry))
+	if werr == nil {
+		return info, next, nil
+	}
+	cur, err := s.ReadHead(ctx, ref)
+	if err == nil && cur.Commits(info.Key) {
+		return info, cur, nil // the write took effect; its answer was lost
+	}
+	if err != nil && !errors.Is(err, bucket.ErrNotFound) || !errors.Is(werr, ErrConflict) {
+		return SegmentInfo{}, Head{}, werr
+	}
+	_ = s.cfg.Bucket.Delete(ctx, info.Key) // best effort: garbage either way
+	if err != nil {
+		return SegmentInfo{}, Head{}, fmt.Errorf("commit to %s: %w", ref.Norm(), err)
+	}
+	return SegmentInfo{}, Head{}, fmt.Errorf("commit to %s: %w: another writer committed first (head %q)", ref.Norm(), ErrConflict, cur.Entry)
+}
+
+// DeleteUncommitted deletes the segments of strict session ref that its head
+// does not commit and that were created (by key time) before cutoff: segments of
+// writers that lost a head race, or crashed between their segment and their head
+// write. cutoff must leave out every append still in progress (the longest time
+// from a segment's creation to its head write, clock skew included). It lists
+// before it reads the head, so a segment committed in between is kept. It
+// returns how many segments it deleted; a session without a head has none to
+// delete, and one without a head or segments gives bucket.ErrNotFound.
+func (s *Store) DeleteUncommitted(ctx context.Context, ref TranscriptRef, cutoff time.Time) (int, error) {
+	infos, err := s.ListSegments(ctx, ref)
+	if err != nil {
+		return 0, err
+	}
+	h, err := s.ReadHead(ctx, ref)
+	if errors.Is(err, bucket.ErrNotFound) {
+		if len(infos) == 0 {
+			return 0, err
+		}
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for _, info := range infos {
+		if h.Commits(info.Key) || info.Time.After(cutoff) {
+			continue
+		}
+		if err := s.cfg.Bucket.Delete(ctx, info.Key); err != nil {
+			return deleted, wrapKey("delete uncommitted segment", info.Key, err)
+		}
+		deleted++
+	}
+	return deleted, nil
+}

@@ -26,10 +26,17 @@ type job struct {
 	// Work.
 	parallel int
 	opts     transcript.CompactOptions
-	// Reporting: plan lines (dry run) and problems go to out and errOut.
-	out, errOut io.Writer
-	progress    progress
-	mu          sync.Mutex // guards the summary while sessions run
+	// retention, when not nil, is applied before compaction (retention.go);
+	// retained holds the sessions it marked, which compaction leaves alone.
+	retention *transcript.Retention
+	retained  map[transcript.TranscriptRef]bool
+	// Reporting: plan lines (dry run) and problems go to out and errOut, the
+	// retention's plan lines to planOut.
+	out, errOut    io.Writer
+	planOut        io.Writer
+	progress       progress
+	retainProgress progress
+	mu             sync.Mutex // guards the summary while sessions run
 }
 
 // progress is told how many sessions there are and when each is done.
@@ -47,26 +54,28 @@ func (noProgress) Finish()   {}
 
 // summary is the job's result, printed as JSON with --json.
 type summary struct {
-	Shard             string   `json:"shard"`
-	DryRun            bool     `json:"dryRun"`
-	SessionsListed    int      `json:"sessionsListed"`
-	SessionsScanned   int      `json:"sessionsScanned"`
-	SessionsSkipped   int      `json:"sessionsSkippedRecent"`
-	SessionsStrict    int      `json:"sessionsSkippedStrict"`
-	SessionsContended int      `json:"sessionsContended"`
-	SessionsCompacted int      `json:"sessionsCompacted"`
-	SessionsFailed    int      `json:"sessionsFailed"`
-	SegmentsIn        int      `json:"segmentsIn"`
-	SegmentsOut       int      `json:"segmentsOut"`
-	BytesIn           int64    `json:"bytesIn"`
-	BytesOut          int64    `json:"bytesOut"`
-	Marks             int      `json:"marks"`
-	Deletions         int      `json:"deletions"`
-	PendingDeletions  int      `json:"pendingDeletions"`
-	Errors            []string `json:"errors"`
-	DurationSeconds   float64  `json:"durationSeconds"`
-	SessionsPerSecond float64  `json:"sessionsPerSecond"`
-	InputMBPerSecond  float64  `json:"inputMBPerSecond"`
+	Shard             string `json:"shard"`
+	DryRun            bool   `json:"dryRun"`
+	SessionsListed    int    `json:"sessionsListed"`
+	SessionsScanned   int    `json:"sessionsScanned"`
+	SessionsSkipped   int    `json:"sessionsSkippedRecent"`
+	SessionsStrict    int    `json:"sessionsSkippedStrict"`
+	SessionsContended int    `json:"sessionsContended"`
+	SessionsCompacted int    `json:"sessionsCompacted"`
+	SessionsFailed    int    `json:"sessionsFailed"`
+	SegmentsIn        int    `json:"segmentsIn"`
+	SegmentsOut       int    `json:"segmentsOut"`
+	BytesIn           int64  `json:"bytesIn"`
+	BytesOut          int64  `json:"bytesOut"`
+	Marks             int    `json:"marks"`
+	Deletions         int    `json:"deletions"`
+	PendingDeletions  int    `json:"pendingDeletions"`
+	// Retention is set when a retention policy was applied.
+	Retention         *retentionSummary `json:"retention,omitempty"`
+	Errors            []string          `json:"errors"`
+	DurationSeconds   float64           `json:"durationSeconds"`
+	SessionsPerSecond float64           `json:"sessionsPerSecond"`
+	InputMBPerSecond  float64           `json:"inputMBPerSecond"`
 }
 
 // inShard reports whether ref belongs to shard i of n, by a stable hash of the ref, so
@@ -139,9 +148,10 @@ func (j *job) run(ctx context.Context) (*summary, error) {
 	return sum, err
 }
 
-// runListed compacts the selected sessions of each selected namespace as one
-// recursive listing finds them (Store.CompactAll): no LIST per session, and
-// compactions start while the listing goes on.
+// runListed applies the retention policy, if any, then compacts the selected
+// sessions of each selected namespace as one recursive listing finds them
+// (Store.CompactAll): no LIST per session, and compactions start while the
+// listing goes on.
 func (j *job) runListed(ctx context.Context, sum *summary) error {
 	namespaces := []string{j.namespace}
 	if j.namespace == "" {
@@ -150,10 +160,15 @@ func (j *job) runListed(ctx context.Context, sum *summary) error {
 			return fmt.Errorf("list sessions: %w", err)
 		}
 	}
+	if j.retention != nil {
+		if err := j.retain(ctx, sum, namespaces); err != nil {
+			return err
+		}
+	}
 	j.progress.Total(-1)
 	opts := j.opts
 	opts.OlderThan = j.olderThan
-	keep := func(ref transcript.TranscriptRef) bool { return inShard(ref, j.shard, j.shards) }
+	keep := func(ref transcript.TranscriptRef) bool { return inShard(ref, j.shard, j.shards) && !j.retained[ref] }
 	for _, ns := range namespaces {
 		err := j.store.CompactAll(ctx, ns, j.agent, j.parallel, opts, keep,
 			func(ref transcript.TranscriptRef, res transcript.CompactResult, err error) {

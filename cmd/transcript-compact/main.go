@@ -124,11 +124,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case j.session != "" && j.agent == "":
 		return cli.Usagef("--session needs --agent")
 	}
-	if j.retention, err = rf.retention(); err != nil {
+	if j.retention, err = rf.retention(j.session); err != nil {
 		return err
-	}
-	if j.retention != nil && j.session != "" {
-		return cli.Usagef("--session with a retention policy: keep-last ranks every session of an agent; select by --agent")
 	}
 	if err := sf.Validate("transcript-compact"); err != nil {
 		return err
@@ -156,19 +153,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return err
 	}
 	j.progress = newProgress(stderr, "compacting sessions")
-	j.retainProgress = newProgress(stderr, "retention: sessions")
-	j.retained = map[transcript.TranscriptRef]bool{}
-	j.planOut = stdout
-	if jsonOut {
-		j.planOut = stderr // stdout holds the summary alone
-	}
+	j.setRetentionOutput(stdout, stderr, jsonOut)
 
 	sum, err := j.run(ctx)
-	if metricsPush != "" {
-		if perr := pushMetrics(ctx, metricsPush, sum, j.shard, j.shards, err); perr != nil {
-			fmt.Fprintf(stderr, "warning: --metrics-push: %s\n", cli.Escape(perr.Error()))
-		}
-	}
+	j.pushMetrics(ctx, metricsPush, sum, err)
 	if err != nil {
 		return err
 	}

@@ -2,15 +2,29 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
+
+	"github.com/transcriptstore/transcript/internal/cli"
 )
 
 // metricsJob is the Pushgateway job name the metrics are pushed under.
 const metricsJob = "transcript-compact"
+
+// pushMetrics pushes the run's metrics to the Pushgateway at url, when url is not
+// "", and warns on the job's error output if that fails: the run's result stands.
+func (j *job) pushMetrics(ctx context.Context, url string, sum *summary, runErr error) {
+	if url == "" {
+		return
+	}
+	if err := pushMetrics(ctx, url, sum, j.shard, j.shards, runErr); err != nil {
+		fmt.Fprintf(j.errOut, "warning: --metrics-push: %s\n", cli.Escape(err.Error()))
+	}
+}
 
 // pushMetrics pushes the run's summary to the Pushgateway at url, grouped by
 // shard, with an HTTP POST: the metrics of this run replace those of the previous

@@ -29,8 +29,19 @@ func (f *retentionFlags) register(fs *pflag.FlagSet) {
 }
 
 // retention returns the policy the flags set, or nil when they set none. --max-age
-// and --keep-last make one rule for every namespace and agent the job selects.
-func (f *retentionFlags) retention() (*transcript.Retention, error) {
+// and --keep-last make one rule for every namespace and agent the job selects. A
+// policy with --session (session, when not "") is refused: keep-last ranks every
+// session of an agent.
+func (f *retentionFlags) retention(session string) (*transcript.Retention, error) {
+	r, err := f.policy()
+	if r != nil && session != "" {
+		return nil, cli.Usagef("--session with a retention policy: keep-last ranks every session of an agent; select by --agent")
+	}
+	return r, err
+}
+
+// policy returns the policy the flags set, or nil when they set none.
+func (f *retentionFlags) policy() (*transcript.Retention, error) {
 	r := &transcript.Retention{}
 	switch {
 	case f.file != "" && (f.maxAge != "" || f.keepLast != 0):
@@ -92,6 +103,18 @@ func (r *retentionSummary) problems() int {
 		return 0
 	}
 	return r.Failed + r.LateWrites
+}
+
+// setRetentionOutput sets where the retention reports: its progress bar on
+// stderr, its dry-run plan on stdout, or stderr with --json (stdout holds the
+// summary alone).
+func (j *job) setRetentionOutput(stdout, stderr io.Writer, jsonOut bool) {
+	j.retainProgress = newProgress(stderr, "retention: sessions")
+	j.retained = map[transcript.TranscriptRef]bool{}
+	j.planOut = stdout
+	if jsonOut {
+		j.planOut = stderr
+	}
 }
 
 // agentInShard reports whether the agent of namespace belongs to shard i of n, by a

@@ -67,6 +67,9 @@ func parseRetentionFile(name string, data []byte) (transcript.Retention, error) 
 	if root.Kind != yaml.MappingNode {
 		return r, errAt(root, "want a mapping with the keys rules and holds")
 	}
+	if err := uniqueKeys(root, "", errAt); err != nil {
+		return r, err
+	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		key, val := root.Content[i], root.Content[i+1]
 		var err error
@@ -89,6 +92,20 @@ func parseRetentionFile(name string, data []byte) (transcript.Retention, error) 
 }
 
 type errAtFunc func(n *yaml.Node, format string, args ...any) error
+
+// uniqueKeys reports a key the mapping n holds twice (YAML forbids it; the
+// parser of nodes does not check), its message prefixed by where.
+func uniqueKeys(n *yaml.Node, where string, errAt errAtFunc) error {
+	first := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i]
+		if line, dup := first[key.Value]; dup {
+			return errAt(key, "%skey %q given twice (first at line %d)", where, key.Value, line)
+		}
+		first[key.Value] = key.Line
+	}
+	return nil
+}
 
 // parseRules parses the sequence of rules n.
 func parseRules(n *yaml.Node, errAt errAtFunc) ([]transcript.RetentionRule, error) {
@@ -118,6 +135,9 @@ func parseRule(n *yaml.Node, where string, errAt errAtFunc) (transcript.Retentio
 	rule := transcript.RetentionRule{Namespace: transcript.AnyName, Agent: transcript.AnyName}
 	if n.Kind != yaml.MappingNode {
 		return rule, errAt(n, "%s: want a mapping with the keys %s", where, strings.Join(ruleFields, ", "))
+	}
+	if err := uniqueKeys(n, where+": ", errAt); err != nil {
+		return rule, err
 	}
 	keepAll := false
 	for i := 0; i+1 < len(n.Content); i += 2 {

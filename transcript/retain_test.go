@@ -152,6 +152,13 @@ func entryCount(t *testing.T, s *transcript.Store, r transcript.TranscriptRef) i
 	return len(res.Entries)
 }
 
+// newAheadStore returns a store on an in-memory aheadBucket, the bucket, and a writer.
+func newAheadStore(t *testing.T) (*aheadBucket, *transcript.Store, *transcript.Writer) {
+	t.Helper()
+	b := &aheadBucket{Bucket: testBackends()["mem"](t)}
+	return b, newStore(t, b, transcript.Config{}), newWriter(t, "w")
+}
+
 func maxAge(d time.Duration) transcript.RetentionPolicy { return transcript.RetentionPolicy{MaxAge: d} }
 
 // TestRetain_MaxAge: on every backend, a session whose last update is older than
@@ -378,9 +385,7 @@ func TestRetain_LateWriteIsReported(t *testing.T) {
 // TestRetain_StoppedDeletionFinishes: a deletion that fails part way (after the
 // strict head, before the segments) leaves the mark, and the next run finishes it.
 func TestRetain_StoppedDeletionFinishes(t *testing.T) {
-	b := &aheadBucket{Bucket: testBackends()["mem"](t)}
-	s := newStore(t, b, transcript.Config{})
-	w := newWriter(t, "w")
+	b, s, w := newAheadStore(t)
 	ctx := context.Background()
 	_, _, err := s.CreateSession(ctx, acmeRef("coder", "s1"), [][]byte{entry("h", "")}, w, transcript.CreateOptions{Strict: true, Head: "h"})
 	require.NoError(t, err)
@@ -411,9 +416,7 @@ func TestRetain_StoppedDeletionFinishes(t *testing.T) {
 // selects any more (here: keep-last raised) has its mark dropped, reported as
 // released, not survived.
 func TestRetain_ReleasedWhenNoLongerSelected(t *testing.T) {
-	b := &aheadBucket{Bucket: testBackends()["mem"](t)}
-	s := newStore(t, b, transcript.Config{})
-	w := newWriter(t, "w")
+	_, s, w := newAheadStore(t)
 	appendChain(t, s, acmeRef("coder", "s2"), w, "b", "", 1)
 	appendChain(t, s, acmeRef("coder", "s1"), w, "a", "", 1)
 	r := transcript.Retention{Rules: []transcript.RetentionRule{{Policy: transcript.RetentionPolicy{KeepLast: 1}}}}
@@ -428,9 +431,7 @@ func TestRetain_ReleasedWhenNoLongerSelected(t *testing.T) {
 // TestRetain_OwnAgent: a run that owns some agents neither lists nor touches the
 // others' sessions.
 func TestRetain_OwnAgent(t *testing.T) {
-	b := &aheadBucket{Bucket: testBackends()["mem"](t)}
-	s := newStore(t, b, transcript.Config{})
-	w := newWriter(t, "w")
+	b, s, w := newAheadStore(t)
 	appendChain(t, s, acmeRef("mine", "s1"), w, "a", "", 1)
 	appendChain(t, s, acmeRef("theirs", "s1"), w, "b", "", 1)
 	r := transcript.Retention{Rules: []transcript.RetentionRule{{Policy: maxAge(day)}}}

@@ -26,17 +26,18 @@ type job struct {
 	// Work.
 	parallel int
 	opts     transcript.CompactOptions
-	// retention, when not nil, is applied before compaction (retention.go);
-	// retained holds the sessions it marked, which compaction leaves alone.
-	retention *transcript.Retention
-	retained  map[transcript.TranscriptRef]bool
-	// Reporting: plan lines (dry run) and problems go to out and errOut, the
-	// retention's plan lines to planOut.
-	out, errOut    io.Writer
+	// Reporting: plan lines (dry run) and problems go to out and errOut.
+	out, errOut io.Writer
+	progress    progress
+	mu          sync.Mutex // guards the summary while sessions run
+
+	// Retention (retention.go): the policy, applied before compaction when not
+	// nil; the sessions it marked, which compaction leaves alone (guarded by mu
+	// while retention runs); where its dry-run plan goes; its progress.
+	retention      *transcript.Retention
+	retained       map[transcript.TranscriptRef]bool
 	planOut        io.Writer
-	progress       progress
 	retainProgress progress
-	mu             sync.Mutex // guards the summary while sessions run
 }
 
 // progress is told how many sessions there are and when each is done.
@@ -54,28 +55,29 @@ func (noProgress) Finish()   {}
 
 // summary is the job's result, printed as JSON with --json.
 type summary struct {
-	Shard             string `json:"shard"`
-	DryRun            bool   `json:"dryRun"`
-	SessionsListed    int    `json:"sessionsListed"`
-	SessionsScanned   int    `json:"sessionsScanned"`
-	SessionsSkipped   int    `json:"sessionsSkippedRecent"`
-	SessionsStrict    int    `json:"sessionsSkippedStrict"`
-	SessionsContended int    `json:"sessionsContended"`
-	SessionsCompacted int    `json:"sessionsCompacted"`
-	SessionsFailed    int    `json:"sessionsFailed"`
-	SegmentsIn        int    `json:"segmentsIn"`
-	SegmentsOut       int    `json:"segmentsOut"`
-	BytesIn           int64  `json:"bytesIn"`
-	BytesOut          int64  `json:"bytesOut"`
-	Marks             int    `json:"marks"`
-	Deletions         int    `json:"deletions"`
-	PendingDeletions  int    `json:"pendingDeletions"`
-	// Retention is set when a retention policy was applied.
-	Retention         *retentionSummary `json:"retention,omitempty"`
-	Errors            []string          `json:"errors"`
-	DurationSeconds   float64           `json:"durationSeconds"`
-	SessionsPerSecond float64           `json:"sessionsPerSecond"`
-	InputMBPerSecond  float64           `json:"inputMBPerSecond"`
+	Shard             string   `json:"shard"`
+	DryRun            bool     `json:"dryRun"`
+	SessionsListed    int      `json:"sessionsListed"`
+	SessionsScanned   int      `json:"sessionsScanned"`
+	SessionsSkipped   int      `json:"sessionsSkippedRecent"`
+	SessionsStrict    int      `json:"sessionsSkippedStrict"`
+	SessionsContended int      `json:"sessionsContended"`
+	SessionsCompacted int      `json:"sessionsCompacted"`
+	SessionsFailed    int      `json:"sessionsFailed"`
+	SegmentsIn        int      `json:"segmentsIn"`
+	SegmentsOut       int      `json:"segmentsOut"`
+	BytesIn           int64    `json:"bytesIn"`
+	BytesOut          int64    `json:"bytesOut"`
+	Marks             int      `json:"marks"`
+	Deletions         int      `json:"deletions"`
+	PendingDeletions  int      `json:"pendingDeletions"`
+	Errors            []string `json:"errors"`
+	DurationSeconds   float64  `json:"durationSeconds"`
+	SessionsPerSecond float64  `json:"sessionsPerSecond"`
+	InputMBPerSecond  float64  `json:"inputMBPerSecond"`
+
+	// Retention is set when a retention policy was applied (retention.go).
+	Retention *retentionSummary `json:"retention,omitempty"`
 }
 
 // inShard reports whether ref belongs to shard i of n, by a stable hash of the ref, so

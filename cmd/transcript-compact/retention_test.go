@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,6 +156,43 @@ func TestJob_Retention(t *testing.T) {
 			require.True(t, hasRetentionMark(t, s, refs[3]))
 		})
 	}
+}
+
+// TestJob_RetentionFile: a policy file's most specific rule applies to each agent
+// (here a keepAll exempts one agent from the rule for all), and its holds count.
+func TestJob_RetentionFile(t *testing.T) {
+	url := "file://" + t.TempDir()
+	s := openStore(t, url)
+	writeSessions(t, s, "coder", 3, 1)
+	writeSessions(t, s, "auditor", 3, 1)
+	policy := filepath.Join(t.TempDir(), "retention.yaml")
+	require.NoError(t, os.WriteFile(policy, []byte(`rules:
+  - keepLast: 1
+  - namespace: acme
+    agent: auditor
+    keepAll: true
+holds: [acme/coder/s000]
+`), 0o644))
+	before := snapshot(t, s.Bucket())
+	r := runBinary(t, context.Background(), "--store", url, "--retention", policy, "--dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.ElementsMatch(t, []string{
+		"retention plan acme/coder/s001: marked for deletion (keep-last 1: number 2 by last update)\n",
+		"retention plan acme/coder/s000: kept by a hold (keep-last 1: number 3 by last update)\n",
+	}, grepLines(r.stdout, "retention plan "), "one line per session it would change, in any order")
+	require.Contains(t, r.stdout, "retention: 6 sessions examined; would mark 1, would delete 0 (0 objects, 0 bytes); 0 waiting for their delay, 1 kept by a hold")
+	require.Equal(t, before, snapshot(t, s.Bucket()))
+}
+
+// grepLines returns the lines of s that start with prefix, each with its newline.
+func grepLines(s, prefix string) []string {
+	var out []string
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // TestJob_RetentionSkipsCompaction: a session retention marks is not compacted

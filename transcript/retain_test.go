@@ -152,10 +152,10 @@ func entryCount(t *testing.T, s *transcript.Store, r transcript.TranscriptRef) i
 	return len(res.Entries)
 }
 
-// newAheadStore returns a store on an in-memory aheadBucket, the bucket, and a writer.
-func newAheadStore(t *testing.T) (*aheadBucket, *transcript.Store, *transcript.Writer) {
+// newAheadStore returns a store on an aheadBucket around inner, the bucket, and a writer.
+func newAheadStore(t *testing.T, inner bucket.Bucket) (*aheadBucket, *transcript.Store, *transcript.Writer) {
 	t.Helper()
-	b := &aheadBucket{Bucket: testBackends()["mem"](t)}
+	b := &aheadBucket{Bucket: inner}
 	return b, newStore(t, b, transcript.Config{}), newWriter(t, "w")
 }
 
@@ -216,9 +216,7 @@ func TestRetain_MaxAge(t *testing.T) {
 func TestRetain_KeepLast(t *testing.T) {
 	for name, newBucket := range testBackends() {
 		t.Run(name, func(t *testing.T) {
-			b := &aheadBucket{Bucket: newBucket(t)}
-			s := newStore(t, b, transcript.Config{})
-			w := newWriter(t, "w")
+			_, s, w := newAheadStore(t, newBucket(t))
 			// Written oldest first with ids falling, so that backends whose times
 			// tie (whole seconds) rank them the same way (ties go by id).
 			for _, id := range []string{"s5", "s4", "s3", "s2", "s1"} {
@@ -249,9 +247,7 @@ func TestRetain_KeepLast(t *testing.T) {
 func TestRetain_Hold(t *testing.T) {
 	for name, newBucket := range testBackends() {
 		t.Run(name, func(t *testing.T) {
-			b := &aheadBucket{Bucket: newBucket(t)}
-			s := newStore(t, b, transcript.Config{})
-			w := newWriter(t, "w")
+			b, s, w := newAheadStore(t, newBucket(t))
 			for _, r := range []transcript.TranscriptRef{acmeRef("coder", "s1"), acmeRef("coder", "s2"), acmeRef("legal", "x")} {
 				appendChain(t, s, r, w, r.AgentID+r.SessionID, "", 2)
 			}
@@ -286,9 +282,7 @@ func TestRetain_WrittenDuringDelaySurvives(t *testing.T) {
 	for name, newBucket := range testBackends() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			b := &aheadBucket{Bucket: newBucket(t)}
-			s := newStore(t, b, transcript.Config{})
-			w := newWriter(t, "w")
+			b, s, w := newAheadStore(t, newBucket(t))
 			ids := appendChain(t, s, acmeRef("coder", "s1"), w, "a", "", 2)
 			appendChain(t, s, acmeRef("coder", "s2"), w, "b", "", 4)
 			r := transcript.Retention{Rules: []transcript.RetentionRule{{Policy: maxAge(30 * day)}}}
@@ -319,9 +313,7 @@ func TestRetain_DryRunDeletesNothing(t *testing.T) {
 	for name, newBucket := range testBackends() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			b := &aheadBucket{Bucket: newBucket(t)}
-			s := newStore(t, b, transcript.Config{})
-			w := newWriter(t, "w")
+			b, s, w := newAheadStore(t, newBucket(t))
 			for _, id := range []string{"s1", "s2", "s3"} {
 				appendChain(t, s, acmeRef("coder", id), w, id, "", 2)
 			}
@@ -359,9 +351,7 @@ func TestRetain_LateWriteIsReported(t *testing.T) {
 	for name, newBucket := range testBackends() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			b := &aheadBucket{Bucket: newBucket(t)}
-			s := newStore(t, b, transcript.Config{})
-			w := newWriter(t, "w")
+			b, s, w := newAheadStore(t, newBucket(t))
 			chain := appendChain(t, s, acmeRef("coder", "s1"), w, "a", "", 3)
 			var late transcript.SegmentInfo
 			b.onNextBatch(func([]string) error {
@@ -385,7 +375,7 @@ func TestRetain_LateWriteIsReported(t *testing.T) {
 // TestRetain_StoppedDeletionFinishes: a deletion that fails part way (after the
 // strict head, before the segments) leaves the mark, and the next run finishes it.
 func TestRetain_StoppedDeletionFinishes(t *testing.T) {
-	b, s, w := newAheadStore(t)
+	b, s, w := newAheadStore(t, testBackends()["mem"](t))
 	ctx := context.Background()
 	_, _, err := s.CreateSession(ctx, acmeRef("coder", "s1"), [][]byte{entry("h", "")}, w, transcript.CreateOptions{Strict: true, Head: "h"})
 	require.NoError(t, err)
@@ -416,7 +406,7 @@ func TestRetain_StoppedDeletionFinishes(t *testing.T) {
 // selects any more (here: keep-last raised) has its mark dropped, reported as
 // released, not survived.
 func TestRetain_ReleasedWhenNoLongerSelected(t *testing.T) {
-	_, s, w := newAheadStore(t)
+	_, s, w := newAheadStore(t, testBackends()["mem"](t))
 	appendChain(t, s, acmeRef("coder", "s2"), w, "b", "", 1)
 	appendChain(t, s, acmeRef("coder", "s1"), w, "a", "", 1)
 	r := transcript.Retention{Rules: []transcript.RetentionRule{{Policy: transcript.RetentionPolicy{KeepLast: 1}}}}
@@ -431,7 +421,7 @@ func TestRetain_ReleasedWhenNoLongerSelected(t *testing.T) {
 // TestRetain_OwnAgent: a run that owns some agents neither lists nor touches the
 // others' sessions.
 func TestRetain_OwnAgent(t *testing.T) {
-	b, s, w := newAheadStore(t)
+	b, s, w := newAheadStore(t, testBackends()["mem"](t))
 	appendChain(t, s, acmeRef("mine", "s1"), w, "a", "", 1)
 	appendChain(t, s, acmeRef("theirs", "s1"), w, "b", "", 1)
 	r := transcript.Retention{Rules: []transcript.RetentionRule{{Policy: maxAge(day)}}}

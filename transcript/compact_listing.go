@@ -12,7 +12,7 @@ import (
 )
 
 // StrayKeys returns the keys under ref's prefix that are neither a segment key, a
-// deletion mark nor the strict head (for example ".../L1/x/L0/y", which an access
+// deletion or retention mark nor the strict head (for example ".../L1/x/L0/y", which an access
 // policy's key pattern may let a writer create). Readers and Compact ignore them.
 func (s *Store) StrayKeys(ctx context.Context, ref TranscriptRef) ([]string, error) {
 	ref, visible, err := s.checkRef(ref)
@@ -25,10 +25,12 @@ func (s *Store) StrayKeys(ctx context.Context, ref TranscriptRef) ([]string, err
 
 // sessionListing is what one listing of a session's prefix found.
 type sessionListing struct {
-	infos  []SegmentInfo       // the segments, in key order
-	marks  []bucket.ObjectInfo // the deletion marks
-	strict bool                // a strict head exists
-	newest time.Time           // the latest ModTime of a segment
+	infos []SegmentInfo       // the segments, in key order
+	marks []bucket.ObjectInfo // the deletion marks
+	// retention is the session's retention mark (RetentionMarkName), if listed.
+	retention *bucket.ObjectInfo
+	strict    bool      // a strict head exists
+	newest    time.Time // the latest ModTime of a segment
 	// stray holds the keys under the prefix that are neither a segment, a mark nor
 	// the head (readers ignore them; verify names them).
 	stray []string
@@ -55,6 +57,8 @@ func (s *Store) addListed(ls *sessionListing, sp string, oi bucket.ObjectInfo) {
 	switch {
 	case rel == HeadName:
 		ls.strict = true
+	case rel == RetentionMarkName:
+		ls.retention = &oi
 	case isMarkName(rel):
 		ls.marks = append(ls.marks, oi)
 	default:
@@ -93,45 +97,18 @@ func (s *Store) CompactAll(ctx context.Context, namespace, agent string, paralle
 	work := make(chan listed)
 	g.Go(func() error {
 		defer close(work)
-		var cur *listed
-		var sp string
-		flush := func() error {
-			if cur == nil || len(cur.ls.infos) == 0 || (keep != nil && !keep(cur.ref)) {
+		return s.listSessions(gctx, namespace, prefix, lp, func(ref TranscriptRef, ls sessionListing) error {
+			if len(ls.infos) == 0 || (keep != nil && !keep(ref)) {
 				return nil
 			}
-			s.observe(cur.ref, cur.ls.infos)
+			s.observe(ref, ls.infos)
 			select {
-			case work <- *cur:
+			case work <- listed{ref: ref, ls: ls}:
 				return nil
 			case <-gctx.Done():
 				return gctx.Err()
 			}
-		}
-		err := s.cfg.Bucket.List(gctx, bucket.ListOptions{Prefix: lp}, func(oi bucket.ObjectInfo) error {
-			// {agent}/{session}/...: the keys of one session are contiguous.
-			parts := strings.SplitN(strings.TrimPrefix(oi.Key, prefix), "/", 3)
-			if len(parts) < 3 {
-				return nil
-			}
-			if cur == nil || parts[0] != cur.ref.AgentID || parts[1] != cur.ref.SessionID {
-				if err := flush(); err != nil {
-					return err
-				}
-				cur = &listed{ref: TranscriptRef{Namespace: namespace, AgentID: parts[0], SessionID: parts[1]}.Norm()}
-				sp = prefix + parts[0] + "/" + parts[1] + "/"
-				if cur.ref.Validate() != nil {
-					cur.ref.AgentID = "" // not a session: its keys are skipped
-				}
-			}
-			if cur.ref.AgentID != "" {
-				s.addListed(&cur.ls, sp, oi)
-			}
-			return nil
 		})
-		if err != nil {
-			return fmt.Errorf("list sessions under %s: %w", lp, err)
-		}
-		return flush()
 	})
 	for range max(1, parallel) {
 		g.Go(func() error {
@@ -146,4 +123,47 @@ func (s *Store) CompactAll(ctx context.Context, namespace, agent string, paralle
 		})
 	}
 	return g.Wait()
+}
+
+// listSessions lists everything under lp (the namespace prefix nsPrefix of
+// namespace, or one agent's prefix below it) with one recursive listing, and calls
+// fn with each session's listing as soon as the listing has moved past the
+// session: sessions in key order, every session that holds any object (also one
+// without a segment). Keys of a prefix that is not a valid session are skipped. An
+// error from fn stops the listing and is returned as is.
+func (s *Store) listSessions(ctx context.Context, namespace, nsPrefix, lp string, fn func(TranscriptRef, sessionListing) error) error {
+	var cur *TranscriptRef
+	var ls sessionListing
+	var sp string
+	flush := func() error {
+		if cur == nil || cur.AgentID == "" {
+			return nil
+		}
+		return fn(*cur, ls)
+	}
+	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: lp}, func(oi bucket.ObjectInfo) error {
+		// {agent}/{session}/...: the keys of one session are contiguous.
+		parts := strings.SplitN(strings.TrimPrefix(oi.Key, nsPrefix), "/", 3)
+		if len(parts) < 3 {
+			return nil
+		}
+		if cur == nil || parts[0] != cur.AgentID || parts[1] != cur.SessionID {
+			if err := flush(); err != nil {
+				return err
+			}
+			ref := TranscriptRef{Namespace: namespace, AgentID: parts[0], SessionID: parts[1]}.Norm()
+			cur, ls, sp = &ref, sessionListing{}, nsPrefix+parts[0]+"/"+parts[1]+"/"
+			if cur.Validate() != nil {
+				cur.AgentID = "" // not a session: its keys are skipped
+			}
+		}
+		if cur.AgentID != "" {
+			s.addListed(&ls, sp, oi)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list sessions under %s: %w", lp, err)
+	}
+	return flush()
 }

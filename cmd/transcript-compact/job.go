@@ -30,6 +30,14 @@ type job struct {
 	out, errOut io.Writer
 	progress    progress
 	mu          sync.Mutex // guards the summary while sessions run
+
+	// Retention (retention.go): the policy, applied before compaction when not
+	// nil; the sessions it marked, which compaction leaves alone (guarded by mu
+	// while retention runs); where its dry-run plan goes; its progress.
+	retention      *transcript.Retention
+	retained       map[transcript.TranscriptRef]bool
+	planOut        io.Writer
+	retainProgress progress
 }
 
 // progress is told how many sessions there are and when each is done.
@@ -67,6 +75,9 @@ type summary struct {
 	DurationSeconds   float64  `json:"durationSeconds"`
 	SessionsPerSecond float64  `json:"sessionsPerSecond"`
 	InputMBPerSecond  float64  `json:"inputMBPerSecond"`
+
+	// Retention is set when a retention policy was applied (retention.go).
+	Retention *retentionSummary `json:"retention,omitempty"`
 }
 
 // inShard reports whether ref belongs to shard i of n, by a stable hash of the ref, so
@@ -139,9 +150,10 @@ func (j *job) run(ctx context.Context) (*summary, error) {
 	return sum, err
 }
 
-// runListed compacts the selected sessions of each selected namespace as one
-// recursive listing finds them (Store.CompactAll): no LIST per session, and
-// compactions start while the listing goes on.
+// runListed applies the retention policy, if any, then compacts the selected
+// sessions of each selected namespace as one recursive listing finds them
+// (Store.CompactAll): no LIST per session, and compactions start while the
+// listing goes on.
 func (j *job) runListed(ctx context.Context, sum *summary) error {
 	namespaces := []string{j.namespace}
 	if j.namespace == "" {
@@ -150,10 +162,15 @@ func (j *job) runListed(ctx context.Context, sum *summary) error {
 			return fmt.Errorf("list sessions: %w", err)
 		}
 	}
+	if j.retention != nil {
+		if err := j.retain(ctx, sum, namespaces); err != nil {
+			return err
+		}
+	}
 	j.progress.Total(-1)
 	opts := j.opts
 	opts.OlderThan = j.olderThan
-	keep := func(ref transcript.TranscriptRef) bool { return inShard(ref, j.shard, j.shards) }
+	keep := func(ref transcript.TranscriptRef) bool { return inShard(ref, j.shard, j.shards) && !j.retained[ref] }
 	for _, ns := range namespaces {
 		err := j.store.CompactAll(ctx, ns, j.agent, j.parallel, opts, keep,
 			func(ref transcript.TranscriptRef, res transcript.CompactResult, err error) {

@@ -50,10 +50,16 @@ Compacts the sessions of a transcript store: merges a level's small segments int
 segment of the next level, marks the merged ones for deletion and deletes them after
 --delete-delay. Safe while replicas write and read; idempotent; resumable.
 
+With a retention policy (--max-age, --keep-last, --retention FILE) it first marks the
+sessions the policy selects and deletes those marked at least --delete-delay ago that
+nothing was written to since; --hold sessions are never deleted.
+
 Examples:
   transcript-compact --store 's3://transcripts/prod?endpoint=minio:9000' --ns acme
   transcript-compact --shard 2/8 --parallel 16 --json     # worker 2 of 8
   transcript-compact --dry-run --session s1 --agent coder --ns acme
+  transcript-compact --max-age 30d --keep-last 500 --hold acme/legal/'*' --delete-delay 24h
+  transcript-compact --retention retention.yaml --dry-run   # what would go, and why
 `
 
 // parseShard parses "I/N" with 0 <= I < N.
@@ -77,11 +83,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		minSegments int
 		delay       time.Duration
 		writerID    string
+		rf          retentionFlags
+		metricsPush string
 	)
 	sf.Register(fs, getenv, "", "only this `NAMESPACE` (default: every namespace)")
 	fs.IntVar(&minSegments, "min-segments", transcript.DefaultMinSegments, "compact a level once it holds this many segments (at least 2)")
-	fs.DurationVar(&delay, "delete-delay", transcript.DefaultDeleteDelay, "keep superseded segments this long after marking them (0: delete at once)")
-	fs.StringVar(&shard, "shard", "0/1", "process shard `I/N` (stable hash of the session)")
+	fs.DurationVar(&delay, "delete-delay", transcript.DefaultDeleteDelay, "keep superseded segments, and sessions retention marked, this long after marking them (0: delete at once)")
+	fs.StringVar(&shard, "shard", "0/1", "process shard `I/N` (stable hash of the session; for retention, of the agent)")
 	fs.IntVar(&j.parallel, "parallel", cli.DefaultParallel, "sessions compacted at once")
 	fs.DurationVar(&j.olderThan, "older-than", 0, "skip sessions with a segment stored less than this ago, by the bucket's clock (0: none skipped)")
 	fs.BoolVar(&j.opts.DryRun, "dry-run", false, "print the plan and change nothing")
@@ -89,6 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.StringVar(&writerID, "writer", "", "writer `ID` of the compacted segments (default: host name and random hex)")
 	fs.Int64Var(&j.opts.TargetSegmentSize, "target-segment-size", segment.DefaultTargetSegmentSize,
 		"split an output above this many `BYTES` of JSONL into a group of parts of one level")
+	rf.register(fs)
+	fs.StringVar(&metricsPush, "metrics-push", "", "push the run's metrics to the Prometheus Pushgateway at `URL` when it ends")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -113,6 +123,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return cli.Usagef("--target-segment-size %d: want 1 to %d", j.opts.TargetSegmentSize, segment.DefaultMaxSegmentSize)
 	case j.session != "" && j.agent == "":
 		return cli.Usagef("--session needs --agent")
+	}
+	if j.retention, err = rf.retention(j.session); err != nil {
+		return err
 	}
 	if err := sf.Validate("transcript-compact"); err != nil {
 		return err
@@ -139,9 +152,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err := sf.CheckSelection(ctx, j.store); err != nil {
 		return err
 	}
-	j.progress = newProgress(stderr)
+	j.progress = newProgress(stderr, "compacting sessions")
+	j.setRetentionOutput(stdout, stderr, jsonOut)
 
 	sum, err := j.run(ctx)
+	j.pushMetrics(ctx, metricsPush, sum, err)
 	if err != nil {
 		return err
 	}
@@ -152,7 +167,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	} else {
 		printSummary(stdout, sum)
 	}
-	if sum.SessionsFailed > 0 {
+	if sum.SessionsFailed > 0 || sum.Retention.problems() > 0 {
 		return cli.ErrProblems
 	}
 	return nil
@@ -168,4 +183,7 @@ func printSummary(w io.Writer, sum *summary) {
 		sum.Shard, cli.Count(sum.SessionsScanned, "session"), verb, sum.SessionsCompacted,
 		cli.Count(sum.SegmentsIn, "segment"), sum.BytesIn, cli.Count(sum.SegmentsOut, "segment"), sum.BytesOut,
 		sum.Marks, sum.Deletions, sum.PendingDeletions, sum.SessionsSkipped, sum.SessionsFailed, sum.DurationSeconds)
+	if sum.Retention != nil {
+		printRetentionSummary(w, sum.Retention, sum.DryRun)
+	}
 }

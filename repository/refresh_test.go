@@ -186,4 +186,3 @@ func TestListPage(t *testing.T) {
 	require.Len(t, all.Sessions, 5)
 	require.Empty(t, all.Next)
 }
-

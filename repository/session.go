@@ -135,13 +135,11 @@ func (s *Session) load(ctx context.Context) error {
 		if e.Origin.Compare(s.last) > 0 {
 			s.last = e.Origin
 		}
-		if h, err := pi.ParseHeader(e.Raw); err == nil {
-			if s.header.IsZero() {
-				s.header = h
-			}
-			continue
-		}
-		if se, err := pi.ParseEntry(e.Raw); err == nil {
+		se, h, isHeader, ok := parseStored(e.Raw)
+		switch {
+		case isHeader && s.header.IsZero():
+			s.header = h
+		case ok && !isHeader:
 			s.entries = append(s.entries, se)
 		}
 	}
@@ -228,22 +226,41 @@ func (s *Session) readCommitted(ctx context.Context, rel string) error {
 // addRaw adds an entry (or the header) read from the store to the id cache
 // unless its id is known; it returns the entry when it is a new one.
 func (s *Session) addRaw(raw []byte) (pi.Entry, bool) {
-	e, err := transcript.ParseEntry(raw)
-	if err != nil {
-		return pi.Entry{}, false
-	}
-	if _, ok := s.byID[e.ID]; ok {
-		return pi.Entry{}, false
-	}
-	s.byID[e.ID] = raw
-	if h, err := pi.ParseHeader(raw); err == nil {
-		if s.header.IsZero() {
-			s.header = h
+	se, h, isHeader, ok := parseStored(raw)
+	var id string
+	switch {
+	case isHeader:
+		id = h.ID()
+	case ok:
+		id = se.ID()
+	default: // neither: kept by id only, as the store keeps it
+		e, err := transcript.ParseEntry(raw)
+		if err != nil {
+			return pi.Entry{}, false
 		}
+		id = e.ID
+	}
+	if _, known := s.byID[id]; known {
 		return pi.Entry{}, false
 	}
-	se, err := pi.ParseEntry(raw)
-	return se, err == nil
+	s.byID[id] = raw
+	if isHeader && s.header.IsZero() {
+		s.header = h
+	}
+	return se, ok && !isHeader
+}
+
+// parseStored parses a line the store holds, once: a tree entry, or else the
+// session header (isHeader); ok is false for a line that is neither. Entries
+// are nearly every line, so they are tried first.
+func parseStored(raw []byte) (e pi.Entry, h pi.Header, isHeader, ok bool) {
+	if e, err := pi.ParseEntry(raw); err == nil {
+		return e, pi.Header{}, false, true
+	}
+	if h, err := pi.ParseHeader(raw); err == nil {
+		return pi.Entry{}, h, true, true
+	}
+	return pi.Entry{}, pi.Header{}, false, false
 }
 
 // extend appends entries new to the handle at the end of the sequence and

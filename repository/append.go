@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
@@ -39,7 +40,8 @@ func (s *Session) appendDefault(ctx context.Context, raws [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
-	if err := s.refresh(ctx); err != nil {
+	// Idempotency rests on what the session holds: list it whole.
+	if err := s.catchUp(ctx, true); err != nil {
 		return err
 	}
 	fresh, err := s.fresh(batch, at)
@@ -51,41 +53,26 @@ func (s *Session) appendDefault(ctx context.Context, raws [][]byte) error {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
 	s.seen[info.Key] = true
+	s.last = transcript.Origin{Key: strings.TrimPrefix(info.Key, s.prefix), Pos: len(fresh) - 1}
 	s.added(fresh)
 	return nil
 }
 
-// refresh reads the segments of a default-mode session that this handle has not
-// seen, adding their entries to the cache. A session without segments is gone.
-func (s *Session) refresh(ctx context.Context) error {
-	infos, err := s.repo.store.ListSegments(ctx, s.ref)
-	if err != nil {
-		return fmt.Errorf("session %q: %w", s.id, err)
-	}
-	if len(infos) == 0 {
-		return notFound(s.id)
-	}
-	for _, info := range infos {
-		if s.seen[info.Key] {
+// added records entries this handle committed, at the end of the sequence
+// (those a re-read of the head found already are not added twice); in default
+// mode the last of them becomes the active leaf as this handle sees it.
+func (s *Session) added(fresh []pi.Entry) {
+	var extended []pi.Entry
+	for _, e := range fresh {
+		if _, ok := s.byID[e.ID()]; ok {
 			continue
 		}
-		if err := s.readInto(ctx, info.Key); err != nil {
-			return err
-		}
-		s.seen[info.Key] = true
-		s.updated = later(s.updated, info.Time)
-	}
-	return nil
-}
-
-// added records entries this handle committed; in default mode the last of them
-// becomes the active leaf as this handle sees it.
-func (s *Session) added(fresh []pi.Entry) {
-	for _, e := range fresh {
 		s.byID[e.ID()] = e.Raw()
+		extended = append(extended, e)
 	}
+	s.extend(extended)
 	if !s.strict {
-		s.leaf = s.headAfter(s.leaf, fresh)
+		s.leaf = s.headAfter(s.leaf, extended)
 	}
 	s.updated = later(s.updated, s.repo.now())
 }

@@ -3,12 +3,12 @@ package repository
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // CreateOptions are the fields of a new session.
@@ -72,9 +72,11 @@ func (r *Repository) create(ctx context.Context, opts CreateOptions, parent stri
 	if err != nil {
 		return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
 	}
-	s.header, s.entries, s.updated, s.leaf = h, batch, info.Time, leaf
+	s.header, s.entries, s.updated, s.leaf, s.name = h, batch, info.Time, leaf, pi.SessionName(batch)
 	s.byID = map[string][]byte{h.ID(): h.Raw()}
 	s.seen = map[string]bool{info.Key: true}
+	s.have = transcript.NewSegmentSet(info.Key)
+	s.last = transcript.Origin{Key: strings.TrimPrefix(info.Key, s.prefix), Pos: len(batch)}
 	for _, e := range batch {
 		s.byID[e.ID()] = e.Raw()
 	}
@@ -93,26 +95,6 @@ func (r *Repository) sessionInfo(name string) ([]byte, error) {
 		return nil, err
 	}
 	return e.Raw(), nil
-}
-
-// Fork creates a new session whose history is the path from the root to entry
-// atEntryID of session id (byte-for-byte), with parentSession set to id in its
-// header. The fork is strict if the source is. It returns the new session.
-func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, error) {
-	src, err := r.Open(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	path, ok := pi.PathToRoot(src.entries, pi.NewIndex(src.entries), atEntryID)
-	if !ok {
-		return nil, fmt.Errorf("fork session %q: entry %q: %w", id, atEntryID, bucket.ErrNotFound)
-	}
-	newID, err := uuid.NewRandomFromReader(r.cfg.Rand)
-	if err != nil {
-		return nil, fmt.Errorf("fork session %q: %w", id, err)
-	}
-	opts := CreateOptions{ID: newID.String(), Cwd: src.header.Cwd(), Strict: src.strict}
-	return r.create(ctx, opts, id, rawsOf(path))
 }
 
 // Delete removes every object of session id (segments of all levels, deletion

@@ -140,6 +140,8 @@ type SessionInfo struct {
 	Strict bool
 	// ParentSession is the session this one was forked from ("" if none).
 	ParentSession string
+	// Cwd is the working directory in the session's header ("" if none).
+	Cwd string
 }
 
 // ValidateID checks a session id. The rule is the one every id of the store

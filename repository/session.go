@@ -26,16 +26,28 @@ type Session struct {
 	prefix string    // key prefix of the session's objects
 	asOf   time.Time // zero: live; else a read-only view as of this time
 
-	mu      sync.Mutex
-	strict  bool
-	header  pi.Header
-	entries []pi.Entry        // merge order, as of the last load
+	mu     sync.Mutex
+	strict bool
+	header pi.Header
+	// entries are the entries in sequence order (see Page): commit order in
+	// strict mode, merge order otherwise; new ones are appended.
+	entries []pi.Entry
 	byID    map[string][]byte // every known entry (and header) id → raw bytes
 	seen    map[string]bool   // default mode: segment keys read
 	updated time.Time         // newest segment time seen
-	leaf    string            // active leaf (strict: committed head) as of the last load
+	leaf    string            // active leaf (strict: committed head) as of the last read
+	name    string            // the latest session name among entries
 	hs      transcript.Head   // strict: the committed head as last read or written
 	broken  error             // strict: why appends are refused (ErrHeadMismatch)
+	// Default mode, for Refresh: the segments held (ReadNew), the latest origin
+	// of an entry held (an entry of a later origin extends the merge order at its
+	// end) and when the session was last listed whole.
+	have   transcript.SegmentSet
+	last   transcript.Origin
+	fullAt time.Time
+	// epoch counts the reads after which the sequence is not an extension of
+	// the one before (see Page).
+	epoch uint64
 }
 
 // ID returns the session id.
@@ -102,30 +114,58 @@ func (s *Session) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open session %q: %w", s.id, err)
 	}
+	prev := s.entries
 	s.strict, s.hs, s.broken = strict, hs, nil
 	s.header, s.entries = pi.Header{}, nil
 	s.byID, s.seen, s.updated = map[string][]byte{}, map[string]bool{}, time.Time{}
+	s.last = transcript.Origin{}
+	keys := make([]string, 0, len(res.Segments))
 	for _, seg := range res.Segments {
 		s.seen[seg.Key] = true
 		s.updated = later(s.updated, seg.Time)
+		keys = append(keys, seg.Key)
 	}
-	for _, e := range res.Entries {
+	s.have, s.fullAt = transcript.NewSegmentSet(keys...), time.Time{}
+	ordered := res.Entries
+	if strict {
+		ordered = hs.Replay(res.Entries) // commit order
+	}
+	for _, e := range ordered {
 		s.byID[e.ID] = e.Raw
-		if h, err := pi.ParseHeader(e.Raw); err == nil {
-			if s.header.IsZero() {
-				s.header = h
-			}
-			continue
+		if e.Origin.Compare(s.last) > 0 {
+			s.last = e.Origin
 		}
-		if se, err := pi.ParseEntry(e.Raw); err == nil {
+		se, h, isHeader, ok := parseStored(e.Raw)
+		switch {
+		case isHeader && s.header.IsZero():
+			s.header = h
+		case ok && !isHeader:
 			s.entries = append(s.entries, se)
 		}
 	}
 	s.leaf = pi.ActiveLeafID(s.entries)
+	s.name = pi.SessionName(s.entries)
+	if !extends(s.entries, prev) {
+		s.epoch++
+	}
 	if strict {
 		s.checkHead(res)
 	}
 	return nil
+}
+
+// extends reports whether entries begin with prev, id for id: the sequence
+// numbers prev gave stay those of the same entries.
+func extends(entries, prev []pi.Entry) bool {
+	if len(prev) > len(entries) {
+		return false
+	}
+	for i, e := range prev {
+		if entries[i].ID() != e.ID() {
+			return false
+		}
+	}
+	return true
 }
 
 // view returns the store the session's reads go through: in strict mode it sees
@@ -143,17 +183,11 @@ func (s *Session) view(hs transcript.Head, strict bool) *transcript.Store {
 }
 
 // checkHead compares the stored head with the head computed from the committed
-// entries replayed in commit order, and marks the session broken if they differ
-// or a committed segment is missing. As of a time, the computed head is the head.
+// entries in commit order (s.leaf, as load computed it), and marks the session
+// broken if they differ or a committed segment is missing. As of a time, the
+// computed head is the head.
 func (s *Session) checkHead(res *transcript.MergeResult) {
-	var ordered []pi.Entry
-	for _, e := range s.hs.Replay(res.Entries) {
-		if se, err := pi.ParseEntry(e.Raw); err == nil {
-			ordered = append(ordered, se)
-		}
-	}
-	computed := pi.ActiveLeafID(ordered)
-	s.leaf = computed
+	computed := s.leaf
 	if !s.asOf.IsZero() {
 		return
 	}
@@ -167,24 +201,75 @@ func (s *Session) checkHead(res *transcript.MergeResult) {
 	}
 }
 
-// readInto reads one segment into the id cache. A vanished segment (compacted and
-// removed) is skipped: its entries live in the segment that replaced it.
-func (s *Session) readInto(ctx context.Context, key string) error {
+// readCommitted reads one committed segment of a strict session and appends
+// its entries that are new to the handle, in their order, at the end of the
+// sequence (commit order).
+func (s *Session) readCommitted(ctx context.Context, rel string) error {
+	key := s.prefix + rel
 	seg, err := s.repo.store.ReadSegment(ctx, key)
-	if errors.Is(err, bucket.ErrNotFound) && !s.strict {
-		return nil
-	}
 	if err != nil {
 		return fmt.Errorf("session %q: %w", s.id, err)
 	}
+	if info, err := transcript.ParseKey(s.repo.store.Prefix(), key); err == nil {
+		s.updated = later(s.updated, info.Time)
+	}
+	var fresh []pi.Entry
 	for _, raw := range seg.Entries {
-		if e, err := transcript.ParseEntry(raw); err == nil {
-			if _, ok := s.byID[e.ID]; !ok {
-				s.byID[e.ID] = raw
-			}
+		if e, ok := s.addRaw(raw); ok {
+			fresh = append(fresh, e)
 		}
 	}
+	s.extend(fresh)
 	return nil
+}
+
+// addRaw adds an entry (or the header) read from the store to the id cache
+// unless its id is known; it returns the entry when it is a new one.
+func (s *Session) addRaw(raw []byte) (pi.Entry, bool) {
+	se, h, isHeader, ok := parseStored(raw)
+	var id string
+	switch {
+	case isHeader:
+		id = h.ID()
+	case ok:
+		id = se.ID()
+	default: // neither: kept by id only, as the store keeps it
+		e, err := transcript.ParseEntry(raw)
+		if err != nil {
+			return pi.Entry{}, false
+		}
+		id = e.ID
+	}
+	if _, known := s.byID[id]; known {
+		return pi.Entry{}, false
+	}
+	s.byID[id] = raw
+	if isHeader && s.header.IsZero() {
+		s.header = h
+	}
+	return se, ok && !isHeader
+}
+
+// parseStored parses a line the store holds, once: a tree entry, or else the
+// session header (isHeader); ok is false for a line that is neither. Entries
+// are nearly every line, so they are tried first.
+func parseStored(raw []byte) (e pi.Entry, h pi.Header, isHeader, ok bool) {
+	if e, err := pi.ParseEntry(raw); err == nil {
+		return e, pi.Header{}, false, true
+	}
+	if h, err := pi.ParseHeader(raw); err == nil {
+		return pi.Entry{}, h, true, true
+	}
+	return pi.Entry{}, pi.Header{}, false, false
+}
+
+// extend appends entries new to the handle at the end of the sequence and
+// keeps the name current. (The caller moves the head.)
+func (s *Session) extend(fresh []pi.Entry) {
+	s.entries = append(s.entries, fresh...)
+	if n := pi.SessionName(fresh); n != "" {
+		s.name = n
+	}
 }
 
 func later(a, b time.Time) time.Time {
@@ -259,10 +344,11 @@ func (s *Session) info() SessionInfo {
 		Leaf:          s.leaf,
 		Strict:        s.strict,
 		ParentSession: s.header.ParentSession(),
+		Cwd:           s.header.Cwd(),
+		Name:          s.name,
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s.header.Timestamp()); err == nil {
 		info.Created = t
 	}
-	info.Name = pi.SessionName(s.entries)
 	return info
 }

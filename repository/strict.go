@@ -86,8 +86,9 @@ func headError(err error) error {
 }
 
 // syncHead brings the cache of a strict session to the committed head hs: it reads
-// the segments committed since the head this handle knew, or reloads everything
-// when the head did not grow from it.
+// the segments committed since the head this handle knew, appending their
+// entries to the sequence, or reloads everything when the head did not grow from
+// it.
 func (s *Session) syncHead(ctx context.Context, hs transcript.Head) error {
 	old := s.hs.Segments
 	if hs.Same(s.hs) {
@@ -97,7 +98,7 @@ func (s *Session) syncHead(ctx context.Context, hs transcript.Head) error {
 		return s.load(ctx)
 	}
 	for _, rel := range hs.Segments[len(old):] {
-		if err := s.readInto(ctx, s.prefix+rel); err != nil {
+		if err := s.readCommitted(ctx, rel); err != nil {
 			return err
 		}
 	}

@@ -33,10 +33,11 @@ const (
 	CodeUnsupportedMediaType ErrorCode = "unsupported_media_type" // 415: a body that is not application/json
 	CodeTooLarge             ErrorCode = "too_large"              // 413: the body or an entry is over its limit
 	CodeUnknownParent        ErrorCode = "unknown_parent"         // 422: an entry refers to an entry that is not stored (entryId, refersTo)
+	CodeTooManyStreams       ErrorCode = "too_many_streams"       // 429: the owner has as many event streams open as allowed (Retry-After)
 	CodeInvalidForkTarget    ErrorCode = "invalid_fork_target"    // 422: the fork's entry is not in the session
 	CodeInvalidSession       ErrorCode = "invalid_session"        // 500: the session's head does not match its entries
 	CodeStorage              ErrorCode = "storage"                // 500: the bucket failed
-	CodeUnavailable          ErrorCode = "unavailable"            // 503: the bucket is unreachable (Retry-After)
+	CodeUnavailable          ErrorCode = "unavailable"            // 503: the bucket is unreachable, or the server cannot take the request now (Retry-After)
 	CodeNotReady             ErrorCode = "not_ready"              // 503: /readyz: the bucket is unreachable (Retry-After)
 	CodeTimeout              ErrorCode = "timeout"                // 504: the request's work took over its time limit
 )
@@ -46,7 +47,7 @@ func ErrorCodes() []ErrorCode {
 	return []ErrorCode{
 		CodeUnauthorized, CodeNotFound, CodeUnknownRoute, CodeMethodNotAllowed, CodeRequestTimeout,
 		CodeStaleHead, CodeEntryConflict, CodeExists, CodeInvalidRequest, CodeInvalidEntry,
-		CodeUnsupportedMediaType, CodeTooLarge, CodeUnknownParent, CodeInvalidForkTarget,
+		CodeUnsupportedMediaType, CodeTooLarge, CodeUnknownParent, CodeTooManyStreams, CodeInvalidForkTarget,
 		CodeInvalidSession, CodeStorage, CodeUnavailable, CodeNotReady, CodeTimeout,
 	}
 }
@@ -86,12 +87,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code E
 }
 
 // failWith writes the error response d with status; err goes to the log only. A
-// 503 carries Retry-After.
+// 503 or 429 carries Retry-After.
 func (s *Server) failWith(w http.ResponseWriter, r *http.Request, status int, d ErrorDetail, err error) {
 	if err != nil {
 		infoOf(r).err = err
 	}
-	if status == http.StatusServiceUnavailable {
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
 	}
 	writeJSON(w, status, ErrorBody{Error: d})

@@ -87,6 +87,7 @@ func newServerWith(t *testing.T, b bucket.Bucket, cfg server.Config, rcfg reposi
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
+		srv.EndStreams() // a stream never goes idle: end it before the server closes
 		hs.Close()
 		srv.Close()
 	})

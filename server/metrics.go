@@ -11,6 +11,9 @@ type metrics struct {
 	latency   *prometheus.HistogramVec
 	conflicts *prometheus.CounterVec
 	inFlight  prometheus.Gauge
+	streams   prometheus.Gauge
+	watched   prometheus.Gauge
+	events    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -32,8 +35,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "transcript_serve_requests_in_flight",
 			Help: "Requests whose handler is running (a graceful shutdown waits for them).",
 		}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "transcript_serve_event_streams",
+			Help: "Open event streams (GET /v1/sessions/{id}/events).",
+		}),
+		watched: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "transcript_serve_watched_sessions",
+			Help: "Sessions with open event streams, each read by one watcher however many streams it has.",
+		}),
+		events: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "transcript_serve_stream_entries_total",
+			Help: "Entries sent on event streams.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.conflicts, m.inFlight} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.conflicts, m.inFlight, m.streams, m.watched, m.events} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

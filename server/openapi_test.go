@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -106,5 +107,36 @@ func TestOpenAPIListsEveryErrorAndStatus(t *testing.T) {
 			checked++
 		}
 	}
-	require.Equal(t, 10, checked)
+	require.Equal(t, 11, checked)
+}
+
+// tsErrorCodes returns the keys of serverErrorCodes, the TypeScript client's
+// mapping of the server's error codes (clients/typescript/src/errors.ts).
+func tsErrorCodes(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile("../clients/typescript/src/errors.ts")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(data), "export const serverErrorCodes = {")
+	require.True(t, ok, "errors.ts declares serverErrorCodes")
+	body, _, ok := strings.Cut(rest, "} as const")
+	require.True(t, ok, "serverErrorCodes ends with } as const")
+	var keys []string
+	for _, m := range regexp.MustCompile(`(?m)^\s*([a-z_]+):`).FindAllStringSubmatch(body, -1) {
+		keys = append(keys, m[1])
+	}
+	return keys
+}
+
+// TestErrorCodesNamedAlike: the server's error code constants, the codes
+// openapi.yaml lists and those the TypeScript client maps are the same set, so
+// no code a client can get goes unmapped or undocumented.
+func TestErrorCodesNamedAlike(t *testing.T) {
+	var codes []string
+	for _, c := range server.ErrorCodes() {
+		codes = append(codes, string(c))
+	}
+	require.ElementsMatch(t, codes, readOpenAPI(t).Comps.Schemas.Error.Properties.Error.Properties.Code.Enum, "openapi.yaml")
+	ts := tsErrorCodes(t)
+	require.NotEmpty(t, ts)
+	require.ElementsMatch(t, codes, ts, "clients/typescript/src/errors.ts")
 }

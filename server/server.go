@@ -28,6 +28,14 @@ const (
 	DefaultMaxBodyBytes = 64 << 20
 	// DefaultMaxPage is the most entries one read returns.
 	DefaultMaxPage = 1000
+	// DefaultWatchInterval is the default of Config.WatchInterval.
+	DefaultWatchInterval = time.Second
+	// DefaultHeartbeat is the default of Config.Heartbeat.
+	DefaultHeartbeat = 15 * time.Second
+	// DefaultMaxStreamsPerOwner is the default of Config.MaxStreamsPerOwner.
+	DefaultMaxStreamsPerOwner = 16
+	// DefaultMaxStreams is the default of Config.MaxStreams.
+	DefaultMaxStreams = 4096
 )
 
 // Config configures a Server. Repositories and Auth are required.
@@ -54,24 +62,45 @@ type Config struct {
 	BodyTimeout time.Duration
 	// MaxPage bounds the entries of one read (default DefaultMaxPage).
 	MaxPage int
-	// MaxCachedSessions bounds the session handles kept between appends (default
-	// DefaultMaxCachedSessions; negative: none). See Server.
+	// MaxCachedSessions bounds the session handles kept between requests (default
+	// DefaultMaxCachedSessions; negative: none, every request reads its session
+	// whole). See Server.
 	MaxCachedSessions int
+	// WatchInterval is how often a watched session (one with open event streams
+	// on this server) is brought up to date with the bucket, for the entries that
+	// other servers commit (default DefaultWatchInterval). Entries appended
+	// through this server are delivered at once.
+	WatchInterval time.Duration
+	// Heartbeat is the interval of the comments an event stream sends while it
+	// has nothing to deliver, so that proxies keep it open and clients notice a
+	// dead connection (default DefaultHeartbeat).
+	Heartbeat time.Duration
+	// MaxStreamsPerOwner bounds the open event streams of one owner (default
+	// DefaultMaxStreamsPerOwner); beyond it a stream is answered 429
+	// too_many_streams with Retry-After.
+	MaxStreamsPerOwner int
+	// MaxStreams bounds the open event streams of the server (default
+	// DefaultMaxStreams); beyond it a stream is answered 503 unavailable with
+	// Retry-After.
+	MaxStreams int
 }
 
 // Server is the HTTP API over repository: sessions of the authenticated owner,
 // created, listed, opened, read, appended to (strict mode, with an expected head),
-// forked and deleted. All state is in the bucket; any number of servers may serve
-// one bucket. To spare appends a read of the whole session, it keeps the handles of
-// recently appended-to sessions, which catch up with the bucket on every append
-// (see Config.MaxCachedSessions). Its Handler is safe for concurrent use; Close
-// releases the handles.
+// forked, deleted and watched (Server-Sent Events of committed entries). All state
+// is in the bucket; any number of servers may serve one bucket. So that a request
+// reads only what is new, it keeps the handles of recently used sessions, which
+// catch up with the bucket on every request (see Config.MaxCachedSessions). Its
+// Handler is safe for concurrent use; EndStreams ends the event streams (call it
+// when shutdown begins: http.Server.RegisterOnShutdown), Close ends them too,
+// stops their watchers and releases the handles.
 type Server struct {
 	cfg      Config
 	metrics  *metrics
 	mux      *http.ServeMux
 	routes   []Route
 	sessions *sessionCache
+	streams  *streams
 }
 
 // Route is one method and path pattern of the router.
@@ -108,11 +137,24 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxCachedSessions == 0 {
 		cfg.MaxCachedSessions = DefaultMaxCachedSessions
 	}
+	if cfg.WatchInterval <= 0 {
+		cfg.WatchInterval = DefaultWatchInterval
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.MaxStreamsPerOwner <= 0 {
+		cfg.MaxStreamsPerOwner = DefaultMaxStreamsPerOwner
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
 	m, err := newMetrics(cfg.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
-	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux(), sessions: newSessionCache(cfg.MaxCachedSessions)}
+	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux(), sessions: newSessionCache(cfg.MaxCachedSessions),
+		streams: newStreams()}
 	s.handle("POST", "/v1/sessions", s.auth(s.create))
 	s.handle("GET", "/v1/sessions", s.auth(s.list))
 	s.handle("GET", "/v1/sessions/{id}", s.auth(s.open))
@@ -120,6 +162,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET", "/v1/sessions/{id}/entries", s.auth(s.entries))
 	s.handle("POST", "/v1/sessions/{id}/entries", s.auth(s.append))
 	s.handle("POST", "/v1/sessions/{id}/fork", s.auth(s.fork))
+	s.handle("GET", "/v1/sessions/{id}/events", s.authStream(s.events))
 	s.handle("GET", "/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -129,9 +172,19 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Close releases the cached session handles. Call it after the HTTP server has
-// shut down.
-func (s *Server) Close() { s.sessions.close() }
+// EndStreams ends every event stream (each closes cleanly; its client resumes
+// with Last-Event-ID, on this server or another) and refuses new ones with 503.
+// Register it with http.Server.RegisterOnShutdown: a stream never goes idle, so
+// a graceful shutdown would otherwise wait for it until its deadline.
+func (s *Server) EndStreams() { s.streams.end() }
+
+// Close ends the event streams, waits for their watchers to stop and releases
+// the cached session handles. Call it after the HTTP server has shut down.
+func (s *Server) Close() {
+	s.streams.end()
+	s.streams.wait()
+	s.sessions.close()
+}
 
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
@@ -239,25 +292,39 @@ type ownerHandler func(w http.ResponseWriter, r *http.Request, repo *repository.
 // that is in flight at shutdown, finishes rather than stopping half way.
 func (s *Server) auth(h ownerHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		owner, err := s.cfg.Auth.Authenticate(r)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="transcript"`)
-			s.fail(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing, invalid or expired credentials", err)
-			return
-		}
-		infoOf(r).owner = &owner
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.RequestTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-		repo, err := s.cfg.Repositories.Repository(owner)
-		if err != nil {
-			s.failStore(w, r, err)
-			return
-		}
-		defer repo.Close()
-		h(w, r, repo)
+		s.withRepository(w, r, h)
 	}
+}
+
+// authStream is auth for a stream: its work runs on the request's own context,
+// which ends when the client goes away, and bounds its own steps in time.
+func (s *Server) authStream(h ownerHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		s.withRepository(w, r, h)
+	}
+}
+
+// withRepository authenticates r and runs h with its owner's repository.
+func (s *Server) withRepository(w http.ResponseWriter, r *http.Request, h ownerHandler) {
+	owner, err := s.cfg.Auth.Authenticate(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="transcript"`)
+		s.fail(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing, invalid or expired credentials", err)
+		return
+	}
+	infoOf(r).owner = &owner
+	repo, err := s.cfg.Repositories.Repository(owner)
+	if err != nil {
+		s.failStore(w, r, err)
+		return
+	}
+	defer repo.Close()
+	h(w, r, repo)
 }
 
 // ready reports whether the bucket answers (repository.Service.Ready).
@@ -282,7 +349,8 @@ type SessionMetadata struct {
 	ParentSession string `json:"parentSession,omitempty"`
 	// Head is the committed head (strict) or active leaf; null for none.
 	Head *string `json:"head"`
-	// EntryCount counts the entries; sequence numbers run from 0 to EntryCount.
+	// EntryCount counts the entries; their sequence numbers run from 1 to
+	// EntryCount (see the entries route).
 	EntryCount int  `json:"entryCount"`
 	Strict     bool `json:"strict"`
 }
@@ -294,9 +362,10 @@ func headPtr(h string) *string {
 	return &h
 }
 
-func metadataOf(info repository.SessionInfo, cwd string) SessionMetadata {
+// metadataOf is the JSON of a session's metadata.
+func metadataOf(info repository.SessionInfo) SessionMetadata {
 	m := SessionMetadata{
-		ID: info.ID, Name: info.Name, Cwd: cwd, ParentSession: info.ParentSession,
+		ID: info.ID, Name: info.Name, Cwd: info.Cwd, ParentSession: info.ParentSession,
 		Head: headPtr(info.Leaf), EntryCount: info.Entries, Strict: info.Strict,
 	}
 	if !info.Created.IsZero() {
@@ -306,15 +375,4 @@ func metadataOf(info repository.SessionInfo, cwd string) SessionMetadata {
 		m.UpdatedAt = pi.FormatTimestamp(info.Updated)
 	}
 	return m
-}
-
-// sessionMetadata builds the metadata of a session handle from its cache (no
-// read).
-func sessionMetadata(sess *repository.Session, entries []pi.Entry) SessionMetadata {
-	h := sess.Header()
-	return SessionMetadata{
-		ID: sess.ID(), CreatedAt: h.Timestamp(), Name: pi.SessionName(entries), Cwd: h.Cwd(),
-		ParentSession: h.ParentSession(), Head: headPtr(sess.Head()), EntryCount: len(entries),
-		Strict: sess.Strict(),
-	}
 }

@@ -151,8 +151,22 @@ func TestEndpoints(t *testing.T) {
 			code, body = c.do("POST", "/v1/sessions/s1/fork", map[string]any{"entryId": "ghost"})
 			require.Equal(t, http.StatusUnprocessableEntity, code, string(body))
 			require.Equal(t, server.CodeInvalidForkTarget, decode[errResp](t, body).Error.Code)
-			code, _ = c.do("POST", "/v1/sessions/s1/fork", map[string]any{})
-			require.Equal(t, http.StatusBadRequest, code)
+			code, body = c.do("POST", "/v1/sessions/s1/fork", map[string]any{"entryId": 5})
+			require.Equal(t, http.StatusBadRequest, code, string(body))
+			require.Equal(t, "entryId", decode[errResp](t, body).Error.Field)
+			// Without entryId the fork holds every entry; with null none, and
+			// either takes the id asked for (once).
+			whole := decode[metadata](t, must(c.do("POST", "/v1/sessions/s1/fork", map[string]any{"id": "whole"})))
+			require.Equal(t, metadata{ID: "whole", CreatedAt: whole.CreatedAt, Cwd: "/w", ParentSession: "s1", Head: str("u1"),
+				EntryCount: 5, Strict: true, Name: "first"}, whole)
+			empty := decode[metadata](t, must(c.do("POST", "/v1/sessions/s1/fork", map[string]any{"id": "empty", "entryId": nil})))
+			require.Equal(t, "s1", empty.ParentSession)
+			require.Zero(t, empty.EntryCount)
+			require.Nil(t, empty.Head)
+			code, body = c.do("POST", "/v1/sessions/s1/fork", map[string]any{"id": "empty", "entryId": "a1"})
+			require.Equal(t, http.StatusConflict, code, string(body))
+			require.Equal(t, server.CodeExists, decode[errResp](t, body).Error.Code)
+			require.Equal(t, "id", decode[errResp](t, body).Error.Field)
 			code, _ = c.do("POST", "/v1/sessions/nope/fork", map[string]any{"entryId": "a1"})
 			require.Equal(t, http.StatusNotFound, code)
 

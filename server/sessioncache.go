@@ -2,22 +2,28 @@ package server
 
 import (
 	"container/list"
+	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // DefaultMaxCachedSessions is the default of Config.MaxCachedSessions.
 const DefaultMaxCachedSessions = 256
 
-// sessionCache keeps the session handles of recent appends (each with a repository of
-// its own) between requests, so that an append to a session this server appended
-// to before reads only what changed since (the head and the segments committed
-// after it) instead of the whole session. The bucket stays the only state: a
-// strict append always reads the head and commits with a conditional write, and a
-// default-mode append lists the segments, so a handle that other servers moved
-// past catches up, and one whose session was deleted answers not found and is
-// dropped. At most max handles are kept, least recently used out first.
+// sessionCache keeps session handles (each with a repository of its own) between
+// requests, so that a request on a session this server served before reads only
+// what changed since instead of the whole session: reads refresh the handle
+// (repository.Session.Refresh: the head and the segments committed after it, or
+// the newest keys), appends read the head or list the session before they write.
+// The bucket stays the only state: every request brings its handle up to date
+// with the bucket (or joins a refresh that started after it arrived), so a handle
+// that other servers moved past catches up, and one whose session was deleted
+// answers not found and is dropped. At most max handles are kept, least recently
+// used out first.
 type sessionCache struct {
 	mu    sync.Mutex
 	max   int
@@ -27,14 +33,26 @@ type sessionCache struct {
 
 type sessionKey struct{ ns, id string }
 
-// cachedSession is a cached session handle. users counts the requests using it; a handle
-// evicted while in use is closed by its last user.
+// cachedSession is a cached session handle. users counts the requests using it; a
+// handle evicted while in use is closed by its last user.
 type cachedSession struct {
 	key   sessionKey
 	repo  *repository.Repository
 	sess  *repository.Session
 	users int
 	gone  bool
+
+	// Refreshes of the handle are serialised by rmu and numbered: started counts
+	// those begun, done is the number of the last that completed. A request that
+	// finds done above the count it saw on arrival is current without a read of
+	// its own.
+	rmu     sync.Mutex
+	started atomic.Uint64
+	done    uint64
+
+	// hub, when streams watch the session, is their shared watcher (see hub).
+	hubMu sync.Mutex
+	hub   *hub
 }
 
 func newSessionCache(max int) *sessionCache {
@@ -57,7 +75,7 @@ func (c *sessionCache) acquire(key sessionKey) *cachedSession {
 
 // add caches hd (in use by the caller) and evicts the least recently used
 // handles over the bound. When key is cached already (a concurrent first
-// append), it closes hd and returns the cached handle instead.
+// request), it closes hd and returns the cached handle instead.
 func (c *sessionCache) add(hd *cachedSession) *cachedSession {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -116,4 +134,85 @@ func (c *sessionCache) removeLocked(el *list.Element) {
 	if hd.users == 0 {
 		_ = hd.repo.Close()
 	}
+}
+
+// refresh brings hd up to date with the bucket (repository.Session.Refresh),
+// unless a refresh that started after this call did completes meanwhile; the
+// streams watching the session are told when the session changed.
+func (hd *cachedSession) refresh(ctx context.Context) error {
+	arrived := hd.started.Load()
+	hd.rmu.Lock()
+	defer hd.rmu.Unlock()
+	if hd.done > arrived {
+		return nil
+	}
+	n := hd.started.Add(1)
+	before := hd.sess.Page(0, 0)
+	if err := hd.sess.Refresh(ctx); err != nil {
+		return err
+	}
+	hd.done = n
+	if after := hd.sess.Page(0, 0); after.Count != before.Count || after.Epoch != before.Epoch {
+		hd.changed()
+	}
+	return nil
+}
+
+// changed tells the streams watching the session (if any) that it changed.
+func (hd *cachedSession) changed() {
+	hd.hubMu.Lock()
+	h := hd.hub
+	hd.hubMu.Unlock()
+	if h != nil {
+		h.notify()
+	}
+}
+
+// openHandle returns the handle of session id of repo's owner, marked in use: the
+// cached one, or a new one (with a repository of its own, read whole and
+// cached). fresh reports a handle read by this call. The caller releases it.
+func (s *Server) openHandle(ctx context.Context, repo *repository.Repository, id string) (hd *cachedSession, fresh bool, err error) {
+	key := sessionKey{ns: repo.Namespace(), id: id}
+	if hd := s.sessions.acquire(key); hd != nil {
+		return hd, false, nil
+	}
+	own, err := s.cfg.Repositories.Repository(repo.Owner())
+	if err != nil {
+		return nil, false, err
+	}
+	sess, err := own.Open(ctx, id)
+	if err != nil {
+		_ = own.Close()
+		return nil, false, err
+	}
+	return s.sessions.add(&cachedSession{key: key, repo: own, sess: sess}), true, nil
+}
+
+// current returns the handle of session id of repo's owner brought up to date
+// with the bucket (read whole when it was not cached, else refreshed), marked in
+// use; the caller releases it. A session that is gone is dropped from the cache.
+func (s *Server) current(ctx context.Context, repo *repository.Repository, id string) (*cachedSession, error) {
+	hd, fresh, err := s.openHandle(ctx, repo, id)
+	if err != nil {
+		return nil, err
+	}
+	if fresh {
+		return hd, nil
+	}
+	if err := hd.refresh(ctx); err != nil {
+		s.sessions.release(hd)
+		if errors.Is(err, bucket.ErrNotFound) {
+			s.sessions.drop(hd.key)
+		}
+		return nil, err
+	}
+	return hd, nil
+}
+
+// keep caches sess, a session this request created with its own repository own,
+// for the requests that follow (a client reads a session it created or forked).
+func (s *Server) keep(own *repository.Repository, sess *repository.Session) {
+	key := sessionKey{ns: own.Namespace(), id: sess.ID()}
+	s.sessions.drop(key) // an older handle of a session deleted since
+	s.sessions.release(s.sessions.add(&cachedSession{key: key, repo: own, sess: sess}))
 }

@@ -65,6 +65,17 @@ type Sizes struct {
 	// changes.
 	IdleSessions int           `json:"idleSessions"`
 	IdleSeconds  time.Duration `json:"idleSeconds"`
+	// APIReadEntries are the session lengths read through the API and directly,
+	// APIReadReps times each (also the repetitions of the list).
+	APIReadEntries []int `json:"apiReadEntries"`
+	APIReadReps    int   `json:"apiReadReps"`
+	// ListSessions sessions of each of ListEntries entries are listed through the API.
+	ListSessions int   `json:"listSessions"`
+	ListEntries  []int `json:"listEntries"`
+	// StreamAppends appends are timed to their delivery on event streams whose
+	// servers watch every StreamInterval.
+	StreamAppends  int           `json:"streamAppends"`
+	StreamInterval time.Duration `json:"streamInterval"`
 }
 
 // newSizes returns the full sizes (BENCHMARKS.md), or the quick ones, scaled (for tests).
@@ -77,13 +88,17 @@ func newSizes(quick bool, scale float64) Sizes {
 		WatchSegments: 100, WatchAppends: 20, WatchInterval: 100 * time.Millisecond,
 		MemoryEntries:  []int{100_000, 1_000_000},
 		FollowSessions: []int{1, 50}, FollowAppends: 40, FollowBatch: 100 * time.Millisecond,
-		IdleSessions: 1000, IdleSeconds: time.Minute}
+		IdleSessions: 1000, IdleSeconds: time.Minute,
+		APIReadEntries: []int{1000, 20_000, 100_000}, APIReadReps: 3,
+		ListSessions: 1000, ListEntries: []int{10, 10_000},
+		StreamAppends: 100, StreamInterval: 100 * time.Millisecond}
 	if quick {
 		s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenReps = 0.25, 100, 100, 334, 3
 		s.ReplicaSessions, s.ReplicaTurns, s.Sessions, s.ReplicaRounds = 25, 2, 50, 1
 		s.SyncReps, s.WatchAppends = 65, 10
 		s.MemoryEntries = []int{10_000, 100_000}
 		s.FollowAppends, s.IdleSeconds = 10, 15*time.Second
+		s.APIReadEntries, s.ListSessions, s.ListEntries, s.StreamAppends = []int{1000, 20_000}, 100, []int{10, 1000}, 20
 	}
 	if scale < 1 {
 		sc := func(n, least int) int { return max(least, int(math.Round(float64(n)*scale))) }
@@ -98,6 +113,8 @@ func newSizes(quick bool, scale float64) Sizes {
 		s.MemoryEntries = []int{sc(1000, 10)}
 		s.FollowSessions, s.FollowAppends, s.FollowBatch = []int{1, 2}, 2, 10*time.Millisecond
 		s.IdleSessions, s.IdleSeconds = sc(s.IdleSessions, 3), 500*time.Millisecond
+		s.APIReadEntries, s.APIReadReps, s.ListSessions, s.ListEntries = []int{sc(1000, 10)}, 1, sc(s.ListSessions, 3), []int{2, 20}
+		s.StreamAppends, s.StreamInterval = 3, 10*time.Millisecond
 	}
 	return s
 }
@@ -108,11 +125,13 @@ func (s Sizes) String() string {
 		"open %d turns in %v segments, %d reps; %d replicas × %d sessions × %d turns, %d rounds; "+
 		"restore and compaction %d sessions × %d segments, parallelism %d; "+
 		"per-turn sync at %v segments, %d turns each; Watch %d appends to %d segments, poll %v; "+
-		"CLI memory at %v entries; follow latency at %v sessions, %d appends each, batch %v; follow idle on %d sessions for %v",
+		"CLI memory at %v entries; follow latency at %v sessions, %d appends each, batch %v; follow idle on %d sessions for %v; "+
+		"API read at %v entries, %d reps; API list of %d sessions at %v entries; stream %d appends, watch every %v",
 		s.CodecTurns, s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenSegments, s.OpenReps,
 		s.Replicas, s.ReplicaSessions, s.ReplicaTurns, s.ReplicaRounds, s.Sessions, s.SessionSegments, s.Parallel,
 		s.SyncLengths, s.SyncReps, s.WatchAppends, s.WatchSegments, s.WatchInterval, s.MemoryEntries,
-		s.FollowSessions, s.FollowAppends, s.FollowBatch, s.IdleSessions, s.IdleSeconds)
+		s.FollowSessions, s.FollowAppends, s.FollowBatch, s.IdleSessions, s.IdleSeconds,
+		s.APIReadEntries, s.APIReadReps, s.ListSessions, s.ListEntries, s.StreamAppends, s.StreamInterval)
 }
 
 // env is what a group's measurement works with.
@@ -172,6 +191,8 @@ var groups = []group{
 	{"serve", []int{11}, []string{"appends through transcript-serve vs the Go repository"}, true, runServe},
 	{"memory", []int{12}, []string{"peak RSS of restore, export, context and verify vs the session's JSONL"}, false, runMemory},
 	{"follow", []int{13, 14}, []string{"transcript follow: line appended → segment listable", "transcript follow: CPU while idle"}, false, runFollowItems},
+	{"api", []int{15, 16, 17}, []string{"a session read through the API vs Store.ReadAll", "GET /v1/sessions vs LIST + GETs of small objects",
+		"append → delivered on an event stream"}, false, runAPI},
 }
 
 func (g group) skippedRows(why string) []Row {
@@ -220,11 +241,8 @@ func cleanup(ctx context.Context, store, runPrefix string) error {
 
 // deletePrefix deletes every object whose key starts with prefix, 16 at a time.
 func deletePrefix(ctx context.Context, b bucket.Bucket, prefix string) error {
-	var keys []string
-	if err := b.List(ctx, bucket.ListOptions{Prefix: prefix}, func(o bucket.ObjectInfo) error {
-		keys = append(keys, o.Key)
-		return nil
-	}); err != nil {
+	keys, err := listKeys(ctx, b, prefix)
+	if err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
@@ -233,6 +251,16 @@ func deletePrefix(ctx context.Context, b bucket.Bucket, prefix string) error {
 		g.Go(func() error { return b.Delete(gctx, k) })
 	}
 	return g.Wait()
+}
+
+// listKeys returns every key that starts with prefix, in one listing.
+func listKeys(ctx context.Context, b bucket.Reader, prefix string) ([]string, error) {
+	var keys []string
+	err := b.List(ctx, bucket.ListOptions{Prefix: prefix}, func(o bucket.ObjectInfo) error {
+		keys = append(keys, o.Key)
+		return nil
+	})
+	return keys, err
 }
 
 // timeIt runs fn and returns how long it took.

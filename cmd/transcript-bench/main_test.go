@@ -77,7 +77,7 @@ func TestRun_Quick(t *testing.T) {
 					byItem[r.Item] = append(byItem[r.Item], r)
 				}
 			}
-			for item := 1; item <= 14; item++ {
+			for item := 1; item <= 17; item++ {
 				rows := byItem[item]
 				require.NotEmpty(t, rows, "item %d missing from the report", item)
 				for _, r := range rows {
@@ -152,7 +152,7 @@ func TestParseFlags(t *testing.T) {
 			require.Equal(t, filepath.Join("x", "docs", "bench"), o.chartsDir)
 			require.Equal(t, []int{3, 8}, o.items)
 		}},
-		{args: []string{"--items", "15"}, wantErr: "not an item number"},
+		{args: []string{"--items", "18"}, wantErr: "not an item number"},
 		{args: []string{"--items", "9,10"}, check: func(t *testing.T, o options) { require.Equal(t, []int{9, 10}, o.items) }},
 		{args: []string{"--scale", "2"}, wantErr: "--scale"},
 		{args: []string{"extra"}, wantErr: "unexpected arguments"},
@@ -203,7 +203,7 @@ func TestParseFlags_UsageErrorsExit2(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"--quik"}, "unknown flag --quik (did you mean --quick?)"},
-		{[]string{"--items", "15"}, "not an item number"},
+		{[]string{"--items", "18"}, "not an item number"},
 		{[]string{"--store", "ftp://x"}, `unknown scheme "ftp"`},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {

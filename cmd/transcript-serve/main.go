@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	transcript-serve [serve] --store URL --jwt-key-file FILE [--addr :8080]
+//	transcript-serve [serve] [--store URL] --jwt-key-file FILE [--addr :8080]
 //	transcript-serve token --tenant T --user U [--ttl 1h] --jwt-key-file FILE
 //
 // Flags are GNU style (--flag value or --flag=value), as in the other commands
@@ -63,15 +63,17 @@ Run 'transcript-serve COMMAND --help' for a command's flags; 'transcript-serve
 `
 
 const serveUsage = `
-Usage: transcript-serve [serve] --store URL [flags]
+Usage: transcript-serve [serve] [--store URL] [flags]
 
-Serves the sessions of --store over HTTP (server/openapi.yaml): the owner of each
+Serves the sessions of --store (as in every command: default $TRANSCRIPT_STORE,
+else file://./transcripts) over HTTP (server/openapi.yaml): the owner of each
 request comes from a verified bearer JWT (HS256 key from --jwt-key-file or
 $TRANSCRIPT_JWT_KEY; RS256 or EdDSA from --jwt-public-key-file), or, with
 --trust-headers, from X-Transcript-Tenant and X-Transcript-User (only behind an
 authenticating proxy: anyone who reaches the server can claim any owner). Logs
 are JSON lines on stderr; durations are in milliseconds (duration_ms). SIGTERM
-stops accepting and lets in-flight appends finish.
+stops accepting, ends the event streams (clients resume with Last-Event-ID) and
+lets in-flight appends finish.
 
 Examples:
   TRANSCRIPT_JWT_KEY=$(openssl rand -hex 32) transcript-serve --addr :8080 \
@@ -172,11 +174,16 @@ func token(args []string, getenv func(string) string, stdout io.Writer) error {
 
 // serveFlags are the flags of serve.
 type serveFlags struct {
-	addr, store, keyFile, pubFile, agent, issuer, audience string
-	logFormat                                              string
-	trustHeaders                                           bool
-	requestTimeout, shutdownTimeout, bodyTimeout           time.Duration
-	maxBody                                                int64
+	// store is --store (and --agent: the agent id of the sessions), as every
+	// command names them (cli.StoreFlags).
+	store                                        cli.StoreFlags
+	addr, keyFile, pubFile, issuer, audience     string
+	logFormat                                    string
+	trustHeaders                                 bool
+	requestTimeout, shutdownTimeout, bodyTimeout time.Duration
+	watchInterval                                time.Duration
+	maxBody                                      int64
+	maxStreamsPerOwner                           int
 }
 
 // newServeFlagSet returns the flag set of serve and the flags it fills; its help
@@ -185,18 +192,22 @@ func newServeFlagSet(getenv func(string) string, stdout io.Writer) (*pflag.FlagS
 	fs := cli.NewFlagSet("serve", serveUsage, stdout)
 	var f serveFlags
 	fs.StringVar(&f.addr, "addr", ":8080", "listen `ADDRESS`")
-	fs.StringVar(&f.store, "store", getenv(cli.StoreEnv), cli.StoreHelp)
+	f.store.RegisterStore(fs, getenv)
 	fs.StringVar(&f.keyFile, "jwt-key-file", "", "HS256 key `FILE` (default $TRANSCRIPT_JWT_KEY)")
 	fs.StringVar(&f.pubFile, "jwt-public-key-file", "", "PEM public key `FILE` (RSA: RS256, Ed25519: EdDSA)")
 	fs.StringVar(&f.issuer, "jwt-issuer", "", "required iss claim")
 	fs.StringVar(&f.audience, "jwt-audience", "", "required aud claim")
 	fs.BoolVar(&f.trustHeaders, "trust-headers", false, "take the owner from X-Transcript-Tenant/-User (behind an authenticating proxy only)")
-	fs.StringVar(&f.agent, "agent", "", "agent `ID` of the sessions (default \"default\")")
+	fs.StringVar(&f.store.Agent, "agent", "", "agent `ID` of the sessions (default \"default\")")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "time limit of one request")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "time in-flight requests get on shutdown")
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "time a request body may take to arrive (then 408)")
 	fs.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body, in `BYTES`")
 	fs.StringVar(&f.logFormat, "log", "json", "log `FORMAT`: json or text")
+	fs.IntVar(&f.maxStreamsPerOwner, "max-streams-per-owner", server.DefaultMaxStreamsPerOwner,
+		"open event streams one owner may hold (then 429)")
+	fs.DurationVar(&f.watchInterval, "watch-interval", server.DefaultWatchInterval,
+		"how often a watched session is read for what other servers committed")
 	return fs, &f
 }
 
@@ -206,13 +217,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	f := *fp
+	if err := f.store.Validate("serve"); err != nil {
+		return err
+	}
 	switch {
-	case f.store == "":
-		return cli.Usagef("serve: --store or $%s is required", cli.StoreEnv)
 	case f.logFormat != "json" && f.logFormat != "text":
 		return cli.Usagef("serve: --log %q: want json or text", f.logFormat)
-	case f.requestTimeout <= 0 || f.bodyTimeout <= 0 || f.shutdownTimeout < 0:
-		return cli.Usagef("serve: --request-timeout and --body-timeout must be more than 0, --shutdown-timeout at least 0")
+	case f.requestTimeout <= 0 || f.bodyTimeout <= 0 || f.shutdownTimeout < 0 || f.watchInterval <= 0:
+		return cli.Usagef("serve: --request-timeout, --body-timeout and --watch-interval must be more than 0, --shutdown-timeout at least 0")
+	case f.maxStreamsPerOwner <= 0:
+		return cli.Usagef("serve: --max-streams-per-owner %d: want more than 0", f.maxStreamsPerOwner)
 	}
 	var handler slog.Handler = slog.NewJSONHandler(stderr, nil)
 	if f.logFormat == "text" {
@@ -236,19 +250,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	// The server creates sessions: a directory store is created, a bucket when
 	// the URL says create=true; a missing one is "not found", as in every command.
-	store, err := cli.OpenStoreWrapped(ctx, f.store, "", cli.ReadWrite,
+	store, err := cli.OpenStoreWrapped(ctx, f.store.URL, "", cli.ReadWrite,
 		func(b bucket.Bucket, backend string) bucket.Bucket { return bm.Wrap(b, backend) })
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	repos, err := repository.NewService(store, repository.Config{AgentID: f.agent})
+	repos, err := repository.NewService(store, repository.Config{AgentID: f.store.Agent})
 	if err != nil {
 		return err
 	}
 	srv, err := server.New(server.Config{
 		Repositories: repos, Auth: auth, Logger: log, Registry: reg,
 		RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody, BodyTimeout: f.bodyTimeout,
+		WatchInterval: f.watchInterval, MaxStreamsPerOwner: f.maxStreamsPerOwner,
 	})
 	if err != nil {
 		return err
@@ -266,7 +281,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(handler, slog.LevelWarn),
 	}
-	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("store", bucketurl.Redact(f.store)))
+	// An event stream never goes idle: shutdown ends the streams (their clients
+	// resume elsewhere with Last-Event-ID) rather than wait for them.
+	hs.RegisterOnShutdown(srv.EndStreams)
+	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("store", bucketurl.Redact(f.store.URL)))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/internal/s3test"
 )
 
@@ -236,7 +237,9 @@ func TestUsage(t *testing.T) {
 		stdout string // substring of stdout ("" for none at all)
 		stderr string // substring of stderr
 	}{
-		{"no store", []string{"serve"}, key, 2, "", "--store or $TRANSCRIPT_STORE is required"},
+		{"bad store", []string{"serve", "--store", "ftp://x"}, key, 2, "", "--store"},
+		{"bad agent", []string{"serve", "--store", "mem://", "--agent", "a/b"}, key, 2, "", `serve: --agent "a/b"`},
+		{"no streams", []string{"serve", "--store", "mem://", "--max-streams-per-owner", "0"}, key, 2, "", "--max-streams-per-owner 0"},
 		{"no key", []string{"serve", "--store", "mem://"}, nil, 2, "", "set --jwt-key-file"},
 		{"token without owner", []string{"token"}, key, 2, "", "--tenant and --user are required"},
 		{"token without key", []string{"token", "--tenant", "a", "--user", "b"}, nil, 2, "", "no key"},
@@ -323,6 +326,56 @@ func TestManifestArgs(t *testing.T) {
 	require.NotEmpty(t, args)
 	fs, f := newServeFlagSet(func(string) string { return "" }, io.Discard)
 	require.NoError(t, parse(fs, args))
-	require.Equal(t, "$(TRANSCRIPT_STORE)", f.store)
+	require.Equal(t, "$(TRANSCRIPT_STORE)", f.store.URL)
 	require.Equal(t, ":8080", f.addr)
+}
+
+// TestShutdownEndsStreams: SIGTERM ends an open event stream at once (it never
+// goes idle, so a shutdown that waited for it would wait out its timeout) and
+// the server exits 0 well within --shutdown-timeout.
+func TestShutdownEndsStreams(t *testing.T) {
+	p := start(t, "file://"+t.TempDir())
+	tok := mint(t, "acme", "alice")
+	code, body := call(t, p.addr, tok, "POST", "/v1/sessions", `{"id":"s"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	req, err := http.NewRequestWithContext(t.Context(), "GET", "http://"+p.addr+"/v1/sessions/s/events", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, resp.Body)
+		ended <- err
+	}()
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-ended:
+		require.NoError(t, err, "the stream ends cleanly")
+	case <-time.After(10 * time.Second): // the default --shutdown-timeout is 30s
+		t.Fatal("the stream did not end on shutdown")
+	}
+	select {
+	case err := <-p.done:
+		require.NoError(t, err, "clean exit")
+		p.done <- nil // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not exit")
+	}
+}
+
+// TestStoreFlagAsEveryCommand: --store defaults to $TRANSCRIPT_STORE, else to
+// the directory store every command uses (cli.DefaultStoreURL).
+func TestStoreFlagAsEveryCommand(t *testing.T) {
+	for _, tc := range []struct{ env, want string }{
+		{"", cli.DefaultStoreURL},
+		{"mem://", "mem://"},
+	} {
+		fs, f := newServeFlagSet(func(k string) string { return map[string]string{cli.StoreEnv: tc.env}[k] }, io.Discard)
+		require.NoError(t, parse(fs, nil))
+		require.Equal(t, tc.want, f.store.URL)
+	}
 }

@@ -38,14 +38,21 @@ type StoreFlags struct {
 // Register adds --store (default $TRANSCRIPT_STORE, else DefaultStoreURL), --ns
 // (default ns, described by nsHelp), --agent and --session to fs.
 func (f *StoreFlags) Register(fs *pflag.FlagSet, getenv func(string) string, ns, nsHelp string) {
+	f.RegisterStore(fs, getenv)
+	fs.StringVar(&f.Namespace, "ns", ns, nsHelp)
+	fs.StringVar(&f.Agent, "agent", "", "agent `ID`")
+	fs.StringVar(&f.Session, "session", "", "session `ID`")
+}
+
+// RegisterStore adds --store alone (default $TRANSCRIPT_STORE, else
+// DefaultStoreURL) to fs: for a command that works in every namespace of its
+// store, such as transcript-serve.
+func (f *StoreFlags) RegisterStore(fs *pflag.FlagSet, getenv func(string) string) {
 	def := getenv(StoreEnv)
 	if def == "" {
 		def = DefaultStoreURL
 	}
 	fs.StringVar(&f.URL, "store", def, StoreHelp)
-	fs.StringVar(&f.Namespace, "ns", ns, nsHelp)
-	fs.StringVar(&f.Agent, "agent", "", "agent `ID`")
-	fs.StringVar(&f.Session, "session", "", "session `ID`")
 }
 
 // Validate checks --ns, --agent and --session that are set: a bad one (a path

@@ -2,7 +2,9 @@
 // server from this repository, starts it on a fresh bucket of the MinIO named by
 // TRANSCRIPT_TEST_S3_ENDPOINT (credentials AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY),
 // mints tokens for two owners, runs node --test on the compiled tests, and stops
-// the server. Without an endpoint it skips, except under CI=true, where it fails.
+// the server. The test files run one at a time: they share the two owners, and
+// some assert what an owner's list holds. Without an endpoint it skips, except
+// under CI=true, where it fails.
 import { spawn, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createInterface } from "node:readline";
@@ -49,7 +51,7 @@ const token = (tenant, user) =>
 const testDir = path.join(here, "..", "dist", "test");
 const files = readdirSync(testDir).filter((f) => f.endsWith(".test.js")).map((f) => path.join(testDir, f));
 const code = await new Promise((resolve) => {
-	const run = spawn(process.execPath, ["--test", ...files], {
+	const run = spawn(process.execPath, ["--test", "--test-concurrency=1", ...files], {
 		stdio: "inherit",
 		env: {
 			...process.env,

@@ -1,0 +1,66 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/server"
+)
+
+// TestBadEntriesAreTheClientsError: every entry the repository refuses is the
+// client's error, a 4xx whose code openapi.yaml lists and that names the entry's
+// index, never a 500; nothing of the refused append is stored. (Issue 29, item 4.)
+func TestBadEntriesAreTheClientsError(t *testing.T) {
+	good := msg("u2", "u1", "user", "ok")
+	cases := []struct {
+		name   string
+		entry  string
+		status int
+		code   server.ErrorCode
+	}{
+		{"a numeric parentId", `{"type":"message","id":"n1","parentId":42,"timestamp":"2026-03-01T12:00:00.000Z"}`, 400, server.CodeInvalidEntry},
+		{"a parentId that is an object", `{"type":"message","id":"n1","parentId":{"id":"u1"}}`, 400, server.CodeInvalidEntry},
+		{"a number, not an object", `42`, 400, server.CodeInvalidEntry},
+		{"a string, not an object", `"hello"`, 400, server.CodeInvalidEntry},
+		{"an array, not an object", `[{"type":"message","id":"n1"}]`, 400, server.CodeInvalidEntry},
+		{"null", `null`, 400, server.CodeInvalidEntry},
+		{"no type", `{"id":"n1","parentId":"u1"}`, 400, server.CodeInvalidEntry},
+		{"a type that is not a string", `{"type":7,"id":"n1","parentId":"u1"}`, 400, server.CodeInvalidEntry},
+		{"no id", `{"type":"message","parentId":"u1"}`, 400, server.CodeInvalidEntry},
+		{"an empty id", `{"type":"message","id":"","parentId":"u1"}`, 400, server.CodeInvalidEntry},
+		{"a numeric id", `{"type":"message","id":7,"parentId":"u1"}`, 400, server.CodeInvalidEntry},
+		{"a session header", `{"type":"session","version":3,"id":"h2","timestamp":"2026-03-01T12:00:00.000Z","cwd":"/"}`, 400, server.CodeInvalidEntry},
+		{"over the entry limit", string(msg("big", "u1", "user", strings.Repeat("x", 600))), 413, server.CodeTooLarge},
+		{"an unknown parent", string(msg("n1", "ghost", "user", "x")), 422, server.CodeUnknownParent},
+	}
+	ts := newServerWith(t, backends[0].new(t), server.Config{}, repository.Config{MaxEntryBytes: 512})
+	c := ts.as(t, "acme", "alice")
+	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s"}))
+	must(c.do("POST", "/v1/sessions/s/entries", appendReq("", msg("u1", "", "user", "first"))))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body, err := json.Marshal(appendReq("u1", good, json.RawMessage(tc.entry)))
+			require.NoError(t, err)
+			status, h, resp := c.send(rawReq{method: "POST", path: "/v1/sessions/s/entries", contentType: "application/json", body: string(body)})
+			require.Equal(t, tc.status, status, string(resp))
+			e := requireEnvelope(t, status, h, resp, tc.code)
+			if tc.code != server.CodeUnknownParent {
+				require.NotNil(t, e.Error.Index, string(resp))
+				require.Equal(t, 1, *e.Error.Index)
+			}
+			p := decode[page](t, must(c.do("GET", "/v1/sessions/s/entries", nil)))
+			require.Equal(t, 1, p.EntryCount, "nothing of a refused append is stored")
+		})
+	}
+	// What is not an array of entries is a malformed request.
+	for _, body := range []string{`{"expectedHead":"u1","entries":{"type":"message"}}`, `{"expectedHead":"u1","entries":"x"}`} {
+		status, h, resp := c.send(rawReq{method: "POST", path: "/v1/sessions/s/entries", contentType: "application/json", body: body})
+		require.Equal(t, http.StatusBadRequest, status, string(resp))
+		require.Equal(t, "entries", requireEnvelope(t, status, h, resp, server.CodeInvalidRequest).Error.Field)
+	}
+}

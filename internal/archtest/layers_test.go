@@ -37,7 +37,7 @@ var allowed = []struct {
 	{pkg: "cmd/transcript", deps: []string{"internal/cli", "internal/fsutil", "internal/jsonscan", "internal/followmirror", "follow", "sessiontree", "mirror", "transcript", "pi", "segment"}},
 	{pkg: "internal/cli", deps: []string{"transcript"}},
 	// The one place that wires the follower's ports to the mirror and the store.
-	{pkg: "internal/followmirror", deps: []string{"follow", "mirror", "sessiontree", "transcript"}},
+	{pkg: "internal/followmirror", deps: []string{"follow", "mirror", "sessiontree", "transcript", "transcript/bucket"}},
 	// The reliability suite tests everything from outside, like a command.
 	{pkg: "internal/reliability", deps: []string{""}},
 	{pkg: "internal/churntest", deps: []string{"transcript"}},

@@ -5,6 +5,7 @@ package followmirror
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,7 @@ import (
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // Uploader hands a follower's lines to a mirror's outbox, and reads what the
@@ -63,9 +65,13 @@ func (u *Uploader) Pending(ctx context.Context, ref transcript.TranscriptRef) ([
 	return u.m.PendingEntries(ctx, ref)
 }
 
-// Entries returns the entries of ref the store holds.
+// Entries returns the entries of ref the store holds: none, and no error, for
+// a session the store does not have.
 func (u *Uploader) Entries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
 	res, err := u.s.ReadAll(ctx, ref)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

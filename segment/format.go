@@ -49,13 +49,13 @@ const MaxStringLen = 1<<16 - 1
 
 // Flags of the version 2 extension of the metadata frame (see FORMAT.md).
 const (
-	flagOrigins = 1 << iota // a table of origin keys and one origin per entry
-	flagIndex               // one index record (length, id, parentId) per entry
-	flagGroup               // the segment is one part of a compaction's output group
-	flagRefs                // version 3: payload references follow
-	flagResolved            // version 3: the checksum of the resolved JSONL follows
-	knownFlags  = flagOrigins | flagIndex | flagGroup
-	knownFlags3 = knownFlags | flagRefs | flagResolved
+	flagOrigins  = 1 << iota // a table of origin keys and one origin per entry
+	flagIndex                // one index record (length, id, parentId) per entry
+	flagGroup                // the segment is one part of a compaction's output group
+	flagRefs                 // version 3: payload references follow
+	flagResolved             // version 3: the checksum of the resolved JSONL follows
+	knownFlags   = flagOrigins | flagIndex | flagGroup
+	knownFlags3  = knownFlags | flagRefs | flagResolved
 )
 
 // Layout of the metadata frame, version 1 (see FORMAT.md).

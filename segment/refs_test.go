@@ -94,7 +94,9 @@ func TestPayloadRefs_DecodeChecks(t *testing.T) {
 		name  string
 		patch func(b []byte)
 	}{
-		{"offset moved", func(b []byte) { binary.LittleEndian.PutUint32(b[lastRef+4:], binary.LittleEndian.Uint32(b[lastRef+4:])+1) }},
+		{"offset moved", func(b []byte) {
+			binary.LittleEndian.PutUint32(b[lastRef+4:], binary.LittleEndian.Uint32(b[lastRef+4:])+1)
+		}},
 		{"hash changed", func(b []byte) { b[lastRef+16] ^= 1 }},
 		{"entry out of range", func(b []byte) { binary.LittleEndian.PutUint32(b[lastRef:], 9) }},
 		{"size zero", func(b []byte) { binary.LittleEndian.PutUint64(b[lastRef+8:], 0) }},

@@ -31,8 +31,8 @@ type LeanResult struct {
 	held   []string               // keys of the segments fetched and verified
 	bodies [][][]byte             // entries of each segment (slices of its body)
 	refs   [][]segment.PayloadRef // payload references of each segment's entries (Stored reads)
-	okeys  []string   // origin keys, by origin number
-	items  []leanItem // the winners, in merge order
+	okeys  []string               // origin keys, by origin number
+	items  []leanItem             // the winners, in merge order
 	byID   map[string]int32
 	// oddParents holds the parentId of the entries whose parentId is not the id
 	// of their parent entry: one that names no entry (dangling) or the entry itself.

@@ -83,6 +83,9 @@ type Store struct {
 	// stored, set by Stored, makes reads return entries as stored: payload
 	// references stay in place and no payload object is fetched.
 	stored bool
+	// payloadFloor is the least delete delay of a payload object (payload_gc.go):
+	// MinPayloadDeleteDelay; tests of the garbage collection lower it.
+	payloadFloor time.Duration
 }
 
 // New returns a Store over cfg.Bucket.
@@ -112,7 +115,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = NewClock(cfg.Now)
 	}
-	s := &Store{cfg: cfg, enc: cfg.Encoder, dec: cfg.Decoder, adaptiveReads: adaptive}
+	s := &Store{cfg: cfg, enc: cfg.Encoder, dec: cfg.Decoder, adaptiveReads: adaptive, payloadFloor: MinPayloadDeleteDelay}
 	var err error
 	if s.enc == nil {
 		if s.enc, err = segment.NewEncoder(); err != nil {

@@ -201,3 +201,50 @@ func (s *Store) resolveSegment(ctx context.Context, ns string, seg *segment.Segm
 	seg.Meta.Refs = nil
 	return nil
 }
+
+// CheckPayload checks the payload of hash h, size bytes, of namespace: with fetch
+// set it reads it, and checks its size and SHA-256 (errors wrap segment.ErrCorrupt);
+// without, it only asks the bucket whether the object exists (Stat: no payload
+// byte is read). A missing object gives an error wrapping ErrPayloadMissing.
+func (s *Store) CheckPayload(ctx context.Context, namespace string, h PayloadHash, size uint64, fetch bool) error {
+	probe, visible, err := s.checkRef(TranscriptRef{Namespace: namespace, AgentID: "x", SessionID: "x"})
+	if err != nil {
+		return err
+	}
+	if !visible {
+		return fmt.Errorf("check payload: %w", errOutside(probe))
+	}
+	if !fetch {
+		key := payloadKey(s.cfg.Prefix, probe.Namespace, h)
+		_, err := s.cfg.Bucket.Stat(ctx, key)
+		if errors.Is(err, bucket.ErrNotFound) {
+			return fmt.Errorf("check payload %s: %w", key, ErrPayloadMissing)
+		}
+		if err != nil {
+			return wrapKey("check payload", key, err)
+		}
+		return nil
+	}
+	if size == 0 || size > uint64(s.MaxEntrySize()) {
+		return fmt.Errorf("check payload %x: %w: size %d out of range", h, segment.ErrCorrupt, size)
+	}
+	return s.fetchPayload(ctx, probe.Namespace, h, make([]byte, size))
+}
+
+// PayloadObjects returns the stored size of every payload object of namespace, by
+// hash (deletion marks left out).
+func (s *Store) PayloadObjects(ctx context.Context, namespace string) (map[PayloadHash]int64, error) {
+	probe, visible, err := s.checkRef(TranscriptRef{Namespace: namespace, AgentID: "x", SessionID: "x"})
+	if err != nil || !visible {
+		return nil, err
+	}
+	pl, err := s.listPayloads(ctx, probe.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[PayloadHash]int64, len(pl.objects))
+	for h, oi := range pl.objects {
+		out[h] = oi.Size
+	}
+	return out, nil
+}

@@ -55,8 +55,8 @@ type verifyProblem struct {
 type verifySummary struct {
 	Sessions int             `json:"sessions"`
 	Segments int             `json:"segments"`
-	Entries  int             `json:"entries"` // distinct entry ids, session headers not counted
-	Headers  int             `json:"headers"` // session headers
+	Entries  int             `json:"entries"`  // distinct entry ids, session headers not counted
+	Headers  int             `json:"headers"`  // session headers
 	Payloads int             `json:"payloads"` // distinct payloads referenced
 	Problems []verifyProblem `json:"problems"`
 }
@@ -184,11 +184,11 @@ type sessionVerifier struct {
 	seen     map[string]int32 // id -> place in order
 	order    []verifiedEntry
 	edits    editCheck
-	bodies   [][][]byte         // entries of each segment read, as stored
+	bodies   [][][]byte             // entries of each segment read, as stored
 	refs     [][]segment.PayloadRef // payload references of each segment read
-	decoded  []*segment.Segment // segments read whose key names their checksum
-	vanished int                // segments deleted since the listing
-	headers  []int32            // places in order of the session headers
+	decoded  []*segment.Segment     // segments read whose key names their checksum
+	vanished int                    // segments deleted since the listing
+	headers  []int32                // places in order of the session headers
 }
 
 // report adds a problem found in key ("" for the session).

@@ -2,8 +2,8 @@ package reliability_test
 
 import (
 	"bytes"
-	"encoding/base64"
 	"context"
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -53,6 +53,10 @@ func TestPayloads_CLI(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, strings.Join(want, "\n")+"\n", r.stdout)
 
+	r = cli(t, "tree", "--store", store, "--agent", "a", "--session", "s")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "[image]")
+
 	r = cli(t, "stats", "--store", store, "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var st storeStats
@@ -92,4 +96,8 @@ func TestPayloads_CLI(t *testing.T) {
 	r = cli(t, "cat", "--store", store, "--agent", "a", "--session", "s")
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "payload object missing")
+	for _, args := range [][]string{{"ls"}, {"tree", "--agent", "a", "--session", "s"}, {"stats"}} {
+		r = cli(t, append(args, "--store", store)...)
+		require.Equal(t, 0, r.code, "%v reads no payload: %s", args, r.stderr)
+	}
 }

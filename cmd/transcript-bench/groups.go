@@ -65,6 +65,11 @@ type Sizes struct {
 	// changes.
 	IdleSessions int           `json:"idleSessions"`
 	IdleSeconds  time.Duration `json:"idleSeconds"`
+	// PayloadSessionMiB of images of PayloadImageKiB each make item 15's session,
+	// forked PayloadForks times.
+	PayloadSessionMiB int `json:"payloadSessionMiB"`
+	PayloadImageKiB   int `json:"payloadImageKiB"`
+	PayloadForks      int `json:"payloadForks"`
 }
 
 // newSizes returns the full sizes (BENCHMARKS.md), or the quick ones, scaled (for tests).
@@ -77,13 +82,15 @@ func newSizes(quick bool, scale float64) Sizes {
 		WatchSegments: 100, WatchAppends: 20, WatchInterval: 100 * time.Millisecond,
 		MemoryEntries:  []int{100_000, 1_000_000},
 		FollowSessions: []int{1, 50}, FollowAppends: 40, FollowBatch: 100 * time.Millisecond,
-		IdleSessions: 1000, IdleSeconds: time.Minute}
+		IdleSessions: 1000, IdleSeconds: time.Minute,
+		PayloadSessionMiB: 1024, PayloadImageKiB: 2048, PayloadForks: 10}
 	if quick {
 		s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenReps = 0.25, 100, 100, 334, 3
 		s.ReplicaSessions, s.ReplicaTurns, s.Sessions, s.ReplicaRounds = 25, 2, 50, 1
 		s.SyncReps, s.WatchAppends = 65, 10
 		s.MemoryEntries = []int{10_000, 100_000}
 		s.FollowAppends, s.IdleSeconds = 10, 15*time.Second
+		s.PayloadSessionMiB, s.PayloadImageKiB = 64, 1024
 	}
 	if scale < 1 {
 		sc := func(n, least int) int { return max(least, int(math.Round(float64(n)*scale))) }
@@ -98,6 +105,7 @@ func newSizes(quick bool, scale float64) Sizes {
 		s.MemoryEntries = []int{sc(1000, 10)}
 		s.FollowSessions, s.FollowAppends, s.FollowBatch = []int{1, 2}, 2, 10*time.Millisecond
 		s.IdleSessions, s.IdleSeconds = sc(s.IdleSessions, 3), 500*time.Millisecond
+		s.PayloadSessionMiB, s.PayloadImageKiB, s.PayloadForks = 4, 512, 2
 	}
 	return s
 }
@@ -108,11 +116,13 @@ func (s Sizes) String() string {
 		"open %d turns in %v segments, %d reps; %d replicas × %d sessions × %d turns, %d rounds; "+
 		"restore and compaction %d sessions × %d segments, parallelism %d; "+
 		"per-turn sync at %v segments, %d turns each; Watch %d appends to %d segments, poll %v; "+
-		"CLI memory at %v entries; follow latency at %v sessions, %d appends each, batch %v; follow idle on %d sessions for %v",
+		"CLI memory at %v entries; follow latency at %v sessions, %d appends each, batch %v; follow idle on %d sessions for %v; "+
+		"payloads: %d MiB session of %d KiB images, %d forks",
 		s.CodecTurns, s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenSegments, s.OpenReps,
 		s.Replicas, s.ReplicaSessions, s.ReplicaTurns, s.ReplicaRounds, s.Sessions, s.SessionSegments, s.Parallel,
 		s.SyncLengths, s.SyncReps, s.WatchAppends, s.WatchSegments, s.WatchInterval, s.MemoryEntries,
-		s.FollowSessions, s.FollowAppends, s.FollowBatch, s.IdleSessions, s.IdleSeconds)
+		s.FollowSessions, s.FollowAppends, s.FollowBatch, s.IdleSessions, s.IdleSeconds,
+		s.PayloadSessionMiB, s.PayloadImageKiB, s.PayloadForks)
 }
 
 // env is what a group's measurement works with.
@@ -172,6 +182,7 @@ var groups = []group{
 	{"serve", []int{11}, []string{"appends through transcript-serve vs the Go repository"}, true, runServe},
 	{"memory", []int{12}, []string{"peak RSS of restore, export, context and verify vs the session's JSONL"}, false, runMemory},
 	{"follow", []int{13, 14}, []string{"transcript follow: line appended → segment listable", "transcript follow: CPU while idle"}, false, runFollowItems},
+	{"payloads", []int{15}, []string{"large payloads outside the segments vs inline"}, false, runPayloads},
 }
 
 func (g group) skippedRows(why string) []Row {

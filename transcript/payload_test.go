@@ -280,3 +280,41 @@ func TestPayload_ConflictsStillSeen(t *testing.T) {
 
 // newBucket returns a fresh memory bucket.
 func newBucket(t *testing.T) bucket.Bucket { t.Helper(); return testBackends()["mem"](t) }
+
+// TestPayload_ReadNewIncrementally: an incremental read (what a replica's Pull
+// does) returns the new entries with their payloads put back, before and after a
+// compaction.
+func TestPayload_ReadNewIncrementally(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, newBucket(t), transcript.Config{PayloadThreshold: testThreshold})
+	w := newWriter(t, "w1")
+	img1, img2 := imageData(20, 2*testThreshold), imageData(21, 2*testThreshold)
+	first := [][]byte{entry("a", ""), imageEntry("b", "a", img1)}
+	_, err := s.AppendSegment(ctx, ref, first, w)
+	require.NoError(t, err)
+	inc, err := s.ReadNew(ctx, ref, transcript.SegmentSet{})
+	require.NoError(t, err)
+	require.Equal(t, first, inc.Raw())
+	second := [][]byte{imageEntry("c", "b", img2)}
+	_, err = s.AppendSegment(ctx, ref, second, w)
+	require.NoError(t, err)
+	next, err := s.ReadNew(ctx, ref, inc.Have)
+	require.NoError(t, err)
+	require.Equal(t, second, next.Raw())
+	_, err = s.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+	require.NoError(t, err)
+	third := [][]byte{imageEntry("d", "c", img1)}
+	_, err = s.AppendSegment(ctx, ref, third, w)
+	require.NoError(t, err)
+	last, err := s.ReadNew(ctx, ref, next.Have)
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, e := range last.Entries {
+		got[e.ID] = string(e.Raw)
+	}
+	require.Equal(t, string(third[0]), got["d"])
+	for _, e := range last.Entries {
+		require.Empty(t, e.Refs)
+		require.NotContains(t, string(e.Raw), segment.RefPrefix)
+	}
+}

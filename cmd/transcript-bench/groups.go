@@ -65,7 +65,7 @@ type Sizes struct {
 	// changes.
 	IdleSessions int           `json:"idleSessions"`
 	IdleSeconds  time.Duration `json:"idleSeconds"`
-	// PayloadSessionMiB of images of PayloadImageKiB each make item 15's session,
+	// PayloadSessionMiB of images of PayloadImageKiB each make item 18's session,
 	// forked PayloadForks times.
 	PayloadSessionMiB int `json:"payloadSessionMiB"`
 	PayloadImageKiB   int `json:"payloadImageKiB"`
@@ -182,7 +182,7 @@ var groups = []group{
 	{"serve", []int{11}, []string{"appends through transcript-serve vs the Go repository"}, true, runServe},
 	{"memory", []int{12}, []string{"peak RSS of restore, export, context and verify vs the session's JSONL"}, false, runMemory},
 	{"follow", []int{13, 14}, []string{"transcript follow: line appended → segment listable", "transcript follow: CPU while idle"}, false, runFollowItems},
-	{"payloads", []int{15}, []string{"large payloads outside the segments vs inline"}, false, runPayloads},
+	{"payloads", []int{18}, []string{"large payloads outside the segments vs inline"}, false, runPayloads},
 }
 
 func (g group) skippedRows(why string) []Row {

@@ -14,24 +14,24 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
-// payloadAgent is the agent of item 15's sessions.
+// payloadAgent is the agent of item 18's sessions.
 const payloadAgent = "imager"
 
-// payloadMode is one way item 15 stores its sessions: large payloads outside the
+// payloadMode is one way item 18 stores its sessions: large payloads outside the
 // segments (the default), or inline (the baseline).
 type payloadMode struct {
 	name      string
 	threshold int // transcript.Config.PayloadThreshold
 }
 
-// payloadFigures are what item 15 measured of one mode.
+// payloadFigures are what item 18 measured of one mode.
 type payloadFigures struct {
 	write, fork, compact time.Duration
 	stored, forkBytes    int64
 	cli                  map[string][2]float64 // command -> peak RSS (MiB), seconds
 }
 
-// runPayloads measures item 15: a session whose bytes are mostly images
+// runPayloads measures item 18: a session whose bytes are mostly images
 // (Sizes.PayloadSessionMiB of base64 PNG-like data in images of
 // Sizes.PayloadImageKiB, one per turn, with a short text reply), forked
 // Sizes.PayloadForks times and compacted once, stored with large payloads outside
@@ -42,7 +42,7 @@ func runPayloads(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
 	title := "large payloads outside the segments vs inline"
 	if _, err := cliStoreURL(e.cfg.Store, e.cfg.RunPrefix); err != nil {
-		res.Rows = []Row{{Item: 15, Name: title, Skipped: err.Error()}}
+		res.Rows = []Row{{Item: 18, Name: title, Skipped: err.Error()}}
 		return res, nil
 	}
 	bin := filepath.Join(e.tmp, "transcript")
@@ -65,22 +65,22 @@ func runPayloads(ctx context.Context, e *env) (ItemResult, error) {
 	sz := e.cfg.Sizes
 	note := fmt.Sprintf("%d MiB session of %d KiB images, %d forks, one compaction", sz.PayloadSessionMiB, sz.PayloadImageKiB, sz.PayloadForks)
 	res.Rows = append(res.Rows,
-		row(15, "bytes stored (session, forks, compaction)", "MiB", mib(out.stored), "inline", mib(in.stored), false, note+"; goal ≤ 0.2× inline"),
-		row(15, "bytes stored per fork", "MiB", mib(out.forkBytes), "inline", mib(in.forkBytes), false, "goal ≤ 0.01× inline"),
-		row(15, "time per fork (read the session, write it as a new one)", "s", out.fork.Seconds(), "inline", in.fork.Seconds(), false,
+		row(18, "bytes stored (session, forks, compaction)", "MiB", mib(out.stored), "inline", mib(in.stored), false, note+"; goal ≤ 0.2× inline"),
+		row(18, "bytes stored per fork", "MiB", mib(out.forkBytes), "inline", mib(in.forkBytes), false, "goal ≤ 0.01× inline"),
+		row(18, "time per fork (read the session, write it as a new one)", "s", out.fork.Seconds(), "inline", in.fork.Seconds(), false,
 			"the fork reads the source's payloads and stores none again"),
-		row(15, "time to write the session", "s", out.write.Seconds(), "inline", in.write.Seconds(), false, "one segment per turn"),
-		row(15, "compaction of the session", "s", out.compact.Seconds(), "inline", in.compact.Seconds(), false, "copies references, not payloads"))
+		row(18, "time to write the session", "s", out.write.Seconds(), "inline", in.write.Seconds(), false, "one segment per turn"),
+		row(18, "compaction of the session", "s", out.compact.Seconds(), "inline", in.compact.Seconds(), false, "copies references, not payloads"))
 	for _, cmd := range []string{"tree", "ls", "verify --no-payloads", "restore"} {
 		o, b := out.cli[cmd], in.cli[cmd]
 		res.Rows = append(res.Rows,
-			row(15, cmd+": peak RSS", "MiB", o[0], "inline", b[0], false, "CLI subprocess, getrusage ru_maxrss"),
-			row(15, cmd+": time", "s", o[1], "inline", b[1], false, "wall time of the CLI subprocess"))
+			row(18, cmd+": peak RSS", "MiB", o[0], "inline", b[0], false, "CLI subprocess, getrusage ru_maxrss"),
+			row(18, cmd+": time", "s", o[1], "inline", b[1], false, "wall time of the CLI subprocess"))
 	}
 	return res, nil
 }
 
-// payloadMode writes, forks and compacts item 15's session in one mode under its
+// payloadMode writes, forks and compacts item 18's session in one mode under its
 // own prefix, and runs the CLI's reads on it.
 func (e *env) payloadMode(ctx context.Context, m payloadMode, bin, storeURL string) (payloadFigures, error) {
 	f := payloadFigures{cli: map[string][2]float64{}}
@@ -155,7 +155,7 @@ func (e *env) payloadMode(ctx context.Context, m payloadMode, bin, storeURL stri
 	return f, nil
 }
 
-// writeImageSession writes item 15's session: a header, then per turn a user
+// writeImageSession writes item 18's session: a header, then per turn a user
 // message holding one image of random base64 and a short assistant reply, one
 // segment per turn, until the images add up to Sizes.PayloadSessionMiB.
 func writeImageSession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, sz Sizes, w *transcript.Writer) error {

@@ -33,7 +33,13 @@ func TestMain(m *testing.M) {
 	if g := os.Getenv(envChild); g != "" {
 		os.Exit(childMain(g))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m,
+		// Idle keep-alive connections of the S3 client the parent uses to prepare
+		// and check buckets outlive a test; they are the transport's, not the bench's.
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
 }
 
 // TestRun_Quick runs the whole runner with tiny sizes against an in-memory store and

@@ -24,8 +24,8 @@ const shortenedPrefix = transcript.MaxRefPartLen - 17
 //  1. every byte of "%", "/", "\", a control, format or line-separator character
 //     and of invalid UTF-8 is written as %XX (upper-case hex);
 //  2. a leading ".", the second "." of "..", the "." of a ".log" ending and the
-//     first letter of a name of the key layout ("gc", "L" and digits) are
-//     written as %XX too;
+//     first letter of a name of the key layout (transcript.IsLayoutName: "gc",
+//     "L" and digits, "payloads") are written as %XX too;
 //  3. a result over transcript.MaxRefPartLen bytes keeps its first
 //     shortenedPrefix bytes (not cutting an escape or a character) followed by
 //     "~" and the first 16 hex digits of the SHA-256 of the name.
@@ -58,7 +58,7 @@ func PartName(name string) (string, error) {
 		i += n
 	}
 	out := b.String()
-	if out == "gc" || (len(out) > 1 && out[0] == 'L' && strings.Trim(out[1:], "0123456789") == "") {
+	if transcript.IsLayoutName(out) {
 		out = fmt.Sprintf("%%%02X", out[0]) + out[1:]
 	}
 	if len(out) > transcript.MaxRefPartLen {

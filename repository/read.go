@@ -26,7 +26,9 @@ func (r *Repository) Open(ctx context.Context, id string) (*Session, error) {
 }
 
 // List returns the metadata of every session of the owner and agent, in id order.
-// It reads each session whole; sessions deleted meanwhile are left out.
+// It reads each session whole, but none of their payloads (large images and tool
+// outputs the store keeps outside the segments); sessions deleted meanwhile are
+// left out.
 func (r *Repository) List(ctx context.Context) ([]SessionInfo, error) {
 	ids, err := r.store.ListSessions(ctx, r.ns, r.cfg.AgentID)
 	if err != nil {
@@ -41,7 +43,12 @@ func (r *Repository) List(ctx context.Context) ([]SessionInfo, error) {
 			continue // not a repository session
 		}
 		g.Go(func() error {
-			s, err := r.Open(gctx, id)
+			s, err := r.newSession(id)
+			if err != nil {
+				return err
+			}
+			s.infoOnly = true // no payload is fetched for the list
+			err = s.load(gctx)
 			if errors.Is(err, bucket.ErrNotFound) {
 				return nil
 			}

@@ -25,6 +25,9 @@ type Session struct {
 	ref    transcript.TranscriptRef
 	prefix string    // key prefix of the session's objects
 	asOf   time.Time // zero: live; else a read-only view as of this time
+	// infoOnly: loaded only for its metadata (List): entries as stored, their
+	// large payloads left in the store (transcript.Store.Stored).
+	infoOnly bool
 
 	mu     sync.Mutex
 	strict bool
@@ -173,6 +176,9 @@ func extends(entries, prev []pi.Entry) bool {
 // (transcript.Store.View).
 func (s *Session) view(hs transcript.Head, strict bool) *transcript.Store {
 	st := s.repo.store
+	if s.infoOnly {
+		st = st.Stored()
+	}
 	if strict {
 		st = st.View(hs.Committed())
 	}

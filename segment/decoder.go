@@ -165,7 +165,31 @@ func (d *Decoder) verify(m Meta, n int, raw []byte, check *frameCheck) (*Segment
 			return nil, corrupt(n, nil, "index says entry %d has %d bytes, it has %d", i, ie.Len, len(entries[i]))
 		}
 	}
+	if err := d.checkRefs(m, n, entries); err != nil {
+		return nil, err
+	}
 	return &Segment{Meta: m, Entries: entries}, nil
+}
+
+// checkRefs checks the payload references of a decoded segment: each stands in
+// its entry where the metadata says, and no entry resolves to more than the
+// entry limit.
+func (d *Decoder) checkRefs(m Meta, n int, entries [][]byte) error {
+	if m.Refs == nil {
+		return nil
+	}
+	if err := checkRefsIn(m.Refs, entries); err != nil {
+		return corrupt(n, nil, "%v", err)
+	}
+	for k := 0; k < len(m.Refs); {
+		e := m.Refs[k].Entry
+		refs := EntryRefs(m.Refs[k:], e)
+		if l := ResolvedLen(len(entries[e]), refs); l > uint64(d.opts.maxEntrySize) {
+			return fmt.Errorf("segment entry %d resolves to %d bytes, limit %d: %w", e, l, d.opts.maxEntrySize, ErrEntryTooLarge)
+		}
+		k += len(refs)
+	}
+	return nil
 }
 
 // decompress decodes the zstd data into buf, whose length is the raw length

@@ -52,8 +52,10 @@ func NewEncoder(opts ...EncoderOption) (*Encoder, error) {
 // meta supplies WriterID, Seq, Level, FirstID, LastID, MinTime, MaxTime,
 // Inputs, Origins and Index (one of each per entry, or nil); Encode sets
 // EntryCount, RawLen, Checksum and PayloadLen and ignores what the caller put
-// there. It writes FormatVersion, or version 1 when meta.Version is Version1
-// (which has no Origins and no Index). The returned Meta equals what
+// there. It writes version 3 (FormatVersion) when meta holds payload references
+// (Refs, each of which must stand in its entry as PayloadRef says), version 1 when
+// meta.Version is Version1 (which has no Origins and no Index), and version 2
+// otherwise. The returned Meta equals what
 // Decode and ReadMeta return for the segment (times in UTC, no monotonic
 // reading; empty Inputs as nil).
 //
@@ -188,8 +190,12 @@ func completeMeta(meta Meta) (Meta, int64, int64, error) {
 		return Meta{}, 0, 0, fmt.Errorf("min time %v after max time %v: %w", meta.MinTime, meta.MaxTime, ErrInvalidMeta)
 	}
 	m := meta
-	if m.Version != Version1 {
+	switch {
+	case m.Version == Version1:
+	case len(m.Refs) > 0 || m.HasResolvedChecksum:
 		m.Version = FormatVersion
+	default:
+		m.Version = Version2
 	}
 	m.MinTime, m.MaxTime = decodeTime(minNS), decodeTime(maxNS)
 	m.EntryCount, m.RawLen, m.Checksum, m.PayloadLen = 0, 0, 0, 0
@@ -204,6 +210,14 @@ func completeMeta(meta Meta) (Meta, int64, int64, error) {
 	if m.Index != nil {
 		m.Index = append([]IndexEntry{}, m.Index...)
 	}
+	if len(m.Refs) == 0 {
+		m.Refs = nil
+	} else {
+		m.Refs = append([]PayloadRef(nil), m.Refs...)
+	}
+	if !m.HasResolvedChecksum {
+		m.ResolvedChecksum = 0
+	}
 	return m, minNS, maxNS, nil
 }
 
@@ -212,6 +226,18 @@ func completeMeta(meta Meta) (Meta, int64, int64, error) {
 func checkPerEntry(m *Meta, entries [][]byte) error {
 	if m.Version < 2 && (m.Origins != nil || m.Index != nil || !m.Group.IsZero()) {
 		return fmt.Errorf("version %d has no origins, index or group: %w", m.Version, ErrInvalidMeta)
+	}
+	if m.Version < 3 && (m.Refs != nil || m.HasResolvedChecksum) {
+		return fmt.Errorf("version %d has no payload references: %w", m.Version, ErrInvalidMeta)
+	}
+	if m.HasResolvedChecksum && m.Refs == nil {
+		return fmt.Errorf("a resolved checksum without payload references: %w", ErrInvalidMeta)
+	}
+	if err := checkRefOrder(m.Refs, uint32(len(entries))); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidMeta, err)
+	}
+	if err := checkRefsIn(m.Refs, entries); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidMeta, err)
 	}
 	if m.Origins != nil && len(m.Origins) != len(entries) {
 		return fmt.Errorf("%d origins for %d entries: %w", len(m.Origins), len(entries), ErrInvalidMeta)

@@ -2,11 +2,16 @@ package segment
 
 import "encoding/binary"
 
-// FormatVersion is the metadata format version this package writes by default.
-// Decoders accept versions 1 through FormatVersion and report
-// ErrUnsupportedVersion for newer ones. Version 2 adds each entry's origin and
-// an optional per-entry index (see FORMAT.md).
-const FormatVersion = 2
+// FormatVersion is the newest metadata format version: decoders accept versions 1
+// through FormatVersion and report ErrUnsupportedVersion for newer ones. Version 2
+// adds each entry's origin and an optional per-entry index; version 3 adds
+// references to payloads stored outside the segment (see FORMAT.md). Encode writes
+// version 3 only for a segment that holds references, and version 2 otherwise, so
+// that a reader of version 2 reads every segment without references.
+const FormatVersion = 3
+
+// Version2 is the version Encode writes for a segment without payload references.
+const Version2 = 2
 
 // Version1 is the first format version, without origins; Encode still writes it
 // when Meta.Version asks for it, so that tests can build old segments.
@@ -44,10 +49,13 @@ const MaxStringLen = 1<<16 - 1
 
 // Flags of the version 2 extension of the metadata frame (see FORMAT.md).
 const (
-	flagOrigins = 1 << iota // a table of origin keys and one origin per entry
-	flagIndex               // one index record (length, id, parentId) per entry
-	flagGroup               // the segment is one part of a compaction's output group
-	knownFlags  = flagOrigins | flagIndex | flagGroup
+	flagOrigins  = 1 << iota // a table of origin keys and one origin per entry
+	flagIndex                // one index record (length, id, parentId) per entry
+	flagGroup                // the segment is one part of a compaction's output group
+	flagRefs                 // version 3: payload references follow
+	flagResolved             // version 3: the checksum of the resolved JSONL follows
+	knownFlags   = flagOrigins | flagIndex | flagGroup
+	knownFlags3  = knownFlags | flagRefs | flagResolved
 )
 
 // Layout of the metadata frame, version 1 (see FORMAT.md).

@@ -2,6 +2,7 @@ package segment_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -65,7 +66,20 @@ func goldenCases() []goldenCase {
 	for i, e := range multi {
 		multiIndex[i] = segment.IndexEntry{Len: uint32(len(e)), ID: fmt.Sprintf("m%02d", i+1)}
 	}
+	refEntries, refs := payloadEntries()
 	return []goldenCase{
+		// Version 3: entries holding payloads by reference (an image's data, a tool
+		// output), listed in the metadata with their hashes and sizes.
+		{
+			name: "payload-v3",
+			meta: segment.Meta{
+				WriterID: "replica-a", Seq: 7, Level: 0,
+				FirstID: "p1", LastID: "p3",
+				MinTime: t0, MaxTime: t0.Add(2 * time.Second),
+				Refs: refs, ResolvedChecksum: 0x0123456789abcdef, HasResolvedChecksum: true,
+			},
+			entries: refEntries,
+		},
 		{
 			name: "small-v2",
 			meta: segment.Meta{
@@ -159,10 +173,16 @@ func TestGolden(t *testing.T) {
 			require.Equal(t, gc.meta.Origins, seg.Meta.Origins)
 			require.Equal(t, gc.meta.Index, seg.Meta.Index)
 			require.Equal(t, gc.meta.Group, seg.Meta.Group)
-			wantVersion := uint16(segment.FormatVersion)
-			if gc.meta.Version == segment.Version1 {
+			wantVersion := uint16(segment.Version2)
+			switch {
+			case gc.meta.Version == segment.Version1:
 				wantVersion = segment.Version1
+			case gc.meta.Refs != nil:
+				wantVersion = segment.FormatVersion
 			}
+			require.Equal(t, gc.meta.Refs, seg.Meta.Refs)
+			require.Equal(t, gc.meta.HasResolvedChecksum, seg.Meta.HasResolvedChecksum)
+			require.Equal(t, gc.meta.ResolvedChecksum, seg.Meta.ResolvedChecksum)
 			require.Equal(t, wantVersion, seg.Meta.Version)
 			require.Equal(t, gc.meta.WriterID, seg.Meta.WriterID)
 			require.True(t, gc.meta.MaxTime.Equal(seg.Meta.MaxTime))
@@ -244,4 +264,32 @@ func TestEncode_PerEntryRecords(t *testing.T) {
 			require.Equal(t, tc.meta.Index, seg.Meta.Index)
 		})
 	}
+}
+
+// payloadEntries returns three entries of which two hold payloads by reference
+// (an image's data; the text of a tool result, twice the same payload), and the
+// references.
+func payloadEntries() ([][]byte, []segment.PayloadRef) {
+	img := sha256.Sum256([]byte("iVBORw0KGgo (an image)"))
+	out := sha256.Sum256([]byte("a long tool output"))
+	entries := [][]byte{
+		[]byte(`{"type":"message","id":"p1","parentId":null,"timestamp":"2025-06-01T12:00:00Z","message":{"role":"user","content":[{"type":"text","text":"look"},{"type":"image","data":"` + string(segment.RefText(img)) + `","mimeType":"image/png"}]}}`),
+		[]byte(`{"type":"message","id":"p2","parentId":"p1","timestamp":"2025-06-01T12:00:01Z","message":{"role":"assistant","content":[{"type":"text","text":"a cat"}]}}`),
+		[]byte(`{"type":"message","id":"p3","parentId":"p2","timestamp":"2025-06-01T12:00:02Z","message":{"role":"toolResult","toolCallId":"t","toolName":"bash","content":[{"type":"text","text":"` + string(segment.RefText(out)) + `"},{"type":"text","text":"` + string(segment.RefText(out)) + `"}],"isError":false}}`),
+	}
+	var refs []segment.PayloadRef
+	for i, e := range entries {
+		for _, h := range [][32]byte{img, out} {
+			text := segment.RefText(h)
+			for off := 0; ; {
+				k := bytes.Index(e[off:], text)
+				if k < 0 {
+					break
+				}
+				refs = append(refs, segment.PayloadRef{Entry: uint32(i), Off: uint32(off + k), Size: 300 << 10, Hash: h})
+				off += k + len(text)
+			}
+		}
+	}
+	return entries, refs
 }

@@ -57,6 +57,16 @@ type Meta struct {
 	// the output of one compaction, split into parts of bounded size. The zero
 	// Group means the segment stands alone.
 	Group Group
+	// Refs (version 3) lists the payloads the entries hold by reference, in
+	// order of entry and offset (see PayloadRef); nil when they hold none.
+	Refs []PayloadRef
+	// ResolvedChecksum (version 3, when HasResolvedChecksum) is the xxhash64 of
+	// the JSONL with every reference replaced by its payload: the entries byte
+	// for byte as their writer was handed them. A writer that extracted the
+	// payloads itself knows it; one that copies references (a compaction, a
+	// fork) does not.
+	ResolvedChecksum    uint64
+	HasResolvedChecksum bool
 }
 
 // Group identifies a compaction output split into several segments: every part
@@ -158,6 +168,12 @@ func extSize(m *Meta, keys []string) (int, error) {
 		}
 		size += 2 + len(m.Group.ID) + 4 + 4
 	}
+	if m.Refs != nil {
+		size += 4 + refRecordSize*len(m.Refs)
+	}
+	if m.HasResolvedChecksum {
+		size += 8
+	}
 	return size, nil
 }
 
@@ -258,6 +274,12 @@ func putMeta(frame []byte, m *Meta, minNS, maxNS int64) {
 		if !m.Group.IsZero() {
 			flags |= flagGroup
 		}
+		if m.Refs != nil {
+			flags |= flagRefs
+		}
+		if m.HasResolvedChecksum {
+			flags |= flagResolved
+		}
 		p[i] = flags
 		i++
 		if m.Origins != nil {
@@ -284,6 +306,12 @@ func putMeta(frame []byte, m *Meta, minNS, maxNS int64) {
 			le.PutUint32(p[i:], m.Group.Part)
 			le.PutUint32(p[i+4:], m.Group.Parts)
 			i += 8
+		}
+		if m.Refs != nil {
+			i = putRefs(p, i, m.Refs)
+		}
+		if m.HasResolvedChecksum {
+			le.PutUint64(p[i:], m.ResolvedChecksum)
 		}
 	}
 	sumAt := len(frame) - metaChecksumSize

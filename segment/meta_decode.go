@@ -92,15 +92,22 @@ func parseMeta(data []byte) (Meta, int, error) {
 	return m, n, nil
 }
 
-// parseExt parses the version 2 extension of the metadata at body[i:] into m and
+// parseExt parses the version 2 (and 3) extension of the metadata at body[i:] into m and
 // returns the offset after it.
 func parseExt(m *Meta, body []byte, i int) (int, error) {
 	if len(body)-i < 1 {
 		return 0, extCorrupt(i, "version 2 flags missing")
 	}
 	flags := body[i]
-	if flags&^knownFlags != 0 {
+	known := byte(knownFlags)
+	if m.Version >= 3 {
+		known = knownFlags3
+	}
+	if flags&^known != 0 {
 		return 0, extCorrupt(i, "unknown flags %#x", flags)
+	}
+	if flags&flagResolved != 0 && flags&flagRefs == 0 {
+		return 0, extCorrupt(i, "resolved checksum without payload references")
 	}
 	i++
 	// One string holds the extension; keys, ids and parents are slices of it, so
@@ -119,6 +126,16 @@ func parseExt(m *Meta, body []byte, i int) (int, error) {
 	}
 	if flags&flagGroup != 0 {
 		if err := r.group(m); err != nil {
+			return 0, err
+		}
+	}
+	if flags&flagRefs != 0 {
+		if err := r.refs(m); err != nil {
+			return 0, err
+		}
+	}
+	if flags&flagResolved != 0 {
+		if err := r.resolved(m); err != nil {
 			return 0, err
 		}
 	}

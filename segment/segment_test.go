@@ -32,7 +32,7 @@ func TestEncoder_EncodeRoundTrip(t *testing.T) {
 
 			data, meta, err := enc.Encode(in, entries)
 			require.NoError(t, err)
-			require.Equal(t, uint16(segment.FormatVersion), meta.Version)
+			require.Equal(t, uint16(segment.Version2), meta.Version, "no payload references: version 2")
 			require.Equal(t, uint32(n), meta.EntryCount)
 			require.Equal(t, uint64(rawSize(entries)), meta.RawLen)
 			require.Equal(t, xxhash.Sum64(joinJSONL(entries)), meta.Checksum)

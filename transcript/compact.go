@@ -153,7 +153,7 @@ type compactState struct {
 	segs  map[string]*segment.Segment // decoded segments by key
 	// contents holds the raw entries of output groups, by group id, once
 	// checkContained needed them.
-	contents map[string]entrySet
+	contents map[string]*entrySet
 	// groupOf maps the key of every compacted segment to its output group.
 	groupOf map[string]*segGroup
 	// sup holds the segments that supersede others (see superseders).
@@ -269,7 +269,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 // GETs: their entries are fetched only when a check or a merge needs them.
 func (s *Store) newCompactState(ctx context.Context, ref TranscriptRef, infos []SegmentInfo) (*compactState, error) {
 	st := &compactState{ref: ref, infos: infos, segs: map[string]*segment.Segment{}, present: map[string]SegmentInfo{},
-		contents: map[string]entrySet{}, groupOf: map[string]*segGroup{}}
+		contents: map[string]*entrySet{}, groupOf: map[string]*segGroup{}}
 	var upper []SegmentInfo
 	for _, in := range infos {
 		st.present[in.Key] = in

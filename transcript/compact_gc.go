@@ -54,7 +54,7 @@ func (s *Store) markKey(ref TranscriptRef, out string) string {
 // deletion mark: markDir, a level element, and one name ending in markExt.
 func isMarkName(rel string) bool {
 	parts := strings.Split(rel, "/")
-	return len(parts) == 3 && parts[0] == markDir && isLayoutName(parts[1]) && parts[1] != markDir &&
+	return len(parts) == 3 && parts[0] == markDir && isLevelOrMark(parts[1]) && parts[1] != markDir &&
 		strings.HasSuffix(parts[2], markExt)
 }
 

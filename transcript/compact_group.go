@@ -131,43 +131,74 @@ func newGroupID(w *Writer) (string, error) {
 	return w.ID() + "-" + hex.EncodeToString(b[:]), nil
 }
 
-// entrySet is a set of raw entries, kept by reference to the decoded segments'
-// bytes (hashed, compared byte for byte on lookup), so that checking a large group
-// costs no copy of its entries.
-type entrySet map[uint64][][]byte
-
-// add puts raw into the set.
-func (s entrySet) add(raw []byte) {
-	h := xxhash.Sum64(raw)
-	s[h] = append(s[h], raw)
+// entrySet is a set of stored entries, kept by reference to the decoded segments'
+// bytes (hashed, compared byte for byte on lookup, with their payload
+// references), so that checking a large group costs no copy of its entries.
+type entrySet struct {
+	byHash map[uint64][]storedEntry
+	segs   []*segment.Segment
+	refs   bool                     // some entry holds a payload by reference
+	byID   map[string][]storedEntry // built when a lookup by hash fails and refs is set
 }
 
-// has reports whether the set holds exactly the bytes raw.
-func (s entrySet) has(raw []byte) bool {
-	for _, r := range s[xxhash.Sum64(raw)] {
-		if bytes.Equal(r, raw) {
+// storedEntry is an entry as a segment stores it.
+type storedEntry struct {
+	raw  []byte
+	refs []segment.PayloadRef
+}
+
+// has reports whether the set holds the entry raw (with references refs) as
+// written: the same bytes and references, or, when either side holds payloads by
+// reference, an entry of the same id that is the same as written (SameEntry: one
+// copy kept a payload inline that the other took out).
+func (s *entrySet) has(raw []byte, refs []segment.PayloadRef) bool {
+	for _, e := range s.byHash[xxhash.Sum64(raw)] {
+		if bytes.Equal(e.raw, raw) && sameRefs(e.refs, refs) {
+			return true
+		}
+	}
+	if !s.refs && len(refs) == 0 {
+		return false
+	}
+	if s.byID == nil {
+		s.byID = map[string][]storedEntry{}
+		for _, seg := range s.segs {
+			for pos, e := range seg.Entries {
+				if id, _, _, err := storedIDs(seg.Meta.Index, pos, e); err == nil {
+					s.byID[id] = append(s.byID[id], storedEntry{e, segment.EntryRefs(seg.Meta.Refs, uint32(pos))})
+				}
+			}
+		}
+	}
+	id, _, _, err := storedIDs(nil, 0, raw)
+	if err != nil {
+		return false
+	}
+	for _, e := range s.byID[id] {
+		if SameEntry(e.raw, e.refs, raw, refs) {
 			return true
 		}
 	}
 	return false
 }
 
-// groupEntries returns the raw entries of segs (the decoded parts of a group) as
-// one set.
-func groupEntries(segs []*segment.Segment) entrySet {
+// groupEntries returns the stored entries of segs (the decoded parts of a group)
+// as one set.
+func groupEntries(segs []*segment.Segment) *entrySet {
 	n := 0
+	var parts []*segment.Segment
 	for _, seg := range segs {
 		if seg != nil {
 			n += len(seg.Entries)
+			parts = append(parts, seg)
 		}
 	}
-	have := make(entrySet, n)
-	for _, seg := range segs {
-		if seg == nil {
-			continue
-		}
-		for _, raw := range seg.Entries {
-			have.add(raw)
+	have := &entrySet{byHash: make(map[uint64][]storedEntry, n), segs: parts}
+	for _, seg := range parts {
+		have.refs = have.refs || seg.Meta.Refs != nil
+		for pos, raw := range seg.Entries {
+			h := xxhash.Sum64(raw)
+			have.byHash[h] = append(have.byHash[h], storedEntry{raw, segment.EntryRefs(seg.Meta.Refs, uint32(pos))})
 		}
 	}
 	return have

@@ -44,9 +44,9 @@ func (s *Store) readMetasOf(ctx context.Context, infos []SegmentInfo) ([]*segmen
 			return fmt.Errorf("%w: %w", ErrCompactInput, err)
 		case err != nil:
 			return err
-		case m.Checksum != in.Hash:
+		case KeyChecksum(m) != in.Hash:
 			return fmt.Errorf("%w: read segment %s: %w: key names checksum %016x, metadata has %016x",
-				ErrCompactInput, in.Key, segment.ErrChecksum, in.Hash, m.Checksum)
+				ErrCompactInput, in.Key, segment.ErrChecksum, in.Hash, KeyChecksum(m))
 		}
 		out[i] = &segment.Segment{Meta: m}
 		return nil
@@ -85,9 +85,9 @@ func (s *Store) checkContained(ctx context.Context, st *compactState, in Segment
 
 // firstMissing returns the position of the first entry of in that is not in have,
 // or -1.
-func firstMissing(have entrySet, in *segment.Segment) int {
+func firstMissing(have *entrySet, in *segment.Segment) int {
 	for pos, raw := range in.Entries {
-		if !have.has(raw) {
+		if !have.has(raw, segment.EntryRefs(in.Meta.Refs, uint32(pos))) {
 			return pos
 		}
 	}
@@ -119,7 +119,7 @@ func UnheldInputs(infos []SegmentInfo, segs []*segment.Segment) []*UnheldInput {
 			groupOf[p.Key] = g
 		}
 	}
-	sets := map[string]entrySet{}
+	sets := map[string]*entrySet{}
 	var errs []*UnheldInput
 	for i, in := range infos {
 		out, ok := supersededIn(sup, in)
@@ -162,8 +162,9 @@ func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compact
 	all := append(slices.Clip(m.Entries), m.Losers...)
 	entries := make([][]byte, len(all))
 	origins := make([]segment.Origin, len(all))
+	refs := make([][]segment.PayloadRef, len(all)) // copied, never resolved
 	for i, e := range all {
-		entries[i] = e.Raw
+		entries[i], refs[i] = e.Raw, e.Refs
 		origins[i] = segment.Origin{Key: e.Origin.Key, Pos: uint32(e.Origin.Pos)}
 	}
 	m, all = nil, nil
@@ -188,7 +189,7 @@ func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compact
 		if !group.IsZero() {
 			group.Part = uint32(i)
 		}
-		obj, err := s.prepare(ref, run, opts.Writer, c.Level+1, inputs, origins[off:off+len(run)], group)
+		obj, err := s.prepare(ref, run, opts.Writer, c.Level+1, inputs, origins[off:off+len(run)], group, refs[off:off+len(run)])
 		if err != nil {
 			return c, fmt.Errorf("%w: %w", ErrCompactInput, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/segment"
 )
 
 // Entry is one raw session entry as the store sees it. The store reads only id,
@@ -25,6 +26,10 @@ type Entry struct {
 	Pos int
 	// Origin is where the entry was first stored (set by a merge).
 	Origin Origin
+	// Refs lists the payloads Raw holds by reference, with their offsets in Raw
+	// (segment.PayloadRef; Entry is the position in Segment). Reads put payloads
+	// back and leave Refs empty; only a Stored read returns entries with them.
+	Refs []segment.PayloadRef
 }
 
 // ParseEntry reads id, parentId and timestamp from raw by the rule every package

@@ -107,15 +107,15 @@ func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCor
 			if listed {
 				seg, err = s.readListedSegment(gctx, info.Key)
 			} else {
-				seg, err = s.ReadSegment(gctx, info.Key) // a key handed in: parsed and scoped
+				seg, _, err = s.readSegmentAsStored(gctx, info.Key) // a key handed in: parsed and scoped
 			}
 			region.End()
 			if s.gets != nil {
 				<-s.gets // the slot bounds requests in flight, not the parsing after them
 			}
-			if err == nil && seg.Meta.Checksum != info.Hash {
+			if err == nil && KeyChecksum(seg.Meta) != info.Hash {
 				err = fmt.Errorf("read segment %s: %w: key names checksum %016x, segment has %016x",
-					info.Key, segment.ErrChecksum, info.Hash, seg.Meta.Checksum)
+					info.Key, segment.ErrChecksum, info.Hash, KeyChecksum(seg.Meta))
 			}
 			if err != nil && skipCorrupt && errors.Is(err, segment.ErrCorrupt) {
 				errs[i] = err

@@ -76,15 +76,24 @@ func (inc *Increment) Changed(have SegmentSet) bool {
 func (s *Store) ReadNew(ctx context.Context, ref TranscriptRef, have SegmentSet) (*Increment, error) {
 	ctx, task := trace.NewTask(ctx, "transcript.ReadNew")
 	defer task.End()
-	after, ok := s.listFrom(have)
-	if !ok {
-		return readListed(ctx, s, ref, func(infos []SegmentInfo) (*Increment, error) {
+	var inc *Increment
+	var err error
+	if after, ok := s.listFrom(have); ok {
+		inc, err = readListedAfter(ctx, s, ref, after, func(infos []SegmentInfo) (*Increment, error) {
+			return s.readNewScoped(ctx, infos, have, after)
+		})
+	} else {
+		inc, err = readListed(ctx, s, ref, func(infos []SegmentInfo) (*Increment, error) {
 			return s.readNew(ctx, infos, have)
 		})
 	}
-	return readListedAfter(ctx, s, ref, after, func(infos []SegmentInfo) (*Increment, error) {
-		return s.readNewScoped(ctx, infos, have, after)
-	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.resolveMerge(ctx, ref.Norm().Namespace, inc.MergeResult); err != nil {
+		return nil, fmt.Errorf("read %s: %w", ref.Norm(), err)
+	}
+	return inc, nil
 }
 
 // ReconcilePolicy decides when ReadNew lists a whole session instead of only what
@@ -178,7 +187,7 @@ func (s *Store) readMetas(ctx context.Context, infos []SegmentInfo) (map[string]
 			return err
 		case err != nil:
 			return ctx.Err()
-		case m.Checksum != infos[i].Hash:
+		case KeyChecksum(m) != infos[i].Hash:
 			return nil
 		}
 		metas[i], ok[i] = m, true

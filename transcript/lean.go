@@ -27,11 +27,12 @@ type LeanResult struct {
 	Corrupt   []CorruptSegment
 	Cycles    int
 
-	keys   []string   // segment keys, by segment number
-	held   []string   // keys of the segments fetched and verified
-	bodies [][][]byte // entries of each segment (slices of its body)
-	okeys  []string   // origin keys, by origin number
-	items  []leanItem // the winners, in merge order
+	keys   []string               // segment keys, by segment number
+	held   []string               // keys of the segments fetched and verified
+	bodies [][][]byte             // entries of each segment (slices of its body)
+	refs   [][]segment.PayloadRef // payload references of each segment's entries (Stored reads)
+	okeys  []string               // origin keys, by origin number
+	items  []leanItem             // the winners, in merge order
 	byID   map[string]int32
 	// oddParents holds the parentId of the entries whose parentId is not the id
 	// of their parent entry: one that names no entry (dangling) or the entry itself.
@@ -66,6 +67,21 @@ func (r *LeanResult) Raw(i int) []byte {
 	return r.bodies[it.seg][it.pos]
 }
 
+// Refs returns the payloads entry i holds by reference (segment.PayloadRef
+// offsets in Raw(i)): none, unless the result was read through a Stored store.
+func (r *LeanResult) Refs(i int) []segment.PayloadRef {
+	it := &r.items[i]
+	return r.entryRefs(it.seg, it.pos)
+}
+
+// entryRefs returns the references of the entry at pos of segment seg.
+func (r *LeanResult) entryRefs(seg, pos int32) []segment.PayloadRef {
+	if refs := r.refs[seg]; refs != nil {
+		return segment.EntryRefs(refs, uint32(pos))
+	}
+	return nil
+}
+
 // ID returns the id of entry i.
 func (r *LeanResult) ID(i int) string { return r.items[i].id }
 
@@ -86,7 +102,7 @@ func (r *LeanResult) Index(id string) (int, bool) {
 func (r *LeanResult) Entry(i int) Entry {
 	it := &r.items[i]
 	e := Entry{ID: it.id, ParentID: r.oddParents[int32(i)], Raw: r.Raw(i), Segment: r.keys[it.seg], Pos: int(it.pos),
-		Origin: Origin{Key: r.okeys[it.okey], Pos: int(it.opos)}}
+		Origin: Origin{Key: r.okeys[it.okey], Pos: int(it.opos)}, Refs: r.entryRefs(it.seg, it.pos)}
 	if it.parent >= 0 {
 		e.ParentID = r.items[it.parent].id
 	}
@@ -116,7 +132,7 @@ func (r *LeanResult) WriteJSONL(w io.Writer) error {
 func (s *Store) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, error) {
 	ctx, task := trace.NewTask(ctx, "transcript.ReadLean")
 	defer task.End()
-	return readListed(ctx, s, ref, func(infos []SegmentInfo) (*LeanResult, error) {
+	res, err := readListed(ctx, s, ref, func(infos []SegmentInfo) (*LeanResult, error) {
 		segs, corrupt, err := s.fetchSession(ctx, infos)
 		if err != nil {
 			return nil, err
@@ -125,6 +141,13 @@ func (s *Store) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, e
 		res.Corrupt = corrupt
 		return res, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.resolveLean(ctx, ref.Norm().Namespace, res); err != nil {
+		return nil, fmt.Errorf("read %s: %w", ref.Norm(), err)
+	}
+	return res, nil
 }
 
 // Held returns the set of segments the result holds the entries of: every
@@ -160,6 +183,9 @@ func (l *Listed) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, 
 		if err == nil {
 			res := leanMerge(infos, segs)
 			res.Corrupt = corrupt
+			if err := l.Store.resolveLean(ctx, l.ref.Namespace, res); err != nil {
+				return nil, fmt.Errorf("read %s: %w", l.ref, err)
+			}
 			return res, nil
 		}
 		if !errors.Is(err, bucket.ErrNotFound) {

@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 
@@ -55,7 +54,7 @@ func newLeanMerger(infos []SegmentInfo, segs []*segment.Segment) *leanMerger {
 	// Sized for every entry once: growing them would hold two copies at a time.
 	return &leanMerger{
 		res: &LeanResult{keys: make([]string, len(infos)), bodies: make([][][]byte, len(infos)),
-			items: make([]leanItem, 0, total)},
+			refs: make([][]segment.PayloadRef, len(infos)), items: make([]leanItem, 0, total)},
 		okeyNum: map[string]uint32{},
 		byID:    make(map[string]int32, total),
 		parents: make([]string, 0, total),
@@ -86,6 +85,7 @@ func (m *leanMerger) addSegment(i int, info SegmentInfo, seg *segment.Segment, s
 		res.Segments = append(res.Segments, info)
 	}
 	res.bodies[i] = seg.Entries
+	res.refs[i] = seg.Meta.Refs
 	res.held = append(res.held, info.Key)
 	origin := originsOf(info, seg)
 	index := seg.Meta.Index
@@ -96,16 +96,16 @@ func (m *leanMerger) addSegment(i int, info SegmentInfo, seg *segment.Segment, s
 			continue
 		}
 		o := origin(pos)
-		m.add(id, raw, leanVersion{seg: int32(i), pos: int32(pos), okey: m.intern(o.Key), opos: uint32(o.Pos), parent: parent, parsed: parsed})
+		m.add(id, leanVersion{seg: int32(i), pos: int32(pos), okey: m.intern(o.Key), opos: uint32(o.Pos), parent: parent, parsed: parsed})
 	}
 	// The index is no longer needed; the origins were read into the items.
 	seg.Meta.Index, seg.Meta.Origins = nil, nil
 }
 
-// add merges one version v (bytes raw) of entry id: a new id becomes an item,
+// add merges one version v of entry id: a new id becomes an item,
 // the same bytes again keep the earlier origin, other bytes are kept aside for
 // resolveConflicts.
-func (m *leanMerger) add(id string, raw []byte, v leanVersion) {
+func (m *leanMerger) add(id string, v leanVersion) {
 	res := m.res
 	j, ok := m.byID[id]
 	if !ok {
@@ -115,7 +115,7 @@ func (m *leanMerger) add(id string, raw []byte, v leanVersion) {
 		return
 	}
 	kept := &res.items[j]
-	if bytes.Equal(res.bodies[kept.seg][kept.pos], raw) {
+	if m.same(kept.seg, kept.pos, v.seg, v.pos) {
 		if m.earlier(v.okey, v.opos, kept.okey, kept.opos) {
 			kept.okey, kept.opos = v.okey, v.opos
 		}
@@ -125,13 +125,20 @@ func (m *leanMerger) add(id string, raw []byte, v leanVersion) {
 		m.others = map[string][]leanVersion{}
 	}
 	vs := m.others[id]
-	k := slices.IndexFunc(vs, func(w leanVersion) bool { return bytes.Equal(res.bodies[w.seg][w.pos], raw) })
+	k := slices.IndexFunc(vs, func(w leanVersion) bool { return m.same(w.seg, w.pos, v.seg, v.pos) })
 	switch {
 	case k < 0:
 		m.others[id] = append(vs, v)
 	case m.earlier(v.okey, v.opos, vs[k].okey, vs[k].opos):
 		vs[k].okey, vs[k].opos = v.okey, v.opos
 	}
+}
+
+// same reports whether the entries at (aSeg, aPos) and (bSeg, bPos) are one entry
+// as written (SameEntry).
+func (m *leanMerger) same(aSeg, aPos, bSeg, bPos int32) bool {
+	r := m.res
+	return SameEntry(r.bodies[aSeg][aPos], r.entryRefs(aSeg, aPos), r.bodies[bSeg][bPos], r.entryRefs(bSeg, bPos))
 }
 
 // resolveConflicts makes the version of each conflicting id with the earliest
@@ -162,7 +169,7 @@ func (m *leanMerger) resolveConflicts() {
 func (m *leanMerger) entryOf(id string, v leanVersion) Entry {
 	res := m.res
 	e := Entry{ID: id, ParentID: v.parent, Raw: res.bodies[v.seg][v.pos], Segment: res.keys[v.seg],
-		Pos: int(v.pos), Origin: Origin{Key: res.okeys[v.okey], Pos: int(v.opos)}}
+		Pos: int(v.pos), Origin: Origin{Key: res.okeys[v.okey], Pos: int(v.opos)}, Refs: res.entryRefs(v.seg, v.pos)}
 	if v.parsed {
 		p, _ := parseStoredEntry(e.Raw)
 		e.Time = p.Time

@@ -74,6 +74,9 @@ func (s *Store) readNewListed(ctx context.Context, ref TranscriptRef, infos []Se
 	if errors.Is(err, bucket.ErrNotFound) {
 		return s.ReadNew(ctx, ref, have)
 	}
+	if err == nil {
+		err = s.resolveMerge(ctx, ref.Namespace, inc.MergeResult)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", ref, err)
 	}

@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 
@@ -179,13 +178,16 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 				}
 			}
 			e.Segment, e.Pos, e.Origin = infos[i].Key, pos, origin(pos)
+			if refs := seg.Meta.Refs; refs != nil {
+				e.Refs = segment.EntryRefs(refs, uint32(pos))
+			}
 			j, ok := byID[e.ID]
 			if !ok {
 				byID[e.ID] = len(res.Entries)
 				res.Entries = append(res.Entries, e)
 				continue
 			}
-			if kept := &res.Entries[j]; bytes.Equal(kept.Raw, e.Raw) {
+			if kept := &res.Entries[j]; SameEntry(kept.Raw, kept.Refs, e.Raw, e.Refs) {
 				if e.Origin.Compare(kept.Origin) < 0 {
 					kept.Origin = e.Origin
 				}
@@ -195,7 +197,7 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 				others = map[string][]Entry{}
 			}
 			vs := others[e.ID]
-			k := slices.IndexFunc(vs, func(v Entry) bool { return bytes.Equal(v.Raw, e.Raw) })
+			k := slices.IndexFunc(vs, func(v Entry) bool { return SameEntry(v.Raw, v.Refs, e.Raw, e.Refs) })
 			switch {
 			case k < 0:
 				others[e.ID] = append(vs, e)

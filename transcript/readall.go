@@ -19,7 +19,7 @@ import (
 func (s *Store) ReadAll(ctx context.Context, ref TranscriptRef) (*MergeResult, error) {
 	ctx, task := trace.NewTask(ctx, "transcript.ReadAll")
 	defer task.End()
-	return readListed(ctx, s, ref, func(infos []SegmentInfo) (*MergeResult, error) {
+	res, err := readListed(ctx, s, ref, func(infos []SegmentInfo) (*MergeResult, error) {
 		segs, parsed, corrupt, err := s.fetchSessionParsed(ctx, infos, true)
 		if err != nil {
 			return nil, err
@@ -29,6 +29,13 @@ func (s *Store) ReadAll(ctx context.Context, ref TranscriptRef) (*MergeResult, e
 		res.Corrupt = corrupt
 		return res, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.resolveMerge(ctx, ref.Norm().Namespace, res); err != nil {
+		return nil, fmt.Errorf("read %s: %w", ref.Norm(), err)
+	}
+	return res, nil
 }
 
 // ErrVanished is wrapped when a read kept meeting listed segments that were gone

@@ -69,9 +69,10 @@ func (r TranscriptRef) Validate() error {
 //     directory backend's temp files (".tmp-");
 //   - not ending in ".log" (ReservedSuffix): the local files of session x are
 //     x.jsonl and x.log.jsonl, so session x.log would share a file with x;
-//   - not a name of the key layout below a session: "gc" (deletion marks) and
-//     "L" followed by digits (levels), so that a key pattern such as ".../L0/..."
-//     in an access policy only ever matches a level element.
+//   - not a name of the key layout: "gc" (deletion marks), "L" followed by
+//     digits (levels) and "payloads" (a namespace's payload objects), so that a
+//     key pattern such as ".../L0/..." or ".../payloads/..." in an access policy
+//     only ever matches that element of the layout.
 func ValidatePart(name, v string) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w: %s %q %s", ErrInvalidRef, name, v, why)
@@ -89,7 +90,7 @@ func ValidatePart(name, v string) error {
 		return bad("contains \"..\"")
 	case strings.HasSuffix(v, ReservedSuffix):
 		return bad("ends in " + ReservedSuffix + " (reserved for local log files)")
-	case isLayoutName(v):
+	case IsLayoutName(v):
 		return bad("is a name of the key layout (reserved)")
 	}
 	for _, c := range v {
@@ -108,9 +109,15 @@ func unsafeRune(c rune) bool {
 	return unicode.In(c, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
-// isLayoutName reports the element names of the key layout below a session: markDir
-// and level elements ("L" and decimal digits).
-func isLayoutName(v string) bool {
+// IsLayoutName reports the element names of the key layout, which no id part may
+// be: markDir, level elements ("L" and decimal digits) and payloadDir.
+func IsLayoutName(v string) bool {
+	return v == payloadDir || isLevelOrMark(v)
+}
+
+// isLevelOrMark reports the element names of the key layout below a session:
+// markDir and level elements.
+func isLevelOrMark(v string) bool {
 	if v == markDir {
 		return true
 	}

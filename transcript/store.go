@@ -56,6 +56,13 @@ type Config struct {
 	// NewClock(Now)); every listing of a session feeds it. Stores of one process
 	// that read and write the same sessions share one.
 	Clock *Clock
+	// PayloadThreshold is the size in bytes from which a string of an entry that
+	// pi.PayloadSpans names (base64 image data, the text of a tool result) is
+	// stored once as a payload object of the namespace, outside the segment, which
+	// keeps a reference in its place (see payload.go). Zero means
+	// DefaultPayloadThreshold; a negative value keeps every payload in its
+	// segment. Reads put payloads back whatever this is.
+	PayloadThreshold int
 }
 
 // Store reads and writes session segments. It is safe for concurrent use.
@@ -73,6 +80,12 @@ type Store struct {
 	// value (a copy made by ForEachListedSession): each fetch takes one, so the
 	// reads of many sessions keep the pool full instead of each bounding itself.
 	gets chan struct{}
+	// stored, set by Stored, makes reads return entries as stored: payload
+	// references stay in place and no payload object is fetched.
+	stored bool
+	// payloadFloor is the least delete delay of a payload object (payload_gc.go):
+	// MinPayloadDeleteDelay; tests of the garbage collection lower it.
+	payloadFloor time.Duration
 }
 
 // New returns a Store over cfg.Bucket.
@@ -102,7 +115,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = NewClock(cfg.Now)
 	}
-	s := &Store{cfg: cfg, enc: cfg.Encoder, dec: cfg.Decoder, adaptiveReads: adaptive}
+	s := &Store{cfg: cfg, enc: cfg.Encoder, dec: cfg.Decoder, adaptiveReads: adaptive, payloadFloor: MinPayloadDeleteDelay}
 	var err error
 	if s.enc == nil {
 		if s.enc, err = segment.NewEncoder(); err != nil {
@@ -277,16 +290,30 @@ func (s *Store) observe(ref TranscriptRef, infos []SegmentInfo) {
 	}
 }
 
-// ReadSegment fetches, verifies and decodes the segment at key.
+// ReadSegment fetches, verifies and decodes the segment at key, with its payloads
+// put back into its entries (unless s is Stored: see there).
 func (s *Store) ReadSegment(ctx context.Context, key string) (*segment.Segment, error) {
+	seg, info, err := s.readSegmentAsStored(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.resolveSegment(ctx, info.Ref.Norm().Namespace, seg); err != nil {
+		return nil, fmt.Errorf("read segment %s: %w", key, err)
+	}
+	return seg, nil
+}
+
+// readSegmentAsStored is ReadSegment without putting payloads back.
+func (s *Store) readSegmentAsStored(ctx context.Context, key string) (*segment.Segment, SegmentInfo, error) {
 	info, err := ParseKey(s.cfg.Prefix, key)
 	if err != nil {
-		return nil, fmt.Errorf("read segment: %w", err)
+		return nil, info, fmt.Errorf("read segment: %w", err)
 	}
 	if _, visible, err := s.checkRef(info.Ref); err != nil || !visible || s.hidden(info) {
-		return nil, fmt.Errorf("read segment %s: %w", key, bucket.ErrNotFound)
+		return nil, info, fmt.Errorf("read segment %s: %w", key, bucket.ErrNotFound)
 	}
-	return s.readListedSegment(ctx, key)
+	seg, err := s.readListedSegment(ctx, key)
+	return seg, info, err
 }
 
 // readListedSegment is ReadSegment of a key that a listing of this store already

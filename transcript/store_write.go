@@ -25,38 +25,56 @@ type SegmentObject struct {
 
 // PrepareSegment validates and encodes entries as the next level-0 segment of ref
 // written by w. Each entry must be one JSON object with a string id (see ParseEntry).
+// The segment holds the entries as given: PutSegment takes out their payloads when
+// it stores it (see payload.go), under the same key.
 func (s *Store) PrepareSegment(ref TranscriptRef, entries [][]byte, w *Writer) (SegmentObject, error) {
-	return s.prepare(ref, entries, w, 0, nil, nil, segment.Group{})
+	return s.prepare(ref, entries, w, 0, nil, nil, segment.Group{}, nil)
 }
 
 // prepare encodes entries as a segment of the given level. A compacted segment
 // (level above 0) names its inputs, records each entry's origin (one per entry)
-// and carries an entry index; one of a group of parts carries group.
-func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level int, inputs []string, origins []segment.Origin, group segment.Group) (SegmentObject, error) {
-	ref, visible, err := s.checkRef(ref)
+// and carries an entry index; one of a group of parts carries group. refs, when
+// not nil, holds the payload references of each entry (entries as stored, as a
+// Stored read returns them and compaction copies them).
+func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level int, inputs []string, origins []segment.Origin, group segment.Group, refs [][]segment.PayloadRef) (SegmentObject, error) {
+	ref, meta, err := s.newMeta(ref, entries, w, level)
 	if err != nil {
 		return SegmentObject{}, err
 	}
+	meta.Inputs, meta.Origins, meta.Group = inputs, origins, group
+	meta.Refs = flattenRefs(refs)
+	return s.encodeAs(ref, meta, entries, w)
+}
+
+// newMeta checks entries (each one JSON object with a string id, within the entry
+// limit) and returns the metadata of a segment of them at level, written by w:
+// ids, times, an entry index above level 0, and the writer's next sequence
+// number.
+func (s *Store) newMeta(ref TranscriptRef, entries [][]byte, w *Writer, level int) (TranscriptRef, segment.Meta, error) {
+	ref, visible, err := s.checkRef(ref)
+	if err != nil {
+		return ref, segment.Meta{}, err
+	}
 	if !visible {
-		return SegmentObject{}, fmt.Errorf("%w: %w", errOutside(ref), ErrInvalidRef)
+		return ref, segment.Meta{}, fmt.Errorf("%w: %w", errOutside(ref), ErrInvalidRef)
 	}
 	if w == nil {
-		return SegmentObject{}, errors.New("prepare segment: nil writer")
+		return ref, segment.Meta{}, errors.New("prepare segment: nil writer")
 	}
 	if len(entries) == 0 {
-		return SegmentObject{}, ErrEmptySegment
+		return ref, segment.Meta{}, ErrEmptySegment
 	}
-	meta := segment.Meta{WriterID: w.ID(), Level: uint8(level), Inputs: inputs, Origins: origins, Group: group}
+	meta := segment.Meta{WriterID: w.ID(), Level: uint8(level)}
 	if level > 0 {
 		meta.Index = make([]segment.IndexEntry, len(entries))
 	}
 	for i, raw := range entries {
 		if err := segment.CheckEntrySize(len(raw)); err != nil {
-			return SegmentObject{}, fmt.Errorf("prepare segment: entry %d: %w", i, err)
+			return ref, segment.Meta{}, fmt.Errorf("prepare segment: entry %d: %w", i, err)
 		}
 		e, err := ParseEntry(raw)
 		if err != nil {
-			return SegmentObject{}, fmt.Errorf("prepare segment: entry %d: %w", i, err)
+			return ref, segment.Meta{}, fmt.Errorf("prepare segment: entry %d: %w", i, err)
 		}
 		if meta.Index != nil {
 			meta.Index[i] = segment.IndexEntry{Len: uint32(len(raw)), ID: e.ID, ParentID: e.ParentID}
@@ -75,17 +93,39 @@ func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level in
 		}
 	}
 	meta.Seq = w.Next()
+	return ref, meta, nil
+}
+
+// encodeAs encodes entries with meta (newMeta's) and names the segment: its key
+// holds the next time of ref's clock, w's id, meta's sequence number and the
+// checksum KeyChecksum gives.
+func (s *Store) encodeAs(ref TranscriptRef, meta segment.Meta, entries [][]byte, w *Writer) (SegmentObject, error) {
 	data, meta, err := s.enc.Encode(meta, entries)
 	if err != nil {
 		return SegmentObject{}, fmt.Errorf("prepare segment: %w", err)
 	}
 	now := s.cfg.Clock.Next(ref)
+	sum := KeyChecksum(meta)
+	level := int(meta.Level)
 	info := SegmentInfo{
-		Key: segmentKey(s.cfg.Prefix, ref, level, now, w.ID(), meta.Seq, meta.Checksum),
+		Key: segmentKey(s.cfg.Prefix, ref, level, now, w.ID(), meta.Seq, sum),
 		Ref: ref, Level: level, Time: now.Truncate(time.Nanosecond), WriterID: w.ID(),
-		Seq: meta.Seq, Hash: meta.Checksum, Size: int64(len(data)),
+		Seq: meta.Seq, Hash: sum, Size: int64(len(data)),
 	}
 	return SegmentObject{Info: info, Meta: meta, Data: data}, nil
+}
+
+// flattenRefs returns the references of each entry (refs[i] those of entry i) as
+// one list in segment order, each naming its entry; nil when there are none.
+func flattenRefs(refs [][]segment.PayloadRef) []segment.PayloadRef {
+	var out []segment.PayloadRef
+	for i, rs := range refs {
+		for _, r := range rs {
+			r.Entry = uint32(i)
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // ObjectChecksum is the checksum PutSegment records with a segment object: the hex
@@ -97,6 +137,12 @@ func ObjectChecksum(data []byte) string {
 // PutSegment stores an encoded segment under key with a create-only write. Storing the
 // same bytes under the same key again succeeds (a retry, or a re-upload after a crash);
 // other bytes under an existing key give an error wrapping bucket.ErrExists.
+//
+// A level-0 segment of entries as written (PrepareSegment's) whose entries hold
+// payloads of at least Config.PayloadThreshold bytes is stored with the payloads
+// taken out: each is stored first as a payload object of the namespace, and the
+// segment then keeps a reference in its place (payload.go); the key stays the one
+// given, which names the entries as written (KeyChecksum).
 //
 // When the bucket reports the key taken and its checksum metadata does not settle
 // the question (an object copied in by a tool that drops user metadata, say),
@@ -113,7 +159,18 @@ func (s *Store) PutSegment(ctx context.Context, key string, data []byte) error {
 	} else if !visible {
 		return fmt.Errorf("put segment %s: %w: %w", key, errOutside(info.Ref), ErrInvalidRef)
 	}
-	err = s.cfg.Bucket.Put(ctx, key, bytes.NewReader(data), int64(len(data)), bucket.PutOptions{
+	if info.Level == 0 && s.payloadThreshold() > 0 {
+		if done, err := s.putExtracted(ctx, info, data); done || err != nil {
+			return err
+		}
+	}
+	return s.putObject(ctx, key, data)
+}
+
+// putObject stores the segment bytes data under key (PutSegment without taking
+// payloads out).
+func (s *Store) putObject(ctx context.Context, key string, data []byte) error {
+	err := s.cfg.Bucket.Put(ctx, key, bytes.NewReader(data), int64(len(data)), bucket.PutOptions{
 		Checksum:    ObjectChecksum(data),
 		ContentType: "application/zstd",
 	})
@@ -145,24 +202,52 @@ func (s *Store) sameObject(ctx context.Context, key string, data []byte, putErr 
 		return fmt.Errorf("key exists, comparing its bytes failed: %w", err)
 	}
 	defer rc.Close()
-	stored, err := io.ReadAll(io.LimitReader(rc, int64(len(data))+1))
+	// Whole: another write of the same entries may have kept other payloads inline.
+	stored, err := io.ReadAll(io.LimitReader(rc, max(int64(len(data))+1, maxStoredSegment)))
 	if err != nil {
 		return fmt.Errorf("key exists, comparing its bytes failed: %w", err)
 	}
-	if bytes.Equal(stored, data) {
+	if bytes.Equal(stored, data) || s.sameWritten(stored, data) {
 		return nil
 	}
 	return putErr
 }
 
-// AppendSegment writes entries as one new segment of ref and returns its description.
+// sameWritten reports whether the stored segment and data are one write stored
+// twice with payloads taken out differently (a retry that met a payload marked for
+// deletion keeps it inline): level 0, the same writer and sequence number, the
+// same entries as written (KeyChecksum), one of them holding references, and the
+// stored one whole (it decodes and verifies).
+func (s *Store) sameWritten(stored, data []byte) bool {
+	ma, _, errA := s.dec.ReadMeta(stored)
+	mb, _, errB := s.dec.ReadMeta(data)
+	if errA != nil || errB != nil || ma.Refs == nil && mb.Refs == nil || ma.Level != 0 || mb.Level != 0 ||
+		ma.WriterID != mb.WriterID || ma.Seq != mb.Seq || ma.EntryCount != mb.EntryCount || KeyChecksum(ma) != KeyChecksum(mb) {
+		return false
+	}
+	_, err := s.dec.Decode(stored)
+	return err == nil
+}
+
+// AppendSegment writes entries as one new segment of ref and returns its
+// description. Payloads of at least Config.PayloadThreshold bytes are stored first,
+// as payload objects, and the segment keeps references to them (see PutSegment).
 func (s *Store) AppendSegment(ctx context.Context, ref TranscriptRef, entries [][]byte, w *Writer) (SegmentInfo, error) {
+	if t := s.payloadThreshold(); t > 0 {
+		if fs := findPayloads(entries, t); len(fs) > 0 {
+			return s.appendExtracted(ctx, ref, entries, fs, w)
+		}
+	}
 	obj, err := s.PrepareSegment(ref, entries, w)
 	if err != nil {
 		return SegmentInfo{}, err
 	}
-	if err := s.PutSegment(ctx, obj.Info.Key, obj.Data); err != nil {
+	if err := s.putObject(ctx, obj.Info.Key, obj.Data); err != nil {
 		return SegmentInfo{}, err
 	}
 	return obj.Info, nil
 }
+
+// maxStoredSegment bounds what sameObject reads of a stored segment: more than
+// any segment the store writes.
+const maxStoredSegment = 2 * segment.DefaultMaxSegmentSize

@@ -76,6 +76,11 @@ type Sizes struct {
 	// servers watch every StreamInterval.
 	StreamAppends  int           `json:"streamAppends"`
 	StreamInterval time.Duration `json:"streamInterval"`
+	// PayloadSessionMiB of images of PayloadImageKiB each make item 18's session,
+	// forked PayloadForks times.
+	PayloadSessionMiB int `json:"payloadSessionMiB"`
+	PayloadImageKiB   int `json:"payloadImageKiB"`
+	PayloadForks      int `json:"payloadForks"`
 }
 
 // newSizes returns the full sizes (BENCHMARKS.md), or the quick ones, scaled (for tests).
@@ -91,7 +96,8 @@ func newSizes(quick bool, scale float64) Sizes {
 		IdleSessions: 1000, IdleSeconds: time.Minute,
 		APIReadEntries: []int{1000, 20_000, 100_000}, APIReadReps: 3,
 		ListSessions: 1000, ListEntries: []int{10, 10_000},
-		StreamAppends: 100, StreamInterval: 100 * time.Millisecond}
+		StreamAppends: 100, StreamInterval: 100 * time.Millisecond,
+		PayloadSessionMiB: 1024, PayloadImageKiB: 2048, PayloadForks: 10}
 	if quick {
 		s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenReps = 0.25, 100, 100, 334, 3
 		s.ReplicaSessions, s.ReplicaTurns, s.Sessions, s.ReplicaRounds = 25, 2, 50, 1
@@ -99,6 +105,7 @@ func newSizes(quick bool, scale float64) Sizes {
 		s.MemoryEntries = []int{10_000, 100_000}
 		s.FollowAppends, s.IdleSeconds = 10, 15*time.Second
 		s.APIReadEntries, s.ListSessions, s.ListEntries, s.StreamAppends = []int{1000, 20_000}, 100, []int{10, 1000}, 20
+		s.PayloadSessionMiB, s.PayloadImageKiB = 64, 1024
 	}
 	if scale < 1 {
 		sc := func(n, least int) int { return max(least, int(math.Round(float64(n)*scale))) }
@@ -115,6 +122,7 @@ func newSizes(quick bool, scale float64) Sizes {
 		s.IdleSessions, s.IdleSeconds = sc(s.IdleSessions, 3), 500*time.Millisecond
 		s.APIReadEntries, s.APIReadReps, s.ListSessions, s.ListEntries = []int{sc(1000, 10)}, 1, sc(s.ListSessions, 3), []int{2, 20}
 		s.StreamAppends, s.StreamInterval = 3, 10*time.Millisecond
+		s.PayloadSessionMiB, s.PayloadImageKiB, s.PayloadForks = 4, 512, 2
 	}
 	return s
 }
@@ -126,12 +134,14 @@ func (s Sizes) String() string {
 		"restore and compaction %d sessions × %d segments, parallelism %d; "+
 		"per-turn sync at %v segments, %d turns each; Watch %d appends to %d segments, poll %v; "+
 		"CLI memory at %v entries; follow latency at %v sessions, %d appends each, batch %v; follow idle on %d sessions for %v; "+
-		"API read at %v entries, %d reps; API list of %d sessions at %v entries; stream %d appends, watch every %v",
+		"API read at %v entries, %d reps; API list of %d sessions at %v entries; stream %d appends, watch every %v; "+
+		"payloads: %d MiB session of %d KiB images, %d forks",
 		s.CodecTurns, s.CodecSeconds, s.FlushTurns, s.MirrorTurns, s.OpenTurns, s.OpenSegments, s.OpenReps,
 		s.Replicas, s.ReplicaSessions, s.ReplicaTurns, s.ReplicaRounds, s.Sessions, s.SessionSegments, s.Parallel,
 		s.SyncLengths, s.SyncReps, s.WatchAppends, s.WatchSegments, s.WatchInterval, s.MemoryEntries,
 		s.FollowSessions, s.FollowAppends, s.FollowBatch, s.IdleSessions, s.IdleSeconds,
-		s.APIReadEntries, s.APIReadReps, s.ListSessions, s.ListEntries, s.StreamAppends, s.StreamInterval)
+		s.APIReadEntries, s.APIReadReps, s.ListSessions, s.ListEntries, s.StreamAppends, s.StreamInterval,
+		s.PayloadSessionMiB, s.PayloadImageKiB, s.PayloadForks)
 }
 
 // env is what a group's measurement works with.
@@ -193,6 +203,7 @@ var groups = []group{
 	{"follow", []int{13, 14}, []string{"transcript follow: line appended → segment listable", "transcript follow: CPU while idle"}, false, runFollowItems},
 	{"api", []int{15, 16, 17}, []string{"a session read through the API vs Store.ReadAll", "GET /v1/sessions vs LIST + GETs of small objects",
 		"append → delivered on an event stream"}, false, runAPI},
+	{"payloads", []int{18}, []string{"large payloads outside the segments vs inline"}, false, runPayloads},
 }
 
 func (g group) skippedRows(why string) []Row {

@@ -55,26 +55,31 @@ func (noProgress) Finish()   {}
 
 // summary is the job's result, printed as JSON with --json.
 type summary struct {
-	Shard             string   `json:"shard"`
-	DryRun            bool     `json:"dryRun"`
-	SessionsListed    int      `json:"sessionsListed"`
-	SessionsScanned   int      `json:"sessionsScanned"`
-	SessionsSkipped   int      `json:"sessionsSkippedRecent"`
-	SessionsStrict    int      `json:"sessionsSkippedStrict"`
-	SessionsContended int      `json:"sessionsContended"`
-	SessionsCompacted int      `json:"sessionsCompacted"`
-	SessionsFailed    int      `json:"sessionsFailed"`
-	SegmentsIn        int      `json:"segmentsIn"`
-	SegmentsOut       int      `json:"segmentsOut"`
-	BytesIn           int64    `json:"bytesIn"`
-	BytesOut          int64    `json:"bytesOut"`
-	Marks             int      `json:"marks"`
-	Deletions         int      `json:"deletions"`
-	PendingDeletions  int      `json:"pendingDeletions"`
-	Errors            []string `json:"errors"`
-	DurationSeconds   float64  `json:"durationSeconds"`
-	SessionsPerSecond float64  `json:"sessionsPerSecond"`
-	InputMBPerSecond  float64  `json:"inputMBPerSecond"`
+	Shard             string `json:"shard"`
+	DryRun            bool   `json:"dryRun"`
+	SessionsListed    int    `json:"sessionsListed"`
+	SessionsScanned   int    `json:"sessionsScanned"`
+	SessionsSkipped   int    `json:"sessionsSkippedRecent"`
+	SessionsStrict    int    `json:"sessionsSkippedStrict"`
+	SessionsContended int    `json:"sessionsContended"`
+	SessionsCompacted int    `json:"sessionsCompacted"`
+	SessionsFailed    int    `json:"sessionsFailed"`
+	SegmentsIn        int    `json:"segmentsIn"`
+	SegmentsOut       int    `json:"segmentsOut"`
+	BytesIn           int64  `json:"bytesIn"`
+	BytesOut          int64  `json:"bytesOut"`
+	Marks             int    `json:"marks"`
+	Deletions         int    `json:"deletions"`
+	PendingDeletions  int    `json:"pendingDeletions"`
+	// Payload objects no segment references (collectPayloads).
+	PayloadsMarked      int      `json:"payloadsMarked"`
+	PayloadsDeleted     int      `json:"payloadsDeleted"`
+	PayloadBytesDeleted int64    `json:"payloadBytesDeleted"`
+	PayloadsPending     int      `json:"payloadsPending"`
+	Errors              []string `json:"errors"`
+	DurationSeconds     float64  `json:"durationSeconds"`
+	SessionsPerSecond   float64  `json:"sessionsPerSecond"`
+	InputMBPerSecond    float64  `json:"inputMBPerSecond"`
 
 	// Retention is set when a retention policy was applied (retention.go).
 	Retention *retentionSummary `json:"retention,omitempty"`
@@ -137,6 +142,9 @@ func (j *job) run(ctx context.Context) (*summary, error) {
 		err = j.runListed(ctx, sum)
 	} else {
 		err = j.runRefs(ctx, sum)
+	}
+	if err == nil {
+		err = j.collectPayloads(ctx, sum)
 	}
 	j.progress.Finish()
 	sum.DurationSeconds = time.Since(start).Seconds()

@@ -48,7 +48,12 @@ const usage = `Usage: transcript-compact [flags]
 
 Compacts the sessions of a transcript store: merges a level's small segments into one
 segment of the next level, marks the merged ones for deletion and deletes them after
---delete-delay. Safe while replicas write and read; idempotent; resumable.
+--delete-delay. Then, in a run over whole namespaces (no --agent or --session; shard
+0 of a sharded run), it collects the payload objects (large images and tool outputs
+the store keeps once, outside the segments) that no segment references: marked in
+one run, deleted in a later one once the mark is --delete-delay old (at least two
+minutes) and no segment references them when it looks again. Safe while replicas
+write and read; idempotent; resumable.
 
 With a retention policy (--max-age, --keep-last, --retention FILE) it first marks the
 sessions the policy selects and deletes those marked at least --delete-delay ago that
@@ -185,5 +190,9 @@ func printSummary(w io.Writer, sum *summary) {
 		sum.Marks, sum.Deletions, sum.PendingDeletions, sum.SessionsSkipped, sum.SessionsFailed, sum.DurationSeconds)
 	if sum.Retention != nil {
 		printRetentionSummary(w, sum.Retention, sum.DryRun)
+	}
+	if sum.PayloadsMarked+sum.PayloadsDeleted+sum.PayloadsPending > 0 {
+		fmt.Fprintf(w, "shard %s: payloads: %d marked, %d deleted (%d bytes), %d waiting for their delay\n",
+			sum.Shard, sum.PayloadsMarked, sum.PayloadsDeleted, sum.PayloadBytesDeleted, sum.PayloadsPending)
 	}
 }

@@ -70,8 +70,9 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	infos := make([]sessionInfo, len(refs))
 	failed := make([]error, len(refs))
+	stored := s.Stored() // counts need no payload
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
-		res, err := s.ReadAll(ctx, ref)
+		res, err := stored.ReadAll(ctx, ref)
 		if errors.Is(err, bucket.ErrNotFound) && sf.notASession(ctx, s, ref) {
 			failed[i] = errNotASession // not printed, not a problem
 			return nil

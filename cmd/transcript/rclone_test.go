@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/internal/s3test"
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 // rcloneCopy copies src to dst with rclone (remote "minio:" is the test MinIO).
@@ -33,6 +35,7 @@ func readOutputs(t *testing.T, store, prefix string, sessions [][2]string) map[s
 	run("verify")
 	run("verify", "--json")
 	run("stats", "--json")
+	require.Contains(t, out["stats --json"], `"payloads":{"count":1,`, "the image is a payload object")
 	for _, s := range sessions {
 		for _, cmd := range []string{"cat", "export", "context", "tree"} {
 			run(cmd, "--agent", s[0], "--session", s[1])
@@ -72,11 +75,16 @@ func testRcloneRoundTrip(t *testing.T, prefix string, skip []string) {
 	if prefix != "" {
 		keyPrefix = prefix + "/"
 	}
+	// A session holding a large image, which the store keeps as a payload object.
+	images := filepath.Join(t.TempDir(), "images.jsonl")
+	img, _ := bigImage("i1", "h1", transcript.DefaultPayloadThreshold+100)
+	require.NoError(t, os.WriteFile(images, []byte(`{"type":"session","version":3,"id":"h1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}`+"\n"+img+"\n"), 0o644))
 	populate := func(store string) [][2]string {
 		ok(t, "import", "--store", store, "--agent", "coder", "--session", "imported", v3)
+		ok(t, "import", "--store", store, "--agent", "coder", "--session", "images", images)
 		r := cli(t, "demo", "--store", store, "--session", "raced", "--replicas", "3", "--turns", "2")
 		require.Equal(t, 0, r.code, r.stderr)
-		return [][2]string{{"coder", "imported"}, {"demo-agent", "raced"}}
+		return [][2]string{{"coder", "imported"}, {"coder", "images"}, {"demo-agent", "raced"}}
 	}
 	bucketOf := func(url string) string {
 		return strings.SplitN(strings.SplitN(strings.TrimPrefix(url, "s3://"), "?", 2)[0], "/", 2)[0]

@@ -21,7 +21,10 @@ Counts the sessions and segments of --ns (only those of --agent, or the one
 their entries and the compression ratio (uncompressed / stored). Every stored
 segment is counted, also those compaction has merged into a segment of the next
 level and that wait for their delete delay to pass ('ls' counts only the segments
-a read uses). Reads every segment's metadata; changes nothing.
+a read uses). Large payloads (images, long tool outputs) that the store keeps once,
+outside the segments, are counted apart: how many distinct payloads the segments
+reference, their size (each once, and stored), and how many references share them.
+Reads every segment, never a payload; changes nothing.
 
 Examples:
   transcript stats
@@ -45,6 +48,22 @@ type storeStats struct {
 	RawBytes         int64                 `json:"rawBytes"`
 	CompressionRatio float64               `json:"compressionRatio"`
 	PerLevel         map[string]levelStats `json:"levels"`
+	Payloads         payloadStats          `json:"payloads"`
+}
+
+// payloadStats counts the payloads the segments reference.
+type payloadStats struct {
+	// Count is the number of distinct payloads referenced; Bytes their size, each
+	// counted once; StoredBytes the size of their objects (compressed).
+	Count       int   `json:"count"`
+	Bytes       int64 `json:"bytes"`
+	StoredBytes int64 `json:"storedBytes"`
+	// References is the number of references to them; ReferencedBytes the bytes
+	// those references stand for (what the segments would hold inline).
+	References      int   `json:"references"`
+	ReferencedBytes int64 `json:"referencedBytes"`
+	// Missing counts payloads referenced whose object is not there (see verify).
+	Missing int `json:"missing"`
 }
 
 func runStats(ctx context.Context, env *cliEnv, args []string) error {
@@ -58,6 +77,8 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	st := storeStats{Namespace: sf.Namespace, PerLevel: map[string]levelStats{}}
 	absent := make([]bool, len(refs))
 	var mu sync.Mutex
+	used := map[payloadKey]uint64{}
+	stored := s.Stored() // no payload is fetched
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
 		segs, err := s.ListSegments(ctx, ref)
 		if err != nil {
@@ -68,7 +89,7 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 			return nil
 		}
 		for _, info := range segs {
-			seg, err := s.ReadSegment(ctx, info.Key)
+			seg, err := stored.ReadSegment(ctx, info.Key)
 			if errors.Is(err, bucket.ErrNotFound) {
 				continue // removed since the listing (compaction)
 			}
@@ -81,6 +102,11 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 			l.Bytes += info.Size
 			l.RawBytes += int64(seg.Meta.RawLen)
 			st.PerLevel[fmt.Sprintf("L%d", info.Level)] = l
+			for _, r := range seg.Meta.Refs {
+				used[payloadKey{ns: ref.Namespace, hash: r.Hash}] = r.Size
+				st.Payloads.References++
+				st.Payloads.ReferencedBytes += int64(r.Size)
+			}
 			mu.Unlock()
 		}
 		return nil
@@ -96,6 +122,9 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	st.Agents = len(agents)
+	if err := countPayloads(ctx, s, used, &st.Payloads); err != nil {
+		return err
+	}
 	for _, l := range st.PerLevel {
 		st.Segments += l.Segments
 		st.Bytes += l.Bytes
@@ -110,6 +139,13 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "namespace\t%s\nagents\t%d\nsessions\t%d\nsegments\t%d\nbytes\t%d\nraw bytes\t%d\ncompression\t%.2fx\n",
 		st.Namespace, st.Agents, st.Sessions, st.Segments, st.Bytes, st.RawBytes, st.CompressionRatio)
+	if p := st.Payloads; p.Count > 0 {
+		fmt.Fprintf(tw, "payloads\t%d (%d bytes, %d stored), %d references (%d bytes inline)\n",
+			p.Count, p.Bytes, p.StoredBytes, p.References, p.ReferencedBytes)
+		if p.Missing > 0 {
+			fmt.Fprintf(tw, "missing payloads\t%d (run transcript verify)\n", p.Missing)
+		}
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -121,6 +157,30 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	for _, name := range levels {
 		l := st.PerLevel[name]
 		fmt.Fprintf(env.stdout, "  %-4s %6d %-8s %12d bytes\n", name, l.Segments, cmdcli.Plural(l.Segments, "segment"), l.Bytes)
+	}
+	return nil
+}
+
+// countPayloads fills p's counts of the distinct payloads used (their sizes, by
+// namespace and hash) and the stored size of their objects: one listing of each
+// namespace's payloads.
+func countPayloads(ctx context.Context, s *transcript.Store, used map[payloadKey]uint64, p *payloadStats) error {
+	objects := map[string]map[transcript.PayloadHash]int64{}
+	for k, size := range used {
+		p.Count++
+		p.Bytes += int64(size)
+		if objects[k.ns] == nil {
+			got, err := s.PayloadObjects(ctx, k.ns)
+			if err != nil {
+				return err
+			}
+			objects[k.ns] = got
+		}
+		if n, ok := objects[k.ns][k.hash]; ok {
+			p.StoredBytes += n
+		} else {
+			p.Missing++
+		}
 	}
 	return nil
 }

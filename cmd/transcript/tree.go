@@ -10,6 +10,7 @@ import (
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -60,6 +61,7 @@ func runTree(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer s.Close()
+	s = s.Stored() // no payload is fetched: large texts show as such
 	res, err := s.ReadAll(ctx, ref)
 	if errors.Is(err, bucket.ErrNotFound) {
 		return errSessionNotFound(ref)
@@ -221,6 +223,8 @@ func contentText(raw json.RawMessage) string {
 	var parts []string
 	for _, b := range blocks {
 		switch {
+		case strings.HasPrefix(b.Text, segment.RefPrefix) && len(b.Text) == segment.RefLen:
+			parts = append(parts, "[large text kept as a payload]") // tree reads entries as stored
 		case b.Text != "":
 			parts = append(parts, b.Text)
 		case b.Type == "toolCall":

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +30,10 @@ session's tree: entries whose parent is missing (dangling), parent cycles, ids
 that carry different contents in different segments (conflicts), more than one
 session header (one line naming each), and context edits
 whose target is not an entry before them on their branch (or that have no
-replacement). Ids and text from
+replacement). Every payload reference (a large image or tool output
+the store keeps once, outside the segments) must resolve to a payload object
+that decompresses to the size and SHA-256 the reference names; with --no-payloads
+verify only asks whether each object exists and reads no payload. Ids and text from
 segments are printed escaped when they hold control or invisible characters. Prints one line per
 problem and a closing count; exits 1 if it found any. Read-only: it changes nothing.
 
@@ -39,6 +41,7 @@ Examples:
   transcript verify
   transcript verify --ns acme --json
   transcript verify --agent coder --session s1
+  transcript verify --no-payloads
 `
 
 // verifyProblem is one problem found by verify.
@@ -52,8 +55,9 @@ type verifyProblem struct {
 type verifySummary struct {
 	Sessions int             `json:"sessions"`
 	Segments int             `json:"segments"`
-	Entries  int             `json:"entries"` // distinct entry ids, session headers not counted
-	Headers  int             `json:"headers"` // session headers
+	Entries  int             `json:"entries"`  // distinct entry ids, session headers not counted
+	Headers  int             `json:"headers"`  // session headers
+	Payloads int             `json:"payloads"` // distinct payloads referenced
 	Problems []verifyProblem `json:"problems"`
 }
 
@@ -63,20 +67,24 @@ type sessionCheck struct {
 	problems                   []verifyProblem
 	// absent: the listed prefix holds only directory markers (not a session).
 	absent bool
+	// payloads are the payloads the session's segments reference.
+	payloads map[transcript.PayloadHash]payloadUse
 }
 
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	fs, sf := newStoreFlagSet(env, "verify", verifyUsage, true)
 	parallel := fs.Int("parallel", cmdcli.DefaultParallel, "sessions checked at once")
+	noPayloads := fs.Bool("no-payloads", false, "check that every payload object exists, without reading payloads")
 	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, nil)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	checks := make([]sessionCheck, len(refs))
+	stored := s.Stored() // entries as stored: no payload is fetched with them
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
 		var err error
-		checks[i], err = checkSession(ctx, s, ref)
+		checks[i], err = checkSession(ctx, stored, ref)
 		if err == nil && checks[i].segments == 0 && sf.notASession(ctx, s, ref) {
 			checks[i].absent = true
 		}
@@ -86,6 +94,11 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	sum := verifySummary{Problems: []verifyProblem{}}
+	payloads, err := checkPayloads(ctx, s, checks, *parallel, !*noPayloads)
+	if err != nil {
+		return err
+	}
+	sum.Payloads = len(payloads.uses)
 	for _, c := range checks {
 		if c.absent {
 			continue // only directory markers: not a session, no problem
@@ -96,6 +109,7 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		sum.Headers += c.headers
 		sum.Problems = append(sum.Problems, c.problems...)
 	}
+	sum.Problems = append(sum.Problems, payloads.problems...)
 	if sf.json {
 		if err := writeJSON(env.stdout, sum); err != nil {
 			return err
@@ -122,7 +136,7 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 // form. Only a failure to list (or a cancelled ctx) is an error; everything else is
 // a problem.
 func checkSession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) (sessionCheck, error) {
-	v := &sessionVerifier{s: s, ref: ref, seen: map[string]int32{}}
+	v := &sessionVerifier{s: s, ref: ref, seen: map[string]int32{}, c: sessionCheck{payloads: map[transcript.PayloadHash]payloadUse{}}}
 	segs, err := s.ListSegments(ctx, ref)
 	if err != nil {
 		return v.c, err
@@ -132,6 +146,7 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	}
 	tightenGC(segs)
 	v.segs, v.bodies, v.decoded = segs, make([][][]byte, len(segs)), make([]*segment.Segment, len(segs))
+	v.refs = make([][]segment.PayloadRef, len(segs))
 	for i, info := range segs {
 		if err := v.readSegment(ctx, i, info); err != nil {
 			return v.c, err
@@ -169,10 +184,11 @@ type sessionVerifier struct {
 	seen     map[string]int32 // id -> place in order
 	order    []verifiedEntry
 	edits    editCheck
-	bodies   [][][]byte         // entries of each segment read
-	decoded  []*segment.Segment // segments read whose key names their checksum
-	vanished int                // segments deleted since the listing
-	headers  []int32            // places in order of the session headers
+	bodies   [][][]byte             // entries of each segment read, as stored
+	refs     [][]segment.PayloadRef // payload references of each segment read
+	decoded  []*segment.Segment     // segments read whose key names their checksum
+	vanished int                    // segments deleted since the listing
+	headers  []int32                // places in order of the session headers
 }
 
 // report adds a problem found in key ("" for the session).
@@ -196,12 +212,13 @@ func (v *sessionVerifier) readSegment(ctx context.Context, i int, info transcrip
 		v.report(info.Key, "%v", err)
 		return nil
 	}
-	if seg.Meta.Checksum != info.Hash {
-		v.report(info.Key, "key names checksum %016x, segment has %016x", info.Hash, seg.Meta.Checksum)
+	if sum := transcript.KeyChecksum(seg.Meta); sum != info.Hash {
+		v.report(info.Key, "key names checksum %016x, segment has %016x", info.Hash, sum)
 	} else {
 		v.decoded[i] = seg
 	}
-	v.bodies[i] = seg.Entries
+	v.bodies[i], v.refs[i] = seg.Entries, seg.Meta.Refs
+	v.notePayloads(info.Key, seg.Meta.Refs)
 	for pos, raw := range seg.Entries {
 		e, err := transcript.ParseEntry(raw)
 		if err != nil {
@@ -220,7 +237,9 @@ func (v *sessionVerifier) readSegment(ctx context.Context, i int, info transcrip
 			}
 			continue
 		}
-		if prev := v.order[k]; !bytes.Equal(v.bodies[prev.seg][prev.pos], raw) {
+		prev := v.order[k]
+		prevRefs := segment.EntryRefs(v.refs[prev.seg], uint32(prev.pos))
+		if !transcript.SameEntry(v.bodies[prev.seg][prev.pos], prevRefs, raw, segment.EntryRefs(seg.Meta.Refs, uint32(pos))) {
 			v.report(info.Key, "id conflict: entry %s (position %d) differs from the one in %s", cmdcli.Escape(e.ID), pos, v.segs[prev.seg].Key)
 		}
 	}

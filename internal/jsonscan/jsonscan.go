@@ -183,3 +183,36 @@ func skipValue(b []byte, i int) (int, error) {
 		return j, nil
 	}
 }
+
+// EachElement calls fn for each element of the JSON array arr (which must be valid
+// JSON) with the element's raw bytes and its offset in arr.
+func EachElement(arr []byte, fn func(v []byte, off int)) error {
+	i := skipWS(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return fmt.Errorf("%w: not a JSON array", ErrSyntax)
+	}
+	i = skipWS(arr, i+1)
+	if i < len(arr) && arr[i] == ']' {
+		return nil
+	}
+	for i < len(arr) {
+		vs := i
+		ve, err := skipValue(arr, i)
+		if err != nil {
+			return err
+		}
+		fn(arr[vs:ve], vs)
+		i = skipWS(arr, ve)
+		if i >= len(arr) {
+			break
+		}
+		if arr[i] == ']' {
+			return nil
+		}
+		if arr[i] != ',' {
+			return fmt.Errorf("%w: expected ','", ErrSyntax)
+		}
+		i = skipWS(arr, i+1)
+	}
+	return fmt.Errorf("%w: unterminated array", ErrSyntax)
+}

@@ -43,6 +43,24 @@ func TestEachField(t *testing.T) {
 	}
 }
 
+func TestEachElement(t *testing.T) {
+	for arr, want := range map[string][]string{
+		`[]`:                          nil,
+		` [ 1 , "a\"]" ,{"b":[2]} ] `: {"1", `"a\"]"`, `{"b":[2]}`},
+		`[null]`:                      {"null"},
+	} {
+		var got []string
+		require.NoError(t, jsonscan.EachElement([]byte(arr), func(v []byte, off int) {
+			require.Equal(t, string(v), arr[off:off+len(v)], "offset points at the element")
+			got = append(got, string(v))
+		}), arr)
+		require.Equal(t, want, got, arr)
+	}
+	for _, bad := range []string{``, `{}`, `[1`, `[1 2]`, `["x]`} {
+		require.ErrorIs(t, jsonscan.EachElement([]byte(bad), func([]byte, int) {}), jsonscan.ErrSyntax, bad)
+	}
+}
+
 func TestString(t *testing.T) {
 	for in, want := range map[string]string{`"abc"`: "abc", `"a\nb"`: "a\nb", `"\u00e9"`: "é", `"é"`: "é", `""`: ""} {
 		got, ok := jsonscan.String([]byte(in))

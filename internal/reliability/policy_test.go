@@ -3,6 +3,7 @@ package reliability_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,6 +136,19 @@ func TestPolicies_LeastPrivilege(t *testing.T) {
 			strays, err := root.StrayKeys(ctx, ref)
 			require.NoError(t, err)
 			require.Equal(t, []string{stray}, strays, "verify names it")
+
+			// A large image: its payload object is the replica's to create, never
+			// to mark or delete.
+			img := imageEntry(ref.SessionID+"-img", ref.SessionID+"-c", byte(len(r.file)))
+			_, err = s.AppendSegment(ctx, ref, [][]byte{img}, w)
+			require.NoError(t, err, "%s stores a payload object", r.file)
+			res, err = s.ReadAll(ctx, ref)
+			require.NoError(t, err)
+			require.Equal(t, string(img), string(res.Entries[len(res.Entries)-1].Raw))
+			payloads := payloadKeysUnder(t, root.Bucket(), prefix+"/acme/payloads/")
+			require.NotEmpty(t, payloads)
+			requireDenied(t, b.Put(ctx, prefix+"/acme/payloads/gc/x.mark.json", strings.NewReader("{}"), 2, bucket.PutOptions{}), r.file+": mark a payload")
+			requireDenied(t, b.Delete(ctx, payloads[0]), r.file+": delete a payload")
 		}
 
 		// The per-tenant replica: nothing of another tenant.
@@ -158,12 +172,27 @@ func TestPolicies_LeastPrivilege(t *testing.T) {
 			res, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
 			require.NoError(t, err)
 			require.Len(t, res.Compactions, 1)
-			require.Equal(t, 4, res.Deleted, "the compactor deletes the inputs it verified")
+			require.Equal(t, 5, res.Deleted, "the compactor deletes the inputs it verified")
 			got, err := s.ReadAll(ctx, ref)
 			require.NoError(t, err)
-			require.Len(t, got.Entries, 4)
+			require.Len(t, got.Entries, 5)
 			require.Len(t, got.Segments, 1)
 		}
+		// Payload objects: the compactor marks those nothing references and may
+		// delete them.
+		gone := withSession(acme, "gone")
+		_, err := root.AppendSegment(ctx, gone, [][]byte{imageEntry("g", "", 99)}, transcript.NewRandomWriter())
+		require.NoError(t, err)
+		require.NoError(t, root.Delete(ctx, gone))
+		res, err := s.CollectPayloads(ctx, "acme", transcript.PayloadGCOptions{})
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Marked)
+		require.Equal(t, 2, res.Referenced)
+		marks := payloadKeysUnder(t, root.Bucket(), prefix+"/acme/payloads/gc/")
+		require.Len(t, marks, 1)
+		hash := strings.TrimSuffix(marks[0][strings.LastIndex(marks[0], "/")+1:], ".mark.json")
+		require.NoError(t, s.Bucket().Delete(ctx, prefix+"/acme/payloads/"+hash+".zst"), "the compactor deletes payload objects")
+		require.NoError(t, s.Bucket().Delete(ctx, marks[0]))
 	})
 
 	t.Run("restore", func(t *testing.T) {
@@ -171,7 +200,7 @@ func TestPolicies_LeastPrivilege(t *testing.T) {
 		s := newStore(t, b, prefix)
 		res, err := s.ReadAll(ctx, withSession(acme, "by-replica"))
 		require.NoError(t, err)
-		require.Len(t, res.Entries, 4)
+		require.Len(t, res.Entries, 5, "with the image, read from its payload object")
 		_, err = s.AppendSegment(ctx, acme, [][]byte{[]byte(okEntry)}, transcript.NewRandomWriter())
 		requireDenied(t, err, "restore user appends")
 		requireDenied(t, b.Delete(ctx, res.Segments[0].Key), "restore user deletes")
@@ -208,4 +237,32 @@ func chainEntries(p string, n int) [][]byte {
 func withSession(ref transcript.TranscriptRef, id string) transcript.TranscriptRef {
 	ref.SessionID = id
 	return ref
+}
+
+// imageEntry returns a user message of id holding a base64 image above the
+// default payload threshold, its bytes drawn from seed.
+func imageEntry(id, parent string, seed byte) []byte {
+	raw := make([]byte, transcript.DefaultPayloadThreshold)
+	for i := range raw {
+		raw[i] = byte(i*7) ^ seed
+	}
+	p := "null"
+	if parent != "" {
+		p = `"` + parent + `"`
+	}
+	return []byte(`{"type":"message","id":"` + id + `","parentId":` + p + `,"timestamp":"2026-09-25T22:29:10.000Z","message":{"role":"user","content":[{"type":"image","data":"` +
+		base64.StdEncoding.EncodeToString(raw) + `","mimeType":"image/png"}]}}`)
+}
+
+// payloadKeysUnder lists the payload objects under p (marks left out).
+func payloadKeysUnder(t *testing.T, b bucket.Bucket, p string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, b.List(context.Background(), bucket.ListOptions{Prefix: p}, func(oi bucket.ObjectInfo) error {
+		if !strings.Contains(strings.TrimPrefix(oi.Key, p), "/") {
+			out = append(out, oi.Key)
+		}
+		return nil
+	}))
+	return out
 }

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// payloadAgent is the agent of item 18's sessions.
+const payloadAgent = "imager"
+
+// payloadMode is one way item 18 stores its sessions: large payloads outside the
+// segments (the default), or inline (the baseline).
+type payloadMode struct {
+	name      string
+	threshold int // transcript.Config.PayloadThreshold
+}
+
+// payloadFigures are what item 18 measured of one mode.
+type payloadFigures struct {
+	write, fork, compact time.Duration
+	stored, forkBytes    int64
+	cli                  map[string][2]float64 // command -> peak RSS (MiB), seconds
+}
+
+// runPayloads measures item 18: a session whose bytes are mostly images
+// (Sizes.PayloadSessionMiB of base64 PNG-like data in images of
+// Sizes.PayloadImageKiB, one per turn, with a short text reply), forked
+// Sizes.PayloadForks times and compacted once, stored with large payloads outside
+// the segments and, in the same run, inline: bytes stored, bytes and time per fork,
+// the compaction's time, and the time and peak RSS of the CLI's tree, ls,
+// verify --no-payloads (which read no payload) and restore.
+func runPayloads(ctx context.Context, e *env) (ItemResult, error) {
+	var res ItemResult
+	title := "large payloads outside the segments vs inline"
+	if _, err := cliStoreURL(e.cfg.Store, e.cfg.RunPrefix); err != nil {
+		res.Rows = []Row{{Item: 18, Name: title, Skipped: err.Error()}}
+		return res, nil
+	}
+	bin := filepath.Join(e.tmp, "transcript")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/transcriptstore/transcript/cmd/transcript")
+	if out, err := build.CombinedOutput(); err != nil {
+		return res, fmt.Errorf("go build the transcript CLI: %w: %s", err, out)
+	}
+	modes := []payloadMode{{"outside", 0}, {"inline", -1}}
+	figs := make([]payloadFigures, len(modes))
+	for i, m := range modes {
+		storeURL, err := cliStoreURL(e.cfg.Store, path.Join(e.cfg.RunPrefix, "payloads", m.name))
+		if err != nil {
+			return res, err
+		}
+		if figs[i], err = e.payloadMode(ctx, m, bin, storeURL); err != nil {
+			return res, fmt.Errorf("%s: %w", m.name, err)
+		}
+	}
+	out, in := figs[0], figs[1]
+	sz := e.cfg.Sizes
+	note := fmt.Sprintf("%d MiB session of %d KiB images, %d forks, one compaction", sz.PayloadSessionMiB, sz.PayloadImageKiB, sz.PayloadForks)
+	res.Rows = append(res.Rows,
+		row(18, "bytes stored (session, forks, compaction)", "MiB", mib(out.stored), "inline", mib(in.stored), false, note+"; goal ≤ 0.2× inline"),
+		row(18, "bytes stored per fork", "MiB", mib(out.forkBytes), "inline", mib(in.forkBytes), false, "goal ≤ 0.01× inline"),
+		row(18, "time per fork (read the session, write it as a new one)", "s", out.fork.Seconds(), "inline", in.fork.Seconds(), false,
+			"the fork reads the source's payloads and stores none again"),
+		row(18, "time to write the session", "s", out.write.Seconds(), "inline", in.write.Seconds(), false, "one segment per turn"),
+		row(18, "compaction of the session", "s", out.compact.Seconds(), "inline", in.compact.Seconds(), false, "copies references, not payloads"))
+	for _, cmd := range []string{"tree", "ls", "verify --no-payloads", "restore"} {
+		o, b := out.cli[cmd], in.cli[cmd]
+		res.Rows = append(res.Rows,
+			row(18, cmd+": peak RSS", "MiB", o[0], "inline", b[0], false, "CLI subprocess, getrusage ru_maxrss"),
+			row(18, cmd+": time", "s", o[1], "inline", b[1], false, "wall time of the CLI subprocess"))
+	}
+	return res, nil
+}
+
+// payloadMode writes, forks and compacts item 18's session in one mode under its
+// own prefix, and runs the CLI's reads on it.
+func (e *env) payloadMode(ctx context.Context, m payloadMode, bin, storeURL string) (payloadFigures, error) {
+	f := payloadFigures{cli: map[string][2]float64{}}
+	sub := path.Join("payloads", m.name)
+	s, err := transcript.New(transcript.Config{Bucket: e.bucket, Prefix: e.key(sub), PayloadThreshold: m.threshold})
+	if err != nil {
+		return f, err
+	}
+	defer s.Close()
+	w, err := transcript.NewWriter("bench-" + m.name)
+	if err != nil {
+		return f, err
+	}
+	src := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: payloadAgent, SessionID: "source"}
+	if f.write, err = timeIt(func() error { return writeImageSession(ctx, s, src, e.cfg.Sizes, w) }); err != nil {
+		return f, err
+	}
+	before, err := storedBytes(ctx, e.bucket, e.key(sub)+"/")
+	if err != nil {
+		return f, err
+	}
+	forks := e.cfg.Sizes.PayloadForks
+	for i := range forks {
+		d, err := timeIt(func() error {
+			res, err := s.ReadAll(ctx, src)
+			if err != nil {
+				return err
+			}
+			fork := src
+			fork.SessionID = fmt.Sprintf("fork-%d", i)
+			_, err = s.AppendSegments(ctx, fork, res.Raw(), w)
+			return err
+		})
+		if err != nil {
+			return f, fmt.Errorf("fork %d: %w", i, err)
+		}
+		f.fork += d / time.Duration(forks)
+	}
+	after, err := storedBytes(ctx, e.bucket, e.key(sub)+"/")
+	if err != nil {
+		return f, err
+	}
+	f.forkBytes = (after - before) / int64(max(1, forks))
+	if f.compact, err = timeIt(func() error {
+		_, err := s.Compact(ctx, src, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+		return err
+	}); err != nil {
+		return f, err
+	}
+	if f.stored, err = storedBytes(ctx, e.bucket, e.key(sub)+"/"); err != nil {
+		return f, err
+	}
+	e.logf("%s: %.1f MiB stored, %.2f MiB and %v per fork, write %v, compaction %v", m.name, mib(f.stored), mib(f.forkBytes),
+		f.fork.Round(time.Millisecond), f.write.Round(time.Millisecond), f.compact.Round(time.Millisecond))
+	sel := []string{"--store", storeURL, "--agent", payloadAgent}
+	for _, r := range []struct {
+		name string
+		args []string
+	}{
+		{"tree", append([]string{"tree", "--session", "source"}, sel...)},
+		{"ls", append([]string{"ls"}, sel...)},
+		{"verify --no-payloads", append([]string{"verify", "--no-payloads", "--session", "source"}, sel...)},
+		{"restore", append([]string{"restore", "--session", "source", "--out", filepath.Join(e.tmp, "restore-"+m.name)}, sel...)},
+	} {
+		rss, d, err := runMeasured(ctx, bin, r.args)
+		if err != nil {
+			return f, fmt.Errorf("%s: %w", r.name, err)
+		}
+		f.cli[r.name] = [2]float64{mib(rss), d.Seconds()}
+		e.logf("%s: %s: peak RSS %.1f MiB, %v", m.name, r.name, mib(rss), d.Round(time.Millisecond))
+	}
+	return f, nil
+}
+
+// writeImageSession writes item 18's session: a header, then per turn a user
+// message holding one image of random base64 and a short assistant reply, one
+// segment per turn, until the images add up to Sizes.PayloadSessionMiB.
+func writeImageSession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, sz Sizes, w *transcript.Writer) error {
+	r := rand.NewChaCha8([32]byte{15})
+	raw := make([]byte, sz.PayloadImageKiB<<10*3/4)
+	parent := "h"
+	batch := [][]byte{[]byte(`{"type":"session","version":3,"id":"h","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}`)}
+	for turn := 0; turn*sz.PayloadImageKiB < sz.PayloadSessionMiB<<10; turn++ {
+		_, _ = r.Read(raw)
+		u, a := fmt.Sprintf("u%06d", turn), fmt.Sprintf("a%06d", turn)
+		batch = append(batch,
+			fmt.Appendf(nil, `{"type":"message","id":%q,"parentId":%q,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"what is on screen %d?"},{"type":"image","data":%q,"mimeType":"image/png"}]}}`,
+				u, parent, turn, base64.StdEncoding.EncodeToString(raw)),
+			fmt.Appendf(nil, `{"type":"message","id":%q,"parentId":%q,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[{"type":"text","text":"A terminal, turn %d."}]}}`,
+				a, u, turn))
+		parent = a
+		if _, err := s.AppendSegments(ctx, ref, batch, w); err != nil {
+			return fmt.Errorf("turn %d: %w", turn, err)
+		}
+		batch = batch[:0]
+	}
+	return nil
+}
+
+// storedBytes returns the size of every object under prefix.
+func storedBytes(ctx context.Context, b bucket.Bucket, prefix string) (int64, error) {
+	var n int64
+	err := b.List(ctx, bucket.ListOptions{Prefix: prefix}, func(oi bucket.ObjectInfo) error {
+		n += oi.Size
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,250 @@
+package transcript
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// Reading payloads. Every read that returns entries (ReadAll, ReadNew, ReadLean,
+// ReadSegment, and the Listed readers) puts each payload back in place of its
+// reference after the merge, so the entries are byte for byte as written; it
+// fetches only the payloads of the entries it returns, each distinct payload once,
+// decompressed straight into its place in the entry and checked against its hash.
+// The merge and compaction work on entries as stored and fetch no payload
+// (SameEntry compares two versions of an entry without them). A read through a
+// Stored store returns entries as stored, with their references (Entry.Refs), and
+// fetches no payload: what tree, ls, stats, verify --no-payloads and forks read.
+
+// Stored returns a store whose reads return entries as stored: a payload held by
+// reference stays a reference in the entry's bytes (Entry.Refs, LeanResult.Refs
+// and Segment.Meta.Refs say where), and no payload object is fetched. Reads that
+// need no payload (listings, trees, counts, forks, which copy references) read
+// through it. It shares the store's bucket, codecs and clock; closing it is not
+// needed.
+func (s *Store) Stored() *Store {
+	c := *s
+	c.ownCodec = false
+	c.stored = true
+	return &c
+}
+
+// resolveItem is one entry to put payloads back into: its stored bytes and
+// references, and where the resolved bytes go.
+type resolveItem struct {
+	raw  []byte
+	refs []segment.PayloadRef
+	set  func(resolved []byte)
+}
+
+// slot is where one payload goes: bytes [off, off+size) of the resolved buffer of
+// item.
+type slot struct {
+	item, off int
+	size      uint64
+}
+
+// resolve puts back the payloads of items, which belong to namespace ns: each
+// item's resolved bytes are laid out in a new buffer, each distinct payload is
+// fetched once and decompressed into its first place, checked (size and SHA-256)
+// and copied to its other places, then every item's set is called.
+func (s *Store) resolve(ctx context.Context, ns string, items []resolveItem) error {
+	if len(items) == 0 {
+		return nil
+	}
+	bufs := make([][]byte, len(items))
+	slots := map[PayloadHash][]slot{}
+	for i, it := range items {
+		n := segment.ResolvedLen(len(it.raw), it.refs)
+		if n > uint64(s.MaxEntrySize()) {
+			return fmt.Errorf("resolve payloads: entry of %d bytes: %w", n, segment.ErrEntryTooLarge)
+		}
+		b := make([]byte, 0, n)
+		last := 0
+		for _, r := range it.refs {
+			b = append(b, it.raw[last:r.Off]...)
+			slots[r.Hash] = append(slots[r.Hash], slot{item: i, off: len(b), size: r.Size})
+			b = b[:len(b)+int(r.Size)]
+			last = int(r.Off) + segment.RefLen
+		}
+		bufs[i] = append(b, it.raw[last:]...)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.readLimit(len(slots)))
+	for h, places := range slots {
+		g.Go(func() error {
+			first := places[0]
+			dst := bufs[first.item][first.off : first.off+int(first.size)]
+			if err := s.fetchPayload(gctx, ns, h, dst); err != nil {
+				return err
+			}
+			for _, p := range places[1:] {
+				if p.size != first.size {
+					return fmt.Errorf("payload %x: %w: referenced with sizes %d and %d", h, segment.ErrCorrupt, first.size, p.size)
+				}
+				copy(bufs[p.item][p.off:], dst)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, it := range items {
+		it.set(bufs[i])
+	}
+	return nil
+}
+
+// fetchPayload reads the payload of hash h in namespace ns into dst, whose length
+// is the size its reference declares, and checks it. A missing object gives an
+// error wrapping ErrPayloadMissing; one that does not decompress to dst's length
+// or to that hash, segment.ErrCorrupt.
+func (s *Store) fetchPayload(ctx context.Context, ns string, h PayloadHash, dst []byte) error {
+	key := payloadKey(s.cfg.Prefix, ns, h)
+	if s.gets != nil {
+		select {
+		case s.gets <- struct{}{}:
+			defer func() { <-s.gets }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	rc, _, err := s.cfg.Bucket.Get(ctx, key)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return fmt.Errorf("read payload %s: %w", key, ErrPayloadMissing)
+	}
+	if err != nil {
+		return wrapKey("read payload", key, err)
+	}
+	defer rc.Close()
+	// A frame of incompressible bytes is a little larger than they are.
+	data, err := io.ReadAll(io.LimitReader(rc, int64(len(dst))+int64(len(dst))/64+1<<10))
+	if err != nil {
+		return wrapKey("read payload", key, err)
+	}
+	if _, err := s.dec.DecodePayload(data, dst); err != nil {
+		return fmt.Errorf("read payload %s: %w", key, err)
+	}
+	if sha256.Sum256(dst) != h {
+		return fmt.Errorf("read payload %s: %w: its bytes have another SHA-256", key, segment.ErrCorrupt)
+	}
+	return nil
+}
+
+// resolveMerge puts the payloads back into the entries and losers of res, read
+// from namespace ns (unless s is Stored).
+func (s *Store) resolveMerge(ctx context.Context, ns string, res *MergeResult) error {
+	if s.stored || res == nil {
+		return nil
+	}
+	var items []resolveItem
+	for _, es := range [][]Entry{res.Entries, res.Losers} {
+		for i := range es {
+			if e := &es[i]; len(e.Refs) > 0 {
+				items = append(items, resolveItem{raw: e.Raw, refs: e.Refs, set: func(b []byte) { e.Raw, e.Refs = b, nil }})
+			}
+		}
+	}
+	return s.resolve(ctx, ns, items)
+}
+
+// resolveLean puts the payloads back into the entries and losers of res, read
+// from namespace ns (unless s is Stored).
+func (s *Store) resolveLean(ctx context.Context, ns string, res *LeanResult) error {
+	if s.stored {
+		return nil
+	}
+	var items []resolveItem
+	for i := range res.items {
+		it := &res.items[i]
+		if refs := res.entryRefs(it.seg, it.pos); len(refs) > 0 {
+			body := res.bodies[it.seg]
+			pos := it.pos
+			items = append(items, resolveItem{raw: body[pos], refs: refs, set: func(b []byte) { body[pos] = b }})
+		}
+	}
+	for i := range res.Losers {
+		if e := &res.Losers[i]; len(e.Refs) > 0 {
+			items = append(items, resolveItem{raw: e.Raw, refs: e.Refs, set: func(b []byte) { e.Raw, e.Refs = b, nil }})
+		}
+	}
+	if err := s.resolve(ctx, ns, items); err != nil {
+		return err
+	}
+	clear(res.refs)
+	return nil
+}
+
+// resolveSegment puts the payloads back into every entry of seg, of namespace ns
+// (unless s is Stored); its metadata then lists no references.
+func (s *Store) resolveSegment(ctx context.Context, ns string, seg *segment.Segment) error {
+	if s.stored || seg.Meta.Refs == nil {
+		return nil
+	}
+	var items []resolveItem
+	for i := range seg.Entries {
+		if refs := segment.EntryRefs(seg.Meta.Refs, uint32(i)); len(refs) > 0 {
+			items = append(items, resolveItem{raw: seg.Entries[i], refs: refs, set: func(b []byte) { seg.Entries[i] = b }})
+		}
+	}
+	if err := s.resolve(ctx, ns, items); err != nil {
+		return err
+	}
+	seg.Meta.Refs = nil
+	return nil
+}
+
+// CheckPayload checks the payload of hash h, size bytes, of namespace: with fetch
+// set it reads it, and checks its size and SHA-256 (errors wrap segment.ErrCorrupt);
+// without, it only asks the bucket whether the object exists (Stat: no payload
+// byte is read). A missing object gives an error wrapping ErrPayloadMissing.
+func (s *Store) CheckPayload(ctx context.Context, namespace string, h PayloadHash, size uint64, fetch bool) error {
+	probe, visible, err := s.checkRef(TranscriptRef{Namespace: namespace, AgentID: "x", SessionID: "x"})
+	if err != nil {
+		return err
+	}
+	if !visible {
+		return fmt.Errorf("check payload: %w", errOutside(probe))
+	}
+	if !fetch {
+		key := payloadKey(s.cfg.Prefix, probe.Namespace, h)
+		_, err := s.cfg.Bucket.Stat(ctx, key)
+		if errors.Is(err, bucket.ErrNotFound) {
+			return fmt.Errorf("check payload %s: %w", key, ErrPayloadMissing)
+		}
+		if err != nil {
+			return wrapKey("check payload", key, err)
+		}
+		return nil
+	}
+	if size == 0 || size > uint64(s.MaxEntrySize()) {
+		return fmt.Errorf("check payload %x: %w: size %d out of range", h, segment.ErrCorrupt, size)
+	}
+	return s.fetchPayload(ctx, probe.Namespace, h, make([]byte, size))
+}
+
+// PayloadObjects returns the stored size of every payload object of namespace, by
+// hash (deletion marks left out).
+func (s *Store) PayloadObjects(ctx context.Context, namespace string) (map[PayloadHash]int64, error) {
+	probe, visible, err := s.checkRef(TranscriptRef{Namespace: namespace, AgentID: "x", SessionID: "x"})
+	if err != nil || !visible {
+		return nil, err
+	}
+	pl, err := s.listPayloads(ctx, probe.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[PayloadHash]int64, len(pl.objects))
+	for h, oi := range pl.objects {
+		out[h] = oi.Size
+	}
+	return out, nil
+}

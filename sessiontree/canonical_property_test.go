@@ -2,8 +2,11 @@ package sessiontree_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,11 +23,11 @@ import (
 // TestReplicas_AgreeWithFullRead: replicas whose clocks are skewed write one
 // session, while a slow writer adds late segments (new entries, and other versions
 // of ids the replicas hold, which win or lose by origin), compactions run at random
-// points and replicas restart from their local files. After every incremental
+// points and replicas restart from their local files or restore without them
+// (Open, or WriteRestoredLean then Load). After every incremental
 // sync (Flush, then Pull) of a replica, its active leaf, its context and the
 // version it keeps of each id are those a full read of the store gives.
 func TestReplicas_AgreeWithFullRead(t *testing.T) {
-	t.Skip("fails on this commit (issue 31 item 1); the fix commit removes this skip")
 	const seeds, steps = 40, 120
 	for seed := uint64(1); seed <= seeds; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runAgreement(t, seed, steps) })
@@ -101,7 +104,7 @@ func (a *agreement) step(ctx context.Context, step int) {
 	r := rng.IntN(len(a.trees))
 	tr := a.trees[r]
 	var err error
-	switch op := rng.IntN(12); {
+	switch op := rng.IntN(14); {
 	case op < 3:
 		_, err = tr.AppendMessage(msg(userMsg, fmt.Sprintf("r%d-%d", r, step)))
 	case op == 3:
@@ -123,14 +126,43 @@ func (a *agreement) step(ctx context.Context, step int) {
 	case op == 10:
 		_, err = a.full.Compact(ctx, a.ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
 	default:
-		require.NoError(t, tr.Flush(ctx))
-		nt, _, err := sessiontree.Load(ctx, a.cfgs[r], who, "agent", "agree")
+		a.restart(ctx, r, op)
+	}
+	require.NoError(t, err)
+}
+
+// restart replaces replica r by one loaded from its local files (op 11), or
+// restored without them by Open (op 12) or by WriteRestoredLean (op 13).
+func (a *agreement) restart(ctx context.Context, r, op int) {
+	t, cfg := a.t, a.cfgs[r]
+	require.NoError(t, a.trees[r].Flush(ctx))
+	if op > 11 {
+		files := sessiontree.FilesOf(cfg.Root, a.ref)
+		for _, p := range []string{files.Context, files.Log, files.Segments} {
+			if err := os.Remove(p); !errors.Is(err, fs.ErrNotExist) {
+				require.NoError(t, err)
+			}
+		}
+	}
+	var nt *sessiontree.Tree
+	var err error
+	switch op {
+	case 12:
+		nt, _, err = sessiontree.Open(ctx, cfg, who, "agent", "agree", sessiontree.HeaderOptions{})
+		require.NoError(t, err)
+	case 13:
+		res, err := a.full.ReadLean(ctx, a.ref)
+		require.NoError(t, err)
+		_, err = sessiontree.WriteRestoredLean(cfg, who, "agent", "agree", res)
+		require.NoError(t, err)
+		fallthrough
+	default:
+		nt, _, err = sessiontree.Load(ctx, cfg, who, "agent", "agree")
 		require.NoError(t, err)
 		_, err = nt.MergeLog(ctx)
 		require.NoError(t, err)
-		a.trees[r] = nt
 	}
-	require.NoError(t, err)
+	a.trees[r] = nt
 }
 
 // writeLate stores a segment from the slow writer: a few entries hanging from

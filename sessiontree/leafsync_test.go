@@ -105,7 +105,7 @@ func TestPull_IncrementalLeaf(t *testing.T) {
 			require.NoError(t, replicaB.Flush(ctx))
 			seg, err := os.ReadFile(replicaB.SegmentsPath())
 			require.NoError(t, err)
-			require.Contains(t, string(seg), "frontier ")
+			require.Contains(t, string(seg), "\norigins\n")
 			restarted, _, err := sessiontree.Load(ctx, cfgB, who, "agent", "leaf")
 			require.NoError(t, err)
 			leaf, ok = restarted.Leaf()

@@ -75,6 +75,7 @@ func (t *Tree) originOf(i int) (transcript.Origin, bool) {
 	if !h.checked {
 		if h.sum != xxhash.Sum64(t.entries[i].Raw()) {
 			delete(t.stored.origins, id)
+			t.stored.olog.stale = true
 			return transcript.Origin{}, false
 		}
 		h.checked = true
@@ -88,7 +89,9 @@ func (t *Tree) setOrigin(i int, o transcript.Origin) {
 	if t.stored.origins == nil {
 		t.stored.origins = map[string]heldOrigin{}
 	}
-	t.stored.origins[t.entries[i].ID()] = heldOrigin{origin: o, sum: xxhash.Sum64(t.entries[i].Raw()), checked: true}
+	h := heldOrigin{origin: o, sum: xxhash.Sum64(t.entries[i].Raw()), checked: true}
+	t.stored.origins[t.entries[i].ID()] = h
+	t.stored.olog.add(t.entries[i].ID(), o, h.sum)
 	t.stored.dirty = true
 }
 
@@ -129,34 +132,127 @@ func (t *Tree) replaceVersion(i int, e Entry, o transcript.Origin) {
 	}
 }
 
+// canonState is what the last full ordering of the tree's entries found
+// (canonicalLeaf), so that a pull that only appends to the canonical order does
+// not order the whole set again (canonAppend).
+type canonState struct {
+	// valid: every entry had a known origin and no parent cycle was broken.
+	valid bool
+	// n is the number of entries then, max their greatest origin, leaf the
+	// canonical leaf (-1: null).
+	n    int
+	max  transcript.Origin
+	leaf int
+	// missing holds the parent ids entries named that the tree did not hold.
+	missing map[string]bool
+}
+
+// placeLeaf sets the active leaf after a pull that set the origins of the
+// entries in set (added, learned or replaced): canonAppend when it can answer,
+// else canonicalLeaf. t.mu is held.
+func (t *Tree) placeLeaf(set map[int]bool, replaced bool) {
+	if replaced || !t.canonAppend(set) {
+		t.canonicalLeaf()
+	}
+}
+
+// canonAppend answers for the common pull: the entries whose origins it set
+// are exactly those added to the tree since the last full ordering, all sort
+// after every entry ordered then, and none is the parent of one of those. The
+// merge places entries parents first, the ready one with the earliest origin
+// first, so the order of the whole set is then the old order followed by the
+// new entries' own order, and the leaf is the last of them that decides it, or
+// the old leaf. It reports false when it cannot answer. t.mu is held.
+func (t *Tree) canonAppend(set map[int]bool) bool {
+	c := &t.stored.canon
+	if !c.valid || len(set) != len(t.entries)-c.n {
+		return false
+	}
+	es := make([]transcript.Entry, 0, len(set))
+	for i := range set {
+		o, ok := t.originOf(i)
+		if i < c.n || !ok || o.Compare(c.max) <= 0 || c.missing[t.entries[i].ID()] {
+			return false
+		}
+		es = append(es, t.canonEntry(i, o))
+	}
+	ordered, cycles := transcript.CanonicalOrder(es)
+	if cycles > 0 {
+		return false
+	}
+	leaf, ok := t.lastDecided(ordered)
+	if !ok {
+		leaf = c.leaf
+	}
+	for _, e := range es {
+		if e.Origin.Compare(c.max) > 0 {
+			c.max = e.Origin
+		}
+		if _, held := t.byID[e.ParentID]; e.ParentID != "" && !held {
+			c.missing[e.ParentID] = true
+		}
+	}
+	c.n, c.leaf = len(t.entries), leaf
+	t.moveLeafTo(leaf)
+	return true
+}
+
 // canonicalLeaf sets the active leaf to the one of the tree's entries in
-// canonical order (see above). t.mu is held.
+// canonical order (see above), and records what it found in t.stored.canon.
+// t.mu is held.
 func (t *Tree) canonicalLeaf() {
+	c := canonState{valid: true, n: len(t.entries), missing: map[string]bool{}}
 	es := make([]transcript.Entry, len(t.entries))
-	for i, e := range t.entries {
+	for i := range t.entries {
 		o, ok := t.originOf(i)
 		if !ok {
-			o = transcript.Origin{Key: unstoredKey, Pos: i}
+			o, c.valid = transcript.Origin{Key: unstoredKey, Pos: i}, false
+		} else if o.Compare(c.max) > 0 {
+			c.max = o
 		}
-		parent, _ := e.ParentID()
-		es[i] = transcript.Entry{ID: e.ID(), ParentID: parent, Origin: o, Pos: i}
+		es[i] = t.canonEntry(i, o)
+		if _, held := t.byID[es[i].ParentID]; es[i].ParentID != "" && !held {
+			c.missing[es[i].ParentID] = true
+		}
 	}
-	ordered, _ := transcript.CanonicalOrder(es)
-	leaf := -1
+	ordered, cycles := transcript.CanonicalOrder(es)
+	c.valid = c.valid && cycles == 0
+	leaf, ok := t.lastDecided(ordered)
+	if !ok {
+		leaf = -1
+	}
+	c.leaf = leaf
+	t.stored.canon = c
+	t.moveLeafTo(leaf)
+}
+
+// canonEntry is entry i, at origin o, as transcript.CanonicalOrder reads it
+// (Pos: its index in the tree).
+func (t *Tree) canonEntry(i int, o transcript.Origin) transcript.Entry {
+	parent, _ := t.entries[i].ParentID()
+	return transcript.Entry{ID: t.entries[i].ID(), ParentID: parent, Origin: o, Pos: i}
+}
+
+// lastDecided applies pi's leaf rule to ordered (entries by tree index in Pos):
+// the leaf the last entry that decides it gives (-1: null), or false when none
+// does. t.mu is held.
+func (t *Tree) lastDecided(ordered []transcript.Entry) (int, bool) {
 	for k := len(ordered) - 1; k >= 0; k-- {
 		i := ordered[k].Pos
-		move, target := t.leafMove(t.entries[i])
-		if move == pi.MoveNone {
-			continue
-		}
-		switch move {
+		switch move, target := t.leafMove(t.entries[i]); move {
 		case pi.MoveTo:
-			leaf = i
+			return i, true
 		case pi.MoveToTarget:
-			leaf = t.byID[target]
+			return t.byID[target], true
+		case pi.MoveToNull:
+			return -1, true
 		}
-		break
 	}
+	return -1, false
+}
+
+// moveLeafTo makes entry leaf (-1: none) the active leaf. t.mu is held.
+func (t *Tree) moveLeafTo(leaf int) {
 	switch {
 	case leaf == t.leaf:
 	case leaf >= 0 && t.leaf >= 0 && isChildOf(t.entries[leaf], t.entries[t.leaf].ID()):

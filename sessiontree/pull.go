@@ -61,7 +61,8 @@ func (t *Tree) Pull(ctx context.Context) (LoadReport, error) {
 // store, as Pull describes. t.mu is held.
 func (t *Tree) mergeStored(vs []storedVersion) LoadReport {
 	var rep LoadReport
-	changed := false
+	changed, replaced := false, false
+	set := map[int]bool{} // entries whose origin this merge set
 	for n, v := range vs {
 		raw := bytes.Clone(v.raw)
 		// One parse per entry: ParseEntry refuses a header (see ClassifyRaw), so
@@ -88,6 +89,7 @@ func (t *Tree) mergeStored(vs []storedVersion) LoadReport {
 			rep.Added++
 			if v.known {
 				t.setOrigin(i, v.origin)
+				set[i] = true
 			}
 			changed = true
 		case bytes.Equal(t.entries[i].Raw(), e.Raw()):
@@ -97,18 +99,18 @@ func (t *Tree) mergeStored(vs []storedVersion) LoadReport {
 				t.pendingUpload = without(t.pendingUpload, i)
 			}
 			if v.known && t.learnOrigin(i, v.origin) {
-				changed = true
+				changed, set[i] = true, true
 			}
 		default:
 			rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", transcript.ErrConflict, e.ID())})
 			if v.known && t.winsOver(i, v.origin) {
 				t.replaceVersion(i, e, v.origin)
-				changed = true
+				changed, replaced = true, true
 			}
 		}
 	}
 	if changed && len(t.pendingUpload) == 0 {
-		t.canonicalLeaf()
+		t.placeLeaf(set, replaced)
 	}
 	return rep
 }

@@ -104,7 +104,7 @@ func WriteRestoredLean(cfg Config, who Identity, agentID, sessionID string, res 
 			origins = append(origins, originRecord{id: e.ID, origin: e.Origin, sum: xxhash.Sum64(e.Raw)})
 		}
 	}
-	files, size, err := writeRestored(cfg, who, agentID, sessionID, lines, segmentsFile{have: res.Held(), origins: origins, withOrigins: true})
+	files, size, err := writeRestored(cfg, who, agentID, sessionID, lines, segmentsFile{have: res.Held(), withOrigins: true, originText: originLogOf(origins).text})
 	return RestoredSession{Files: files, Entries: n, Size: size}, err
 }
 

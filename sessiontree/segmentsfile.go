@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -41,9 +40,11 @@ type segmentsFile struct {
 	// have is the set of segments whose entries the local files hold.
 	have transcript.SegmentSet
 	// origins are the origins of the entries the local files hold from those
-	// segments, when withOrigins (version 3).
+	// segments, when withOrigins (version 3): as read, in file order (of two
+	// records of one id the later counts). A file is written from originText.
 	origins     []originRecord
 	withOrigins bool
+	originText  []byte
 	// leaf is the id of the tree's active leaf when the file was written ("" for
 	// a null leaf), when leafKnown. The local files hold entries in the order
 	// they arrived, so after a pull that left the leaf on an earlier entry (see
@@ -66,9 +67,8 @@ type originRecord struct {
 // writeSegmentsFile replaces path with f: a header line, the sizes line, a line
 // with the leaf ("leaf {quoted id}", "leaf null" or "leaf ?" when unknown), one
 // relative segment key per line, the line "origins" followed by the origin
-// records grouped by origin key (a line "at {key}", then one line "{pos} {sum}
-// {quoted id}" per entry, sum the xxhash64 of its bytes in hex), and a line with
-// the xxhash64 of everything before it.
+// records (f.originText, see originLog), and a line with the xxhash64 of
+// everything before it.
 func writeSegmentsFile(path string, f segmentsFile) error {
 	var buf bytes.Buffer
 	buf.WriteString(segmentsHeader + "\n")
@@ -85,32 +85,13 @@ func writeSegmentsFile(path string, f segmentsFile) error {
 		buf.WriteString(k)
 		buf.WriteByte('\n')
 	}
-	writeOrigins(&buf, f.origins)
+	buf.WriteString(originsLine + "\n")
+	buf.Write(f.originText)
 	fmt.Fprintf(&buf, "xxh64 %016x\n", xxhash.Sum64(buf.Bytes()))
 	return fsutil.WriteFileAtomic(path, true, func(w io.Writer) error {
 		_, err := w.Write(buf.Bytes())
 		return err
 	})
-}
-
-// writeOrigins writes the origins section of a segments file (see
-// writeSegmentsFile), records sorted by origin key and position.
-func writeOrigins(buf *bytes.Buffer, rs []originRecord) {
-	slices.SortFunc(rs, func(a, b originRecord) int {
-		if c := strings.Compare(a.origin.Key, b.origin.Key); c != 0 {
-			return c
-		}
-		return a.origin.Pos - b.origin.Pos
-	})
-	buf.WriteString(originsLine + "\n")
-	key := ""
-	for _, r := range rs {
-		if r.origin.Key != key || key == "" {
-			key = r.origin.Key
-			buf.WriteString(originKeyLine + key + "\n")
-		}
-		fmt.Fprintf(buf, "%d %016x %s\n", r.origin.Pos, r.sum, strconv.Quote(r.id))
-	}
 }
 
 // readSegmentsFile reads a segments file; a missing, unreadable or damaged one
@@ -172,7 +153,7 @@ func readSegmentsFile(path string) segmentsFile {
 }
 
 // readOrigins reads the origin records that follow the "origins" line, to the
-// end of sc; false if one is malformed.
+// end of sc, in file order; false if one is malformed.
 func readOrigins(sc *bufio.Scanner) ([]originRecord, bool) {
 	var out []originRecord
 	key := ""

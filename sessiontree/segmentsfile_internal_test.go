@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
@@ -33,6 +34,7 @@ func TestSegmentsFile_RoundTrip(t *testing.T) {
 	for i, f := range tests {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.segments")
+			f.originText = originLogOf(f.origins).text
 			require.NoError(t, writeSegmentsFile(path, f))
 			got := readSegmentsFile(path)
 			require.True(t, f.have.Equal(got.have))
@@ -72,4 +74,26 @@ func TestSegmentsFile_RoundTrip(t *testing.T) {
 			require.Empty(t, got.origins)
 		})
 	}
+}
+
+// An origin log keeps records in the order added, a group line per change of
+// origin key; read back, the later record of an id comes last (it counts).
+func TestOriginLog_LaterRecordLast(t *testing.T) {
+	k1 := "L0/20261201T120000.000000000Z-w-0000000000000001-00000000000000aa.jsonl.zst"
+	k2 := "L0/20261201T110000.000000000Z-v-0000000000000001-00000000000000bb.jsonl.zst"
+	var l originLog
+	l.add("a", transcript.Origin{Key: k1, Pos: 1}, 1)
+	l.add("b", transcript.Origin{Key: k1, Pos: 2}, 2)
+	l.add("a", transcript.Origin{Key: k2, Pos: 0}, 3)
+	require.Equal(t, 3, l.lines)
+	require.Equal(t, 2, strings.Count(string(l.text), "at "))
+	path := filepath.Join(t.TempDir(), "s.segments")
+	require.NoError(t, writeSegmentsFile(path, segmentsFile{have: transcript.NewSegmentSet(k1, k2), withOrigins: true, originText: l.text, sizes: "files 1 1"}))
+	got := readSegmentsFile(path)
+	require.True(t, got.withOrigins)
+	require.Equal(t, []originRecord{
+		{id: "a", origin: transcript.Origin{Key: k1, Pos: 1}, sum: 1},
+		{id: "b", origin: transcript.Origin{Key: k1, Pos: 2}, sum: 2},
+		{id: "a", origin: transcript.Origin{Key: k2, Pos: 0}, sum: 3},
+	}, got.origins)
 }

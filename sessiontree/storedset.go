@@ -26,6 +26,10 @@ type storeState struct {
 	// origins holds, by entry id, the origin of the version the tree holds of
 	// each entry it merged from the store (see canonical.go).
 	origins map[string]heldOrigin
+	// olog is the origins section of the segments file (originlog.go).
+	olog originLog
+	// canon is what the last ordering of the whole set found (canonical.go).
+	canon canonState
 }
 
 // storedHave returns the segments the tree holds, reading the segments file the
@@ -61,6 +65,7 @@ func (t *Tree) loadStoredSet(f segmentsFile) {
 			}
 		}
 	}
+	t.stored.olog = originLog{stale: true} // rebuilt, one record per id, when written
 }
 
 // saveStoredSet writes the segments file when the set changed and every entry
@@ -75,10 +80,7 @@ func (t *Tree) saveStoredSet() error {
 		!t.stored.fromFiles && !t.stored.checked {
 		return nil
 	}
-	f := segmentsFile{have: t.stored.have, withOrigins: true, leafKnown: true, sizes: t.localSizes()}
-	for id, h := range t.stored.origins {
-		f.origins = append(f.origins, originRecord{id: id, origin: h.origin, sum: h.sum})
-	}
+	f := segmentsFile{have: t.stored.have, withOrigins: true, originText: t.originSection(), leafKnown: true, sizes: t.localSizes()}
 	if t.leaf >= 0 {
 		f.leaf = t.entries[t.leaf].ID()
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -54,19 +55,14 @@ func runAgreement(t *testing.T, seed uint64, steps int) {
 	var mu sync.Mutex
 	base := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	tick := 0
-	newStore := func(skew time.Duration) *transcript.Store {
-		// Every sync lists the whole session, so it sees every segment stored.
-		s, err := transcript.New(transcript.Config{Bucket: b, Reconcile: transcript.ReconcilePolicy{Every: -1},
-			Now: func() time.Time {
-				mu.Lock()
-				defer mu.Unlock()
-				tick++
-				return base.Add(time.Duration(tick)*time.Second + skew)
-			}})
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, s.Close()) })
-		return s
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		tick++
+		return base.Add(time.Duration(tick) * time.Second)
 	}
+	// Every sync lists the whole session, so it sees every segment stored.
+	newStore := func(skew time.Duration) *transcript.Store { return fullListingStore(t, b, now, skew) }
 	a := &agreement{t: t, rng: rng, full: newStore(0), late: newStore(-2 * time.Hour)}
 	var err error
 	a.lateW, err = transcript.NewWriter("late")
@@ -203,7 +199,15 @@ func (a *agreement) sync(ctx context.Context, r int, when string) {
 	_, err := tr.Pull(ctx)
 	require.NoError(t, err)
 	require.NoError(t, tr.Flush(ctx))
-	res, err := a.full.ReadAll(ctx, a.ref)
+	requireAgrees(t, a.full, tr, fmt.Sprintf("replica %d after sync at %s", r, when))
+}
+
+// requireAgrees checks tr against a full read of store: the same entries, the
+// same version of each id, the same active leaf and context. what names tr in
+// a failure.
+func requireAgrees(t *testing.T, store *transcript.Store, tr *sessiontree.Tree, what string) {
+	t.Helper()
+	res, err := store.ReadAll(context.Background(), tr.Ref())
 	require.NoError(t, err)
 	var all []pi.Entry
 	want := map[string]string{}
@@ -223,10 +227,19 @@ func (a *agreement) sync(ctx context.Context, r int, when string) {
 			differ = append(differ, id)
 		}
 	}
-	require.Len(t, got, len(want), "replica %d after sync at %s: entries", r, when)
-	require.Empty(t, differ, "replica %d after sync at %s: conflict winners", r, when)
+	require.Len(t, got, len(want), "%s: entries", what)
+	require.Empty(t, differ, "%s: conflict winners", what)
 	leaf, _ := tr.Leaf()
-	require.Equal(t, pi.ActiveLeafID(all), leaf, "replica %d after sync at %s: active leaf", r, when)
-	require.Equal(t, string(sessiontree.BuildContextFrom(all, nil).JSON()), string(tr.BuildContext().JSON()),
-		"replica %d after sync at %s: context", r, when)
+	require.Equal(t, pi.ActiveLeafID(all), leaf, "%s: active leaf", what)
+	require.Equal(t, string(sessiontree.BuildContextFrom(all, nil).JSON()), string(tr.BuildContext().JSON()), "%s: context", what)
+}
+
+// fullListingStore opens a store on b with the clock now, skewed by skew, whose
+// every ReadNew lists the whole session, so a late segment is found at once.
+func fullListingStore(t *testing.T, b bucket.Bucket, now func() time.Time, skew time.Duration) *transcript.Store {
+	s, err := transcript.New(transcript.Config{Bucket: b, Now: func() time.Time { return now().Add(skew) },
+		Reconcile: transcript.ReconcilePolicy{Every: -1}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
 }

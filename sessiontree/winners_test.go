@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/mirror"
-	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
@@ -32,15 +31,8 @@ type winnerSetup struct {
 func newWinnerSetup(t *testing.T) winnerSetup {
 	ctx := context.Background()
 	b := membucket.New()
-	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	newStore := func(skew time.Duration) *transcript.Store {
-		s, err := transcript.New(transcript.Config{Bucket: b, Now: func() time.Time { return now.Add(skew) },
-			Reconcile: transcript.ReconcilePolicy{Every: -1}})
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, s.Close()) })
-		return s
-	}
-	store, slow := newStore(0), newStore(-time.Hour)
+	now := func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) }
+	store, slow := fullListingStore(t, b, now, 0), fullListingStore(t, b, now, -time.Hour)
 	w, err := transcript.NewWriter("replica")
 	require.NoError(t, err)
 	cfg := testConfig(t)
@@ -62,30 +54,6 @@ func newWinnerSetup(t *testing.T) winnerSetup {
 	_, err = slow.AppendSegment(ctx, tree.Ref(), [][]byte{[]byte(theirs)}, sw)
 	require.NoError(t, err)
 	return winnerSetup{store: store, cfg: cfg, tree: tree, files: sessiontree.FilesOf(cfg.Root, tree.Ref()), id: mine.ID(), theirs: theirs}
-}
-
-// requireAgrees checks tr against a full read: every entry's version, the leaf
-// and the context.
-func requireAgrees(t *testing.T, store *transcript.Store, tr *sessiontree.Tree) {
-	t.Helper()
-	res, err := store.ReadAll(context.Background(), tr.Ref())
-	require.NoError(t, err)
-	var all []pi.Entry
-	want := map[string]string{}
-	for _, raw := range res.Raw() {
-		if e, err := pi.ParseEntry(raw); err == nil {
-			all = append(all, e)
-			want[e.ID()] = string(raw)
-		}
-	}
-	got := map[string]string{}
-	for _, e := range tr.Entries() {
-		got[e.ID()] = string(e.Raw())
-	}
-	require.Equal(t, want, got)
-	leaf, _ := tr.Leaf()
-	require.Equal(t, pi.ActiveLeafID(all), leaf)
-	require.Equal(t, string(sessiontree.BuildContextFrom(all, nil).JSON()), string(tr.BuildContext().JSON()))
 }
 
 // A pull that finds an earlier stored version of an entry the replica holds
@@ -116,7 +84,7 @@ func TestPull_ConflictWinnerRewritesFiles(t *testing.T) {
 			e, err := s.tree.Entry(s.id)
 			require.NoError(t, err)
 			require.Equal(t, s.theirs, string(e.Raw()))
-			requireAgrees(t, s.store, s.tree)
+			requireAgrees(t, s.store, s.tree, "after the pull")
 			require.NoError(t, s.tree.Flush(ctx))
 			for _, p := range []string{s.files.Log, s.files.Context} {
 				data, err := os.ReadFile(p)
@@ -134,7 +102,7 @@ func TestPull_ConflictWinnerRewritesFiles(t *testing.T) {
 			require.NoError(t, err)
 			rep, err = loaded.Pull(ctx)
 			require.NoError(t, err)
-			requireAgrees(t, s.store, loaded)
+			requireAgrees(t, s.store, loaded, "loaded")
 			if tt.crash {
 				require.Len(t, rep.Conflicts, 1, "the stored version is taken again")
 			}
@@ -172,7 +140,7 @@ func TestLoad_SegmentsFileVersion2(t *testing.T) {
 	require.Zero(t, loaded.HeldSegments(), "no origins: the set is read again")
 	_, err = loaded.Pull(ctx)
 	require.NoError(t, err)
-	requireAgrees(t, s.store, loaded)
+	requireAgrees(t, s.store, loaded, "loaded")
 	require.NoError(t, loaded.Flush(ctx))
 	seg, err := os.ReadFile(s.files.Segments)
 	require.NoError(t, err)

@@ -39,15 +39,19 @@ type storedVersion struct {
 	raw    []byte
 	origin transcript.Origin
 	known  bool
+	// loser: a version that lost a conflict within what was read. Unless it wins
+	// over the tree's version it is the store's own conflict (ReadAll reports
+	// it), not one with the tree, and is not reported.
+	loser bool
 }
 
 // versionsOf returns the versions an increment holds: the winners, then the
 // versions that lost a conflict (the tree may hold one of them).
 func versionsOf(inc *transcript.Increment) []storedVersion {
 	vs := make([]storedVersion, 0, len(inc.Entries)+len(inc.Losers))
-	for _, list := range [][]transcript.Entry{inc.Entries, inc.Losers} {
+	for k, list := range [][]transcript.Entry{inc.Entries, inc.Losers} {
 		for _, e := range list {
-			vs = append(vs, storedVersion{raw: e.Raw, origin: e.Origin, known: true})
+			vs = append(vs, storedVersion{raw: e.Raw, origin: e.Origin, known: true, loser: k == 1})
 		}
 	}
 	return vs

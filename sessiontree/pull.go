@@ -16,8 +16,9 @@ import (
 // the next Flush, but never uploaded; identical ones collapse (a pending local
 // entry found in the store counts as uploaded). Of two versions of one id (other
 // bytes) the tree keeps the one ReadAll keeps, the earliest stored, and reports
-// the conflict; a local version not yet handed to the uploader is always kept. A
-// "session" entry is the header.
+// the conflict (a version that lost to another stored one and not to the tree's
+// is the store's own conflict, not reported here); a local version not yet
+// handed to the uploader is always kept. A "session" entry is the header.
 //
 // When the pull changed what the tree holds from the store (entries, origins,
 // versions) and the tree has no local entries waiting for upload, the active
@@ -102,8 +103,11 @@ func (t *Tree) mergeStored(vs []storedVersion) LoadReport {
 				changed, set[i] = true, true
 			}
 		default:
-			rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", transcript.ErrConflict, e.ID())})
-			if v.known && t.winsOver(i, v.origin) {
+			wins := v.known && t.winsOver(i, v.origin)
+			if wins || !v.loser {
+				rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", transcript.ErrConflict, e.ID())})
+			}
+			if wins {
 				t.replaceVersion(i, e, v.origin)
 				changed, replaced = true, true
 			}

@@ -146,3 +146,20 @@ func TestLoad_SegmentsFileVersion2(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(seg), "transcript-segments 3\n"))
 }
+
+// A replica restored from a store that holds two versions of an id takes the
+// winner and reports no conflict: the store's own conflict is not one with the
+// replica (ReadAll and `transcript verify` report it).
+func TestRestore_StoredConflictNotReported(t *testing.T) {
+	ctx := context.Background()
+	s := newWinnerSetup(t)
+	cfg := testConfig(t)
+	cfg.Store = s.store
+	restored, rep, err := sessiontree.Open(ctx, cfg, who, "agent", "win", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	require.Empty(t, rep.Conflicts)
+	requireAgrees(t, s.store, restored, "restored")
+	e, err := restored.Entry(s.id)
+	require.NoError(t, err)
+	require.Equal(t, s.theirs, string(e.Raw()))
+}

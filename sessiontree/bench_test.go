@@ -8,8 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
 var benchMsg = msg(assistantMsg, "a typical answer of a few words, with some more text to look like a real turn", "anthropic", "claude")
@@ -178,3 +182,62 @@ func BenchmarkBuildContext100kPi16(b *testing.B) {
 }
 
 var _ = bytes.Equal
+
+// BenchmarkPullTurn: a replica of a session of n entries pulls one new entry
+// and flushes, as a turn does: the cost of ordering the whole set again
+// (canonical order) and of rewriting the segments file with every origin.
+func BenchmarkPullTurn(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ctx := context.Background()
+			store, err := transcript.New(transcript.Config{Bucket: membucket.New()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			w, err := transcript.NewWriter("writer")
+			if err != nil {
+				b.Fatal(err)
+			}
+			ref, err := who.Ref("a", "turns")
+			if err != nil {
+				b.Fatal(err)
+			}
+			entry := func(i int) []byte {
+				parent := "null"
+				if i > 0 {
+					parent = fmt.Sprintf(`"e%07d"`, i-1)
+				}
+				return fmt.Appendf(nil, `{"type":"message","id":"e%07d","parentId":%s,"timestamp":"2026-12-01T10:00:00.000Z","message":{"role":"user","content":"turn %d","timestamp":1}}`, i, parent, i)
+			}
+			batch := [][]byte{pi.NewHeader("turns", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), "/", "").Raw()}
+			for i := range n {
+				batch = append(batch, entry(i))
+			}
+			if _, err := store.AppendSegments(ctx, ref, batch, w); err != nil {
+				b.Fatal(err)
+			}
+			cfg := sessiontree.Config{Root: b.TempDir(), Store: store, NoSync: true}
+			tr, _, err := sessiontree.Open(ctx, cfg, who, "a", "turns", sessiontree.HeaderOptions{})
+			if err != nil || tr.Len() != n {
+				b.Fatal(err, tr.Len())
+			}
+			if err := tr.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			i := n
+			for b.Loop() {
+				if _, err := store.AppendSegment(ctx, ref, [][]byte{entry(i)}, w); err != nil {
+					b.Fatal(err)
+				}
+				i++
+				if _, err := tr.Pull(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := tr.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

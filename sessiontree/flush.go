@@ -94,6 +94,9 @@ func (t *Tree) flushUpload(ctx context.Context) error {
 }
 
 func (t *Tree) flushLocalLocked() error {
+	if len(t.replaced) > 0 {
+		return t.rewriteLocalFiles()
+	}
 	if len(t.pendingLocal) == 0 && len(t.ctxPending) == 0 && !t.rewriteCtx {
 		return nil
 	}
@@ -112,27 +115,7 @@ func (t *Tree) flushLocalLocked() error {
 		t.pendingLocal = nil
 	}
 	if keep := t.contextRewrite(); keep != nil {
-		var kept []int
-		for i, k := range keep {
-			if k {
-				kept = append(kept, i)
-			}
-		}
-		buf := t.lines(true, kept)
-		if err := writeAtomic(t.files.Context, buf, t.cfg.NoSync); err != nil {
-			return fmt.Errorf("flush %s: rewrite context file: %w", t.ref, err)
-		}
-		t.ctxPartial = false
-		for i, k := range keep {
-			if k {
-				t.flags[i] |= inCtx
-			} else {
-				t.flags[i] &^= inCtx
-				t.ctxPartial = t.ctxPartial || t.flags[i]&inLog != 0
-			}
-		}
-		t.headerInCtx, t.ctxPending, t.rewriteCtx, t.leafJumped = true, nil, false, false
-		return nil
+		return t.rewriteContext(keep)
 	}
 	t.rewriteCtx, t.leafJumped = false, false
 	if len(t.ctxPending) > 0 || !t.headerInCtx {
@@ -146,6 +129,32 @@ func (t *Tree) flushLocalLocked() error {
 		}
 		t.ctxPending = nil
 	}
+	return nil
+}
+
+// rewriteContext replaces the context file with the header and the entries keep
+// keeps (see contextRewrite). t.mu is held.
+func (t *Tree) rewriteContext(keep []bool) error {
+	var kept []int
+	for i, k := range keep {
+		if k {
+			kept = append(kept, i)
+		}
+	}
+	buf := t.lines(true, kept)
+	if err := writeAtomic(t.files.Context, buf, t.cfg.NoSync); err != nil {
+		return fmt.Errorf("flush %s: rewrite context file: %w", t.ref, err)
+	}
+	t.ctxPartial = false
+	for i, k := range keep {
+		if k {
+			t.flags[i] |= inCtx
+		} else {
+			t.flags[i] &^= inCtx
+			t.ctxPartial = t.ctxPartial || t.flags[i]&inLog != 0
+		}
+	}
+	t.headerInCtx, t.ctxPending, t.rewriteCtx, t.leafJumped = true, nil, false, false
 	return nil
 }
 

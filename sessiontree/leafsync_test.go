@@ -50,15 +50,8 @@ func TestPull_IncrementalLeaf(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			b := membucket.New()
-			newStore := func(skew time.Duration) *transcript.Store {
-				// Every sync lists the whole session, so a late segment is found at once.
-				s, err := transcript.New(transcript.Config{Bucket: b, Now: func() time.Time { return now.Add(skew) },
-					Reconcile: transcript.ReconcilePolicy{Every: -1}})
-				require.NoError(t, err)
-				t.Cleanup(func() { require.NoError(t, s.Close()) })
-				return s
-			}
-			store, slow := newStore(0), newStore(-time.Hour)
+			clock := func() time.Time { return now }
+			store, slow := fullListingStore(t, b, clock, 0), fullListingStore(t, b, clock, -time.Hour)
 			w, err := transcript.NewWriter("replica-a")
 			require.NoError(t, err)
 			cfgA := testConfig(t)
@@ -105,7 +98,7 @@ func TestPull_IncrementalLeaf(t *testing.T) {
 			require.NoError(t, replicaB.Flush(ctx))
 			seg, err := os.ReadFile(replicaB.SegmentsPath())
 			require.NoError(t, err)
-			require.Contains(t, string(seg), "frontier ")
+			require.Contains(t, string(seg), "\norigins\n")
 			restarted, _, err := sessiontree.Load(ctx, cfgB, who, "agent", "leaf")
 			require.NoError(t, err)
 			leaf, ok = restarted.Leaf()

@@ -216,7 +216,7 @@ func Restore(ctx context.Context, cfg Config, who Identity, agentID, sessionID s
 	}
 	if len(pending) > 0 {
 		t.mu.Lock()
-		prep := t.mergeStored(pending, nil)
+		prep := t.mergeStored(unstoredVersions(pending))
 		t.mu.Unlock()
 		rep.Added += prep.Added
 		rep.Duplicates += prep.Duplicates

@@ -12,16 +12,21 @@ import (
 )
 
 // Pull union-merges the entries Config.Store holds for the session:
-// entries the tree lacks are added (in the store's order, after the tree's own)
-// and written locally by the next Flush, but never uploaded; identical ones
-// collapse (a pending local entry found in the store counts as uploaded); the
-// same id with other bytes is reported as a conflict and the local entry kept. A
-// "session" entry is the header. When entries were added and the tree has no
-// local entries waiting for upload, the active leaf becomes the merged order's
-// active leaf (the last entry, or a leaf entry's target).
+// entries the tree lacks are added (after the tree's own) and written locally by
+// the next Flush, but never uploaded; identical ones collapse (a pending local
+// entry found in the store counts as uploaded). Of two versions of one id (other
+// bytes) the tree keeps the one ReadAll keeps, the earliest stored, and reports
+// the conflict (a version that lost to another stored one and not to the tree's
+// is the store's own conflict, not reported here); a local version not yet
+// handed to the uploader is always kept. A "session" entry is the header.
 //
-// Only the segments the tree does not hold yet are read, and the merged order
-// above is theirs; which segments the tree holds is kept beside the local files
+// When the pull changed what the tree holds from the store (entries, origins,
+// versions) and the tree has no local entries waiting for upload, the active
+// leaf becomes the one of the canonical order of the tree's entries (see
+// canonical.go): the leaf ReadAll of the same entries gives.
+//
+// Only the segments the tree does not hold yet are read; which segments it holds
+// and the origin of each entry it holds from them are kept beside the local files
 // (Files.Segments), so this holds across restarts too.
 func (t *Tree) Pull(ctx context.Context) (LoadReport, error) {
 	t.ioMu.Lock()
@@ -41,11 +46,7 @@ func (t *Tree) Pull(ctx context.Context) (LoadReport, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	origins := make([]transcript.Origin, len(inc.Entries))
-	for i, e := range inc.Entries {
-		origins[i] = e.Origin
-	}
-	rep := t.mergeStored(inc.Raw(), origins)
+	rep := t.mergeStored(versionsOf(inc))
 	// The new set is kept even when it names the same segments: it carries when
 	// the next pull lists the whole session (see transcript.Store.ReadNew). Only a
 	// change of the segments is worth writing down; a restarted tree lists the
@@ -57,16 +58,14 @@ func (t *Tree) Pull(ctx context.Context) (LoadReport, error) {
 	return rep, t.saveStoredSet()
 }
 
-// mergeStored merges raws, entries stored or on their way to the store, as
-// Pull describes. origins, when not nil, gives the origin of each of
-// raws in the store (raws are then an increment, see Pull). t.mu is
-// held.
-func (t *Tree) mergeStored(raws [][]byte, origins []transcript.Origin) LoadReport {
+// mergeStored merges vs, versions of entries stored or on their way to the
+// store, as Pull describes. t.mu is held.
+func (t *Tree) mergeStored(vs []storedVersion) LoadReport {
 	var rep LoadReport
-	var merged []Entry
-	var mergedOrigins []transcript.Origin
-	for n, raw := range raws {
-		raw = bytes.Clone(raw)
+	changed, replaced := false, false
+	set := map[int]bool{} // entries whose origin this merge set
+	for n, v := range vs {
+		raw := bytes.Clone(v.raw)
 		// One parse per entry: ParseEntry refuses a header (see ClassifyRaw), so
 		// the header parser runs only on what it refused.
 		e, err := ParseEntry(raw)
@@ -83,57 +82,41 @@ func (t *Tree) mergeStored(raws [][]byte, origins []transcript.Origin) LoadRepor
 			}
 			continue
 		}
-		merged = append(merged, e)
-		if origins != nil {
-			mergedOrigins = append(mergedOrigins, origins[n])
-		}
-		if i, ok := t.byID[e.ID()]; ok {
-			if !bytes.Equal(t.entries[i].Raw(), e.Raw()) {
-				rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", transcript.ErrConflict, e.ID())})
-				continue
+		i, ok := t.byID[e.ID()]
+		switch {
+		case !ok:
+			i = t.add(e, uploaded)
+			t.pendingLocal = append(t.pendingLocal, i)
+			rep.Added++
+			if v.known {
+				t.setOrigin(i, v.origin)
+				set[i] = true
 			}
+			changed = true
+		case bytes.Equal(t.entries[i].Raw(), e.Raw()):
 			rep.Duplicates++
 			if t.flags[i]&uploaded == 0 {
 				t.flags[i] |= uploaded
 				t.pendingUpload = without(t.pendingUpload, i)
 			}
-			continue
+			if v.known && t.learnOrigin(i, v.origin) {
+				changed, set[i] = true, true
+			}
+		default:
+			wins := v.known && t.winsOver(i, v.origin)
+			if wins || !v.loser {
+				rep.Conflicts = append(rep.Conflicts, LineError{Line: n + 1, Err: fmt.Errorf("%w: id %q differs in the store", transcript.ErrConflict, e.ID())})
+			}
+			if wins {
+				t.replaceVersion(i, e, v.origin)
+				changed, replaced = true, true
+			}
 		}
-		i := t.add(e, uploaded)
-		t.pendingLocal = append(t.pendingLocal, i)
-		rep.Added++
 	}
-	if rep.Added > 0 && len(t.pendingUpload) == 0 {
-		t.moveLeaf(merged, mergedOrigins)
-	}
-	for _, o := range mergedOrigins {
-		if o.Key != "" && (t.stored.frontier.Key == "" || o.Compare(t.stored.frontier) > 0) {
-			t.stored.frontier, t.stored.dirty = o, true
-		}
+	if changed && len(t.pendingUpload) == 0 {
+		t.placeLeaf(set, replaced)
 	}
 	return rep
-}
-
-// moveLeaf sets the active leaf after merged (entries the tree holds now, in the
-// store's merge order among themselves) were merged: the last of them that
-// decides the leaf does (pi.LeafMoveOf), its "leaf" target resolved among all the
-// tree's entries, not only merged (a branch move on another replica names an
-// entry this tree held already). When none decides, the leaf stays. origins, when
-// not nil, are merged's origins: an increment. An increment is not the whole
-// session, so its deciding entry decides only if it sorts after every entry the
-// tree merged from the store before (the frontier); else one of those comes later
-// in the store's merge order and the leaf stays where they put it. t.mu is held.
-func (t *Tree) moveLeaf(merged []Entry, origins []transcript.Origin) {
-	for k := len(merged) - 1; k >= 0; k-- {
-		move, target := t.leafMove(merged[k])
-		if move == pi.MoveNone {
-			continue
-		}
-		if origins == nil || t.stored.frontier.Key == "" || origins[k].Compare(t.stored.frontier) >= 0 {
-			t.setLeaf(move, target, t.byID[merged[k].ID()])
-		}
-		return
-	}
 }
 
 func without(xs []int, x int) []int {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -62,7 +64,9 @@ func ClassifyRaw(raw []byte) (RawKind, error) {
 // memory of its bytes: the log and the context file each hold the first session
 // header of res, then every entry a Tree accepts (ClassifyRaw) in merge order,
 // each followed by "\n" (fsynced unless Config.NoSync), and the segments file
-// names res.Held(), the segments whose entries they hold. That is what Restore
+// names res.Held(), the segments whose entries they hold, with the origin of
+// each entry (so that a Tree loaded from them orders what it pulls later as
+// ReadAll does, see canonical.go). That is what Restore
 // followed by Flush writes. Like Restore, it refuses to run when the context file
 // exists. A session without a header is ErrNoHeader, and nothing is written.
 func WriteRestoredLean(cfg Config, who Identity, agentID, sessionID string, res *transcript.LeanResult) (RestoredSession, error) {
@@ -93,13 +97,21 @@ func WriteRestoredLean(cfg Config, who Identity, agentID, sessionID string, res 
 			}
 		}
 	}
-	files, size, err := writeRestored(cfg, who, agentID, sessionID, lines, res.Held())
+	var origins []originRecord
+	for i, k := range kinds {
+		if k == RawEntry || k == RawLeaf {
+			e := res.Entry(i)
+			origins = append(origins, originRecord{id: e.ID, origin: e.Origin, sum: xxhash.Sum64(e.Raw)})
+		}
+	}
+	files, size, err := writeRestored(cfg, who, agentID, sessionID, lines, segmentsFile{have: res.Held(), withOrigins: true, originText: originLogOf(origins).text})
 	return RestoredSession{Files: files, Entries: n, Size: size}, err
 }
 
 // writeRestored writes the log and the context file, each holding lines, and
-// then the segments file naming have; it returns the size of each file.
-func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines iter.Seq[[]byte], have transcript.SegmentSet) (Files, int64, error) {
+// then seg, the segments file (its sizes filled in); it returns the size of each
+// file.
+func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines iter.Seq[[]byte], seg segmentsFile) (Files, int64, error) {
 	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return Files{}, 0, err
@@ -120,7 +132,8 @@ func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines it
 		return files, 0, fmt.Errorf("restore %s: %w", t.ref, err)
 	}
 	// The sizes are those just written: no need to stat the files again.
-	if err := writeSegmentsFile(files.Segments, segmentsFile{have: have, sizes: sizesLine(size, size)}); err != nil {
+	seg.sizes = sizesLine(size, size)
+	if err := writeSegmentsFile(files.Segments, seg); err != nil {
 		return files, 0, fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}
 	return files, size, nil

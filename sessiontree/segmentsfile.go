@@ -15,10 +15,13 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// segmentsHeader is the first line of a segments file; segmentsHeaderV1 that of
-// a file written before the frontier and leaf lines existed (still read).
+// segmentsHeader is the first line of a segments file; segmentsHeaderV2 and
+// segmentsHeaderV1 those of files written before origins were kept (version 2
+// had a frontier line instead) and before the leaf line existed. Both are still
+// read; they record no origins (see Tree.loadStoredSet).
 const (
-	segmentsHeader   = "transcript-segments 2"
+	segmentsHeader   = "transcript-segments 3"
+	segmentsHeaderV2 = "transcript-segments 2"
 	segmentsHeaderV1 = "transcript-segments 1"
 )
 
@@ -26,6 +29,8 @@ const (
 const (
 	frontierPrefix = "frontier "
 	leafPrefix     = "leaf "
+	originsLine    = "origins"
+	originKeyLine  = "at "
 )
 
 // segmentsFile is what a segments file ({session}.segments) records of the store
@@ -34,12 +39,16 @@ const (
 type segmentsFile struct {
 	// have is the set of segments whose entries the local files hold.
 	have transcript.SegmentSet
-	// frontier is the tree's frontier origin (see storeState.frontier).
-	frontier transcript.Origin
+	// origins are the origins of the entries the local files hold from those
+	// segments, when withOrigins (version 3): as read, in file order (of two
+	// records of one id the later counts). A file is written from originText.
+	origins     []originRecord
+	withOrigins bool
+	originText  []byte
 	// leaf is the id of the tree's active leaf when the file was written ("" for
 	// a null leaf), when leafKnown. The local files hold entries in the order
 	// they arrived, so after a pull that left the leaf on an earlier entry (see
-	// moveLeaf) their last entry is not the leaf: a tree loading files that are
+	// canonical.go) their last entry is not the leaf: a tree loading files that are
 	// as this file describes them takes the leaf from here.
 	leaf      string
 	leafKnown bool
@@ -47,20 +56,23 @@ type segmentsFile struct {
 	sizes string
 }
 
+// originRecord is the origin of one entry, for the version whose bytes have
+// the xxhash64 sum.
+type originRecord struct {
+	id     string
+	origin transcript.Origin
+	sum    uint64
+}
+
 // writeSegmentsFile replaces path with f: a header line, the sizes line, a line
-// with the frontier origin ("frontier {pos} {key}", or "frontier -" when
-// unknown), a line with the leaf ("leaf {quoted id}", "leaf null" or "leaf ?"
-// when unknown), one relative segment key per line, and a line with the xxhash64
-// of everything before it.
+// with the leaf ("leaf {quoted id}", "leaf null" or "leaf ?" when unknown), one
+// relative segment key per line, the line "origins" followed by the origin
+// records (f.originText, see originLog), and a line with the xxhash64 of
+// everything before it.
 func writeSegmentsFile(path string, f segmentsFile) error {
 	var buf bytes.Buffer
 	buf.WriteString(segmentsHeader + "\n")
 	buf.WriteString(f.sizes + "\n")
-	if f.frontier.Key == "" {
-		buf.WriteString(frontierPrefix + "-\n")
-	} else {
-		fmt.Fprintf(&buf, "%s%d %s\n", frontierPrefix, f.frontier.Pos, f.frontier.Key)
-	}
 	switch {
 	case !f.leafKnown:
 		buf.WriteString(leafPrefix + "?\n")
@@ -73,6 +85,8 @@ func writeSegmentsFile(path string, f segmentsFile) error {
 		buf.WriteString(k)
 		buf.WriteByte('\n')
 	}
+	buf.WriteString(originsLine + "\n")
+	buf.Write(f.originText)
 	fmt.Fprintf(&buf, "xxh64 %016x\n", xxhash.Sum64(buf.Bytes()))
 	return fsutil.WriteFileAtomic(path, true, func(w io.Writer) error {
 		_, err := w.Write(buf.Bytes())
@@ -82,7 +96,7 @@ func writeSegmentsFile(path string, f segmentsFile) error {
 
 // readSegmentsFile reads a segments file; a missing, unreadable or damaged one
 // is the zero segmentsFile (the next pull reads more, never less). A version 1
-// file has no frontier and no leaf.
+// file has no leaf; versions 1 and 2 have no origins.
 func readSegmentsFile(path string) segmentsFile {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -93,19 +107,24 @@ func readSegmentsFile(path string) segmentsFile {
 		return segmentsFile{}
 	}
 	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 1<<20)
 	if !sc.Scan() {
 		return segmentsFile{}
 	}
 	version := sc.Text()
-	if version != segmentsHeader && version != segmentsHeaderV1 || !sc.Scan() || !strings.HasPrefix(sc.Text(), "files ") {
+	if version != segmentsHeader && version != segmentsHeaderV2 && version != segmentsHeaderV1 ||
+		!sc.Scan() || !strings.HasPrefix(sc.Text(), "files ") {
 		return segmentsFile{}
 	}
 	f := segmentsFile{sizes: sc.Text()}
-	if version == segmentsHeader {
-		if !sc.Scan() {
+	if version == segmentsHeaderV2 {
+		// The frontier line: an older way of placing increments, not used now.
+		if !sc.Scan() || !strings.HasPrefix(sc.Text(), frontierPrefix) {
 			return segmentsFile{}
 		}
-		if f.frontier, ok = parseFrontier(sc.Text()); !ok || !sc.Scan() {
+	}
+	if version != segmentsHeaderV1 {
+		if !sc.Scan() {
 			return segmentsFile{}
 		}
 		if f.leaf, f.leafKnown, ok = parseLeaf(sc.Text()); !ok {
@@ -114,29 +133,50 @@ func readSegmentsFile(path string) segmentsFile {
 	}
 	var keys []string
 	for sc.Scan() {
-		if k := sc.Text(); k != "" {
+		k := sc.Text()
+		if k == originsLine && version == segmentsHeader {
+			if f.origins, ok = readOrigins(sc); !ok {
+				return segmentsFile{}
+			}
+			f.withOrigins = true
+			break
+		}
+		if k != "" {
 			keys = append(keys, k)
 		}
+	}
+	if version == segmentsHeader && !f.withOrigins {
+		return segmentsFile{}
 	}
 	f.have = transcript.NewSegmentSet(keys...)
 	return f
 }
 
-// parseFrontier parses a frontier line (see writeSegmentsFile).
-func parseFrontier(line string) (transcript.Origin, bool) {
-	rest, ok := strings.CutPrefix(line, frontierPrefix)
-	if !ok {
-		return transcript.Origin{}, false
+// readOrigins reads the origin records that follow the "origins" line, to the
+// end of sc, in file order; false if one is malformed.
+func readOrigins(sc *bufio.Scanner) ([]originRecord, bool) {
+	var out []originRecord
+	key := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if k, ok := strings.CutPrefix(line, originKeyLine); ok {
+			if k == "" {
+				return nil, false
+			}
+			key = k
+			continue
+		}
+		pos, rest, ok1 := strings.Cut(line, " ")
+		sum, id, ok2 := strings.Cut(rest, " ")
+		n, err1 := strconv.Atoi(pos)
+		s, err2 := strconv.ParseUint(sum, 16, 64)
+		uid, err3 := strconv.Unquote(id)
+		if key == "" || !ok1 || !ok2 || err1 != nil || n < 0 || err2 != nil || err3 != nil || uid == "" {
+			return nil, false
+		}
+		out = append(out, originRecord{id: uid, origin: transcript.Origin{Key: key, Pos: n}, sum: s})
 	}
-	if rest == "-" {
-		return transcript.Origin{}, true
-	}
-	pos, key, ok := strings.Cut(rest, " ")
-	n, err := strconv.Atoi(pos)
-	if !ok || err != nil || n < 0 || key == "" {
-		return transcript.Origin{}, false
-	}
-	return transcript.Origin{Key: key, Pos: n}, true
+	return out, sc.Err() == nil
 }
 
 // parseLeaf parses a leaf line (see writeSegmentsFile): the id ("" for null),

@@ -23,11 +23,13 @@ type storeState struct {
 	// checked: a segments file left beside local files this tree did not load
 	// has been removed (it describes files that are gone).
 	checked bool
-	// frontier is the greatest origin of the store's entries the tree merged
-	// from increments (zero when unknown): an entry of a later increment whose
-	// origin sorts before it comes before some entry the tree holds in the
-	// store's merge order, so it does not move the active leaf (see moveLeaf).
-	frontier transcript.Origin
+	// origins holds, by entry id, the origin of the version the tree holds of
+	// each entry it merged from the store (see canonical.go).
+	origins map[string]heldOrigin
+	// olog is the origins section of the segments file (originlog.go).
+	olog originLog
+	// canon is what the last ordering of the whole set found (canonical.go).
+	canon canonState
 }
 
 // storedHave returns the segments the tree holds, reading the segments file the
@@ -36,25 +38,49 @@ func (t *Tree) storedHave() transcript.SegmentSet {
 	if !t.stored.loaded {
 		t.stored.loaded = true
 		if t.stored.fromFiles {
-			f := readSegmentsFile(t.files.Segments)
-			t.stored.have, t.stored.frontier = f.have, f.frontier
+			t.loadStoredSet(readSegmentsFile(t.files.Segments))
 		}
 	}
 	return t.stored.have
+}
+
+// loadStoredSet takes the set and the origins of f. A file that records no
+// origins (written before they were kept), or whose origin of an entry the
+// tree holds was written for other bytes, is not used: the next pull reads the
+// whole session, which gives every origin again. t.mu is held.
+func (t *Tree) loadStoredSet(f segmentsFile) {
+	if !f.withOrigins {
+		return
+	}
+	origins := make(map[string]heldOrigin, len(f.origins))
+	for _, r := range f.origins {
+		origins[r.id] = heldOrigin{origin: r.origin, sum: r.sum}
+	}
+	t.stored.have, t.stored.origins = f.have, origins
+	for i := range t.entries {
+		if _, ok := origins[t.entries[i].ID()]; ok {
+			if _, ok := t.originOf(i); !ok {
+				t.stored.have, t.stored.origins = transcript.SegmentSet{}, nil
+				return
+			}
+		}
+	}
+	t.stored.olog = originLog{stale: true} // rebuilt, one record per id, when written
 }
 
 // saveStoredSet writes the segments file when the set changed and every entry
 // the tree holds is in the local files (else a later flush writes it). The file is
 // written without fsync: it only saves fetches, a stale or lost one costs a fuller
 // read, and a torn one fails its checksum and counts as empty. It is written only
-// after the local files are fsynced, so it never names a segment whose entries
+// after the local files are fsynced (and rewritten, after a conflict changed the
+// version of an entry they hold), so it never names a segment whose entries
 // they lack. t.mu is held.
 func (t *Tree) saveStoredSet() error {
-	if !t.stored.dirty || len(t.pendingLocal) > 0 || !t.headerInLog ||
+	if !t.stored.dirty || len(t.pendingLocal) > 0 || len(t.replaced) > 0 || !t.headerInLog ||
 		!t.stored.fromFiles && !t.stored.checked {
 		return nil
 	}
-	f := segmentsFile{have: t.stored.have, frontier: t.stored.frontier, leafKnown: true, sizes: t.localSizes()}
+	f := segmentsFile{have: t.stored.have, withOrigins: true, originText: t.originSection(), leafKnown: true, sizes: t.localSizes()}
 	if t.leaf >= 0 {
 		f.leaf = t.entries[t.leaf].ID()
 	}

@@ -42,6 +42,10 @@ type Tree struct {
 	headerInCtx    bool
 	headerUploaded bool
 	rewriteCtx     bool // a compaction was appended since the last flush
+	// replaced: the ids of entries whose version a pull replaced while the local
+	// files hold the old one (a conflict the stored version wins); the next flush
+	// rewrites both files (rewriteLocalFiles).
+	replaced map[string]bool
 	// leafJumped: since the last flush the active leaf moved other than onto a
 	// child of the leaf (Branch, a "leaf" entry, a pull), so its path may run
 	// through entries a compaction's rewrite left out of the context file.

@@ -14,7 +14,7 @@ import (
 
 // Row is one measured figure next to its baseline.
 type Row struct {
-	// Item is the number of the measurement in BENCHMARKS.md (1–17).
+	// Item is the number of the measurement in BENCHMARKS.md (1–18).
 	Item int `json:"item"`
 	// Name says what was measured.
 	Name string `json:"name"`

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
@@ -39,7 +40,7 @@ func (s *Session) appendDefault(ctx context.Context, raws [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
-	if err := s.refresh(ctx); err != nil {
+	if err := s.reload(ctx); err != nil {
 		return err
 	}
 	fresh, err := s.fresh(batch, at)
@@ -50,45 +51,30 @@ func (s *Session) appendDefault(ctx context.Context, raws [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
-	s.seen[info.Key] = true
-	s.added(fresh)
+	s.added(info, fresh)
+	s.leaf = s.headAfter(s.leaf, fresh)
 	return nil
 }
 
-// refresh reads the segments of a default-mode session that this handle has not
-// seen, adding their entries to the cache. A session without segments is gone.
-func (s *Session) refresh(ctx context.Context) error {
-	infos, err := s.repo.store.ListSegments(ctx, s.ref)
-	if err != nil {
-		return fmt.Errorf("session %q: %w", s.id, err)
+// added records entries this handle stored as the segment info: they join the
+// cache after the entries held (or, when a full read would not put them there,
+// the next read loads the session afresh).
+func (s *Session) added(info transcript.SegmentInfo, fresh []pi.Entry) {
+	entries := make([]transcript.Entry, len(fresh))
+	rel := transcript.Origin{Key: s.relKey(info.Key)}
+	for i, e := range fresh {
+		rel.Pos = i
+		entries[i] = transcript.Entry{ID: e.ID(), Raw: e.Raw(), Segment: info.Key, Pos: i, Origin: rel}
 	}
-	if len(infos) == 0 {
-		return notFound(s.id)
+	if !s.fits(entries) {
+		s.stale = true
 	}
-	for _, info := range infos {
-		if s.seen[info.Key] {
-			continue
-		}
-		if err := s.readInto(ctx, info.Key); err != nil {
-			return err
-		}
-		s.seen[info.Key] = true
-		s.updated = later(s.updated, info.Time)
-	}
-	return nil
+	s.add(entries)
+	s.have = s.have.With(info.Key)
 }
 
-// added records entries this handle committed; in default mode the last of them
-// becomes the active leaf as this handle sees it.
-func (s *Session) added(fresh []pi.Entry) {
-	for _, e := range fresh {
-		s.byID[e.ID()] = e.Raw()
-	}
-	if !s.strict {
-		s.leaf = s.headAfter(s.leaf, fresh)
-	}
-	s.updated = later(s.updated, s.repo.now())
-}
+// relKey returns the key of one of the session's segments relative to it.
+func (s *Session) relKey(key string) string { return strings.TrimPrefix(key, s.prefix) }
 
 // parseBatch checks and parses the entries of one append, the one place an
 // append's entries are validated: each must fit the repository's entry limit

@@ -2,7 +2,6 @@ package repository
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -26,16 +25,19 @@ type Session struct {
 	prefix string    // key prefix of the session's objects
 	asOf   time.Time // zero: live; else a read-only view as of this time
 
-	mu      sync.Mutex
-	strict  bool
-	header  pi.Header
-	entries []pi.Entry        // merge order, as of the last load
-	byID    map[string][]byte // every known entry (and header) id → raw bytes
-	seen    map[string]bool   // default mode: segment keys read
-	updated time.Time         // newest segment time seen
-	leaf    string            // active leaf (strict: committed head) as of the last load
-	hs      transcript.Head   // strict: the committed head as last read or written
-	broken  error             // strict: why appends are refused (ErrHeadMismatch)
+	mu       sync.Mutex
+	strict   bool
+	header   pi.Header
+	entries  []pi.Entry            // merge order, of every entry held
+	byID     map[string][]byte     // every known entry (and header) id → raw bytes
+	have     transcript.SegmentSet // the segments held (strict: those hs names)
+	frontier transcript.Origin     // the greatest origin of an entry held
+	waiting  map[string]bool       // parents that entries held name and the cache lacks
+	stale    bool                  // the cache may be out of merge order: load afresh
+	updated  time.Time             // the newest origin time of an entry held
+	leaf     string                // active leaf (strict: committed head)
+	hs       transcript.Head       // strict: the committed head as last read or written
+	broken   error                 // strict: why appends are refused (ErrHeadMismatch)
 }
 
 // ID returns the session id.
@@ -81,112 +83,6 @@ func notFound(id string) error {
 	return fmt.Errorf("session %q: %w", id, bucket.ErrNotFound)
 }
 
-// load reads the session afresh: its head (if strict) and every visible segment.
-// The caller holds s.mu (or owns s exclusively).
-func (s *Session) load(ctx context.Context) error {
-	r := s.repo
-	hs, err := r.store.ReadHead(ctx, s.ref)
-	strict := err == nil
-	if err != nil && !errors.Is(err, bucket.ErrNotFound) {
-		return fmt.Errorf("open session %q: %w", s.id, headError(err))
-	}
-	res, err := s.view(hs, strict).ReadAll(ctx, s.ref)
-	if errors.Is(err, bucket.ErrNotFound) && strict && s.asOf.IsZero() {
-		// The head exists but commits nothing readable: the session is damaged
-		// (checkHead says so), not gone.
-		res, err = &transcript.MergeResult{}, nil
-	}
-	if errors.Is(err, bucket.ErrNotFound) {
-		return notFound(s.id)
-	}
-	if err != nil {
-		return fmt.Errorf("open session %q: %w", s.id, err)
-	}
-	s.strict, s.hs, s.broken = strict, hs, nil
-	s.header, s.entries = pi.Header{}, nil
-	s.byID, s.seen, s.updated = map[string][]byte{}, map[string]bool{}, time.Time{}
-	for _, seg := range res.Segments {
-		s.seen[seg.Key] = true
-		s.updated = later(s.updated, seg.Time)
-	}
-	for _, e := range res.Entries {
-		s.byID[e.ID] = e.Raw
-		if h, err := pi.ParseHeader(e.Raw); err == nil {
-			if s.header.IsZero() {
-				s.header = h
-			}
-			continue
-		}
-		if se, err := pi.ParseEntry(e.Raw); err == nil {
-			s.entries = append(s.entries, se)
-		}
-	}
-	s.leaf = pi.ActiveLeafID(s.entries)
-	if strict {
-		s.checkHead(res)
-	}
-	return nil
-}
-
-// view returns the store the session's reads go through: in strict mode it sees
-// only the segments the head hs commits, as of a time only those created by then
-// (transcript.Store.View).
-func (s *Session) view(hs transcript.Head, strict bool) *transcript.Store {
-	st := s.repo.store
-	if strict {
-		st = st.View(hs.Committed())
-	}
-	if asOf := s.asOf; !asOf.IsZero() {
-		st = st.View(func(info transcript.SegmentInfo) bool { return !info.Time.After(asOf) })
-	}
-	return st
-}
-
-// checkHead compares the stored head with the head computed from the committed
-// entries replayed in commit order, and marks the session broken if they differ
-// or a committed segment is missing. As of a time, the computed head is the head.
-func (s *Session) checkHead(res *transcript.MergeResult) {
-	var ordered []pi.Entry
-	for _, e := range s.hs.Replay(res.Entries) {
-		if se, err := pi.ParseEntry(e.Raw); err == nil {
-			ordered = append(ordered, se)
-		}
-	}
-	computed := pi.ActiveLeafID(ordered)
-	s.leaf = computed
-	if !s.asOf.IsZero() {
-		return
-	}
-	switch {
-	case len(res.Segments) != len(s.hs.Segments):
-		s.broken = fmt.Errorf("session %q: %w: the head commits %d segments, %d are readable",
-			s.id, ErrHeadMismatch, len(s.hs.Segments), len(res.Segments))
-	case computed != s.hs.Entry:
-		s.broken = fmt.Errorf("session %q: %w: stored head %q, computed %q",
-			s.id, ErrHeadMismatch, s.hs.Entry, computed)
-	}
-}
-
-// readInto reads one segment into the id cache. A vanished segment (compacted and
-// removed) is skipped: its entries live in the segment that replaced it.
-func (s *Session) readInto(ctx context.Context, key string) error {
-	seg, err := s.repo.store.ReadSegment(ctx, key)
-	if errors.Is(err, bucket.ErrNotFound) && !s.strict {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("session %q: %w", s.id, err)
-	}
-	for _, raw := range seg.Entries {
-		if e, err := transcript.ParseEntry(raw); err == nil {
-			if _, ok := s.byID[e.ID]; !ok {
-				s.byID[e.ID] = raw
-			}
-		}
-	}
-	return nil
-}
-
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -203,14 +99,6 @@ func (s *Session) Entries(ctx context.Context) ([]pi.Entry, error) {
 		return nil, err
 	}
 	return slices.Clone(s.entries), nil
-}
-
-// reload re-reads a live session; a session as of a time never changes.
-func (s *Session) reload(ctx context.Context) error {
-	if !s.asOf.IsZero() {
-		return nil
-	}
-	return s.load(ctx)
 }
 
 // Context returns the model context at the active leaf (strict: the head).
@@ -259,6 +147,7 @@ func (s *Session) info() SessionInfo {
 		Leaf:          s.leaf,
 		Strict:        s.strict,
 		ParentSession: s.header.ParentSession(),
+		Cwd:           s.header.Cwd(),
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s.header.Timestamp()); err == nil {
 		info.Created = t

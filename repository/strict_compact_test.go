@@ -166,5 +166,8 @@ func TestRepository_StrictCompactedWhileAppending(t *testing.T) {
 	require.Equal(t, reader.Head(), opened.Head())
 	info, err := opened.Info(ctx)
 	require.NoError(t, err)
+	page, err := e.repo(alice).ListPage(ctx, repository.ListOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []repository.SessionInfo{info}, page.Sessions)
 	require.Equal(t, 2*perClient, info.Entries)
 }

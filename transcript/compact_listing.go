@@ -57,6 +57,8 @@ func (s *Store) addListed(ls *sessionListing, sp string, oi bucket.ObjectInfo) {
 	switch {
 	case rel == HeadName:
 		ls.strict = true
+	case isSummaryName(rel):
+		// a cache of what a list shows (SummaryName), not part of the session's content
 	case isMarkName(rel):
 		ls.marks = append(ls.marks, oi)
 	default:

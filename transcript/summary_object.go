@@ -67,15 +67,29 @@ func (s *Store) ReadSummary(ctx context.Context, ref TranscriptRef) (CachedSumma
 	if err != nil {
 		return CachedSummary{}, fmt.Errorf("read summary of %s: %w", ref, err)
 	}
+	cs, err := decodeSummary(data)
+	if err != nil {
+		return CachedSummary{}, fmt.Errorf("read summary of %s: %w", ref, err)
+	}
+	return cs, nil
+}
+
+// decodeSummary parses the bytes of a summary object. Errors wrap ErrInvalidHead.
+func decodeSummary(data []byte) (CachedSummary, error) {
 	var cj cachedJSON
 	switch err := json.NewDecoder(bytes.NewReader(data)).Decode(&cj); {
 	case err != nil:
-		return CachedSummary{}, fmt.Errorf("read summary of %s: %w: %w", ref, ErrInvalidHead, err)
+		return CachedSummary{}, fmt.Errorf("%w: %w", ErrInvalidHead, err)
 	case cj.Format != summaryObjectFormat || cj.Session == nil || cj.Tag == "":
-		return CachedSummary{}, fmt.Errorf("read summary of %s: %w: format %d, want %d with a tag and a session",
-			ref, ErrInvalidHead, cj.Format, summaryObjectFormat)
+		return CachedSummary{}, fmt.Errorf("%w: summary format %d, want %d with a tag and a session",
+			ErrInvalidHead, cj.Format, summaryObjectFormat)
 	}
 	return CachedSummary{Summary: *cj.Session.summary(), Leaf: cj.Leaf, Tag: cj.Tag}, nil
+}
+
+// encodeSummary returns the bytes WriteSummary stores for cs.
+func encodeSummary(cs CachedSummary) ([]byte, error) {
+	return json.Marshal(cachedJSON{Format: summaryObjectFormat, Tag: cs.Tag, Leaf: cs.Leaf, Session: cs.Summary.toJSON()})
 }
 
 // WriteSummary stores cs as the summary object of default-mode session ref,
@@ -94,7 +108,7 @@ func (s *Store) WriteSummary(ctx context.Context, ref TranscriptRef, cs CachedSu
 	if cs.Tag == "" {
 		return fmt.Errorf("write summary of %s: no segments tag", ref)
 	}
-	data, err := json.Marshal(cachedJSON{Format: summaryObjectFormat, Tag: cs.Tag, Leaf: cs.Leaf, Session: cs.Summary.toJSON()})
+	data, err := encodeSummary(cs)
 	if err != nil {
 		return fmt.Errorf("write summary of %s: %w", ref, err)
 	}

@@ -383,18 +383,28 @@ func (s *Store) compactLevels(ctx context.Context, st *compactState, opts Compac
 		if opts.DryRun {
 			continue
 		}
-		inputs := make([]string, len(live))
-		for i, in := range live {
-			inputs[i] = in.Key
-		}
-		m, err := s.scheduleDelete(ctx, st.ref, c.Output.Key, inputs, opts)
+		m, err := s.markInputs(ctx, st.ref, c.Output.Key, live, opts, res)
 		if err != nil {
 			return nil, err
 		}
 		added = append(added, m)
-		res.Marked += len(inputs)
 	}
 	return added, nil
+}
+
+// markInputs schedules the deletion of the inputs of the compaction whose output
+// is at key and counts them in res.Marked.
+func (s *Store) markInputs(ctx context.Context, ref TranscriptRef, output string, inputs []SegmentInfo, opts CompactOptions, res *CompactResult) (deletionMark, error) {
+	keys := make([]string, len(inputs))
+	for i, in := range inputs {
+		keys[i] = in.Key
+	}
+	m, err := s.scheduleDelete(ctx, ref, output, keys, opts)
+	if err != nil {
+		return deletionMark{}, err
+	}
+	res.Marked += len(keys)
+	return m, nil
 }
 
 // bucketNow returns the time on the clock that stamps the bucket's objects

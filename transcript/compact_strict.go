@@ -218,16 +218,11 @@ func (s *Store) commitCompactions(ctx context.Context, st *compactState, h Head,
 	}
 	var marks []deletionMark
 	for _, c := range res.Compactions {
-		inputs := make([]string, len(c.Inputs))
-		for i, in := range c.Inputs {
-			inputs[i] = in.Key
-		}
-		m, err := s.scheduleDelete(ctx, st.ref, c.Output.Key, inputs, opts)
+		m, err := s.markInputs(ctx, st.ref, c.Output.Key, c.Inputs, opts, res)
 		if err != nil {
 			return nil, err
 		}
 		marks = append(marks, m)
-		res.Marked += len(inputs)
 	}
 	return marks, nil
 }

@@ -129,7 +129,7 @@ func (r *Repository) summary(ctx context.Context, id string) (*SessionInfo, erro
 	case err != nil:
 		return nil, fmt.Errorf("session %q: %w", id, err)
 	case strict:
-		return r.summary(ctx, id) // created strict since the head was read
+		return r.derived(ctx, s) // its head appeared since it was read: read the session
 	case n == 0:
 		return nil, notFound(id)
 	}

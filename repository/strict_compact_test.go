@@ -175,3 +175,44 @@ func TestRepository_StrictCompactedWhileAppending(t *testing.T) {
 	require.Equal(t, []repository.SessionInfo{info}, page.Sessions)
 	require.Equal(t, 2*perClient, info.Entries)
 }
+
+// TestRepository_StrictAppendRequestsFlat: the requests an append sends do not
+// grow with the session while the compaction job keeps compacting it (every 50
+// appends here): the last 500 of 2,000 appends send as many as the first 500,
+// and the head names about as many segments after 2,000 appends as after 500.
+// (Their latency is a performance figure: BenchmarkAppendStrictCompacted.)
+func TestRepository_StrictAppendRequestsFlat(t *testing.T) {
+	const appends, window, every = 2000, 500, 50
+	cb := newCountingBucket(membucket.New())
+	e := newEnv(t, cb)
+	ctx := t.Context()
+	s, err := e.repo(alice).Create(ctx, repository.CreateOptions{ID: "flat", Strict: true})
+	require.NoError(t, err)
+	requests := make([]int, appends)
+	named := map[int]int{}
+	parent := ""
+	for k := range appends {
+		if k%every == 0 {
+			h, err := e.store.ReadHead(ctx, s.Ref())
+			require.NoError(t, err)
+			named[k] = len(h.Segments)
+			_, err = e.store.Compact(ctx, s.Ref(), transcript.CompactOptions{MinSegments: 8})
+			require.NoError(t, err)
+		}
+		cb.take()
+		id := fmt.Sprintf("e%05d", k)
+		require.NoError(t, s.Append(ctx, msg(id, parent, "x")))
+		parent = id
+		n := cb.take()
+		requests[k] = n["get"] + n["put"] + n["list"]
+	}
+	sum := func(r []int) (n int) {
+		for _, x := range r {
+			n += x
+		}
+		return n
+	}
+	first, last := sum(requests[:window]), sum(requests[appends-window:])
+	require.LessOrEqual(t, last, first+first/100, "requests of the first and last %d appends: %d, %d", window, first, last)
+	require.LessOrEqual(t, named[appends-every], named[window]+named[window]/2, "segments the head names: %v", named)
+}

@@ -55,29 +55,60 @@ func (noProgress) Finish()   {}
 
 // summary is the job's result, printed as JSON with --json.
 type summary struct {
-	Shard             string   `json:"shard"`
-	DryRun            bool     `json:"dryRun"`
-	SessionsListed    int      `json:"sessionsListed"`
-	SessionsScanned   int      `json:"sessionsScanned"`
-	SessionsSkipped   int      `json:"sessionsSkippedRecent"`
-	SessionsStrict    int      `json:"sessionsSkippedStrict"`
-	SessionsContended int      `json:"sessionsContended"`
-	SessionsCompacted int      `json:"sessionsCompacted"`
-	SessionsFailed    int      `json:"sessionsFailed"`
-	SegmentsIn        int      `json:"segmentsIn"`
-	SegmentsOut       int      `json:"segmentsOut"`
-	BytesIn           int64    `json:"bytesIn"`
-	BytesOut          int64    `json:"bytesOut"`
-	Marks             int      `json:"marks"`
-	Deletions         int      `json:"deletions"`
-	PendingDeletions  int      `json:"pendingDeletions"`
-	Errors            []string `json:"errors"`
-	DurationSeconds   float64  `json:"durationSeconds"`
-	SessionsPerSecond float64  `json:"sessionsPerSecond"`
-	InputMBPerSecond  float64  `json:"inputMBPerSecond"`
+	Shard             string `json:"shard"`
+	DryRun            bool   `json:"dryRun"`
+	SessionsListed    int    `json:"sessionsListed"`
+	SessionsScanned   int    `json:"sessionsScanned"`
+	SessionsSkipped   int    `json:"sessionsSkippedRecent"`
+	SessionsContended int    `json:"sessionsContended"`
+	SessionsCompacted int    `json:"sessionsCompacted"`
+	SessionsFailed    int    `json:"sessionsFailed"`
+	SegmentsIn        int    `json:"segmentsIn"`
+	SegmentsOut       int    `json:"segmentsOut"`
+	BytesIn           int64  `json:"bytesIn"`
+	BytesOut          int64  `json:"bytesOut"`
+	Marks             int    `json:"marks"`
+	Deletions         int    `json:"deletions"`
+	PendingDeletions  int    `json:"pendingDeletions"`
+	// Uncommitted counts segments of strict sessions deleted because no head
+	// commits them (transcript.CompactResult.Uncommitted).
+	Uncommitted int `json:"uncommittedDeletions"`
+	// Skipped names every session the job left as it was, or left some levels
+	// of, and why, in the order they were done.
+	Skipped           []skippedSession `json:"skipped"`
+	Errors            []string         `json:"errors"`
+	DurationSeconds   float64          `json:"durationSeconds"`
+	SessionsPerSecond float64          `json:"sessionsPerSecond"`
+	InputMBPerSecond  float64          `json:"inputMBPerSecond"`
 
 	// Retention is set when a retention policy was applied (retention.go).
 	Retention *retentionSummary `json:"retention,omitempty"`
+}
+
+// skippedSession is a session the job left as it was (or left some levels of)
+// and why.
+type skippedSession struct {
+	Session string `json:"session"`
+	Reason  string `json:"reason"`
+}
+
+// Why the job skips a session, besides the reasons transcript.CompactResult.Skipped gives.
+const (
+	reasonRecent    = "recent: a segment was stored less than --older-than ago"
+	reasonContended = "contended: another compaction kept deleting what this one listed"
+)
+
+// skipReason returns why res says its session was skipped ("" when it was not).
+func skipReason(res transcript.CompactResult) string {
+	switch {
+	case res.SkippedRecent:
+		return reasonRecent
+	case res.Contended:
+		return reasonContended
+	case res.Skipped != "":
+		return res.Skipped
+	}
+	return ""
 }
 
 // inShard reports whether ref belongs to shard i of n, by a stable hash of the ref, so
@@ -131,7 +162,7 @@ func (j *job) sessions(ctx context.Context) ([]transcript.TranscriptRef, error) 
 // when the job could not start (listing failed) or ctx ended.
 func (j *job) run(ctx context.Context) (*summary, error) {
 	start := time.Now()
-	sum := &summary{Shard: fmt.Sprintf("%d/%d", j.shard, j.shards), DryRun: j.opts.DryRun, Errors: []string{}}
+	sum := &summary{Shard: fmt.Sprintf("%d/%d", j.shard, j.shards), DryRun: j.opts.DryRun, Errors: []string{}, Skipped: []skippedSession{}}
 	var err error
 	if j.session == "" {
 		err = j.runListed(ctx, sum)
@@ -229,14 +260,14 @@ func (j *job) record(sum *summary, ref transcript.TranscriptRef, res transcript.
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if why := skipReason(res); why != "" {
+		sum.Skipped = append(sum.Skipped, skippedSession{Session: ref.String(), Reason: why})
+	}
 	if res.SkippedRecent {
 		sum.SessionsSkipped++
 		return
 	}
 	sum.SessionsScanned++
-	if res.SkippedStrict {
-		sum.SessionsStrict++
-	}
 	if res.Contended {
 		sum.SessionsContended++
 	}
@@ -250,6 +281,7 @@ func (j *job) record(sum *summary, ref transcript.TranscriptRef, res transcript.
 	sum.Marks += res.Marked
 	sum.Deletions += res.Deleted
 	sum.PendingDeletions += res.Pending
+	sum.Uncommitted += res.Uncommitted
 	if j.opts.DryRun {
 		for _, c := range res.Compactions {
 			fmt.Fprintf(j.out, "plan %s: %d L%d segments (%d bytes) -> L%d of %d entries (%d bytes)\n",

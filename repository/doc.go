@@ -54,7 +54,10 @@
 // mode) and reads only segments this handle has not seen; a strict append adds one
 // conditional PUT. Open reads the session whole (a compacted strict session: the
 // head and the few segments it names, no LIST); a handle brings itself up to date
-// with what is new. List reads every session whole; ListPage reads one summary per
+// with what is new (Session.Refresh) and serves pages of its sequence without I/O
+// (Session.Page): in strict mode the commit order, which appends extend and a
+// compaction leaves as it was, in default mode the merge order, which a late
+// segment can reorder (the page's Epoch then changes). List reads every session whole; ListPage reads one summary per
 // session (a strict head, or a default-mode session's cached SUMMARY.json).
 //
 // # Limits

@@ -62,8 +62,8 @@ func (s *Session) load(ctx context.Context) error {
 	s.byID, s.waiting = map[string][]byte{}, map[string]bool{}
 	s.frontier, s.updated, s.name = transcript.Origin{}, time.Time{}, ""
 	s.fullAt = time.Time{}
-	if !strict && s.asOf.IsZero() {
-		s.fullAt = time.Now() // ReadNew from nothing lists the session whole
+	if !strict && inc.Full {
+		s.fullAt = time.Now() // the session was just listed whole
 	}
 	s.add(entries)
 	s.leaf = pi.ActiveLeafID(s.entries)

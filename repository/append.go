@@ -41,7 +41,12 @@ func (s *Session) appendDefault(ctx context.Context, raws [][]byte) error {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
 	// Idempotency rests on what the session holds: list it whole.
-	if err := s.catchUp(ctx, true); err != nil {
+	if s.stale {
+		err = s.load(ctx)
+	} else {
+		err = s.catchUp(ctx, true)
+	}
+	if err != nil {
 		return err
 	}
 	fresh, err := s.fresh(batch, at)
@@ -52,30 +57,30 @@ func (s *Session) appendDefault(ctx context.Context, raws [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
-	s.seen[info.Key] = true
-	s.last = transcript.Origin{Key: strings.TrimPrefix(info.Key, s.prefix), Pos: len(fresh) - 1}
-	s.added(fresh)
+	s.added(info, fresh)
+	s.leaf = s.headAfter(s.leaf, fresh)
 	return nil
 }
 
-// added records entries this handle committed, at the end of the sequence
-// (those a re-read of the head found already are not added twice); in default
-// mode the last of them becomes the active leaf as this handle sees it.
-func (s *Session) added(fresh []pi.Entry) {
-	var extended []pi.Entry
-	for _, e := range fresh {
-		if _, ok := s.byID[e.ID()]; ok {
-			continue
-		}
-		s.byID[e.ID()] = e.Raw()
-		extended = append(extended, e)
+// added records entries this handle stored as the segment info: they join the
+// cache after the entries held (or, when a full read would not put them there,
+// the next read loads the session afresh).
+func (s *Session) added(info transcript.SegmentInfo, fresh []pi.Entry) {
+	entries := make([]transcript.Entry, len(fresh))
+	rel := transcript.Origin{Key: s.relKey(info.Key)}
+	for i, e := range fresh {
+		rel.Pos = i
+		entries[i] = transcript.Entry{ID: e.ID(), Raw: e.Raw(), Segment: info.Key, Pos: i, Origin: rel}
 	}
-	s.extend(extended)
-	if !s.strict {
-		s.leaf = s.headAfter(s.leaf, extended)
+	if !s.fits(entries) {
+		s.stale = true
 	}
-	s.updated = later(s.updated, s.repo.now())
+	s.add(entries)
+	s.have = s.have.With(info.Key)
 }
+
+// relKey returns the key of one of the session's segments relative to it.
+func (s *Session) relKey(key string) string { return strings.TrimPrefix(key, s.prefix) }
 
 // parseBatch checks and parses the entries of one append, the one place an
 // append's entries are validated: each must fit the repository's entry limit

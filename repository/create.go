@@ -3,7 +3,7 @@ package repository
 import (
 	"context"
 	"fmt"
-	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -67,20 +67,22 @@ func (r *Repository) create(ctx context.Context, opts CreateOptions, parent stri
 		}
 	}
 	leaf := pi.ActiveLeafID(batch)
-	info, head, err := r.store.CreateSession(ctx, s.ref, append([][]byte{h.Raw()}, entries...), r.writer,
-		transcript.CreateOptions{Strict: opts.Strict, Head: leaf})
+	copts := transcript.CreateOptions{Strict: opts.Strict, Head: leaf}
+	if opts.Strict {
+		copts.Summary = &transcript.Summary{Cwd: opts.Cwd, ParentSession: parent, Name: pi.SessionName(batch), Entries: len(batch)}
+		if t, err := time.Parse(time.RFC3339Nano, h.Timestamp()); err == nil {
+			copts.Summary.Created = t
+		}
+	}
+	info, head, err := r.store.CreateSession(ctx, s.ref, append([][]byte{h.Raw()}, entries...), r.writer, copts)
 	if err != nil {
 		return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
 	}
-	s.header, s.entries, s.updated, s.leaf, s.name = h, batch, info.Time, leaf, pi.SessionName(batch)
-	s.byID = map[string][]byte{h.ID(): h.Raw()}
-	s.seen = map[string]bool{info.Key: true}
+	s.strict, s.hs, s.header = opts.Strict, head, h
+	s.byID, s.waiting = map[string][]byte{h.ID(): h.Raw()}, map[string]bool{}
+	s.added(info, batch)
 	s.have = transcript.NewSegmentSet(info.Key)
-	s.last = transcript.Origin{Key: strings.TrimPrefix(info.Key, s.prefix), Pos: len(batch)}
-	for _, e := range batch {
-		s.byID[e.ID()] = e.Raw()
-	}
-	s.strict, s.hs = opts.Strict, head
+	s.leaf = leaf
 	return s, nil
 }
 

@@ -52,13 +52,20 @@
 //
 // An append lists the session's segments (default mode) or reads the head (strict
 // mode) and reads only segments this handle has not seen; a strict append adds one
-// conditional PUT. Open, Entries, Context and List read sessions whole.
+// conditional PUT. Open reads the session whole (a compacted strict session: the
+// head and the few segments it names, no LIST); a handle brings itself up to date
+// with what is new (Session.Refresh) and serves pages of its sequence without I/O
+// (Session.Page): in strict mode the commit order, which appends extend and a
+// compaction leaves as it was, in default mode the merge order, which a late
+// segment can reorder (the page's Epoch then changes). List reads every session whole; ListPage reads one summary per
+// session (a strict head, or a default-mode session's cached SUMMARY.json).
 //
 // # Limits
 //
-// Compaction (transcript.Store.Compact, cmd/transcript-compact) skips strict
-// sessions: merging would put their entries under keys the head does not name.
-// Their segments stay as written; CollectUncommitted removes losers of head races.
-// Strict sessions must be written only through a Repository (a SessionTree's
+// Compaction (transcript.Store.Compact, cmd/transcript-compact) compacts strict
+// sessions through their head: it merges committed segments and commits the output
+// by a conditional write of the head (an append that loses only to it commits again
+// on the new head), and deletes segments no head commits once old enough, as
+// CollectUncommitted does. Strict sessions must be written only through a Repository (a SessionTree's
 // mirror bypasses the head, so its segments stay uncommitted).
 package repository

@@ -1,7 +1,6 @@
 package repository
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,49 +18,58 @@ import (
 const RefreshListing = 5 * time.Second
 
 // Refresh brings the handle up to date with the store, reading only what is
-// new: in strict mode it reads the head object (one GET) and the segments
-// committed since the head the handle knew; in default mode it lists the newest
-// keys of the session (one LIST; the whole session every RefreshListing) and
-// reads the segments it does not hold (transcript.Store.ReadNew). New entries
-// extend the sequence (see Page); when they do not (a default-mode segment whose
-// entries sort before ones the handle holds, a session deleted and created
-// again) the handle reads the session whole and its Epoch changes. A session
-// that is gone gives an error wrapping bucket.ErrNotFound. A session as of a time
-// never changes.
+// new: in strict mode it reads the head object (one GET) and the segments the
+// head names that the handle lacks (a compacted segment whose inputs it holds is
+// not read); in default mode it lists the newest keys of the session (one LIST;
+// the whole session every RefreshListing) and reads the segments it does not
+// hold (transcript.Store.ReadNew). New entries extend the sequence (see Page);
+// when they do not (a default-mode segment whose entries sort before ones the
+// handle holds, a session deleted and created again) the handle reads the
+// session whole and its Epoch changes. A session that is gone gives an error
+// wrapping bucket.ErrNotFound. A session as of a time never changes.
 func (s *Session) Refresh(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.asOf.IsZero() {
+	return s.reload(ctx)
+}
+
+// reload brings a live session up to date with the store, reading only what is
+// new; a session as of a time never changes. The caller holds s.mu.
+func (s *Session) reload(ctx context.Context) error {
+	switch {
+	case !s.asOf.IsZero():
 		return nil
-	}
-	if s.strict {
-		return s.refreshStrict(ctx)
+	case s.stale || s.byID == nil:
+		return s.load(ctx)
+	case s.strict:
+		hs, err := s.repo.store.ReadHead(ctx, s.ref)
+		if errors.Is(err, bucket.ErrNotFound) {
+			return s.load(ctx) // gone, or created again without a head
+		}
+		if err != nil {
+			return fmt.Errorf("session %q: %w", s.id, headError(err))
+		}
+		return s.syncHead(ctx, hs)
 	}
 	return s.catchUp(ctx, false)
 }
 
-// refreshStrict syncs a strict session with its head; a session whose head is
-// gone is read again (it may have been created again without one).
-func (s *Session) refreshStrict(ctx context.Context) error {
-	hs, err := s.repo.store.ReadHead(ctx, s.ref)
-	if errors.Is(err, bucket.ErrNotFound) {
-		return s.load(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("session %q: %w", s.id, headError(err))
-	}
-	return s.syncHead(ctx, hs)
-}
-
 // catchUp reads what a default-mode session holds beyond the handle's segments,
-// listing the session whole when full is set or RefreshListing has passed.
+// listing the session whole when full is set or RefreshListing has passed (or
+// when an incremental listing shows nothing: the session may be gone, which
+// only a full listing tells).
 func (s *Session) catchUp(ctx context.Context, full bool) error {
-	have := s.have
-	now := time.Now()
+	have, now := s.have, time.Now()
 	if full || now.Sub(s.fullAt) >= RefreshListing {
 		have = have.Reconcile()
 	}
 	inc, err := s.repo.store.ReadNew(ctx, s.ref, have)
+	if err == nil && !inc.Full && inc.Listed == 0 {
+		// An incremental listing shows the newest level-0 segment held, or the
+		// compacted segment that replaced it: showing nothing, the session may
+		// be gone.
+		inc, err = s.repo.store.ReadNew(ctx, s.ref, s.have.Reconcile())
+	}
 	if errors.Is(err, bucket.ErrNotFound) {
 		return notFound(s.id)
 	}
@@ -71,35 +79,42 @@ func (s *Session) catchUp(ctx context.Context, full bool) error {
 	if inc.Full {
 		s.fullAt = now
 	}
+	if !s.fits(inc.Entries) {
+		return s.load(ctx)
+	}
+	fresh := s.newIn(inc.Entries)
+	s.add(fresh)
 	s.have = inc.Have
-	for _, seg := range inc.Segments {
-		s.seen[seg.Key] = true
-		s.updated = later(s.updated, seg.Time)
+	s.leaf = s.headAfter(s.leaf, parsed(fresh))
+	return nil
+}
+
+// syncHead brings the cache of a strict session to the committed head hs: it
+// reads the segments hs names that the handle lacks (nothing when hs is the head
+// it holds, or a compaction of what it holds) and appends their new entries in
+// commit order. It reads everything afresh when the head names a missing
+// segment, an entry held comes back with other bytes, or the head does not
+// follow from the entries (load then marks the session broken).
+func (s *Session) syncHead(ctx context.Context, hs transcript.Head) error {
+	if hs.Same(s.hs) {
+		return nil
 	}
-	var fresh []transcript.Entry
-	for _, e := range inc.Entries {
-		if raw, ok := s.byID[e.ID]; ok {
-			if !bytes.Equal(raw, e.Raw) {
-				return s.load(ctx) // another session under the same id, or a conflict to merge
-			}
-			continue
-		}
-		if e.Origin.Compare(s.last) < 0 {
-			return s.load(ctx) // it sorts before entries the handle holds
-		}
-		fresh = append(fresh, e)
+	hs, inc, err := s.repo.store.ReadCommitted(ctx, s.ref, hs, s.have)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return notFound(s.id)
 	}
-	var added []pi.Entry
-	for _, e := range fresh {
-		if pe, ok := s.addRaw(e.Raw); ok {
-			added = append(added, pe)
-		}
-		if e.Origin.Compare(s.last) > 0 {
-			s.last = e.Origin
-		}
+	if err != nil {
+		return fmt.Errorf("session %q: %w", s.id, headError(err))
 	}
-	s.extend(added)
-	s.leaf = s.headAfter(s.leaf, added)
+	if len(inc.Missing) > 0 || !s.fits(inc.Entries) || s.broken != nil {
+		return s.load(ctx)
+	}
+	fresh := commitOrder(hs, s.prefix, s.newIn(inc.Entries))
+	if s.headAfter(s.leaf, parsed(fresh)) != hs.Entry {
+		return s.load(ctx) // checkHead tells what is wrong
+	}
+	s.add(fresh)
+	s.hs, s.have, s.leaf = hs, inc.Have, hs.Entry
 	return nil
 }
 
@@ -120,10 +135,11 @@ type Page struct {
 // holds them (no I/O; Refresh first to see what the store holds). An entry's
 // sequence number is its place in the session's sequence, counted from 1: in
 // strict mode the commit order (appends only ever extend it, on every handle and
-// every server alike), in default mode the merge order (which a segment landing
-// with an older key, from a writer that had not seen the newest entries, can
-// reorder: the handle's Epoch then changes, and sequence numbers read before
-// name other entries). The entries returned must not be changed.
+// every server alike, and a compaction does not change it), in default mode the
+// merge order (which a segment landing with an older key, from a writer that had
+// not seen the newest entries, can reorder: the handle's Epoch then changes, and
+// sequence numbers read before name other entries). The entries returned must
+// not be changed.
 func (s *Session) Page(after, limit int) Page {
 	s.mu.Lock()
 	defer s.mu.Unlock()

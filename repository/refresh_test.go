@@ -186,3 +186,43 @@ func TestListPage(t *testing.T) {
 	require.Len(t, all.Sessions, 5)
 	require.Empty(t, all.Next)
 }
+
+// TestRefreshStrictCompactedKeepsSequence: a compaction changes the segments a
+// strict head names, not its entries. A handle's Refresh after it keeps the
+// sequence and its epoch and reads no segment (the head, and the compacted
+// segment's metadata frame, which names inputs the handle holds); an append
+// after it extends the sequence.
+func TestRefreshStrictCompactedKeepsSequence(t *testing.T) {
+	cb := newCountingBucket(membucket.New())
+	e := newEnv(t, cb)
+	ctx := t.Context()
+	s, err := e.repo(alice).Create(ctx, repository.CreateOptions{ID: "s", Strict: true})
+	require.NoError(t, err)
+	want, err := appendChain(ctx, s, "m", 10)
+	require.NoError(t, err)
+	reader, err := e.repo(alice).Open(ctx, "s")
+	require.NoError(t, err)
+	before := reader.Page(0, 100)
+	require.Equal(t, want, ids(before.Entries))
+
+	res, err := e.store.Compact(ctx, s.Ref(), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Compactions, "the session was compacted")
+	cb.take()
+	require.NoError(t, reader.Refresh(ctx))
+	n := cb.take()
+	require.Zero(t, n["list"], "a strict refresh does not list")
+	require.LessOrEqual(t, n["get"], 1+len(res.Compactions), "the head and the metadata of each compacted segment: %v", n)
+	after := reader.Page(0, 100)
+	require.Equal(t, before.Epoch, after.Epoch)
+	require.Equal(t, want, ids(after.Entries))
+
+	head := s.Head()
+	require.NoError(t, s.AppendIf(ctx, head, msg("n1", head, "after")))
+	require.NoError(t, reader.Refresh(ctx))
+	require.Equal(t, append(want, "n1"), pageIDs(reader))
+	require.Equal(t, before.Epoch, reader.Page(0, 0).Epoch)
+	reopened, err := e.repo(alice).Open(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, pageIDs(reader), pageIDs(reopened))
+}

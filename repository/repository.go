@@ -130,7 +130,8 @@ type SessionInfo struct {
 	Name string
 	// Created is the header's timestamp (zero if unknown).
 	Created time.Time
-	// Updated is the creation time of the session's newest segment.
+	// Updated is when the newest entry was stored: the key time of the level-0
+	// segment it was first stored in (a compaction does not change it).
 	Updated time.Time
 	// Entries counts the entries (the header is not one).
 	Entries int

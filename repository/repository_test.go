@@ -667,33 +667,3 @@ func TestOwner_Namespace(t *testing.T) {
 	require.Equal(t, ns, rc.NamespaceName())
 	require.Equal(t, alice, repository.OwnerOf(sessiontree.Identity{Namespace: "acme", UserID: "alice@acme.example"}))
 }
-
-// TestRepository_StrictCompacted: the compaction job leaves strict sessions alone
-// (their head names the committed segments); a default session beside it is compacted.
-func TestRepository_StrictCompacted(t *testing.T) {
-	e := newEnv(t, membucket.New())
-	ctx := t.Context()
-	s, err := e.repo(alice).Create(ctx, repository.CreateOptions{ID: "s", Strict: true})
-	require.NoError(t, err)
-	require.NoError(t, s.Append(ctx, msg("a", "", "1")))
-	require.NoError(t, s.Append(ctx, msg("b", "a", "2")))
-	res, err := e.store.Compact(ctx, s.Ref(), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
-	require.NoError(t, err)
-	require.True(t, res.SkippedStrict)
-	require.Empty(t, res.Compactions)
-	require.Zero(t, res.Deleted)
-
-	opened, err := e.repo(alice).Open(ctx, "s")
-	require.NoError(t, err)
-	require.NoError(t, opened.Err())
-	require.NoError(t, opened.Append(ctx, msg("c", "b", "3")))
-
-	d, err := e.repo(alice).Create(ctx, repository.CreateOptions{ID: "d"})
-	require.NoError(t, err)
-	require.NoError(t, d.Append(ctx, msg("a", "", "1")))
-	require.NoError(t, d.Append(ctx, msg("b", "a", "2")))
-	res, err = e.store.Compact(ctx, d.Ref(), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
-	require.NoError(t, err)
-	require.False(t, res.SkippedStrict)
-	require.NotEmpty(t, res.Compactions)
-}

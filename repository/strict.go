@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/transcriptstore/transcript/pi"
@@ -42,7 +41,12 @@ func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]by
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, headError(err))
 	}
-	if err := s.syncHead(ctx, hs); err != nil {
+	if s.stale {
+		err = s.load(ctx)
+	} else {
+		err = s.syncHead(ctx, hs)
+	}
+	if err != nil {
 		return err
 	}
 	if s.broken != nil {
@@ -52,12 +56,13 @@ func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]by
 	if err != nil || len(fresh) == 0 {
 		return err
 	}
-	if hs.Entry != expected {
+	cur := s.hs
+	if cur.Entry != expected {
 		return fmt.Errorf("append to session %q: %w: %w: expected head %q, committed head %q",
-			s.id, transcript.ErrConflict, ErrStaleHead, expected, hs.Entry)
+			s.id, transcript.ErrConflict, ErrStaleHead, expected, cur.Entry)
 	}
-	newHead := s.headAfter(hs.Entry, fresh)
-	_, next, err := r.store.CommitSegment(ctx, s.ref, hs, rawsOf(fresh), r.writer, newHead)
+	newHead := s.headAfter(cur.Entry, fresh)
+	info, next, err := r.store.CommitSegment(ctx, s.ref, cur, rawsOf(fresh), r.writer, newHead, s.summaryAfter(cur.Summary, fresh))
 	switch {
 	case errors.Is(err, bucket.ErrNotFound):
 		return notFound(s.id)
@@ -66,14 +71,32 @@ func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]by
 	case err != nil:
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
-	if next.Version == hs.Version+1 {
-		s.hs, s.leaf = next, newHead
-	} else if err := s.syncHead(ctx, next); err != nil {
+	if next.Version != cur.Version+1 {
 		// The append committed, and other writers' commits followed.
-		return err
+		return s.syncHead(ctx, next)
 	}
-	s.added(fresh)
+	s.added(info, fresh)
+	s.hs, s.leaf = next, newHead
 	return nil
+}
+
+// summaryAfter returns the summary of the session after appending fresh to it,
+// from prev, its summary as of the head appended to (nil, for a head of format
+// 1: from what the handle holds). The store sets Updated.
+func (s *Session) summaryAfter(prev *transcript.Summary, fresh []pi.Entry) *transcript.Summary {
+	var sum transcript.Summary
+	if prev != nil {
+		sum = *prev
+	} else {
+		info := s.info()
+		sum = transcript.Summary{Created: info.Created, Cwd: info.Cwd, ParentSession: info.ParentSession,
+			Name: info.Name, Entries: info.Entries}
+	}
+	sum.Entries += len(fresh)
+	if name := pi.SessionName(fresh); name != "" {
+		sum.Name = name
+	}
+	return &sum
 }
 
 // headError marks an error reading a strict session's head object that is
@@ -83,27 +106,6 @@ func headError(err error) error {
 		return fmt.Errorf("%w: %w", ErrHeadMismatch, err)
 	}
 	return err
-}
-
-// syncHead brings the cache of a strict session to the committed head hs: it reads
-// the segments committed since the head this handle knew, appending their
-// entries to the sequence, or reloads everything when the head did not grow from
-// it.
-func (s *Session) syncHead(ctx context.Context, hs transcript.Head) error {
-	old := s.hs.Segments
-	if hs.Same(s.hs) {
-		return nil
-	}
-	if len(hs.Segments) < len(old) || !slices.Equal(hs.Segments[:len(old)], old) {
-		return s.load(ctx)
-	}
-	for _, rel := range hs.Segments[len(old):] {
-		if err := s.readCommitted(ctx, rel); err != nil {
-			return err
-		}
-	}
-	s.hs, s.leaf = hs, hs.Entry
-	return nil
 }
 
 // headAfter returns the active leaf after appending fresh to a session whose

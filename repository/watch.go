@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/transcriptstore/transcript/pi"
@@ -40,7 +38,7 @@ func (s *Session) Watch(ctx context.Context, fn func([]pi.Entry) error) error {
 		strict: s.strict,
 		hs:     s.hs,
 		known:  make(map[string]bool, len(s.byID)),
-		have:   transcript.NewSegmentSet(slices.Collect(maps.Keys(s.seen))...),
+		have:   s.have.With(), // a copy: the handle's set goes on without the watch
 	}
 	for id := range s.byID {
 		w.known[id] = true
@@ -107,23 +105,12 @@ func (w *watcher) pollList(ctx context.Context) ([]pi.Entry, error) {
 		return nil, err
 	}
 	w.have = inc.Have
-	var out []pi.Entry
-	for _, e := range inc.Entries {
-		if w.known[e.ID] {
-			continue
-		}
-		w.known[e.ID] = true
-		if info, err := transcript.ParseKey(r.store.Prefix(), e.Segment); err == nil && info.WriterID == r.writer.ID() {
-			continue // written by this repository
-		}
-		if se, err := pi.ParseEntry(e.Raw); err == nil {
-			out = append(out, se)
-		}
-	}
-	return out, nil
+	return w.deliver(inc.Entries), nil
 }
 
-// pollHead reads the segments committed since the head delivered so far.
+// pollHead reads the segments committed since the head delivered so far
+// (transcript.Store.ReadCommitted: a compacted segment that holds only what the
+// watch holds is not read) and delivers their entries in commit order.
 func (w *watcher) pollHead(ctx context.Context) ([]pi.Entry, error) {
 	r := w.s.repo
 	hs, err := r.store.ReadHead(ctx, w.s.ref)
@@ -136,48 +123,37 @@ func (w *watcher) pollHead(ctx context.Context) ([]pi.Entry, error) {
 	if hs.Same(w.hs) {
 		return nil, nil
 	}
-	var out []pi.Entry
-	for _, rel := range hs.Segments {
-		if w.hs.Commits(rel) {
-			continue
-		}
-		info, err := transcript.ParseKey(r.store.Prefix(), w.s.prefix+rel)
-		if err != nil {
-			return nil, fmt.Errorf("%w: head names %q: %w", ErrHeadMismatch, rel, err)
-		}
-		entries, err := w.read(ctx, info)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, entries...)
+	hs, inc, err := r.store.ReadCommitted(ctx, w.s.ref, hs, w.have)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return nil, notFound(w.s.id)
 	}
-	w.hs = hs
+	if err != nil {
+		return nil, headError(err)
+	}
+	if len(inc.Missing) > 0 {
+		return nil, fmt.Errorf("%w: the head names %s, which is missing", ErrHeadMismatch, inc.Missing[0])
+	}
+	out := w.deliver(hs.Replay(inc.Entries))
+	w.hs, w.have = hs, inc.Have
 	return out, nil
 }
 
-// read returns the entries of one segment that are new to the watch and were
-// written by another writer. A vanished segment (compacted) gives none in default
-// mode: the segment that replaced it is listed too.
-func (w *watcher) read(ctx context.Context, info transcript.SegmentInfo) ([]pi.Entry, error) {
+// deliver returns the entries new to the watch, in the order given, that were
+// first stored by another writer than the repository's, and marks them known.
+func (w *watcher) deliver(entries []transcript.Entry) []pi.Entry {
 	r := w.s.repo
-	seg, err := r.store.ReadSegment(ctx, info.Key)
-	if errors.Is(err, bucket.ErrNotFound) && !w.strict {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	own := info.WriterID == r.writer.ID()
 	var out []pi.Entry
-	for _, raw := range seg.Entries {
-		e, err := pi.ParseEntry(raw)
-		if err != nil || w.known[e.ID()] {
-			continue // the header, or an entry already known
+	for _, e := range entries {
+		if w.known[e.ID] {
+			continue
 		}
-		w.known[e.ID()] = true
-		if !own {
-			out = append(out, e)
+		w.known[e.ID] = true
+		if info, err := transcript.ParseKey(r.store.Prefix(), w.s.prefix+e.Origin.Key); err == nil && info.WriterID == r.writer.ID() {
+			continue // written by this repository
+		}
+		if se, err := pi.ParseEntry(e.Raw); err == nil {
+			out = append(out, se)
 		}
 	}
-	return out, nil
+	return out
 }

@@ -48,6 +48,11 @@ type CompactOptions struct {
 	OlderThan time.Duration
 	// Writer names the compacted segments (default: NewRandomWriter).
 	Writer *Writer
+	// UncommittedAge is how old (by the bucket's clock, from the object's
+	// ModTime) a segment of a strict session that its head does not commit must
+	// be before Compact deletes it (default DefaultDeleteDelay). It must exceed
+	// the longest time from an append's segment write to its head write.
+	UncommittedAge time.Duration
 	// TargetSegmentSize bounds the JSONL of each segment Compact writes (default
 	// segment.DefaultTargetSegmentSize, at most segment.DefaultMaxSegmentSize): a
 	// merged output above it is written as a group of parts of one level (an
@@ -103,6 +108,9 @@ func (s *Store) compact(ctx context.Context, ref TranscriptRef, opts CompactOpti
 	}
 	if opts.Writer == nil {
 		opts.Writer = NewRandomWriter()
+	}
+	if opts.UncommittedAge <= 0 {
+		opts.UncommittedAge = DefaultDeleteDelay
 	}
 	switch {
 	case opts.TargetSegmentSize <= 0:
@@ -214,6 +222,23 @@ func (st *compactState) unit(key string) string {
 	return key
 }
 
+// liveAt returns the segments of level that nothing supersedes, in key order, how
+// many units they make (see unit) and the highest level listed.
+func (st *compactState) liveAt(level int) (live []SegmentInfo, units, maxLevel int) {
+	seen := map[string]bool{}
+	for _, in := range st.infos {
+		maxLevel = max(maxLevel, in.Level)
+		if _, sup := st.supersededBy(in.Key); in.Level == level && !sup {
+			live = append(live, in)
+			if u := st.unit(in.Key); !seen[u] {
+				seen[u] = true
+				units++
+			}
+		}
+	}
+	return live, units, maxLevel
+}
+
 // compactOnce is one attempt of Compact on ref, from listed when the caller
 // listed the session already: it plans from the compacted segments' metadata,
 // marks the inputs of outputs a stopped run left unmarked, merges every level
@@ -239,10 +264,10 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		return res, nil
 	}
 	if ls.strict {
-		// Merging would replace segments the head names; the repository would then
-		// refuse the session as damaged.
-		res.SkippedStrict = true
-		return res, nil
+		// Only segments the head commits are merged, and the head then commits
+		// the outputs in their place (compact_strict.go).
+		err := s.compactStrict(ctx, ref, opts, ls, now, &res)
+		return res, err
 	}
 	st, err := s.newCompactState(ctx, ref, ls.infos)
 	if err != nil {
@@ -343,20 +368,11 @@ func (s *Store) markResumed(ctx context.Context, st *compactState, marks []delet
 func (s *Store) compactLevels(ctx context.Context, st *compactState, opts CompactOptions, res *CompactResult) ([]deletionMark, error) {
 	var added []deletionMark
 	for level := 0; level < 255; level++ {
-		var live []SegmentInfo
-		units := map[string]bool{}
-		maxLevel := 0
-		for _, in := range st.infos {
-			maxLevel = max(maxLevel, in.Level)
-			if _, sup := st.supersededBy(in.Key); in.Level == level && !sup {
-				live = append(live, in)
-				units[st.unit(in.Key)] = true
-			}
-		}
+		live, units, maxLevel := st.liveAt(level)
 		if level > maxLevel {
 			break
 		}
-		if len(units) < opts.MinSegments {
+		if units < opts.MinSegments {
 			continue
 		}
 		c, err := s.compactLevel(ctx, st.ref, st, live, opts)
@@ -367,18 +383,28 @@ func (s *Store) compactLevels(ctx context.Context, st *compactState, opts Compac
 		if opts.DryRun {
 			continue
 		}
-		inputs := make([]string, len(live))
-		for i, in := range live {
-			inputs[i] = in.Key
-		}
-		m, err := s.scheduleDelete(ctx, st.ref, c.Output.Key, inputs, opts)
+		m, err := s.markInputs(ctx, st.ref, c.Output.Key, live, opts, res)
 		if err != nil {
 			return nil, err
 		}
 		added = append(added, m)
-		res.Marked += len(inputs)
 	}
 	return added, nil
+}
+
+// markInputs schedules the deletion of the inputs of the compaction whose output
+// is at key and counts them in res.Marked.
+func (s *Store) markInputs(ctx context.Context, ref TranscriptRef, output string, inputs []SegmentInfo, opts CompactOptions, res *CompactResult) (deletionMark, error) {
+	keys := make([]string, len(inputs))
+	for i, in := range inputs {
+		keys[i] = in.Key
+	}
+	m, err := s.scheduleDelete(ctx, ref, output, keys, opts)
+	if err != nil {
+		return deletionMark{}, err
+	}
+	res.Marked += len(keys)
+	return m, nil
 }
 
 // bucketNow returns the time on the clock that stamps the bucket's objects

@@ -31,6 +31,8 @@ type sessionListing struct {
 	retention *bucket.ObjectInfo
 	strict    bool      // a strict head exists
 	newest    time.Time // the latest ModTime of a segment
+	// stored holds each segment's ModTime, by key: its age on the bucket's clock.
+	stored map[string]time.Time
 	// stray holds the keys under the prefix that are neither a segment, a mark nor
 	// the head (readers ignore them; verify names them).
 	stray []string
@@ -59,6 +61,8 @@ func (s *Store) addListed(ls *sessionListing, sp string, oi bucket.ObjectInfo) {
 		ls.strict = true
 	case rel == RetentionMarkName:
 		ls.retention = &oi
+	case isSummaryName(rel):
+		// a cache of what a list shows (SummaryName), not part of the session's content
 	case isMarkName(rel):
 		ls.marks = append(ls.marks, oi)
 	default:
@@ -69,6 +73,10 @@ func (s *Store) addListed(ls *sessionListing, sp string, oi bucket.ObjectInfo) {
 		}
 		info.Size = oi.Size
 		ls.infos = append(ls.infos, info)
+		if ls.stored == nil {
+			ls.stored = map[string]time.Time{}
+		}
+		ls.stored[oi.Key] = oi.ModTime
 		if oi.ModTime.After(ls.newest) {
 			ls.newest = oi.ModTime
 		}

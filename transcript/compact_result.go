@@ -45,9 +45,14 @@ type CompactResult struct {
 	Contended bool
 	// SkippedRecent reports a session left alone for CompactOptions.OlderThan.
 	SkippedRecent bool
-	// SkippedStrict reports a strict session (one with a HeadName object), which
-	// Compact leaves as it is.
-	SkippedStrict bool
+	// Skipped, when not empty, says why Compact left a strict session (or its
+	// levels from some level up) as it was: SkipCommitOrder or SkipHeadMoved.
+	Skipped string
+	// Uncommitted counts segments of a strict session deleted because its head
+	// does not commit them and they are CompactOptions.UncommittedAge old: the
+	// segments of appends that lost a head race or never wrote their head, and
+	// outputs of compactions that lost the race for the head.
+	Uncommitted int
 	// StaleMarks counts marked segments kept because nothing present supersedes them
 	// any more (their mark is removed).
 	StaleMarks int

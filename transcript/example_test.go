@@ -61,9 +61,9 @@ func ExampleStore_CommitSegment() {
 	header := []byte(`{"type":"session","version":3,"id":"strict","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}`)
 	_, head, _ := store.CreateSession(ctx, ref, [][]byte{header}, w, transcript.CreateOptions{Strict: true})
 
-	_, next, err := store.CommitSegment(ctx, ref, head, [][]byte{[]byte(`{"type":"message","id":"x","parentId":null}`)}, w, "x")
+	_, next, err := store.CommitSegment(ctx, ref, head, [][]byte{[]byte(`{"type":"message","id":"x","parentId":null}`)}, w, "x", nil)
 	fmt.Println("first:", next.Entry, next.Version, err)
-	_, _, err = store.CommitSegment(ctx, ref, head, [][]byte{[]byte(`{"type":"message","id":"y","parentId":null}`)}, w, "y")
+	_, _, err = store.CommitSegment(ctx, ref, head, [][]byte{[]byte(`{"type":"message","id":"y","parentId":null}`)}, w, "y", nil)
 	fmt.Println("second from the same head is a conflict:", errors.Is(err, transcript.ErrConflict))
 
 	stored, _ := store.ReadHead(ctx, ref)

@@ -84,7 +84,7 @@ func TestStore_CommitSegmentRace(t *testing.T) {
 	for i := range writers {
 		go func() {
 			id := string(rune('a' + i))
-			_, h, err := s.CommitSegment(ctx, strictRef, h0, [][]byte{entryLine(id, "")}, transcript.NewRandomWriter(), id)
+			_, h, err := s.CommitSegment(ctx, strictRef, h0, [][]byte{entryLine(id, "")}, transcript.NewRandomWriter(), id, nil)
 			results <- result{id, h, err}
 		}()
 	}
@@ -108,7 +108,7 @@ func TestStore_CommitSegmentRace(t *testing.T) {
 	for _, in := range infos {
 		require.True(t, head.Commits(in.Key))
 	}
-	_, err = s.WriteHead(ctx, strictRef, h0, h0.Commit(infos[0].Key, "x"))
+	_, err = s.WriteHead(ctx, strictRef, h0, h0.Commit(infos[0].Key, "x", nil))
 	require.ErrorIs(t, err, transcript.ErrConflict)
 	require.ErrorIs(t, err, bucket.ErrPreconditionFailed)
 }
@@ -142,7 +142,7 @@ func TestStore_CommitSegmentLostAnswer(t *testing.T) {
 	require.NoError(t, err)
 
 	lb.lose.Store(true)
-	info, h1, err := s.CommitSegment(ctx, strictRef, h0, [][]byte{entryLine("e1", "")}, transcript.NewRandomWriter(), "e1")
+	info, h1, err := s.CommitSegment(ctx, strictRef, h0, [][]byte{entryLine("e1", "")}, transcript.NewRandomWriter(), "e1", nil)
 	require.NoError(t, err)
 	require.True(t, h1.Commits(info.Key))
 	require.Equal(t, h0.Version+1, h1.Version)
@@ -152,7 +152,7 @@ func TestStore_CommitSegmentLostAnswer(t *testing.T) {
 	lb.lose.Store(false)
 	fail := &failHeadWrites{Bucket: lb}
 	sf := newStore(t, fail, transcript.Config{Now: func() time.Time { return now }})
-	_, _, err = sf.CommitSegment(ctx, strictRef, h1, [][]byte{entryLine("e2", "e1")}, transcript.NewRandomWriter(), "e2")
+	_, _, err = sf.CommitSegment(ctx, strictRef, h1, [][]byte{entryLine("e2", "e1")}, transcript.NewRandomWriter(), "e2", nil)
 	require.ErrorIs(t, err, errLost)
 	infos, err := s.ListSegments(ctx, strictRef)
 	require.NoError(t, err)

@@ -34,7 +34,11 @@ type Increment struct {
 	Covered []SegmentInfo
 	// Full reports whether the listing covered the whole session (see ReadNew);
 	// otherwise it held only the newest level-0 keys and the compacted segments.
+	// An increment of ReadCommitted is always full: the head names everything.
 	Full bool
+	// Missing lists, relative to the session, the segments a strict session's
+	// head names that do not exist (ReadCommitted): the session is damaged.
+	Missing []string
 }
 
 // Changed reports whether the increment holds entries or changes the held set.

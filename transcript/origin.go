@@ -1,6 +1,9 @@
 package transcript
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Origin locates where an entry was first stored: the key of the level-0
 // segment that first held it, relative to its session ("L0/{name}.jsonl.zst"),
@@ -35,4 +38,14 @@ func compareOriginKeys(a, b string) int {
 		return c
 	}
 	return strings.Compare(a, b)
+}
+
+// Time returns the key time of the origin's segment: when the entry was first
+// stored, by its writer's clock (zero for a key that does not parse).
+func (o Origin) Time() time.Time {
+	t, err := relKeyTime(o.Key)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }

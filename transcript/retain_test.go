@@ -469,7 +469,7 @@ func TestRetain_LastUpdateIsTheNewestSegment(t *testing.T) {
 	_, head, err := s.CreateSession(ctx, acmeRef("coder", "strict"), [][]byte{entry("h", "")}, w, transcript.CreateOptions{Strict: true, Head: "h"})
 	require.NoError(t, err)
 	backdate(segKeys(acmeRef("coder", "strict"))...)
-	_, err = s.WriteHead(ctx, acmeRef("coder", "strict"), head, head.Commit(segKeys(acmeRef("coder", "strict"))[0], "h"))
+	_, err = s.WriteHead(ctx, acmeRef("coder", "strict"), head, head.Commit(segKeys(acmeRef("coder", "strict"))[0], "h", nil))
 	require.NoError(t, err, "a fresh head")
 
 	appendChain(t, s, acmeRef("coder", "marked"), w, "k", "", 3)

@@ -59,6 +59,23 @@ func newerMark(mark, rel string) string {
 	return mark
 }
 
+// With returns the set with the segments at keys (full or relative) added, and
+// the same listing state: what a writer that stored those segments holds. s is
+// unchanged.
+func (s SegmentSet) With(keys ...string) SegmentSet {
+	n := s
+	n.m = make(map[string]struct{}, len(s.m)+len(keys))
+	for k := range s.m {
+		n.m[k] = struct{}{}
+	}
+	for _, k := range keys {
+		rel := sessionRelKey(k)
+		n.m[rel] = struct{}{}
+		n.mark = newerMark(n.mark, rel)
+	}
+	return n
+}
+
 // Has reports whether the segment at key (full or relative) is in the set.
 func (s SegmentSet) Has(key string) bool {
 	_, ok := s.m[sessionRelKey(key)]

@@ -21,6 +21,10 @@ type CreateOptions struct {
 	Strict bool
 	// Head is the head entry of a strict session's first head.
 	Head string
+	// Summary is what the strict session's first head records for lists (see
+	// Summary; its Updated is set to the segment's key time); nil writes a head
+	// of format 1, without one.
+	Summary *Summary
 }
 
 // SessionExists reports whether ref holds a segment or a head object, with one
@@ -61,7 +65,7 @@ func (s *Store) CreateSession(ctx context.Context, ref TranscriptRef, entries []
 	if !opts.Strict {
 		return info, Head{}, nil
 	}
-	h, err := s.WriteHead(ctx, ref, Head{}, Head{}.Commit(info.Key, opts.Head))
+	h, err := s.WriteHead(ctx, ref, Head{}, Head{}.Commit(info.Key, opts.Head, stamped(opts.Summary, info)))
 	if err != nil {
 		_ = s.cfg.Bucket.Delete(ctx, info.Key) // best effort: it is not committed
 		if errors.Is(err, ErrConflict) {
@@ -74,47 +78,124 @@ func (s *Store) CreateSession(ctx context.Context, ref TranscriptRef, entries []
 
 // CommitSegment stores entries as a new segment of strict session ref, written
 // by w, and commits it: it advances the head from prev (as read) to one that
-// also names the segment, with head entry entry (WriteHead). It returns the
-// segment and the head that commits it: the one written, or, when the answer to
-// the head write was lost although the write took effect, the stored head (which
-// other writers may have advanced since; its Version then exceeds prev's by more
-// than one).
+// also names the segment, with head entry entry and summary sum (nil keeps
+// prev's as it is; sum's Updated is set to the segment's key time), by a
+// conditional write (WriteHead). It returns the segment and the
+// head that commits it: the one written, or, when the answer to the head write
+// was lost although the write took effect, the stored head (which other writers
+// may have advanced since; its Version then exceeds prev's by more than one).
 //
-// When another writer advanced the head first, the segment is deleted at once
-// and the error wraps ErrConflict; when the head is gone (the session was
-// deleted), bucket.ErrNotFound. Any other failure of the head write leaves the
-// segment uncommitted for DeleteUncommitted: readers of the head never see it.
-func (s *Store) CommitSegment(ctx context.Context, ref TranscriptRef, prev Head, entries [][]byte, w *Writer, entry string) (SegmentInfo, Head, error) {
+// A head that only a compaction moved since prev (same Version and Entry: the
+// compaction replaced committed segments by their union) is no conflict: the
+// commit is made again on the head as it is now, so the compaction job never
+// makes an append fail. When another writer committed first, the segment is
+// deleted at once and the error wraps ErrConflict; when the head is gone (the
+// session was deleted), bucket.ErrNotFound. Any other failure of the head write
+// leaves the segment uncommitted for DeleteUncommitted: readers of the head
+// never see it.
+func (s *Store) CommitSegment(ctx context.Context, ref TranscriptRef, prev Head, entries [][]byte, w *Writer, entry string, sum *Summary) (SegmentInfo, Head, error) {
 	info, err := s.AppendSegment(ctx, ref, entries, w)
 	if err != nil {
 		return SegmentInfo{}, Head{}, err
 	}
-	next, werr := s.WriteHead(ctx, ref, prev, prev.Commit(info.Key, entry))
-	if werr == nil {
-		return info, next, nil
+	if sum == nil {
+		sum = prev.Summary
+	} else {
+		sum = stamped(sum, info)
 	}
-	cur, err := s.ReadHead(ctx, ref)
-	if err == nil && cur.Commits(info.Key) {
-		return info, cur, nil // the write took effect; its answer was lost
+	base := prev
+	for attempt := 0; ; attempt++ {
+		next, werr := s.WriteHead(ctx, ref, base, base.Commit(info.Key, entry, sum))
+		if werr == nil {
+			return info, next, nil
+		}
+		cur, err := s.ReadHead(ctx, ref)
+		if err == nil {
+			if ok, herr := s.headHolds(ctx, ref, prev, cur, info.Key); herr != nil {
+				return SegmentInfo{}, Head{}, herr
+			} else if ok {
+				return info, cur, nil // the write took effect; its answer was lost
+			}
+		}
+		if err != nil && !errors.Is(err, bucket.ErrNotFound) || !errors.Is(werr, ErrConflict) {
+			return SegmentInfo{}, Head{}, werr
+		}
+		if err == nil && cur.Version == prev.Version && cur.Entry == prev.Entry && attempt < s.cfg.MaxRelists {
+			base = cur // only a compaction moved the head: commit on top of it
+			continue
+		}
+		_ = s.cfg.Bucket.Delete(ctx, info.Key) // best effort: garbage either way
+		if err != nil {
+			return SegmentInfo{}, Head{}, fmt.Errorf("commit to %s: %w", ref.Norm(), err)
+		}
+		return SegmentInfo{}, Head{}, fmt.Errorf("commit to %s: %w: another writer committed first (head %q)", ref.Norm(), ErrConflict, cur.Entry)
 	}
-	if err != nil && !errors.Is(err, bucket.ErrNotFound) || !errors.Is(werr, ErrConflict) {
-		return SegmentInfo{}, Head{}, werr
+}
+
+// stamped returns a copy of sum (nil stays nil) updated as of the segment info:
+// the last append.
+func stamped(sum *Summary, info SegmentInfo) *Summary {
+	if sum == nil {
+		return nil
 	}
-	_ = s.cfg.Bucket.Delete(ctx, info.Key) // best effort: garbage either way
-	if err != nil {
-		return SegmentInfo{}, Head{}, fmt.Errorf("commit to %s: %w", ref.Norm(), err)
+	c := *sum
+	c.Updated = info.Time
+	return &c
+}
+
+// headHolds reports whether cur, read after a head write from prev whose answer
+// was lost, commits the segment at key: it names it, or (when commits followed
+// and a compaction merged it already) a compacted segment that cur names and prev
+// did not holds it as an input, directly or through a compacted input of its own.
+func (s *Store) headHolds(ctx context.Context, ref TranscriptRef, prev, cur Head, key string) (bool, error) {
+	if cur.Commits(key) {
+		return true, nil
 	}
-	return SegmentInfo{}, Head{}, fmt.Errorf("commit to %s: %w: another writer committed first (head %q)", ref.Norm(), ErrConflict, cur.Entry)
+	if cur.Version <= prev.Version {
+		return false, nil
+	}
+	rel := sessionRelKey(key)
+	var queue []string
+	for _, named := range cur.Segments {
+		if relLevel(named) > 0 && !prev.Commits(named) {
+			queue = append(queue, named)
+		}
+	}
+	for seen := map[string]bool{}; len(queue) > 0; queue = queue[1:] {
+		if seen[queue[0]] {
+			continue
+		}
+		seen[queue[0]] = true
+		m, err := s.ReadSegmentMeta(ctx, s.sessionKey(ref, queue[0]))
+		if errors.Is(err, bucket.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("commit to %s: %w", ref.Norm(), err)
+		}
+		for _, in := range m.Inputs {
+			switch in = sessionRelKey(in); {
+			case in == rel:
+				return true, nil
+			case relLevel(in) > 0 && !prev.Commits(in):
+				queue = append(queue, in)
+			}
+		}
+	}
+	return false, nil
 }
 
 // DeleteUncommitted deletes the segments of strict session ref that its head
 // does not commit and that were created (by key time) before cutoff: segments of
 // writers that lost a head race, or crashed between their segment and their head
-// write. cutoff must leave out every append still in progress (the longest time
-// from a segment's creation to its head write, clock skew included). It lists
-// before it reads the head, so a segment committed in between is kept. It
-// returns how many segments it deleted; a session without a head has none to
-// delete, and one without a head or segments gives bucket.ErrNotFound.
+// write, and outputs of compactions that lost the race for the head. A segment
+// held by a compacted segment the head names (a compaction input waiting for its
+// delete delay) is committed: the compaction job deletes it. cutoff must leave out
+// every append still in progress (the longest time from a segment's creation to
+// its head write, clock skew included). It lists before it reads the head, so a
+// segment committed in between is kept. It returns how many segments it deleted;
+// a session without a head has none to delete, and one without a head or
+// segments gives bucket.ErrNotFound.
 func (s *Store) DeleteUncommitted(ctx context.Context, ref TranscriptRef, cutoff time.Time) (int, error) {
 	infos, err := s.ListSegments(ctx, ref)
 	if err != nil {
@@ -130,9 +211,13 @@ func (s *Store) DeleteUncommitted(ctx context.Context, ref TranscriptRef, cutoff
 	if err != nil {
 		return 0, err
 	}
+	committed, err := s.committedClosure(ctx, ref.Norm(), h)
+	if err != nil {
+		return 0, err
+	}
 	deleted := 0
 	for _, info := range infos {
-		if h.Commits(info.Key) || info.Time.After(cutoff) {
+		if committed[sessionRelKey(info.Key)] || info.Time.After(cutoff) {
 			continue
 		}
 		if err := s.cfg.Bucket.Delete(ctx, info.Key); err != nil {
@@ -141,4 +226,40 @@ func (s *Store) DeleteUncommitted(ctx context.Context, ref TranscriptRef, cutoff
 		deleted++
 	}
 	return deleted, nil
+}
+
+// committedClosure returns, by relative key, the segments h commits: those it
+// names and the inputs of the compacted segments it names, down every level (the
+// inputs of a compacted input too). A named compacted segment whose metadata
+// cannot be read fails it, so that nothing it may hold is taken for garbage; an
+// input that is gone is skipped.
+func (s *Store) committedClosure(ctx context.Context, ref TranscriptRef, h Head) (map[string]bool, error) {
+	out := make(map[string]bool, len(h.Segments))
+	var queue []string
+	for _, rel := range h.Segments {
+		out[rel] = true
+		if relLevel(rel) > 0 {
+			queue = append(queue, rel)
+		}
+	}
+	named := len(queue)
+	for i := 0; i < len(queue); i++ {
+		m, err := s.ReadSegmentMeta(ctx, s.sessionKey(ref, queue[i]))
+		if errors.Is(err, bucket.ErrNotFound) && i >= named {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read what the head of %s commits: %w", ref, err)
+		}
+		for _, in := range m.Inputs {
+			k := sessionRelKey(in)
+			if relLevel(k) >= 0 && relLevel(k) < relLevel(queue[i]) && !out[k] {
+				out[k] = true
+				if relLevel(k) > 0 {
+					queue = append(queue, k)
+				}
+			}
+		}
+	}
+	return out, nil
 }

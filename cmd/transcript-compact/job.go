@@ -60,7 +60,6 @@ type summary struct {
 	SessionsListed    int    `json:"sessionsListed"`
 	SessionsScanned   int    `json:"sessionsScanned"`
 	SessionsSkipped   int    `json:"sessionsSkippedRecent"`
-	SessionsStrict    int    `json:"sessionsSkippedStrict"`
 	SessionsContended int    `json:"sessionsContended"`
 	SessionsCompacted int    `json:"sessionsCompacted"`
 	SessionsFailed    int    `json:"sessionsFailed"`
@@ -72,17 +71,49 @@ type summary struct {
 	Deletions         int    `json:"deletions"`
 	PendingDeletions  int    `json:"pendingDeletions"`
 	// Payload objects no segment references (collectPayloads).
-	PayloadsMarked      int      `json:"payloadsMarked"`
-	PayloadsDeleted     int      `json:"payloadsDeleted"`
-	PayloadBytesDeleted int64    `json:"payloadBytesDeleted"`
-	PayloadsPending     int      `json:"payloadsPending"`
-	Errors              []string `json:"errors"`
-	DurationSeconds     float64  `json:"durationSeconds"`
-	SessionsPerSecond   float64  `json:"sessionsPerSecond"`
-	InputMBPerSecond    float64  `json:"inputMBPerSecond"`
+	PayloadsMarked      int   `json:"payloadsMarked"`
+	PayloadsDeleted     int   `json:"payloadsDeleted"`
+	PayloadBytesDeleted int64 `json:"payloadBytesDeleted"`
+	PayloadsPending     int   `json:"payloadsPending"`
+	// Uncommitted counts segments of strict sessions deleted because no head
+	// commits them (transcript.CompactResult.Uncommitted).
+	Uncommitted int `json:"uncommittedDeletions"`
+	// Skipped names every session the job left as it was, or left some levels
+	// of, and why, in the order they were done.
+	Skipped           []skippedSession `json:"skipped"`
+	Errors            []string         `json:"errors"`
+	DurationSeconds   float64          `json:"durationSeconds"`
+	SessionsPerSecond float64          `json:"sessionsPerSecond"`
+	InputMBPerSecond  float64          `json:"inputMBPerSecond"`
 
 	// Retention is set when a retention policy was applied (retention.go).
 	Retention *retentionSummary `json:"retention,omitempty"`
+}
+
+// skippedSession is a session the job left as it was (or left some levels of)
+// and why.
+type skippedSession struct {
+	Session string `json:"session"`
+	Reason  string `json:"reason"`
+}
+
+// Why the job skips a session, besides the reasons transcript.CompactResult.Skipped gives.
+const (
+	reasonRecent    = "recent: a segment was stored less than --older-than ago"
+	reasonContended = "contended: another compaction kept deleting what this one listed"
+)
+
+// skipReason returns why res says its session was skipped ("" when it was not).
+func skipReason(res transcript.CompactResult) string {
+	switch {
+	case res.SkippedRecent:
+		return reasonRecent
+	case res.Contended:
+		return reasonContended
+	case res.Skipped != "":
+		return res.Skipped
+	}
+	return ""
 }
 
 // inShard reports whether ref belongs to shard i of n, by a stable hash of the ref, so
@@ -136,7 +167,7 @@ func (j *job) sessions(ctx context.Context) ([]transcript.TranscriptRef, error) 
 // when the job could not start (listing failed) or ctx ended.
 func (j *job) run(ctx context.Context) (*summary, error) {
 	start := time.Now()
-	sum := &summary{Shard: fmt.Sprintf("%d/%d", j.shard, j.shards), DryRun: j.opts.DryRun, Errors: []string{}}
+	sum := &summary{Shard: fmt.Sprintf("%d/%d", j.shard, j.shards), DryRun: j.opts.DryRun, Errors: []string{}, Skipped: []skippedSession{}}
 	var err error
 	if j.session == "" {
 		err = j.runListed(ctx, sum)
@@ -237,14 +268,14 @@ func (j *job) record(sum *summary, ref transcript.TranscriptRef, res transcript.
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if why := skipReason(res); why != "" {
+		sum.Skipped = append(sum.Skipped, skippedSession{Session: ref.String(), Reason: why})
+	}
 	if res.SkippedRecent {
 		sum.SessionsSkipped++
 		return
 	}
 	sum.SessionsScanned++
-	if res.SkippedStrict {
-		sum.SessionsStrict++
-	}
 	if res.Contended {
 		sum.SessionsContended++
 	}
@@ -258,6 +289,7 @@ func (j *job) record(sum *summary, ref transcript.TranscriptRef, res transcript.
 	sum.Marks += res.Marked
 	sum.Deletions += res.Deleted
 	sum.PendingDeletions += res.Pending
+	sum.Uncommitted += res.Uncommitted
 	if j.opts.DryRun {
 		for _, c := range res.Compactions {
 			fmt.Fprintf(j.out, "plan %s: %d L%d segments (%d bytes) -> L%d of %d entries (%d bytes)\n",

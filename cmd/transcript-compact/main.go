@@ -100,6 +100,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.BoolVar(&j.opts.DryRun, "dry-run", false, "print the plan and change nothing")
 	fs.BoolVar(&jsonOut, "json", false, "print the summary as JSON on stdout")
 	fs.StringVar(&writerID, "writer", "", "writer `ID` of the compacted segments (default: host name and random hex)")
+	fs.DurationVar(&j.opts.UncommittedAge, "uncommitted-age", transcript.DefaultDeleteDelay,
+		"delete segments of strict sessions that no head commits once this old, by the bucket's clock (longer than any append takes)")
 	fs.Int64Var(&j.opts.TargetSegmentSize, "target-segment-size", segment.DefaultTargetSegmentSize,
 		"split an output above this many `BYTES` of JSONL into a group of parts of one level")
 	rf.register(fs)
@@ -122,6 +124,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return cli.Usagef("--delete-delay %s: want 0 or more", delay)
 	case j.parallel < 1:
 		return cli.Usagef("--parallel %d: want at least 1", j.parallel)
+	case j.opts.UncommittedAge <= 0:
+		return cli.Usagef("--uncommitted-age %s: want more than 0", j.opts.UncommittedAge)
 	case j.olderThan < 0:
 		return cli.Usagef("--older-than %s: want 0 or more", j.olderThan)
 	case j.opts.TargetSegmentSize < 1 || j.opts.TargetSegmentSize > segment.DefaultMaxSegmentSize:
@@ -178,16 +182,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	return nil
 }
 
-// printSummary prints the job's summary as one line of text.
+// printSummary prints a line for every session the job skipped, with why, then
+// the job's summary as one line of text.
 func printSummary(w io.Writer, sum *summary) {
+	for _, sk := range sum.Skipped {
+		fmt.Fprintf(w, "skipped %s: %s\n", cli.Escape(sk.Session), sk.Reason)
+	}
 	verb := "compacted"
 	if sum.DryRun {
 		verb = "would compact"
 	}
-	fmt.Fprintf(w, "shard %s: %s scanned, %s %d (%s, %d bytes -> %s, %d bytes); %d marked, %d deleted, %d waiting for their delay; %d skipped as recent, %d failed; %.1fs\n",
+	fmt.Fprintf(w, "shard %s: %s scanned, %s %d (%s, %d bytes -> %s, %d bytes); %d marked, %d deleted, %d waiting for their delay, %d uncommitted deleted; %d skipped (%d as recent), %d failed; %.1fs\n",
 		sum.Shard, cli.Count(sum.SessionsScanned, "session"), verb, sum.SessionsCompacted,
 		cli.Count(sum.SegmentsIn, "segment"), sum.BytesIn, cli.Count(sum.SegmentsOut, "segment"), sum.BytesOut,
-		sum.Marks, sum.Deletions, sum.PendingDeletions, sum.SessionsSkipped, sum.SessionsFailed, sum.DurationSeconds)
+		sum.Marks, sum.Deletions, sum.PendingDeletions, sum.Uncommitted, len(sum.Skipped), sum.SessionsSkipped,
+		sum.SessionsFailed, sum.DurationSeconds)
 	if sum.Retention != nil {
 		printRetentionSummary(w, sum.Retention, sum.DryRun)
 	}

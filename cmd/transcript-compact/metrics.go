@@ -47,7 +47,7 @@ func pushMetrics(ctx context.Context, url string, sum *summary, shard, shards in
 	labelled("sessions", "Sessions of the last run, by result.", "result", map[string]float64{
 		"listed": float64(sum.SessionsListed), "scanned": float64(sum.SessionsScanned),
 		"compacted": float64(sum.SessionsCompacted), "skipped_recent": float64(sum.SessionsSkipped),
-		"skipped_strict": float64(sum.SessionsStrict), "contended": float64(sum.SessionsContended),
+		"skipped": float64(len(sum.Skipped)), "contended": float64(sum.SessionsContended),
 		"failed": float64(sum.SessionsFailed),
 	})
 	labelled("segments", "Segments of the last run: merged (in), written (out), marked, deleted, waiting for their delay (pending).", "kind", map[string]float64{

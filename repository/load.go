@@ -1,0 +1,245 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// A Session caches what it has read: every entry in sequence order (commit
+// order in strict mode, merge order otherwise), the segments it holds them
+// from, and (strict mode) the head it read. Reading the session again costs what
+// is new (refresh.go): in strict mode one GET of the head, and the segments it
+// names that the handle lacks; in default mode one listing of the session
+// (transcript.Store.ReadNew) and the segments it lacks. In strict mode an
+// increment always goes after the entries held (commits only extend the commit
+// order; a compaction changes the segments the head names, not its entries). In
+// default mode it does when that is where a full read puts it (its entries
+// originate after every entry held and none of them is the missing parent of an
+// entry held); otherwise the session is read afresh and its epoch changes when
+// the sequence is not an extension of the one before.
+
+// load reads the session afresh: its head (if strict) and every committed (or
+// visible) segment. The caller holds s.mu (or owns s exclusively).
+func (s *Session) load(ctx context.Context) error {
+	hs, err := s.repo.store.ReadHead(ctx, s.ref)
+	strict := err == nil
+	if err != nil && !errors.Is(err, bucket.ErrNotFound) {
+		return fmt.Errorf("open session %q: %w", s.id, headError(err))
+	}
+	var inc *transcript.Increment
+	if strict {
+		hs, inc, err = s.store().ReadCommitted(ctx, s.ref, hs, transcript.SegmentSet{})
+	} else {
+		inc, err = s.view().ReadNew(ctx, s.ref, transcript.SegmentSet{})
+	}
+	if errors.Is(err, bucket.ErrNotFound) {
+		return notFound(s.id)
+	}
+	if err != nil {
+		return fmt.Errorf("open session %q: %w", s.id, headError(err))
+	}
+	entries := inc.Entries
+	if strict && !s.asOf.IsZero() {
+		entries = asOf(entries, s.asOf)
+	}
+	if strict {
+		entries = commitOrder(hs, s.prefix, entries)
+	}
+	if len(entries) == 0 && (!strict || !s.asOf.IsZero()) {
+		return notFound(s.id) // nothing by then (a strict head commits its first segment)
+	}
+	prev := s.entries
+	s.strict, s.hs, s.broken, s.stale = strict, hs, nil, false
+	s.header, s.entries, s.have = pi.Header{}, nil, inc.Have
+	s.byID, s.waiting = map[string][]byte{}, map[string]bool{}
+	s.frontier, s.updated, s.name = transcript.Origin{}, time.Time{}, ""
+	s.fullAt = time.Time{}
+	if !strict && inc.Full {
+		s.fullAt = time.Now() // the session was just listed whole
+	}
+	s.add(entries)
+	s.leaf = pi.ActiveLeafID(s.entries)
+	if strict {
+		s.checkHead(inc.Missing)
+	}
+	if !extends(s.entries, prev) {
+		s.epoch++
+	}
+	return nil
+}
+
+// extends reports whether entries begin with prev, id for id: the sequence
+// numbers prev gave stay those of the same entries.
+func extends(entries, prev []pi.Entry) bool {
+	if len(prev) > len(entries) {
+		return false
+	}
+	for i, e := range prev {
+		if entries[i].ID() != e.ID() {
+			return false
+		}
+	}
+	return true
+}
+
+// commitOrder returns entries of strict session (key prefix prefix) in commit
+// order by its head h: by the place in h of the segment each was read from, then
+// by origin (within one segment, its order). Entries read from a level-0 input
+// of a compacted segment h names, in its place (transcript.Store.ReadCommitted),
+// come before those of the segments h names: a reader fetches inputs only of a
+// compacted segment that holds the oldest commits it lacks.
+func commitOrder(h transcript.Head, prefix string, entries []transcript.Entry) []transcript.Entry {
+	place := make(map[string]int, len(h.Segments))
+	for i, rel := range h.Segments {
+		place[rel] = i
+	}
+	rank := func(e transcript.Entry) int {
+		if i, ok := place[strings.TrimPrefix(e.Segment, prefix)]; ok {
+			return i
+		}
+		return -1
+	}
+	out := slices.Clone(entries)
+	slices.SortStableFunc(out, func(a, b transcript.Entry) int {
+		if c := rank(a) - rank(b); c != 0 {
+			return c
+		}
+		return a.Origin.Compare(b.Origin)
+	})
+	return out
+}
+
+// view returns the store a default-mode session's reads go through: as of a
+// time, only the segments created by then (transcript.Store.View).
+func (s *Session) view() *transcript.Store {
+	st := s.store()
+	if asOf := s.asOf; !asOf.IsZero() {
+		st = st.View(func(info transcript.SegmentInfo) bool { return !info.Time.After(asOf) })
+	}
+	return st
+}
+
+// store returns the store the session's loads read from: entries as stored,
+// their large payloads left in the bucket, for a handle loaded only for its
+// metadata (infoOnly), else entries as written.
+func (s *Session) store() *transcript.Store {
+	if s.infoOnly {
+		return s.repo.store.Stored()
+	}
+	return s.repo.store
+}
+
+// asOf returns the entries first stored at or before t (by their origin's key
+// time): a strict session as it was then, compacted or not.
+func asOf(entries []transcript.Entry, t time.Time) []transcript.Entry {
+	var out []transcript.Entry
+	for _, e := range entries {
+		if !e.Origin.Time().After(t) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// add appends entries (in merge order, after those held) to the cache.
+func (s *Session) add(entries []transcript.Entry) {
+	for _, e := range entries {
+		if _, ok := s.byID[e.ID]; ok {
+			continue
+		}
+		s.byID[e.ID] = e.Raw
+		delete(s.waiting, e.ID)
+		if e.Origin.Compare(s.frontier) > 0 {
+			s.frontier = e.Origin
+		}
+		s.updated = later(s.updated, e.Origin.Time())
+		if h, err := pi.ParseHeader(e.Raw); err == nil {
+			if s.header.IsZero() {
+				s.header = h
+			}
+			continue
+		}
+		se, err := pi.ParseEntry(e.Raw)
+		if err != nil {
+			continue
+		}
+		s.entries = append(s.entries, se)
+		if n := pi.SessionName([]pi.Entry{se}); n != "" {
+			s.name = n
+		}
+		if p, ok := se.ParentID(); ok {
+			if _, known := s.byID[p]; !known {
+				s.waiting[p] = true
+			}
+		}
+	}
+}
+
+// fits reports whether the increment's entries new to the cache go after those
+// held in sequence order: no id held comes with other bytes and, in default
+// mode (merge order), each originates after every entry held and none is the
+// missing parent of an entry held. In strict mode what a head commits after the
+// entries held is after them in commit order.
+func (s *Session) fits(entries []transcript.Entry) bool {
+	for _, e := range entries {
+		raw, held := s.byID[e.ID]
+		switch {
+		case held && string(raw) != string(e.Raw):
+			return false
+		case held, s.strict:
+		case s.waiting[e.ID], e.Origin.Compare(s.frontier) <= 0:
+			return false
+		}
+	}
+	return true
+}
+
+// newIn returns the entries that the cache lacks.
+func (s *Session) newIn(entries []transcript.Entry) []transcript.Entry {
+	var out []transcript.Entry
+	for _, e := range entries {
+		if _, ok := s.byID[e.ID]; !ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// parsed returns the Pi entries among entries (the header and entries that do
+// not parse left out).
+func parsed(entries []transcript.Entry) []pi.Entry {
+	var out []pi.Entry
+	for _, e := range entries {
+		if pe, err := pi.ParseEntry(e.Raw); err == nil {
+			out = append(out, pe)
+		}
+	}
+	return out
+}
+
+// checkHead compares the stored head with the head computed from the committed
+// entries in commit order (s.leaf, as load computed it), and marks the session
+// broken if they differ or a committed segment is missing. As of a time, the
+// computed head is the head.
+func (s *Session) checkHead(missing []string) {
+	computed := s.leaf
+	if !s.asOf.IsZero() {
+		return
+	}
+	switch {
+	case len(missing) > 0:
+		s.broken = fmt.Errorf("session %q: %w: the head commits %d segments, %d are missing (%s, ...)",
+			s.id, ErrHeadMismatch, len(s.hs.Segments), len(missing), missing[0])
+	case computed != s.hs.Entry:
+		s.broken = fmt.Errorf("session %q: %w: stored head %q, computed %q",
+			s.id, ErrHeadMismatch, s.hs.Entry, computed)
+	}
+}

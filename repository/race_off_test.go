@@ -1,0 +1,5 @@
+//go:build !race
+
+package repository_test
+
+const raceEnabled = false

@@ -1,0 +1,140 @@
+package transcript
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// Head object formats: 1 (version, head, segments) is read; 2 adds the session's
+// Summary and is what WriteHead writes.
+const (
+	headFormatV1 = 1
+	headFormat   = 2
+)
+
+// headJSON is the stored form of a Head.
+type headJSON struct {
+	Format   int          `json:"format"`
+	Version  uint64       `json:"version"`
+	Head     string       `json:"head"`
+	Segments []string     `json:"segments"`
+	Session  *summaryJSON `json:"session,omitempty"`
+}
+
+// headKey returns the key of ref's head object (ref normalised).
+func (s *Store) headKey(ref TranscriptRef) string {
+	return sessionPrefix(s.cfg.Prefix, ref) + HeadName
+}
+
+// ReadHead reads the head object of strict session ref, with its ETag. A session
+// without one (a default-mode session, or none at all) gives an error wrapping
+// bucket.ErrNotFound; one that does not parse wraps ErrInvalidHead. The key times
+// of the level-0 segments it names feed the store's clock, so that a segment this
+// store writes next sorts after every one committed (key order is then commit
+// order, which Compact needs to merge a strict session's segments).
+func (s *Store) ReadHead(ctx context.Context, ref TranscriptRef) (Head, error) {
+	ref, visible, err := s.checkRef(ref)
+	if err != nil {
+		return Head{}, err
+	}
+	if !visible {
+		return Head{}, fmt.Errorf("read head of %s: %w", ref, bucket.ErrNotFound)
+	}
+	data, etag, err := s.cfg.Bucket.GetWithETag(ctx, s.headKey(ref))
+	if err != nil {
+		return Head{}, fmt.Errorf("read head of %s: %w", ref, err)
+	}
+	h, err := decodeHead(data)
+	if err != nil {
+		return Head{}, fmt.Errorf("read head of %s: %w", ref, err)
+	}
+	h.etag = etag
+	s.observeHead(ref, h)
+	return h, nil
+}
+
+// decodeHead parses the bytes of a head object (format 1 or 2). Errors wrap
+// ErrInvalidHead.
+func decodeHead(data []byte) (Head, error) {
+	var hj headJSON
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&hj); err != nil {
+		return Head{}, fmt.Errorf("%w: %w", ErrInvalidHead, err)
+	}
+	switch {
+	case hj.Format != headFormatV1 && hj.Format != headFormat:
+		return Head{}, fmt.Errorf("%w: format %d, want %d or %d", ErrInvalidHead, hj.Format, headFormatV1, headFormat)
+	case hj.Format == headFormat && hj.Session == nil:
+		return Head{}, fmt.Errorf("%w: format %d without a session summary", ErrInvalidHead, hj.Format)
+	}
+	for _, rel := range hj.Segments {
+		if relLevel(rel) < 0 {
+			return Head{}, fmt.Errorf("%w: %q is not a segment key", ErrInvalidHead, rel)
+		}
+	}
+	return Head{Version: hj.Version, Entry: hj.Head, Segments: hj.Segments, Summary: hj.Session.summary()}, nil
+}
+
+// encodeHead returns the bytes WriteHead stores for h: format 2 when h has a
+// Summary, else format 1.
+func encodeHead(h Head) ([]byte, error) {
+	hj := headJSON{Format: headFormat, Version: h.Version, Head: h.Entry, Segments: h.Segments, Session: h.Summary.toJSON()}
+	if h.Summary == nil {
+		hj.Format = headFormatV1
+	}
+	if hj.Segments == nil {
+		hj.Segments = []string{}
+	}
+	return json.Marshal(hj)
+}
+
+// observeHead feeds the clock with the newest key time of the level-0 segments h
+// names.
+func (s *Store) observeHead(ref TranscriptRef, h Head) {
+	var newest time.Time
+	for _, rel := range h.Segments {
+		if relLevel(rel) != 0 {
+			continue
+		}
+		if t, err := relKeyTime(rel); err == nil && t.After(newest) {
+			newest = t
+		}
+	}
+	if !newest.IsZero() {
+		s.cfg.Clock.Observe(ref, newest)
+	}
+}
+
+// WriteHead replaces the head of ref, as read in prev, with next, by a
+// conditional write: only if the stored head is still prev (its ETag), or, for a
+// prev never stored (the zero Head), only if ref has no head yet. When the
+// condition fails nothing is written and the error wraps ErrConflict (and
+// bucket.ErrPreconditionFailed). It returns next as stored, with its new ETag.
+func (s *Store) WriteHead(ctx context.Context, ref TranscriptRef, prev, next Head) (Head, error) {
+	ref, visible, err := s.checkRef(ref)
+	if err != nil {
+		return Head{}, err
+	}
+	if !visible {
+		return Head{}, fmt.Errorf("write head of %s: %w: %w", ref, errOutside(ref), ErrInvalidRef)
+	}
+	data, err := encodeHead(next)
+	if err != nil {
+		return Head{}, fmt.Errorf("write head of %s: %w", ref, err)
+	}
+	cond := bucket.Cond{IfMatch: prev.etag, IfNoneMatch: prev.etag == ""}
+	etag, err := s.cfg.Bucket.PutIf(ctx, s.headKey(ref), bytes.NewReader(data), int64(len(data)), cond)
+	if errors.Is(err, bucket.ErrPreconditionFailed) {
+		return Head{}, fmt.Errorf("write head of %s: %w: %w", ref, ErrConflict, err)
+	}
+	if err != nil {
+		return Head{}, fmt.Errorf("write head of %s: %w", ref, err)
+	}
+	next.etag = etag
+	return next, nil
+}

@@ -117,21 +117,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if j.shard, j.shards, err = parseShard(shard); err != nil {
 		return cli.Usagef("%v", err)
 	}
-	switch {
-	case minSegments < 2:
-		return cli.Usagef("--min-segments %d: want at least 2", minSegments)
-	case delay < 0:
-		return cli.Usagef("--delete-delay %s: want 0 or more", delay)
-	case j.parallel < 1:
-		return cli.Usagef("--parallel %d: want at least 1", j.parallel)
-	case j.opts.UncommittedAge <= 0:
-		return cli.Usagef("--uncommitted-age %s: want more than 0", j.opts.UncommittedAge)
-	case j.olderThan < 0:
-		return cli.Usagef("--older-than %s: want 0 or more", j.olderThan)
-	case j.opts.TargetSegmentSize < 1 || j.opts.TargetSegmentSize > segment.DefaultMaxSegmentSize:
-		return cli.Usagef("--target-segment-size %d: want 1 to %d", j.opts.TargetSegmentSize, segment.DefaultMaxSegmentSize)
-	case j.session != "" && j.agent == "":
-		return cli.Usagef("--session needs --agent")
+	if err := j.checkFlags(minSegments, delay); err != nil {
+		return err
 	}
 	if j.retention, err = rf.retention(j.session); err != nil {
 		return err
@@ -178,6 +165,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	if sum.SessionsFailed > 0 || sum.Retention.problems() > 0 {
 		return cli.ErrProblems
+	}
+	return nil
+}
+
+// checkFlags refuses flag values the job cannot run with, as usage errors.
+func (j *job) checkFlags(minSegments int, delay time.Duration) error {
+	switch {
+	case minSegments < 2:
+		return cli.Usagef("--min-segments %d: want at least 2", minSegments)
+	case delay < 0:
+		return cli.Usagef("--delete-delay %s: want 0 or more", delay)
+	case j.parallel < 1:
+		return cli.Usagef("--parallel %d: want at least 1", j.parallel)
+	case j.opts.UncommittedAge <= 0:
+		return cli.Usagef("--uncommitted-age %s: want more than 0", j.opts.UncommittedAge)
+	case j.olderThan < 0:
+		return cli.Usagef("--older-than %s: want 0 or more", j.olderThan)
+	case j.opts.TargetSegmentSize < 1 || j.opts.TargetSegmentSize > segment.DefaultMaxSegmentSize:
+		return cli.Usagef("--target-segment-size %d: want 1 to %d", j.opts.TargetSegmentSize, segment.DefaultMaxSegmentSize)
+	case j.session != "" && j.agent == "":
+		return cli.Usagef("--session needs --agent")
 	}
 	return nil
 }

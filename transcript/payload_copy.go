@@ -225,7 +225,7 @@ func (s *Store) copyPayload(ctx context.Context, from, ns string, h PayloadHash,
 		return wrapKey("copy payload", src, err)
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, int64(size)+int64(size)/64+1<<10))
+	data, err := io.ReadAll(io.LimitReader(rc, maxPayloadObject(size)))
 	if err != nil {
 		return wrapKey("copy payload", src, err)
 	}

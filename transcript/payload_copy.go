@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -24,9 +24,10 @@ import (
 // written. Before the segment PUT the writer checks each distinct payload as
 // payload_write.go's writers do:
 //
-//  1. a Stat of its deletion mark in the destination namespace: a marked payload
-//     may be deleted soon, so the entries that reference it are written with their
-//     payloads put back (read from the source namespace), inline;
+//  1. its deletion mark in the destination namespace (one listing of the marks
+//     for the segment): a marked payload may be deleted soon, so the entries that
+//     reference it are written with their payloads put back (read from the source
+//     namespace), inline;
 //  2. a Stat of the payload object in the destination namespace; when it is
 //     missing, a copy of the source namespace's object (GET and create-only PUT:
 //     the bucket interface has no server-side copy), or, within one namespace,
@@ -175,30 +176,49 @@ func distinctRefs(refs [][]segment.PayloadRef) map[PayloadHash]uint64 {
 // segment that references a marked payload keeps it, as the collector lists the
 // segments again before it deletes).
 func (s *Store) copyPayloads(ctx context.Context, from, ns string, sizes map[PayloadHash]uint64, marks bool) (map[PayloadHash]bool, error) {
-	var mu sync.Mutex
 	marked := map[PayloadHash]bool{}
+	if len(sizes) == 0 {
+		return marked, nil
+	}
+	if marks {
+		var err error
+		if marked, err = s.payloadMarks(ctx, ns, sizes); err != nil {
+			return nil, err
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(maxPayloadPuts)
+	g.SetLimit(maxPayloadStats)
 	for h, size := range sizes {
-		g.Go(func() error {
-			if !marks {
-				return s.copyPayload(gctx, from, ns, h, size)
-			}
-			_, err := s.cfg.Bucket.Stat(gctx, payloadMarkKey(s.cfg.Prefix, ns, h))
-			switch {
-			case err == nil:
-				mu.Lock()
-				marked[h] = true
-				mu.Unlock()
-				return nil
-			case !errors.Is(err, bucket.ErrNotFound):
-				return fmt.Errorf("copy payload %x: %w", h, err)
-			}
-			return s.copyPayload(gctx, from, ns, h, size)
-		})
+		if !marked[h] {
+			g.Go(func() error { return s.copyPayload(gctx, from, ns, h, size) })
+		}
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	return marked, nil
+}
+
+// maxPayloadStats bounds the HEADs of payload objects in flight for one copy of
+// references.
+const maxPayloadStats = 32
+
+// payloadMarks returns which payloads of sizes namespace ns holds a deletion mark
+// of: one listing of the marks (there are few: those of payloads no segment
+// references) rather than a HEAD per payload.
+func (s *Store) payloadMarks(ctx context.Context, ns string, sizes map[PayloadHash]uint64) (map[PayloadHash]bool, error) {
+	marked := map[PayloadHash]bool{}
+	p := keyPrefix(s.cfg.Prefix, ns, payloadDir, markDir)
+	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: p}, func(oi bucket.ObjectInfo) error {
+		if h, ok := parseHashName(strings.TrimPrefix(oi.Key, p), markExt); ok {
+			if _, ok := sizes[h]; ok {
+				marked[h] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrapKey("copy references: list payload marks", p, err)
 	}
 	return marked, nil
 }

@@ -111,13 +111,7 @@ func TestAppendStored_CopiesReferences(t *testing.T) {
 func TestAppendStored_MarkedPayloadWrittenInline(t *testing.T) {
 	ctx := context.Background()
 	s := gcStore(t, newBucket(t))
-	img := imageData(22, 2*testThreshold)
-	want := [][]byte{entry("a", ""), imageEntry("b", "a", img)}
-	_, err := s.AppendSegment(ctx, ref, want, newWriter(t, "w1"))
-	require.NoError(t, err)
-	res, err := s.Stored().ReadAll(ctx, ref)
-	require.NoError(t, err)
-	require.NoError(t, s.Delete(ctx, ref))
+	want, res := readThenDelete(t, s, 22)
 	gc, err := s.CollectPayloads(ctx, ref.Namespace, gcNow)
 	require.NoError(t, err)
 	require.Equal(t, 1, gc.Marked)
@@ -145,21 +139,14 @@ func TestPayloadGC_ForkDuringTheMarkWindowSurvives(t *testing.T) {
 			ctx := context.Background()
 			hook := &segmentPutHook{Bucket: newBucket(t)}
 			s := gcStore(t, hook)
-			img := imageData(23, 2*testThreshold)
-			want := [][]byte{entry("a", ""), imageEntry("b", "a", img)}
-			_, err := s.AppendSegment(ctx, ref, want, newWriter(t, "w1"))
-			require.NoError(t, err)
-			res, err := s.Stored().ReadAll(ctx, ref)
-			require.NoError(t, err)
-			require.NoError(t, s.Delete(ctx, ref))
-
+			want, res := readThenDelete(t, s, 23)
 			hook.before = func() {
 				res, err := s.CollectPayloads(ctx, ref.Namespace, gcNow)
 				require.NoError(t, err)
 				require.Equal(t, 1, res.Marked, "no segment references the payload yet")
 			}
 			fork := transcript.TranscriptRef{Namespace: ref.Namespace, AgentID: ref.AgentID, SessionID: "fork"}
-			_, err = s.AppendStored(ctx, fork, ref.Namespace, res.Entries, newWriter(t, "w2"))
+			_, err := s.AppendStored(ctx, fork, ref.Namespace, res.Entries, newWriter(t, "w2"))
 			require.NoError(t, err)
 			stored, err := s.Stored().ReadAll(ctx, fork)
 			require.NoError(t, err)
@@ -173,6 +160,21 @@ func TestPayloadGC_ForkDuringTheMarkWindowSurvives(t *testing.T) {
 			requireEveryRead(t, s, fork, want)
 		})
 	}
+}
+
+// readThenDelete writes a session ref holding an image drawn from seed, reads it
+// as stored and deletes it: its entries as written, and as a fork would copy them
+// (their only other referrer gone).
+func readThenDelete(t *testing.T, s *transcript.Store, seed uint64) ([][]byte, *transcript.MergeResult) {
+	t.Helper()
+	ctx := context.Background()
+	want := [][]byte{entry("a", ""), imageEntry("b", "a", imageData(seed, 2*testThreshold))}
+	_, err := s.AppendSegment(ctx, ref, want, newWriter(t, "w1"))
+	require.NoError(t, err)
+	res, err := s.Stored().ReadAll(ctx, ref)
+	require.NoError(t, err)
+	require.NoError(t, s.Delete(ctx, ref))
+	return want, res
 }
 
 // TestSameShape: an entry as written has the shape of its stored form and of no

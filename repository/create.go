@@ -49,12 +49,14 @@ func (r *Repository) Create(ctx context.Context, opts CreateOptions) (*Session, 
 		}
 		entries = append(entries, e)
 	}
-	return r.create(ctx, opts, "", entries)
+	return r.create(ctx, opts, "", entries, nil)
 }
 
 // create stores a new session: header (with parentSession) and entries in one
 // segment, then, for a strict session, its head (transcript.Store.CreateSession).
-func (r *Repository) create(ctx context.Context, opts CreateOptions, parent string, entries [][]byte) (*Session, error) {
+// stored, when not nil, is entries as stored (references in place of payloads),
+// which the segment holds instead (a fork's: see storedForms).
+func (r *Repository) create(ctx context.Context, opts CreateOptions, parent string, entries [][]byte, stored *storedPath) (*Session, error) {
 	s, err := r.newSession(opts.ID)
 	if err != nil {
 		return nil, err
@@ -74,7 +76,11 @@ func (r *Repository) create(ctx context.Context, opts CreateOptions, parent stri
 			copts.Summary.Created = t
 		}
 	}
-	info, head, err := r.store.CreateSession(ctx, s.ref, append([][]byte{h.Raw()}, entries...), r.writer, copts)
+	written := append([][]byte{h.Raw()}, entries...)
+	if stored != nil {
+		written, copts.Refs = append([][]byte{h.Raw()}, stored.raws...), append([][]transcript.PayloadRef{nil}, stored.refs...)
+	}
+	info, head, err := r.store.CreateSession(ctx, s.ref, written, r.writer, copts)
 	if err != nil {
 		return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
 	}

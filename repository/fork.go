@@ -2,12 +2,14 @@ package repository
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/google/uuid"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -52,13 +54,17 @@ func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, 
 	return r.ForkSession(ctx, src, ForkOptions{At: atEntryID})
 }
 
-// ForkSession forks src as its handle holds it (no read of src; Refresh it
-// first to fork what the store holds): the new session, in this repository,
-// holds the path from the root to opts.At byte-for-byte (or nothing, or every
-// entry), its header
-// names src as parentSession, and it is strict if src is. src must be a session
-// of this repository's owner (a handle of another Repository of the same owner
-// will do). An entry src does not hold gives an *EntryNotFoundError.
+// ForkSession forks src as its handle holds it (Refresh it first to fork what
+// the store holds): the new session, in this repository, holds the path from the
+// root to opts.At byte-for-byte (or nothing, or every entry), its header names
+// src as parentSession, and it is strict if src is. src must be a session of
+// this repository's owner (a handle of another Repository of the same owner will
+// do). An entry src does not hold gives an *EntryNotFoundError.
+//
+// Large payloads are not copied: when the path holds entries long enough to hold
+// one, src's segments are read as stored (transcript.Store.Stored: no payload is
+// fetched) and the fork's segment keeps the references those entries hold
+// (storedForms), so that no payload is read, hashed or stored again.
 func (r *Repository) ForkSession(ctx context.Context, src *Session, opts ForkOptions) (*Session, error) {
 	src.mu.Lock()
 	var path []pi.Entry
@@ -84,5 +90,61 @@ func (r *Repository) ForkSession(ctx context.Context, src *Session, opts ForkOpt
 	if opts.Cwd != "" {
 		cwd = opts.Cwd
 	}
-	return r.create(ctx, CreateOptions{ID: opts.ID, Cwd: cwd, Strict: strict}, src.id, rawsOf(path))
+	stored, err := r.storedForms(ctx, src.ref, path)
+	if err != nil {
+		return nil, fmt.Errorf("fork session %q: %w", src.id, err)
+	}
+	return r.create(ctx, CreateOptions{ID: opts.ID, Cwd: cwd, Strict: strict}, src.id, rawsOf(path), stored)
+}
+
+// storedPath is a fork's entries as stored: raws[i] with payload references
+// refs[i] in place of its payloads.
+type storedPath struct {
+	raws [][]byte
+	refs [][]transcript.PayloadRef
+}
+
+// storedForms returns the entries path (as written, a handle's) of session ref
+// as the store holds them, with their payload references, or nil when none of
+// them is long enough to hold a payload or none holds one. It reads ref's
+// segments as stored (no payload) and takes an entry's stored form only where it
+// is the only version of the entry the store holds (none lost a conflict) and
+// has the shape of the handle's bytes (transcript.SameShape); any other entry is
+// written as the handle holds it, its payloads taken out again by the writer.
+func (r *Repository) storedForms(ctx context.Context, ref transcript.TranscriptRef, path []pi.Entry) (*storedPath, error) {
+	t := r.store.PayloadThreshold()
+	if t == 0 || !slices.ContainsFunc(path, func(e pi.Entry) bool { return len(e.Raw()) >= t }) {
+		return nil, nil
+	}
+	res, err := r.store.Stored().ReadAll(ctx, ref)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return nil, nil // deleted since the handle read it: fork the handle's bytes
+	}
+	if err != nil {
+		return nil, err
+	}
+	conflicts := map[string]bool{}
+	for _, e := range res.Losers {
+		conflicts[e.ID] = true
+	}
+	byID := make(map[string]transcript.Entry, len(res.Entries))
+	for _, e := range res.Entries {
+		if len(e.Refs) > 0 && !conflicts[e.ID] {
+			byID[e.ID] = e
+		}
+	}
+	sp := &storedPath{raws: rawsOf(path), refs: make([][]transcript.PayloadRef, len(path))}
+	found := false
+	for i, raw := range sp.raws {
+		if len(raw) < t {
+			continue
+		}
+		if e, ok := byID[path[i].ID()]; ok && transcript.SameShape(raw, e.Raw, e.Refs) {
+			sp.raws[i], sp.refs[i], found = e.Raw, e.Refs, true
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	return sp, nil
 }

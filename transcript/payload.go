@@ -55,6 +55,10 @@ var ErrPayloadMissing = errors.New("payload object missing")
 // PayloadHash is the SHA-256 of a payload, the name of its object.
 type PayloadHash = [segment.HashSize]byte
 
+// PayloadRef is a reference to a payload in a stored entry: where it stands in
+// the entry, the payload's size and hash (Entry.Refs; see segment.PayloadRef).
+type PayloadRef = segment.PayloadRef
+
 // payloadKey returns the key of the payload object of hash h in namespace ns.
 func payloadKey(prefix, ns string, h PayloadHash) string {
 	return keyPrefix(prefix, ns, payloadDir) + hex.EncodeToString(h[:]) + payloadExt
@@ -87,6 +91,12 @@ func KeyChecksum(m segment.Meta) uint64 {
 	}
 	return m.Checksum
 }
+
+// PayloadThreshold returns the size from which the store's writers keep a payload
+// outside its segment (Config.PayloadThreshold with its default); 0 when they keep
+// every payload inline. An entry shorter than that holds no payload this store
+// took out.
+func (s *Store) PayloadThreshold() int { return s.payloadThreshold() }
 
 // payloadThreshold returns Config.PayloadThreshold with its default; 0 means
 // payloads stay in their segments.

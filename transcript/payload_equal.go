@@ -59,6 +59,27 @@ func SameEntry(a []byte, ar []segment.PayloadRef, b []byte, br []segment.Payload
 	return true
 }
 
+// SameShape reports whether raw, an entry as written, has the shape of stored, the
+// entry as stored with references refs: the bytes outside the references are
+// equal, and raw holds, in place of each reference, as many bytes as it names.
+// It reads no payload and hashes none (SameEntry checks the hashes): a fork
+// relies on it where the id has a single version in the store.
+func SameShape(raw, stored []byte, refs []segment.PayloadRef) bool {
+	if segment.ResolvedLen(len(stored), refs) != uint64(len(raw)) {
+		return false
+	}
+	at, last := 0, 0
+	for _, r := range refs {
+		lit := stored[last:r.Off]
+		if !bytes.Equal(raw[at:at+len(lit)], lit) {
+			return false
+		}
+		at += len(lit) + int(r.Size)
+		last = int(r.Off) + segment.RefLen
+	}
+	return bytes.Equal(raw[at:], stored[last:])
+}
+
 // sameRefs reports whether two entries' references stand at the same offsets
 // for the same payloads (their Entry fields may differ).
 func sameRefs(a, b []segment.PayloadRef) bool {

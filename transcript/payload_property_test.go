@@ -128,7 +128,18 @@ func (p *payloadRun) step(ctx context.Context) {
 		res, err := p.s.ReadAll(ctx, p.ref(from))
 		require.NoError(t, err)
 		p.n++
-		p.write(ctx, store, fmt.Sprintf("f%d", p.n), res.Raw(), w)
+		to := fmt.Sprintf("f%d", p.n)
+		if p.r.IntN(2) == 0 {
+			p.write(ctx, store, to, res.Raw(), w)
+			break
+		}
+		// Copying references: the entries as stored, no payload read.
+		stored, err := p.s.Stored().ReadAll(ctx, p.ref(from))
+		require.NoError(t, err)
+		require.Len(t, stored.Entries, len(res.Entries))
+		_, err = store.AppendStored(ctx, p.ref(to), "prop", stored.Entries, w)
+		require.NoError(t, err)
+		p.model.wrote(to, res.Raw()...)
 	case op < 9:
 		_, err := p.s.Compact(ctx, p.ref(pick()), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
 		require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -78,11 +79,20 @@ func (s *Store) resolve(ctx context.Context, ns string, items []resolveItem) err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.readLimit(len(slots)))
+	// The compressed objects are read into buffers the fetches share, one per
+	// fetch in flight: garbage of the size of every payload read would raise the
+	// peak memory of a read above that of the same entries stored inline.
+	var scratch sync.Pool
 	for h, places := range slots {
 		g.Go(func() error {
 			first := places[0]
 			dst := bufs[first.item][first.off : first.off+int(first.size)]
-			if err := s.fetchPayload(gctx, ns, h, dst); err != nil {
+			buf, _ := scratch.Get().(*[]byte)
+			if buf == nil {
+				buf = new([]byte)
+			}
+			defer scratch.Put(buf)
+			if err := s.fetchPayload(gctx, ns, h, dst, buf); err != nil {
 				return err
 			}
 			for _, p := range places[1:] {
@@ -104,10 +114,11 @@ func (s *Store) resolve(ctx context.Context, ns string, items []resolveItem) err
 }
 
 // fetchPayload reads the payload of hash h in namespace ns into dst, whose length
-// is the size its reference declares, and checks it. A missing object gives an
-// error wrapping ErrPayloadMissing; one that does not decompress to dst's length
-// or to that hash, segment.ErrCorrupt.
-func (s *Store) fetchPayload(ctx context.Context, ns string, h PayloadHash, dst []byte) error {
+// is the size its reference declares, and checks it. The compressed object is
+// read into *scratch (grown when too small, and left there for the next fetch).
+// A missing object gives an error wrapping ErrPayloadMissing; one that does not
+// decompress to dst's length or to that hash, segment.ErrCorrupt.
+func (s *Store) fetchPayload(ctx context.Context, ns string, h PayloadHash, dst []byte, scratch *[]byte) error {
 	key := payloadKey(s.cfg.Prefix, ns, h)
 	if s.gets != nil {
 		select {
@@ -117,7 +128,7 @@ func (s *Store) fetchPayload(ctx context.Context, ns string, h PayloadHash, dst 
 			return ctx.Err()
 		}
 	}
-	rc, _, err := s.cfg.Bucket.Get(ctx, key)
+	rc, oi, err := s.cfg.Bucket.Get(ctx, key)
 	if errors.Is(err, bucket.ErrNotFound) {
 		return fmt.Errorf("read payload %s: %w", key, ErrPayloadMissing)
 	}
@@ -125,8 +136,7 @@ func (s *Store) fetchPayload(ctx context.Context, ns string, h PayloadHash, dst 
 		return wrapKey("read payload", key, err)
 	}
 	defer rc.Close()
-	// A frame of incompressible bytes is a little larger than they are.
-	data, err := io.ReadAll(io.LimitReader(rc, int64(len(dst))+int64(len(dst))/64+1<<10))
+	data, err := readObject(rc, oi.Size, maxPayloadObject(uint64(len(dst))), scratch)
 	if err != nil {
 		return wrapKey("read payload", key, err)
 	}
@@ -137,6 +147,30 @@ func (s *Store) fetchPayload(ctx context.Context, ns string, h PayloadHash, dst 
 		return fmt.Errorf("read payload %s: %w: its bytes have another SHA-256", key, segment.ErrCorrupt)
 	}
 	return nil
+}
+
+// maxPayloadObject bounds the stored size of the object of a payload of size
+// bytes: a frame of incompressible bytes is a little larger than they are.
+func maxPayloadObject(size uint64) int64 {
+	return int64(size) + int64(size)/64 + 1<<10
+}
+
+// readObject reads the object body rc, of size bytes as the bucket reports it
+// (0 or less: not known), at most limit bytes, into *scratch, which it grows when
+// too small. A body longer than limit is cut there (the decompression then
+// fails).
+func readObject(rc io.Reader, size, limit int64, scratch *[]byte) ([]byte, error) {
+	if size <= 0 || size > limit {
+		return io.ReadAll(io.LimitReader(rc, limit))
+	}
+	if int64(cap(*scratch)) < size {
+		*scratch = make([]byte, size)
+	}
+	data := (*scratch)[:size]
+	if _, err := io.ReadFull(rc, data); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // resolveMerge puts the payloads back into the entries and losers of res, read
@@ -228,7 +262,7 @@ func (s *Store) CheckPayload(ctx context.Context, namespace string, h PayloadHas
 	if size == 0 || size > uint64(s.MaxEntrySize()) {
 		return fmt.Errorf("check payload %x: %w: size %d out of range", h, segment.ErrCorrupt, size)
 	}
-	return s.fetchPayload(ctx, probe.Namespace, h, make([]byte, size))
+	return s.fetchPayload(ctx, probe.Namespace, h, make([]byte, size), new([]byte))
 }
 
 // PayloadObjects returns the stored size of every payload object of namespace, by

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -25,6 +26,11 @@ type CreateOptions struct {
 	// Summary; its Updated is set to the segment's key time); nil writes a head
 	// of format 1, without one.
 	Summary *Summary
+	// Refs, when not nil, says that the entries are as stored, as a Stored read of
+	// a session of the same namespace returned them: Refs[i] holds the payload
+	// references of entries[i] (Entry.Refs), which the segment copies, so that no
+	// payload is read, hashed or stored again (a fork; see AppendStored).
+	Refs [][]segment.PayloadRef
 }
 
 // SessionExists reports whether ref holds a segment or a head object, with one
@@ -58,7 +64,12 @@ func (s *Store) CreateSession(ctx context.Context, ref TranscriptRef, entries []
 	if exists {
 		return SegmentInfo{}, Head{}, fmt.Errorf("create %s: %w", ref.Norm(), bucket.ErrExists)
 	}
-	info, err := s.AppendSegment(ctx, ref, entries, w)
+	var info SegmentInfo
+	if opts.Refs != nil {
+		info, err = s.appendCopied(ctx, ref, ref.Namespace, entries, opts.Refs, w)
+	} else {
+		info, err = s.AppendSegment(ctx, ref, entries, w)
+	}
 	if err != nil {
 		return SegmentInfo{}, Head{}, fmt.Errorf("create %s: %w", ref.Norm(), err)
 	}

@@ -119,17 +119,18 @@ func TestLoad_SegmentsFileVersion2(t *testing.T) {
 	cur, err := os.ReadFile(s.files.Segments)
 	require.NoError(t, err)
 	lines := strings.Split(string(cur), "\n")
-	require.Equal(t, "transcript-segments 3", lines[0])
-	// files, leaf and the keys of version 3, with a frontier line and no origins.
+	require.Equal(t, "transcript-segments 4", lines[0])
+	// files, leaf and the keys of version 4, with a frontier line and no origins.
 	body := "transcript-segments 2\n" + lines[1] + "\nfrontier -\n" + lines[2] + "\n"
 	for _, l := range lines[3:] {
-		if l == "origins" {
+		if strings.HasPrefix(l, "origins ") {
 			break
 		}
 		body += l + "\n"
 	}
 	body += fmt.Sprintf("xxh64 %016x\n", xxhash.Sum64String(body))
 	require.NoError(t, os.WriteFile(s.files.Segments, []byte(body), 0o644))
+	require.NoError(t, os.Remove(s.files.Origins))
 
 	loaded, rep, err := sessiontree.Load(ctx, s.cfg, who, "agent", "win")
 	require.NoError(t, err)
@@ -144,7 +145,52 @@ func TestLoad_SegmentsFileVersion2(t *testing.T) {
 	require.NoError(t, loaded.Flush(ctx))
 	seg, err := os.ReadFile(s.files.Segments)
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(string(seg), "transcript-segments 3\n"))
+	require.True(t, strings.HasPrefix(string(seg), "transcript-segments 4\n"))
+	require.FileExists(t, s.files.Origins)
+}
+
+// Segments files of version 3 (origins inline, before the origins file) still
+// load with their set and origins: the next pull reads only what is new, and the
+// next write is of version 4 with an origins file.
+func TestLoad_SegmentsFileVersion3(t *testing.T) {
+	ctx := context.Background()
+	s := newWinnerSetup(t)
+	cur, err := os.ReadFile(s.files.Segments)
+	require.NoError(t, err)
+	origins, err := os.ReadFile(s.files.Origins)
+	require.NoError(t, err)
+	records, ok := strings.CutPrefix(string(origins), "transcript-origins 1\n")
+	require.True(t, ok, "the origins file's header")
+	lines := strings.Split(string(cur), "\n")
+	require.Equal(t, "transcript-segments 4", lines[0])
+	body := "transcript-segments 3\n"
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "origins ") {
+			break
+		}
+		body += l + "\n"
+	}
+	body += "origins\n" + records
+	body += fmt.Sprintf("xxh64 %016x\n", xxhash.Sum64String(body))
+	require.NoError(t, os.WriteFile(s.files.Segments, []byte(body), 0o644))
+	require.NoError(t, os.Remove(s.files.Origins))
+
+	loaded, rep, err := sessiontree.Load(ctx, s.cfg, who, "agent", "win")
+	require.NoError(t, err)
+	require.True(t, rep.Clean())
+	want := s.tree.HeldSegments()
+	require.NotZero(t, want)
+	require.Equal(t, want, loaded.HeldSegments(), "the set of a version 3 file is used")
+	_, err = loaded.Pull(ctx)
+	require.NoError(t, err)
+	requireAgrees(t, s.store, loaded, "loaded")
+	_, err = loaded.AppendMessage(msg(userMsg, "after the upgrade"))
+	require.NoError(t, err)
+	require.NoError(t, loaded.Flush(ctx))
+	seg, err := os.ReadFile(s.files.Segments)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(seg), "transcript-segments 4\n"))
+	require.FileExists(t, s.files.Origins)
 }
 
 // A replica restored from a store that holds two versions of an id takes the

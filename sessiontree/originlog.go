@@ -110,7 +110,7 @@ func (t *Tree) saveOrigins() (int64, uint64, error) {
 		l.stale = true
 		return 0, 0, fmt.Errorf("save origins of %s: %w", t.ref, err)
 	}
-	l.pending, l.size, l.inFile = l.pending[:0], int64(len(data)), true
+	l.pending, l.size, l.inFile = nil, int64(len(data)), true
 	l.digest.Reset()
 	_, _ = l.digest.Write(data)
 	return l.size, l.digest.Sum64(), nil

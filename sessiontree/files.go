@@ -25,6 +25,12 @@ type Files struct {
 	// that syncs from the store keeps it; it is written without fsync (a lost or
 	// torn one costs a fuller read, never an entry).
 	Segments string
+	// Origins is the origins file: where in the store each entry the local files
+	// hold from those segments was first stored. Records are appended to it; the
+	// segments file names the length of it that counts and that length's
+	// checksum, so a torn, lost or longer file costs a fuller read, never a wrong
+	// order.
+	Origins string
 }
 
 // FilesOf returns the paths of ref's local files under root. It is the one place
@@ -33,6 +39,7 @@ type Files struct {
 //	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.jsonl      context file
 //	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.log.jsonl  log file
 //	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.segments   segments file
+//	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.origins    origins file
 //
 // With root "" the paths are relative to the root (the legacy mirror's keys are
 // these, with "/" for separator). FilesOf does not validate ref: a Tree validates
@@ -40,7 +47,7 @@ type Files struct {
 func FilesOf(root string, ref transcript.TranscriptRef) Files {
 	ref = ref.Norm()
 	base := filepath.Join(root, ref.Namespace, "agents", ref.AgentID, "sessions", ref.SessionID)
-	return Files{Context: base + ".jsonl", Log: base + ".log.jsonl", Segments: base + ".segments"}
+	return Files{Context: base + ".jsonl", Log: base + ".log.jsonl", Segments: base + ".segments", Origins: base + ".origins"}
 }
 
 // TornSuffix, appended to the path of a context or log file, names the file that

@@ -1,46 +1,57 @@
 package sessiontree
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// originLog is the origins section of a segments file, kept ready to write so
-// that a pull that adds a few entries to a long session appends a few records
-// instead of formatting every one again. Records come in groups: a line "at
-// {key}" (an origin key), then one line "{pos} {sum} {quoted id}" per entry of
-// that key, sum the xxhash64 of the entry's bytes in 16 hex digits. A later
-// record of an id replaces an earlier one (an earlier origin learned, or a
-// version replaced); the log is rebuilt from the tree's records when such
-// leftovers make up half of it (Tree.originSection).
+// originLog is the tree's side of the origins file (originsfile.go): the records
+// not written to it yet, and what the file holds, so that a pull that adds a few
+// entries to a long session appends a few records instead of writing every one
+// again. Records come in groups: a line "at {key}" (an origin key), then one
+// line "{pos} {sum} {quoted id}" per entry of that key, sum the xxhash64 of the
+// entry's bytes in 16 hex digits. A later record of an id replaces an earlier one
+// (an earlier origin learned, or a version replaced); the file is written again
+// from the tree's records when such leftovers make up half of it (Tree.saveOrigins).
 type originLog struct {
-	text  []byte
-	key   string // origin key of the last group in text
-	lines int    // record lines in text
-	// stale: a record was dropped (it did not match its entry's bytes), so text
-	// must be rebuilt before it is written.
+	// pending are the records not in the file yet.
+	pending []byte
+	key     string // origin key of the last group written or pending
+	lines   int    // record lines in the file and pending
+	// stale: a record was dropped (it did not match its entry's bytes), or the
+	// file is not known to hold what size and digest say: the file must be
+	// written again whole before the segments file names it.
 	stale bool
+	// size and digest are the length of the origins file and the xxhash64 state
+	// of its bytes, as the segments file records them; inFile: they describe the
+	// file (false before this tree wrote it).
+	size   int64
+	digest xxhash.Digest
+	inFile bool
 }
 
 // add appends the record of id.
 func (l *originLog) add(id string, o transcript.Origin, sum uint64) {
 	if o.Key != l.key || l.lines == 0 {
-		l.text = append(append(append(l.text, originKeyLine...), o.Key...), '\n')
+		l.pending = append(append(append(l.pending, originKeyLine...), o.Key...), '\n')
 		l.key = o.Key
 	}
-	l.text = strconv.AppendInt(l.text, int64(o.Pos), 10)
-	l.text = append(l.text, ' ')
-	l.text = appendHex16(l.text, sum)
-	l.text = append(l.text, ' ')
-	l.text = strconv.AppendQuote(l.text, id)
-	l.text = append(l.text, '\n')
+	l.pending = strconv.AppendInt(l.pending, int64(o.Pos), 10)
+	l.pending = append(l.pending, ' ')
+	l.pending = appendHex16(l.pending, sum)
+	l.pending = append(l.pending, ' ')
+	l.pending = strconv.AppendQuote(l.pending, id)
+	l.pending = append(l.pending, '\n')
 	l.lines++
 }
 
 // originLogOf returns the log of rs (one record per id), grouped by origin key
-// in key order.
+// in key order, every record pending.
 func originLogOf(rs []originRecord) originLog {
 	groups := map[string][]originRecord{}
 	for _, r := range rs {
@@ -69,17 +80,38 @@ func appendHex16(b []byte, v uint64) []byte {
 	return b
 }
 
-// originSection returns the origins section the segments file is written with:
-// the log, rebuilt from the tree's records first when it is stale or more than
-// half of it is replaced records. t.mu is held.
-func (t *Tree) originSection() []byte {
+// saveOrigins brings the origins file up to date with the tree's records and
+// returns its length and checksum, for the segments file: it appends the
+// pending records, or writes the file again from the tree's records when the
+// log is stale, was never written by this tree, or is more than half replaced
+// records. t.mu is held.
+func (t *Tree) saveOrigins() (int64, uint64, error) {
 	l := &t.stored.olog
-	if l.stale || l.lines > 2*len(t.stored.origins)+1024 {
-		rs := make([]originRecord, 0, len(t.stored.origins))
-		for id, h := range t.stored.origins {
-			rs = append(rs, originRecord{id: id, origin: h.origin, sum: h.sum})
+	if !l.stale && l.inFile && l.lines <= 2*len(t.stored.origins)+1024 {
+		if len(l.pending) == 0 {
+			return l.size, l.digest.Sum64(), nil
 		}
-		*l = originLogOf(rs)
+		if err := appendOrigins(t.files.Origins, l.size, l.pending, t.cfg.NoSync); err == nil {
+			_, _ = l.digest.Write(l.pending)
+			l.size += int64(len(l.pending))
+			l.pending = l.pending[:0]
+			return l.size, l.digest.Sum64(), nil
+		}
+		// The file is not as this tree left it (removed, cut short) or the append
+		// failed: write it again whole.
 	}
-	return l.text
+	rs := make([]originRecord, 0, len(t.stored.origins))
+	for id, h := range t.stored.origins {
+		rs = append(rs, originRecord{id: id, origin: h.origin, sum: h.sum})
+	}
+	*l = originLogOf(rs)
+	data := append([]byte(originsHeader+"\n"), l.pending...)
+	if err := writeOriginsFile(t.files.Origins, data, t.cfg.NoSync); err != nil {
+		l.stale = true
+		return 0, 0, fmt.Errorf("save origins of %s: %w", t.ref, err)
+	}
+	l.pending, l.size, l.inFile = nil, int64(len(data)), true
+	l.digest.Reset()
+	_, _ = l.digest.Write(data)
+	return l.size, l.digest.Sum64(), nil
 }

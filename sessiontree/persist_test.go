@@ -55,7 +55,7 @@ func TestFlush_DeferredThenIncremental(t *testing.T) {
 	require.Len(t, b.Entries, 3)
 	require.Equal(t, string(tr.Header().Raw()), string(b.Entries[0]), "the header leads the first batch")
 	require.Equal(t, string(u.Raw()), string(b.Entries[1]))
-	require.Equal(t, sessiontree.Files{Context: tr.ContextPath(), Log: tr.LogPath(), Segments: tr.SegmentsPath()}, b.Files)
+	require.Equal(t, sessiontree.Files{Context: tr.ContextPath(), Log: tr.LogPath(), Segments: tr.SegmentsPath(), Origins: tr.OriginsPath()}, b.Files)
 
 	require.NoError(t, tr.Flush(ctx), "nothing new: no-op")
 	require.Len(t, up.batches, 1)

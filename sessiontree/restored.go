@@ -104,14 +104,14 @@ func WriteRestoredLean(cfg Config, who Identity, agentID, sessionID string, res 
 			origins = append(origins, originRecord{id: e.ID, origin: e.Origin, sum: xxhash.Sum64(e.Raw)})
 		}
 	}
-	files, size, err := writeRestored(cfg, who, agentID, sessionID, lines, segmentsFile{have: res.Held(), withOrigins: true, originText: originLogOf(origins).text})
+	files, size, err := writeRestored(cfg, who, agentID, sessionID, lines, segmentsFile{have: res.Held()}, origins)
 	return RestoredSession{Files: files, Entries: n, Size: size}, err
 }
 
-// writeRestored writes the log and the context file, each holding lines, and
-// then seg, the segments file (its sizes filled in); it returns the size of each
-// file.
-func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines iter.Seq[[]byte], seg segmentsFile) (Files, int64, error) {
+// writeRestored writes the log and the context file, each holding lines, the
+// origins file with origins, and then seg, the segments file (its sizes and
+// origins filled in); it returns the size of each file.
+func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines iter.Seq[[]byte], seg segmentsFile, origins []originRecord) (Files, int64, error) {
 	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return Files{}, 0, err
@@ -133,6 +133,11 @@ func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines it
 	}
 	// The sizes are those just written: no need to stat the files again.
 	seg.sizes = sizesLine(size, size)
+	data := append([]byte(originsHeader+"\n"), originLogOf(origins).pending...)
+	if err := writeOriginsFile(files.Origins, data, cfg.NoSync); err != nil {
+		return files, 0, fmt.Errorf("save origins of %s: %w", t.ref, err)
+	}
+	seg.originsSize, seg.originsSum = int64(len(data)), xxhash.Sum64(data)
 	if err := writeSegmentsFile(files.Segments, seg); err != nil {
 		return files, 0, fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}

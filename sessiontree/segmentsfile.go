@@ -15,12 +15,15 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// segmentsHeader is the first line of a segments file; segmentsHeaderV2 and
-// segmentsHeaderV1 those of files written before origins were kept (version 2
-// had a frontier line instead) and before the leaf line existed. Both are still
-// read; they record no origins (see Tree.loadStoredSet).
+// segmentsHeader is the first line of a segments file. Older versions are
+// still read: segmentsHeaderV3 held the origin records itself (in a section
+// rewritten whole with every file) instead of naming the origins file;
+// segmentsHeaderV2 and segmentsHeaderV1 those of files written before origins
+// were kept (version 2 had a frontier line instead) and before the leaf line
+// existed. Those two record no origins (see Tree.loadStoredSet).
 const (
-	segmentsHeader   = "transcript-segments 3"
+	segmentsHeader   = "transcript-segments 4"
+	segmentsHeaderV3 = "transcript-segments 3"
 	segmentsHeaderV2 = "transcript-segments 2"
 	segmentsHeaderV1 = "transcript-segments 1"
 )
@@ -30,6 +33,7 @@ const (
 	frontierPrefix = "frontier "
 	leafPrefix     = "leaf "
 	originsLine    = "origins"
+	originsPrefix  = "origins "
 	originKeyLine  = "at "
 )
 
@@ -40,11 +44,14 @@ type segmentsFile struct {
 	// have is the set of segments whose entries the local files hold.
 	have transcript.SegmentSet
 	// origins are the origins of the entries the local files hold from those
-	// segments, when withOrigins (version 3): as read, in file order (of two
-	// records of one id the later counts). A file is written from originText.
+	// segments, when withOrigins: as read, in file order (of two records of one
+	// id the later counts). Version 3 held them inline; version 4 names the
+	// first originsSize bytes of the origins file, whose xxhash64 is originsSum
+	// (loadOrigins reads them).
 	origins     []originRecord
 	withOrigins bool
-	originText  []byte
+	originsSize int64
+	originsSum  uint64
 	// leaf is the id of the tree's active leaf when the file was written ("" for
 	// a null leaf), when leafKnown. The local files hold entries in the order
 	// they arrived, so after a pull that left the leaf on an earlier entry (see
@@ -66,9 +73,9 @@ type originRecord struct {
 
 // writeSegmentsFile replaces path with f: a header line, the sizes line, a line
 // with the leaf ("leaf {quoted id}", "leaf null" or "leaf ?" when unknown), one
-// relative segment key per line, the line "origins" followed by the origin
-// records (f.originText, see originLog), and a line with the xxhash64 of
-// everything before it.
+// relative segment key per line, the line "origins {size} {sum}" naming the
+// bytes of the origins file that count (sum their xxhash64 in 16 hex digits),
+// and a line with the xxhash64 of everything before it.
 func writeSegmentsFile(path string, f segmentsFile) error {
 	var buf bytes.Buffer
 	buf.WriteString(segmentsHeader + "\n")
@@ -85,8 +92,7 @@ func writeSegmentsFile(path string, f segmentsFile) error {
 		buf.WriteString(k)
 		buf.WriteByte('\n')
 	}
-	buf.WriteString(originsLine + "\n")
-	buf.Write(f.originText)
+	fmt.Fprintf(&buf, "%s%d %016x\n", originsPrefix, f.originsSize, f.originsSum)
 	fmt.Fprintf(&buf, "xxh64 %016x\n", xxhash.Sum64(buf.Bytes()))
 	return fsutil.WriteFileAtomic(path, true, func(w io.Writer) error {
 		_, err := w.Write(buf.Bytes())
@@ -96,7 +102,8 @@ func writeSegmentsFile(path string, f segmentsFile) error {
 
 // readSegmentsFile reads a segments file; a missing, unreadable or damaged one
 // is the zero segmentsFile (the next pull reads more, never less). A version 1
-// file has no leaf; versions 1 and 2 have no origins.
+// file has no leaf; versions 1 and 2 have no origins; the origins a version 4
+// file names are read by loadOrigins.
 func readSegmentsFile(path string) segmentsFile {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -112,7 +119,7 @@ func readSegmentsFile(path string) segmentsFile {
 		return segmentsFile{}
 	}
 	version := sc.Text()
-	if version != segmentsHeader && version != segmentsHeaderV2 && version != segmentsHeaderV1 ||
+	if version != segmentsHeader && version != segmentsHeaderV3 && version != segmentsHeaderV2 && version != segmentsHeaderV1 ||
 		!sc.Scan() || !strings.HasPrefix(sc.Text(), "files ") {
 		return segmentsFile{}
 	}
@@ -134,18 +141,24 @@ func readSegmentsFile(path string) segmentsFile {
 	var keys []string
 	for sc.Scan() {
 		k := sc.Text()
-		if k == originsLine && version == segmentsHeader {
+		if k == originsLine && version == segmentsHeaderV3 {
 			if f.origins, ok = readOrigins(sc); !ok {
 				return segmentsFile{}
 			}
 			f.withOrigins = true
 			break
 		}
+		if rest, named := strings.CutPrefix(k, originsPrefix); named && version == segmentsHeader {
+			if f.originsSize, f.originsSum, ok = parseOriginsLine(rest); !ok || sc.Scan() {
+				return segmentsFile{}
+			}
+			break
+		}
 		if k != "" {
 			keys = append(keys, k)
 		}
 	}
-	if version == segmentsHeader && !f.withOrigins {
+	if (version == segmentsHeaderV3 && !f.withOrigins) || (version == segmentsHeader && f.originsSize == 0) {
 		return segmentsFile{}
 	}
 	f.have = transcript.NewSegmentSet(keys...)
@@ -177,6 +190,27 @@ func readOrigins(sc *bufio.Scanner) ([]originRecord, bool) {
 		out = append(out, originRecord{id: uid, origin: transcript.Origin{Key: key, Pos: n}, sum: s})
 	}
 	return out, sc.Err() == nil
+}
+
+// parseOriginsLine parses what follows "origins " in a version 4 file: the
+// size and the checksum of the origins file's bytes that count.
+func parseOriginsLine(rest string) (int64, uint64, bool) {
+	size, sum, ok := strings.Cut(rest, " ")
+	n, err1 := strconv.ParseInt(size, 10, 64)
+	s, err2 := strconv.ParseUint(sum, 16, 64)
+	return n, s, ok && err1 == nil && err2 == nil && n > 0 && len(sum) == 16
+}
+
+// loadOrigins reads the origin records a version 4 file names from the origins
+// file at path; when they cannot be read as named (the file is missing, shorter
+// or changed), f has no origins, as a version 2 file: the tree does not take its
+// set (Tree.loadStoredSet), while its leaf and sizes still describe the local
+// files.
+func (f *segmentsFile) loadOrigins(path string) {
+	if f.withOrigins || f.originsSize == 0 {
+		return
+	}
+	f.origins, f.withOrigins = readOriginsFile(path, f.originsSize, f.originsSum)
 }
 
 // parseLeaf parses a leaf line (see writeSegmentsFile): the id ("" for null),

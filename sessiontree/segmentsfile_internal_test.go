@@ -13,7 +13,8 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// A segments file reads back as written, origins included; a version 1 or 2
+// A segments file reads back as written, with the origins of the origins file
+// it names; a version 3 file gives the origins it holds inline; a version 1 or 2
 // file gives its set (and leaf) without origins; a malformed or damaged one is
 // the empty file.
 func TestSegmentsFile_RoundTrip(t *testing.T) {
@@ -33,10 +34,13 @@ func TestSegmentsFile_RoundTrip(t *testing.T) {
 	}
 	for i, f := range tests {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "s.segments")
-			f.originText = originLogOf(f.origins).text
+			dir := t.TempDir()
+			path, opath := filepath.Join(dir, "s.segments"), filepath.Join(dir, "s.origins")
+			f.originsSize, f.originsSum = writeTestOrigins(t, opath, originLogOf(f.origins).pending)
 			require.NoError(t, writeSegmentsFile(path, f))
 			got := readSegmentsFile(path)
+			require.False(t, got.withOrigins, "read from the origins file by loadOrigins")
+			got.loadOrigins(opath)
 			require.True(t, f.have.Equal(got.have))
 			require.True(t, got.withOrigins)
 			require.ElementsMatch(t, f.origins, got.origins)
@@ -60,7 +64,11 @@ func TestSegmentsFile_RoundTrip(t *testing.T) {
 		{"version 3 without origins", withSum("transcript-segments 3\nfiles 1 2\nleaf ?\n" + key + "\n"), 0},
 		{"origin before its key", withSum("transcript-segments 3\nfiles 1 2\nleaf ?\n" + key + "\norigins\n0 00 \"a\"\n"), 0},
 		{"bad origin", withSum("transcript-segments 3\nfiles 1 2\nleaf ?\n" + key + "\norigins\nat " + key + "\n0 zz \"a\"\n"), 0},
-		{"unknown version", withSum("transcript-segments 4\nfiles 1 2\nleaf ?\n" + key + "\norigins\n"), 0},
+		{"version 4 with inline origins", withSum("transcript-segments 4\nfiles 1 2\nleaf ?\n" + key + "\norigins\n"), 0},
+		{"version 4 without origins line", withSum("transcript-segments 4\nfiles 1 2\nleaf ?\n" + key + "\n"), 0},
+		{"version 4 bad origins line", withSum("transcript-segments 4\nfiles 1 2\nleaf ?\n" + key + "\norigins 12 xyz\n"), 0},
+		{"version 4 line after origins", withSum("transcript-segments 4\nfiles 1 2\nleaf ?\norigins 21 0000000000000000\n" + key + "\n"), 0},
+		{"unknown version", withSum("transcript-segments 5\nfiles 1 2\nleaf ?\n" + key + "\norigins 21 0000000000000000\n"), 0},
 		{"damaged", "transcript-segments 3\nfiles 1 2\nleaf ?\n" + key + "\norigins\nxxh64 0000000000000000\n", 0},
 	}
 	for _, tt := range raw {
@@ -70,7 +78,7 @@ func TestSegmentsFile_RoundTrip(t *testing.T) {
 			got := readSegmentsFile(path)
 			require.Equal(t, tt.wantLen, got.have.Len())
 			require.False(t, got.leafKnown)
-			require.False(t, got.withOrigins, "only version 3 records origins")
+			require.False(t, got.withOrigins, "only version 3 records origins inline")
 			require.Empty(t, got.origins)
 		})
 	}
@@ -86,14 +94,43 @@ func TestOriginLog_LaterRecordLast(t *testing.T) {
 	l.add("b", transcript.Origin{Key: k1, Pos: 2}, 2)
 	l.add("a", transcript.Origin{Key: k2, Pos: 0}, 3)
 	require.Equal(t, 3, l.lines)
-	require.Equal(t, 2, strings.Count(string(l.text), "at "))
-	path := filepath.Join(t.TempDir(), "s.segments")
-	require.NoError(t, writeSegmentsFile(path, segmentsFile{have: transcript.NewSegmentSet(k1, k2), withOrigins: true, originText: l.text, sizes: "files 1 1"}))
+	require.Equal(t, 2, strings.Count(string(l.pending), "at "))
+	dir := t.TempDir()
+	path, opath := filepath.Join(dir, "s.segments"), filepath.Join(dir, "s.origins")
+	size, sum := writeTestOrigins(t, opath, l.pending)
+	require.NoError(t, writeSegmentsFile(path, segmentsFile{have: transcript.NewSegmentSet(k1, k2), originsSize: size, originsSum: sum, sizes: "files 1 1"}))
 	got := readSegmentsFile(path)
+	got.loadOrigins(opath)
 	require.True(t, got.withOrigins)
 	require.Equal(t, []originRecord{
 		{id: "a", origin: transcript.Origin{Key: k1, Pos: 1}, sum: 1},
 		{id: "b", origin: transcript.Origin{Key: k1, Pos: 2}, sum: 2},
 		{id: "a", origin: transcript.Origin{Key: k2, Pos: 0}, sum: 3},
+	}, got.origins)
+}
+
+// writeTestOrigins writes an origins file at path holding records and returns
+// its size and checksum, as a segments file names them.
+func writeTestOrigins(t *testing.T, path string, records []byte) (int64, uint64) {
+	data := append([]byte(originsHeader+"\n"), records...)
+	require.NoError(t, writeOriginsFile(path, data, true))
+	return int64(len(data)), xxhash.Sum64(data)
+}
+
+// A version 3 file (origins inline, as written before the origins file)
+// gives its set, leaf and origins.
+func TestSegmentsFile_Version3(t *testing.T) {
+	k1 := "L0/20261201T120000.000000000Z-w-0000000000000001-00000000000000aa.jsonl.zst"
+	body := "transcript-segments 3\nfiles 1 2\nleaf \"b\"\n" + k1 + "\norigins\nat " + k1 + "\n1 0000000000000007 \"b\"\n0 0000000000000000 \"c\"\n"
+	path := filepath.Join(t.TempDir(), "s.segments")
+	require.NoError(t, os.WriteFile(path, []byte(body+fmt.Sprintf("xxh64 %016x\n", xxhash.Sum64String(body))), 0o644))
+	got := readSegmentsFile(path)
+	got.loadOrigins(filepath.Join(t.TempDir(), "missing.origins"))
+	require.True(t, got.withOrigins)
+	require.Equal(t, 1, got.have.Len())
+	require.Equal(t, "b", got.leaf)
+	require.Equal(t, []originRecord{
+		{id: "b", origin: transcript.Origin{Key: k1, Pos: 1}, sum: 7},
+		{id: "c", origin: transcript.Origin{Key: k1, Pos: 0}, sum: 0},
 	}, got.origins)
 }

@@ -26,7 +26,7 @@ type storeState struct {
 	// origins holds, by entry id, the origin of the version the tree holds of
 	// each entry it merged from the store (see canonical.go).
 	origins map[string]heldOrigin
-	// olog is the origins section of the segments file (originlog.go).
+	// olog is the tree's side of the origins file (originlog.go).
 	olog originLog
 	// canon is what the last ordering of the whole set found (canonical.go).
 	canon canonState
@@ -38,7 +38,9 @@ func (t *Tree) storedHave() transcript.SegmentSet {
 	if !t.stored.loaded {
 		t.stored.loaded = true
 		if t.stored.fromFiles {
-			t.loadStoredSet(readSegmentsFile(t.files.Segments))
+			f := readSegmentsFile(t.files.Segments)
+			f.loadOrigins(t.files.Origins)
+			t.loadStoredSet(f)
 		}
 	}
 	return t.stored.have
@@ -65,7 +67,7 @@ func (t *Tree) loadStoredSet(f segmentsFile) {
 			}
 		}
 	}
-	t.stored.olog = originLog{stale: true} // rebuilt, one record per id, when written
+	t.stored.olog = originLog{stale: true} // written again, one record per id, before the next append
 }
 
 // saveStoredSet writes the segments file when the set changed and every entry
@@ -74,13 +76,18 @@ func (t *Tree) loadStoredSet(f segmentsFile) {
 // read, and a torn one fails its checksum and counts as empty. It is written only
 // after the local files are fsynced (and rewritten, after a conflict changed the
 // version of an entry they hold), so it never names a segment whose entries
-// they lack. t.mu is held.
+// they lack, and after the origins file is brought up to date (saveOrigins), so
+// it names only origin records written before it. t.mu is held.
 func (t *Tree) saveStoredSet() error {
 	if !t.stored.dirty || len(t.pendingLocal) > 0 || len(t.replaced) > 0 || !t.headerInLog ||
 		!t.stored.fromFiles && !t.stored.checked {
 		return nil
 	}
-	f := segmentsFile{have: t.stored.have, withOrigins: true, originText: t.originSection(), leafKnown: true, sizes: t.localSizes()}
+	size, sum, err := t.saveOrigins()
+	if err != nil {
+		return err
+	}
+	f := segmentsFile{have: t.stored.have, originsSize: size, originsSum: sum, leafKnown: true, sizes: t.localSizes()}
 	if t.leaf >= 0 {
 		f.leaf = t.entries[t.leaf].ID()
 	}
@@ -146,3 +153,7 @@ func (t *Tree) afterLocalFlush() error {
 // SegmentsPath returns the path of the segments file beside the local files (see
 // Files.Segments).
 func (t *Tree) SegmentsPath() string { return t.files.Segments }
+
+// OriginsPath returns the path of the origins file beside the local files (see
+// Files.Origins).
+func (t *Tree) OriginsPath() string { return t.files.Origins }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,41 +111,69 @@ func TestPull_ConflictWinnerRewritesFiles(t *testing.T) {
 	}
 }
 
-// Segments files written before origins were kept (version 2) still load and
-// give their leaf; their set is not used, so the next pull reads the whole
-// session and learns every origin.
-func TestLoad_SegmentsFileVersion2(t *testing.T) {
-	ctx := context.Background()
-	s := newWinnerSetup(t)
-	cur, err := os.ReadFile(s.files.Segments)
-	require.NoError(t, err)
-	lines := strings.Split(string(cur), "\n")
-	require.Equal(t, "transcript-segments 3", lines[0])
-	// files, leaf and the keys of version 3, with a frontier line and no origins.
-	body := "transcript-segments 2\n" + lines[1] + "\nfrontier -\n" + lines[2] + "\n"
-	for _, l := range lines[3:] {
-		if l == "origins" {
-			break
-		}
-		body += l + "\n"
+// Segments files of older versions still load. Version 2 (written before
+// origins were kept) gives its leaf; its set is not used, so the next pull reads
+// the whole session and learns every origin. Version 3 (origins inline, before
+// the origins file) gives its set and origins: the next pull reads only what is
+// new. Either way the next write is of version 4, with an origins file.
+func TestLoad_OlderSegmentsFiles(t *testing.T) {
+	tests := []struct {
+		name string
+		// old makes the file's body (before its checksum line) from the lines of
+		// version 4 before its origins line and the records of the origins file.
+		old     func(lines []string, records string) string
+		keepSet bool
+	}{
+		{"version 2", func(lines []string, _ string) string {
+			return "transcript-segments 2\n" + lines[1] + "\nfrontier -\n" + strings.Join(lines[2:], "\n") + "\n"
+		}, false},
+		{"version 3", func(lines []string, records string) string {
+			return "transcript-segments 3\n" + strings.Join(lines[1:], "\n") + "\norigins\n" + records
+		}, true},
 	}
-	body += fmt.Sprintf("xxh64 %016x\n", xxhash.Sum64String(body))
-	require.NoError(t, os.WriteFile(s.files.Segments, []byte(body), 0o644))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := newWinnerSetup(t)
+			cur, err := os.ReadFile(s.files.Segments)
+			require.NoError(t, err)
+			origins, err := os.ReadFile(s.files.Origins)
+			require.NoError(t, err)
+			records, ok := strings.CutPrefix(string(origins), "transcript-origins 1\n")
+			require.True(t, ok, "the origins file's header")
+			lines := strings.Split(string(cur), "\n")
+			require.Equal(t, "transcript-segments 4", lines[0])
+			n := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "origins ") })
+			require.Positive(t, n)
+			body := tt.old(lines[:n], records)
+			body += fmt.Sprintf("xxh64 %016x\n", xxhash.Sum64String(body))
+			require.NoError(t, os.WriteFile(s.files.Segments, []byte(body), 0o644))
+			require.NoError(t, os.Remove(s.files.Origins))
 
-	loaded, rep, err := sessiontree.Load(ctx, s.cfg, who, "agent", "win")
-	require.NoError(t, err)
-	require.True(t, rep.Clean())
-	leaf, _ := loaded.Leaf()
-	want, _ := s.tree.Leaf()
-	require.Equal(t, want, leaf, "the leaf of a version 2 file")
-	require.Zero(t, loaded.HeldSegments(), "no origins: the set is read again")
-	_, err = loaded.Pull(ctx)
-	require.NoError(t, err)
-	requireAgrees(t, s.store, loaded, "loaded")
-	require.NoError(t, loaded.Flush(ctx))
-	seg, err := os.ReadFile(s.files.Segments)
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(string(seg), "transcript-segments 3\n"))
+			loaded, rep, err := sessiontree.Load(ctx, s.cfg, who, "agent", "win")
+			require.NoError(t, err)
+			require.True(t, rep.Clean())
+			leaf, _ := loaded.Leaf()
+			want, _ := s.tree.Leaf()
+			require.Equal(t, want, leaf, "the file's leaf")
+			if tt.keepSet {
+				require.NotZero(t, s.tree.HeldSegments())
+				require.Equal(t, s.tree.HeldSegments(), loaded.HeldSegments(), "the set is used")
+			} else {
+				require.Zero(t, loaded.HeldSegments(), "no origins: the set is read again")
+			}
+			_, err = loaded.Pull(ctx)
+			require.NoError(t, err)
+			requireAgrees(t, s.store, loaded, "loaded")
+			_, err = loaded.AppendMessage(msg(userMsg, "after the upgrade"))
+			require.NoError(t, err)
+			require.NoError(t, loaded.Flush(ctx))
+			seg, err := os.ReadFile(s.files.Segments)
+			require.NoError(t, err)
+			require.True(t, strings.HasPrefix(string(seg), "transcript-segments 4\n"))
+			require.FileExists(t, s.files.Origins)
+		})
+	}
 }
 
 // A replica restored from a store that holds two versions of an id takes the

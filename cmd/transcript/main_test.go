@@ -611,7 +611,7 @@ func testRestore(t *testing.T, b backend) {
 	var want []string
 	for _, sel := range [][2]string{{"coder", "v1"}, {"coder", "v3"}, {"other", "v3"}} {
 		f := sessiontree.FilesOf("", transcript.TranscriptRef{AgentID: sel[0], SessionID: sel[1]})
-		want = append(want, f.Context, f.Log, f.Segments)
+		want = append(want, f.Context, f.Log, f.Segments, f.Origins)
 	}
 	require.ElementsMatch(t, want, files)
 

@@ -40,8 +40,8 @@ Sessions are restored --parallel at once (and up to --parallel + 1 more are
 fetched ahead of their turn), with a progress bar when stderr is a terminal. It is resumable: a session whose files exist and are identical to what the
 bucket holds is skipped; files that differ are replaced, unless their log holds
 entries the bucket lacks (then the session fails; --force replaces them anyway).
-Beside the two files, {session}.segments names the segments they hold: while the
-files are unchanged since it was written, a later run fetches only the segments
+Beside the two files, {session}.segments names the segments they hold (and
+{session}.origins where each entry was first stored): while the files are unchanged since it was written, a later run fetches only the segments
 they lack and appends their entries (a session with none is skipped). The Pi
 layout is rebuilt whole, and a file identical to what the bucket holds is skipped.
 Prints the failures and a summary (--json: a JSON object) on stdout.
@@ -205,7 +205,7 @@ func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcri
 	moved := false
 	defer func() {
 		if !moved {
-			for _, p := range []string{r.files.Log, r.files.Context, r.files.Segments} {
+			for _, p := range []string{r.files.Log, r.files.Context, r.files.Origins, r.files.Segments} {
 				if p != "" {
 					_ = os.Remove(p)
 				}
@@ -230,10 +230,8 @@ func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcri
 		}
 		identical = identical && same
 	}
-	// The segments file goes last: it says the files hold those segments.
-	segs := struct{ from, to string }{r.files.Segments, dest.Segments}
 	if identical {
-		return outcomeSkipped, r.entries, 0, moveIfExists(segs.from, segs.to)
+		return outcomeSkipped, r.entries, 0, moveStoredSet(r.files, dest)
 	}
 	if !force {
 		if err := checkNoLocalOnly(files[0].to, r.has); err != nil {
@@ -243,7 +241,7 @@ func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcri
 	if err := os.MkdirAll(filepath.Dir(dest.Context), 0o755); err != nil {
 		return 0, 0, 0, err
 	}
-	if err := os.Remove(segs.to); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(dest.Segments); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, 0, 0, err
 	}
 	moved = true
@@ -252,7 +250,17 @@ func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcri
 			return 0, 0, 0, err
 		}
 	}
-	return outcomeRestored, r.entries, size, moveIfExists(segs.from, segs.to)
+	return outcomeRestored, r.entries, size, moveStoredSet(r.files, dest)
+}
+
+// moveStoredSet moves the origins file and then the segments file of from into
+// place: the segments file goes last, as it says the files hold those segments
+// and names the origins file's bytes.
+func moveStoredSet(from, to sessiontree.Files) error {
+	if err := moveIfExists(from.Origins, to.Origins); err != nil {
+		return err
+	}
+	return moveIfExists(from.Segments, to.Segments)
 }
 
 // moveIfExists renames from to to; a missing from is not an error.

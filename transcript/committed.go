@@ -50,7 +50,7 @@ func (s *Store) ReadCommitted(ctx context.Context, ref TranscriptRef, h Head, ha
 			return h, nil, fmt.Errorf("read %s: %w", ref, err)
 		}
 		if len(gone) == 0 {
-			return h, inc, nil
+			return s.resolveCommitted(ctx, ref, h, inc)
 		}
 		cur, err := s.ReadHead(ctx, ref)
 		if err != nil {
@@ -58,13 +58,22 @@ func (s *Store) ReadCommitted(ctx context.Context, ref TranscriptRef, h Head, ha
 		}
 		if cur.Same(h) {
 			inc.Missing = gone
-			return h, inc, nil
+			return s.resolveCommitted(ctx, ref, h, inc)
 		}
 		if attempt >= s.cfg.MaxRelists {
 			return h, nil, fmt.Errorf("read %s: %w (%d heads)", ref, ErrVanished, attempt+1)
 		}
 		h = cur
 	}
+}
+
+// resolveCommitted puts the payloads back into the entries of inc (unless s is
+// Stored), as every read that returns entries does.
+func (s *Store) resolveCommitted(ctx context.Context, ref TranscriptRef, h Head, inc *Increment) (Head, *Increment, error) {
+	if err := s.resolveMerge(ctx, ref.Norm().Namespace, inc.MergeResult); err != nil {
+		return h, nil, fmt.Errorf("read %s: %w", ref.Norm(), err)
+	}
+	return h, inc, nil
 }
 
 // committedRead is the state of one attempt of ReadCommitted.
@@ -244,7 +253,7 @@ func (r *committedRead) readMetas(ctx context.Context, infos []SegmentInfo) erro
 	ok := make([]bool, len(infos))
 	err := r.s.eachMeta(ctx, infos, func(ctx context.Context, i int, m segment.Meta, err error) error {
 		switch {
-		case err == nil && m.Checksum == infos[i].Hash:
+		case err == nil && KeyChecksum(m) == infos[i].Hash:
 			metas[i], ok[i] = m, true
 		case err != nil && !errors.Is(err, bucket.ErrNotFound) && !errors.Is(err, segment.ErrCorrupt):
 			return err
@@ -275,9 +284,9 @@ func (r *committedRead) fetch(ctx context.Context, infos []SegmentInfo, inputs b
 	for i, in := range infos {
 		g.Go(func() error {
 			seg, err := r.s.readListedSegment(gctx, in.Key)
-			if err == nil && seg.Meta.Checksum != in.Hash {
+			if err == nil && KeyChecksum(seg.Meta) != in.Hash {
 				err = fmt.Errorf("read segment %s: %w: key names checksum %016x, segment has %016x",
-					in.Key, segment.ErrChecksum, in.Hash, seg.Meta.Checksum)
+					in.Key, segment.ErrChecksum, in.Hash, KeyChecksum(seg.Meta))
 			}
 			switch {
 			case errors.Is(err, bucket.ErrNotFound), err != nil && errors.Is(err, segment.ErrCorrupt) && (inputs || r.s.cfg.SkipCorrupt):

@@ -318,3 +318,35 @@ func TestPayload_ReadNewIncrementally(t *testing.T) {
 		require.NotContains(t, string(e.Raw), segment.RefPrefix)
 	}
 }
+
+// TestPayload_ReadCommitted reads a strict session that holds large payloads
+// through its head, whole and then what a second commit added: the entries come
+// back byte for byte, as from every other read (a Stored store keeps the
+// references).
+func TestPayload_ReadCommitted(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, newBucket(t), transcript.Config{PayloadThreshold: testThreshold})
+	w := newWriter(t, "w1")
+	img := imageData(30, 2*testThreshold)
+	first := [][]byte{entry("a", ""), imageEntry("b", "a", img)}
+	_, h, err := s.CreateSession(ctx, ref, first, w, transcript.CreateOptions{Strict: true, Head: "b"})
+	require.NoError(t, err)
+	h, inc, err := s.ReadCommitted(ctx, ref, h, transcript.SegmentSet{})
+	require.NoError(t, err)
+	require.Equal(t, first, inc.Raw())
+
+	second := [][]byte{toolEntry("c", "b", imageData(31, 2*testThreshold))}
+	_, h2, err := s.CommitSegment(ctx, ref, h, second, w, "c", nil)
+	require.NoError(t, err)
+	_, next, err := s.ReadCommitted(ctx, ref, h2, inc.Have)
+	require.NoError(t, err)
+	require.Equal(t, second, next.Raw())
+
+	_, stored, err := s.Stored().ReadCommitted(ctx, ref, h2, transcript.SegmentSet{})
+	require.NoError(t, err)
+	refs := 0
+	for _, e := range stored.Entries {
+		refs += len(e.Refs)
+	}
+	require.Equal(t, 2, refs, "a Stored read keeps the references")
+}

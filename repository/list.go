@@ -113,6 +113,7 @@ func (r *Repository) summary(ctx context.Context, id string) (*SessionInfo, erro
 	if err != nil {
 		return nil, err
 	}
+	s.infoOnly = true // a summary needs no payload: none is fetched
 	hs, err := r.store.ReadHead(ctx, s.ref)
 	switch {
 	case err == nil && hs.Summary != nil:

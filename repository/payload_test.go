@@ -18,8 +18,8 @@ import (
 )
 
 // TestPayloads_ListReadsNone: a session holding a large image opens and forks
-// byte for byte; List reads no payload (it still lists the session when the payload
-// object is gone, which Open then reports).
+// byte for byte; List and ListPage read no payload (they still list the session
+// when the payload object is gone, which Open then reports).
 func TestPayloads_ListReadsNone(t *testing.T) {
 	ctx := context.Background()
 	b := membucket.New()
@@ -60,6 +60,9 @@ func TestPayloads_ListReadsNone(t *testing.T) {
 	infos, err := r.List(ctx)
 	require.NoError(t, err)
 	require.Len(t, infos, 2)
+	page, err := r.ListPage(ctx, repository.ListOptions{})
+	require.NoError(t, err, "the summaries are derived without the payload")
+	require.Len(t, page.Sessions, 2)
 	_, err = r.Open(ctx, s.ID())
 	require.ErrorIs(t, err, transcript.ErrPayloadMissing)
 }

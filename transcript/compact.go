@@ -367,29 +367,47 @@ func (s *Store) markResumed(ctx context.Context, st *compactState, marks []delet
 // output for deletion and returns the marks.
 func (s *Store) compactLevels(ctx context.Context, st *compactState, opts CompactOptions, res *CompactResult) ([]deletionMark, error) {
 	var added []deletionMark
-	for level := 0; level < 255; level++ {
-		live, units, maxLevel := st.liveAt(level)
-		if level > maxLevel {
-			break
-		}
-		if units < opts.MinSegments {
-			continue
-		}
+	err := st.eachFullLevel(opts.MinSegments, func(live []SegmentInfo) (bool, error) {
 		c, err := s.compactLevel(ctx, st.ref, st, live, opts)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		res.Compactions = append(res.Compactions, c)
 		if opts.DryRun {
-			continue
+			return true, nil
 		}
 		m, err := s.markInputs(ctx, st.ref, c.Output.Key, live, opts, res)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		added = append(added, m)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return added, nil
+}
+
+// eachFullLevel calls merge with the live segments of every level that holds at
+// least minSegments units, lowest first, until merge returns false or an error.
+// A level is looked at after merge has run on the one below it, so an output
+// counts toward the next level. It is the loop compactLevels and
+// compactStrictLevels share.
+func (st *compactState) eachFullLevel(minSegments int, merge func(live []SegmentInfo) (bool, error)) error {
+	for level := 0; level < 255; level++ {
+		live, units, maxLevel := st.liveAt(level)
+		if level > maxLevel {
+			return nil
+		}
+		if units < minSegments {
+			continue
+		}
+		if more, err := merge(live); err != nil || !more {
+			return err
+		}
+	}
+	return nil
 }
 
 // markInputs schedules the deletion of the inputs of the compaction whose output

@@ -101,38 +101,35 @@ func (s *Store) compactStrict(ctx context.Context, ref TranscriptRef, opts Compa
 func (s *Store) compactStrictLevels(ctx context.Context, st *compactState, h Head, opts CompactOptions, res *CompactResult) ([]headOp, error) {
 	var ops []headOp
 	wh := h // the head as the merges so far would leave it
-	for level := 0; level < 255; level++ {
-		live, units, maxLevel := st.liveAt(level)
-		if level > maxLevel {
-			break
-		}
-		if units < opts.MinSegments {
-			continue
-		}
+	err := st.eachFullLevel(opts.MinSegments, func(live []SegmentInfo) (bool, error) {
 		if err := s.readInto(ctx, st, live); err != nil {
-			return nil, err
+			return false, err
 		}
 		ordered, ok := inHeadOrder(wh, live)
 		if !ok || !originsIncrease(st, ordered) {
 			res.Skipped = SkipCommitOrder
-			break
+			return false, nil
 		}
 		c, err := s.compactLevel(ctx, st.ref, st, live, opts)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		res.Compactions = append(res.Compactions, c)
 		if opts.DryRun {
-			continue
+			return true, nil
 		}
 		op := headOp{outputs: relKeys(c.Outputs)}
 		for _, in := range ordered {
 			op.inputs = append(op.inputs, sessionRelKey(in.Key))
 		}
 		if wh, err = wh.Replace(op.inputs, op.outputs); err != nil {
-			return nil, err
+			return false, err
 		}
 		ops = append(ops, op)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return ops, nil
 }

@@ -122,33 +122,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = DefaultRequestTimeout
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.BodyTimeout <= 0 {
-		cfg.BodyTimeout = DefaultBodyTimeout
-	}
-	if cfg.MaxPage <= 0 {
-		cfg.MaxPage = DefaultMaxPage
-	}
-	if cfg.MaxCachedSessions == 0 {
-		cfg.MaxCachedSessions = DefaultMaxCachedSessions
-	}
-	if cfg.WatchInterval <= 0 {
-		cfg.WatchInterval = DefaultWatchInterval
-	}
-	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = DefaultHeartbeat
-	}
-	if cfg.MaxStreamsPerOwner <= 0 {
-		cfg.MaxStreamsPerOwner = DefaultMaxStreamsPerOwner
-	}
-	if cfg.MaxStreams <= 0 {
-		cfg.MaxStreams = DefaultMaxStreams
-	}
+	cfg = cfg.withDefaults()
 	m, err := newMetrics(cfg.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
@@ -170,6 +144,30 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET", "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}).ServeHTTP)
 	s.fallbacks()
 	return s, nil
+}
+
+// withDefaults returns cfg with every limit left unset (zero, or below zero where
+// zero cannot mean "none") at its default.
+func (cfg Config) withDefaults() Config {
+	positiveOr(&cfg.RequestTimeout, DefaultRequestTimeout)
+	positiveOr(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	positiveOr(&cfg.BodyTimeout, DefaultBodyTimeout)
+	positiveOr(&cfg.MaxPage, DefaultMaxPage)
+	if cfg.MaxCachedSessions == 0 { // below zero: no cache
+		cfg.MaxCachedSessions = DefaultMaxCachedSessions
+	}
+	positiveOr(&cfg.WatchInterval, DefaultWatchInterval)
+	positiveOr(&cfg.Heartbeat, DefaultHeartbeat)
+	positiveOr(&cfg.MaxStreamsPerOwner, DefaultMaxStreamsPerOwner)
+	positiveOr(&cfg.MaxStreams, DefaultMaxStreams)
+	return cfg
+}
+
+// positiveOr sets *v to def unless it is above zero.
+func positiveOr[T ~int | ~int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // EndStreams ends every event stream (each closes cleanly; its client resumes

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -31,20 +30,17 @@ type AppendResponse struct {
 // stale_head with the committed head; a parent (or leaf target) that is not
 // stored 422 unknown_parent.
 func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {
-	var req AppendRequest
-	if !s.decode(w, r, &req) {
+	expected, raws, ok := s.appendBody(w, r)
+	if !ok {
 		return
 	}
-	if len(req.Entries) == 0 {
+	if len(raws) == 0 {
 		s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidRequest, Field: "entries", Message: "no entries"}, nil)
 		return
 	}
-	// Each entry becomes one line; the repository checks them (once, on their
-	// way to the store) and names a refused one by its index.
-	raws := make([][]byte, len(req.Entries))
-	for i, raw := range req.Entries {
-		raws[i] = pi.CompactJSON(raw)
-	}
+	// The repository checks the entries (once, on their way to the store), names
+	// a refused one by its index, and keeps them: they are slices of this
+	// request's body (see appendBody).
 	hd, _, err := s.openHandle(r.Context(), repo, r.PathValue("id"))
 	if err != nil {
 		s.failStore(w, r, err)
@@ -52,15 +48,11 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository
 	}
 	defer s.sessions.release(hd)
 	sess := hd.sess
-	expected := ""
-	if req.ExpectedHead != nil {
-		expected = *req.ExpectedHead
+	head := ""
+	if expected != nil {
+		head = *expected
 	}
-	if sess.Strict() {
-		err = sess.AppendIf(r.Context(), expected, raws...)
-	} else {
-		err = sess.Append(r.Context(), raws...)
-	}
+	err = sess.AppendOwned(r.Context(), head, raws)
 	if err != nil && !errors.Is(err, transcript.ErrConflict) {
 		s.sessions.drop(hd.key) // the next request starts from a fresh read
 	}

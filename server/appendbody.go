@@ -154,17 +154,23 @@ func skipValue(data []byte, i int) int {
 }
 
 // stringEnd returns the end of the JSON string that starts at data[i] (past its
-// closing quote).
+// closing quote): the first quote not preceded by an odd run of backslashes,
+// found with bytes.IndexByte (entries are mostly long strings).
 func stringEnd(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	for j := i + 1; ; j++ {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return len(data)
+		}
+		j += k
+		esc := 0
+		for p := j - 1; p > i && data[p] == '\\'; p-- {
+			esc++
+		}
+		if esc%2 == 0 {
+			return j + 1
 		}
 	}
-	return i
 }
 
 // compactInPlace removes the white space outside strings from v, valid JSON, in
@@ -176,7 +182,11 @@ func compactInPlace(v []byte) []byte {
 		switch {
 		case c == '"':
 			end := stringEnd(v, i)
-			n += copy(v[n:], v[i:end])
+			if n == i { // nothing removed yet: the string stays where it is
+				n = end
+			} else {
+				n += copy(v[n:], v[i:end])
+			}
 			i = end
 		case isSpace(c):
 			i++

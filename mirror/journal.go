@@ -26,7 +26,9 @@ import (
 // the next one, which covers all of them. No timer is involved, so a lone Upload
 // pays exactly one fsync and no waiting. One file per segment, as the outbox used
 // before, costs an fsync of the file and one of its directory per segment, and
-// the fsyncs of concurrent Uploads cannot be shared.
+// the fsyncs of concurrent Uploads cannot be shared. On Linux the file's fsync
+// is an fdatasync: it makes the appended bytes and the new file size durable, as
+// replay needs, and skips the timestamps.
 //
 // A record is framed as
 //
@@ -87,7 +89,8 @@ type journal struct {
 	syncing bool
 	// syncs counts the fsyncs the journal made (files and directory), for tests.
 	syncs int
-	// sync fsyncs a journal file, syncDir the journal directory (replaced in tests).
+	// sync makes a journal file's data durable (datasync: fdatasync where there
+	// is one), syncDir the journal directory (both replaced in tests).
 	sync    func(*os.File) error
 	syncDir func(string) error
 	// rotateBytes and recycleBytes are the rotation bounds (see above; tests
@@ -119,7 +122,7 @@ type journalRecord struct {
 func openJournal(dir string) (*journal, []journalRecord, error) {
 	j := &journal{
 		dir: filepath.Join(dir, outboxJournal), next: 1,
-		sync: (*os.File).Sync, syncDir: fsutil.SyncDir,
+		sync: datasync, syncDir: fsutil.SyncDir,
 		rotateBytes: journalRotateBytes, recycleBytes: journalRecycleBytes,
 	}
 	j.cond = sync.NewCond(&j.mu)

@@ -185,3 +185,97 @@ func TestJournal_Rotation(t *testing.T) {
 	require.NoError(t, j.close())
 	require.Empty(t, wal(), "a drained journal is deleted at close")
 }
+
+// A group commit acknowledges an append only when a file sync that succeeded
+// covered the record: every append that returned without error ends within the
+// bytes the file held when a successful sync of it began. Syncs fail at injected
+// points, while appends from several goroutines keep arriving during each sync;
+// every append a failed sync covered fails, and appends go on in a new file.
+func TestJournal_GroupCommitAcksOnlySyncedBytes(t *testing.T) {
+	errSync := errors.New("injected fsync failure")
+	for _, failEvery := range []int{2, 3, 5} {
+		t.Run(fmt.Sprintf("every %d syncs fail", failEvery), func(t *testing.T) {
+			j, _ := newTestJournal(t)
+			var mu sync.Mutex
+			calls := 0
+			synced := map[string]int64{} // path → bytes held when a successful sync began
+			j.sync = func(f *os.File) error {
+				fi, err := f.Stat()
+				require.NoError(t, err)
+				mu.Lock()
+				calls++
+				fail := calls%failEvery == 0
+				mu.Unlock()
+				runtime.Gosched() // let appends arrive while the sync runs
+				if fail {
+					return errSync
+				}
+				if err := datasync(f); err != nil {
+					return err
+				}
+				mu.Lock()
+				synced[f.Name()] = max(synced[f.Name()], fi.Size())
+				mu.Unlock()
+				return nil
+			}
+			const writers, each = 6, 20
+			type ack struct {
+				key  string
+				path string
+			}
+			var acks []ack
+			failed := 0
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Go(func() {
+					for i := range each {
+						key := fmt.Sprintf("k/%d-%03d", w, i)
+						jf, err := j.append(key, []byte("segment "+key))
+						mu.Lock()
+						if err != nil {
+							require.ErrorIs(t, err, errSync)
+							failed++
+						} else {
+							acks = append(acks, ack{key, jf.path})
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			require.NoError(t, j.close())
+			require.Positive(t, failed, "some appends were covered by a failed sync")
+			require.NotEmpty(t, acks)
+			ends := map[string]int64{} // key → end of its record in its file
+			for _, a := range acks {
+				if _, ok := ends[a.key]; ok {
+					continue
+				}
+				data, err := os.ReadFile(a.path)
+				require.NoError(t, err)
+				for off := 0; off < len(data); {
+					key, _, n, err := decodeRecord(data[off:])
+					require.NoError(t, err)
+					off += n
+					ends[key] = int64(off)
+				}
+			}
+			for _, a := range acks {
+				end, ok := ends[a.key]
+				require.True(t, ok, "acknowledged %s is in its file", a.key)
+				require.LessOrEqual(t, end, synced[a.path], "acknowledged %s ends within bytes a successful sync covered", a.key)
+			}
+		})
+	}
+}
+
+// datasync makes a file's data durable, and reports a file it cannot sync.
+func TestDatasync(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	require.NoError(t, err)
+	_, err = f.Write([]byte("data"))
+	require.NoError(t, err)
+	require.NoError(t, datasync(f))
+	require.NoError(t, f.Close())
+	require.Error(t, datasync(f), "a closed file")
+}

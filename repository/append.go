@@ -30,13 +30,33 @@ func (s *Session) Append(ctx context.Context, entries ...[]byte) error {
 		return fmt.Errorf("append to session %q: %w", s.id, ErrReadOnly)
 	}
 	if s.strict {
-		return s.appendStrict(ctx, s.hs.Entry, entries)
+		return s.appendStrict(ctx, s.hs.Entry, entries, false)
 	}
-	return s.appendDefault(ctx, entries)
+	return s.appendDefault(ctx, entries, false)
 }
 
-func (s *Session) appendDefault(ctx context.Context, raws [][]byte) error {
-	batch, at, err := s.repo.parseBatch(raws)
+// AppendOwned appends entries as AppendIf with expectedHead does in strict mode,
+// and as Append does in default mode (where expectedHead is not used), for a
+// caller that hands the entries over: the session keeps them as they are, without
+// the copy Append and AppendIf make, so the caller must not modify them (nor the
+// buffer they are slices of) afterwards, whatever the outcome. The checks, the
+// errors and the entry index an EntryError names are those of Append and AppendIf.
+func (s *Session) AppendOwned(ctx context.Context, expectedHead string, entries [][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.asOf.IsZero() {
+		return fmt.Errorf("append to session %q: %w", s.id, ErrReadOnly)
+	}
+	if s.strict {
+		return s.appendStrict(ctx, expectedHead, entries, true)
+	}
+	return s.appendDefault(ctx, entries, true)
+}
+
+// appendDefault is Append in default mode; owned: raws are handed over (see
+// parseBatch).
+func (s *Session) appendDefault(ctx context.Context, raws [][]byte, owned bool) error {
+	batch, at, err := s.repo.parseBatch(raws, owned)
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
@@ -88,8 +108,9 @@ func (s *Session) relKey(key string) string { return strings.TrimPrefix(key, s.p
 // whose rule for id and parentId is the store's too). The same id twice in one
 // call is kept once if the bytes are equal and is a conflict otherwise. at[k] is
 // the position in raws of the k-th entry returned. A refused entry is an
-// EntryError naming its position.
-func (r *Repository) parseBatch(raws [][]byte) (batch []pi.Entry, at []int, err error) {
+// EntryError naming its position. The entries returned keep a copy of their
+// bytes, or, when owned is set (the caller hands raws over), raws themselves.
+func (r *Repository) parseBatch(raws [][]byte, owned bool) (batch []pi.Entry, at []int, err error) {
 	if len(raws) == 0 {
 		return nil, nil, fmt.Errorf("%w: no entries", ErrInvalid)
 	}
@@ -100,7 +121,10 @@ func (r *Repository) parseBatch(raws [][]byte) (batch []pi.Entry, at []int, err 
 			return nil, nil, &EntryError{Index: i, Err: fmt.Errorf("%w: entry of %d bytes exceeds the limit of %d bytes (%d MiB): %w",
 				ErrInvalid, len(raw), limit, limit>>20, segment.ErrEntryTooLarge)}
 		}
-		e, err := pi.ParseEntry(bytes.Clone(raw))
+		if !owned {
+			raw = bytes.Clone(raw)
+		}
+		e, err := pi.ParseEntry(raw)
 		if err != nil {
 			return nil, nil, &EntryError{Index: i, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}

@@ -64,7 +64,7 @@ func (r *Repository) create(ctx context.Context, opts CreateOptions, parent stri
 	h := pi.NewHeader(opts.ID, r.now(), opts.Cwd, parent)
 	var batch []pi.Entry
 	if len(entries) > 0 {
-		if batch, _, err = r.parseBatch(entries); err != nil {
+		if batch, _, err = r.parseBatch(entries, false); err != nil {
 			return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
 		}
 	}

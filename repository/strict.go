@@ -25,11 +25,12 @@ func (s *Session) AppendIf(ctx context.Context, expectedHead string, entries ...
 	if !s.strict {
 		return fmt.Errorf("append to session %q: %w: an expected head needs a strict session", s.id, ErrInvalid)
 	}
-	return s.appendStrict(ctx, expectedHead, entries)
+	return s.appendStrict(ctx, expectedHead, entries, false)
 }
 
-func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]byte) error {
-	batch, at, err := s.repo.parseBatch(raws)
+// appendStrict is AppendIf; owned: raws are handed over (see parseBatch).
+func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]byte, owned bool) error {
+	batch, at, err := s.repo.parseBatch(raws, owned)
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}

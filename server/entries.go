@@ -2,15 +2,12 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/repository"
-	"github.com/transcriptstore/transcript/transcript"
 )
 
 // entries answers the entries after sequence number "after" (default 0: from the
@@ -70,76 +67,4 @@ func queryInt(r *http.Request, name string, def int) (int, error) {
 		return 0, fmt.Errorf("%s must be a non-negative integer", name)
 	}
 	return n, nil
-}
-
-// AppendRequest is the body of POST /v1/sessions/{id}/entries.
-type AppendRequest struct {
-	// ExpectedHead is the head the client last saw (null or absent: no entries).
-	// A strict session commits the entries only if it is still the head.
-	ExpectedHead *string `json:"expectedHead"`
-	// Entries are Pi session entries, each a JSON object with "type" and "id".
-	Entries []json.RawMessage `json:"entries"`
-}
-
-// AppendResponse is the answer to a successful append.
-type AppendResponse struct {
-	// Head is the committed head after the append.
-	Head *string `json:"head"`
-}
-
-// append commits entries at the expected head. An entry whose id is stored with
-// the same bytes is skipped, so a retry of a committed append answers 200 with
-// the head; other bytes answer 409 entry_conflict; a stale expected head 409
-// stale_head with the committed head; a parent (or leaf target) that is not
-// stored 422 unknown_parent.
-func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {
-	var req AppendRequest
-	if !s.decode(w, r, &req) {
-		return
-	}
-	if len(req.Entries) == 0 {
-		s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidRequest, Field: "entries", Message: "no entries"}, nil)
-		return
-	}
-	// Each entry becomes one line; the repository checks them (once, on their
-	// way to the store) and names a refused one by its index.
-	raws := make([][]byte, len(req.Entries))
-	for i, raw := range req.Entries {
-		raws[i] = pi.CompactJSON(raw)
-	}
-	hd, _, err := s.openHandle(r.Context(), repo, r.PathValue("id"))
-	if err != nil {
-		s.failStore(w, r, err)
-		return
-	}
-	defer s.sessions.release(hd)
-	sess := hd.sess
-	expected := ""
-	if req.ExpectedHead != nil {
-		expected = *req.ExpectedHead
-	}
-	if sess.Strict() {
-		err = sess.AppendIf(r.Context(), expected, raws...)
-	} else {
-		err = sess.Append(r.Context(), raws...)
-	}
-	if err != nil && !errors.Is(err, transcript.ErrConflict) {
-		s.sessions.drop(hd.key) // the next request starts from a fresh read
-	}
-	switch {
-	case err == nil:
-		hd.changed()
-		writeJSON(w, http.StatusOK, AppendResponse{Head: headPtr(sess.Head())})
-	case errors.Is(err, repository.ErrStaleHead):
-		// The handle read the head to find it stale, or lost the head's race; a
-		// refresh reads what was committed since, not the whole session.
-		s.metrics.conflicts.WithLabelValues(string(CodeStaleHead)).Inc()
-		d := ErrorDetail{Code: CodeStaleHead, Message: "the expected head is not the committed head"}
-		if rerr := hd.refresh(r.Context()); rerr == nil {
-			d.Head = headPtr(sess.Head())
-		}
-		s.failWith(w, r, http.StatusConflict, d, err)
-	default:
-		s.failStore(w, r, err) // entry_conflict and unknown_parent name the entry
-	}
 }

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/pi"
+)
+
+// decodeGeneral is the general path of an append's body: decodeJSON's decoder
+// (unknown fields refused, nothing after the value), then each entry compacted.
+func decodeGeneral(data []byte) (expected *string, entries [][]byte, ok bool) {
+	var req AppendRequest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&req) != nil {
+		return nil, nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, false
+	}
+	for _, raw := range req.Entries {
+		entries = append(entries, pi.CompactJSON(raw))
+	}
+	return req.ExpectedHead, entries, true
+}
+
+// requireSameReading checks that the fast reading of body, when it takes it,
+// gives what the general path gives, and that it never takes a body the general
+// path refuses.
+func requireSameReading(t *testing.T, body []byte) (fast bool) {
+	t.Helper()
+	wantHead, want, wantOK := decodeGeneral(body)
+	gotHead, got, fast := readAppendInPlace(bytes.Clone(body))
+	if !fast {
+		return false
+	}
+	require.True(t, wantOK, "the fast reading took a body the decoder refuses: %q", body)
+	require.Equal(t, wantHead, gotHead, "expected head of %q", body)
+	require.Equal(t, len(want), len(got), "entries of %q", body)
+	for i := range want {
+		require.Equal(t, string(want[i]), string(got[i]), "entry %d of %q", i, body)
+	}
+	return true
+}
+
+var appendBodies = []struct {
+	body string
+	fast bool // the fast reading takes it
+}{
+	{`{"expectedHead":null,"entries":[{"type":"message","id":"a","parentId":null}]}`, true},
+	{` { "expectedHead" : "a" , "entries" : [ {"id" : "b", "text":"x y\tz \"q\" \\ ]}"} , {"id":"c"} ] } ` + "\n", true},
+	{`{"entries":[{"id":"a"},null,1,"s",[1,{"k":[2]}],true,-1.5e3]}`, true},
+	{"{\"entries\":[\n  {\n    \"id\": \"a\",\n    \"m\": {\"c\": [ 1, 2 ]}\n  }\n]}", true},
+	{`{"ENTRIES":[{"id":"a"}],"ExpectedHEAD":"h"}`, true},
+	{`{"entries":[{"id":"a"}],"entries":[{"id":"b"}]}`, true},
+	{`{"entries":[{"id":"a"}],"entries":null}`, true},
+	{`{"expectedHead":"h","expectedHead":null,"entries":[]}`, true},
+	{`{"expectedHead":"\u00e9\ud83d\ude00","entries":[{}]}`, true},
+	{`{}`, true},
+	{`{"entries":[{"id":"a"}],"extra":1}`, false},
+	{`{"entr\u0069es":[{"id":"a"}]}`, false},
+	{`{"expectedHead":1,"entries":[]}`, false},
+	{`{"expectedHead":"h","entries":{"id":"a"}}`, false},
+	{`{"entries":"x"}`, false},
+	{`{"entries":[{"id":"a"}]} x`, false},
+	{`{"entries":[{"id":"a"}]}{}`, false},
+	{`{"entries":[{"id":"a"}`, false},
+	{`[{"id":"a"}]`, false},
+	{`null`, false},
+	{`"entries"`, false},
+}
+
+// The fast reading of an append's body agrees with the general decoder on every
+// body it takes, and leaves the others (unknown keys, escaped keys, other types,
+// malformed or trailing JSON) to the general path, whose error answers they get.
+func TestReadAppendInPlace(t *testing.T) {
+	for _, tt := range appendBodies {
+		t.Run(tt.body, func(t *testing.T) {
+			require.Equal(t, tt.fast, requireSameReading(t, []byte(tt.body)))
+		})
+	}
+}
+
+// compactInPlace removes what json.Compact removes, and only that.
+func TestCompactInPlace(t *testing.T) {
+	for _, v := range []string{
+		`{}`, `{"a":1}`, " { \"a\" :\t[ 1 ,\r\n 2 ] } ", `{"s":"a b\t\"c\" \\"}`, `"  "`, `[ "\\\\" , " " ]`,
+	} {
+		var want bytes.Buffer
+		require.NoError(t, json.Compact(&want, []byte(v)))
+		require.Equal(t, want.String(), string(compactInPlace([]byte(v))), v)
+	}
+}
+
+func FuzzReadAppendInPlace(f *testing.F) {
+	for _, tt := range appendBodies {
+		f.Add([]byte(tt.body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		requireSameReading(t, body)
+	})
+}

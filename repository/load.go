@@ -149,8 +149,11 @@ func asOf(entries []transcript.Entry, t time.Time) []transcript.Entry {
 	return out
 }
 
-// add appends entries (in merge order, after those held) to the cache.
+// add appends entries (in merge order, after those held) to the cache. Each
+// line is parsed once as an entry; only a line that is not one (the header) is
+// parsed as a header, and an origin's time is read once per segment.
 func (s *Session) add(entries []transcript.Entry) {
+	lastKey := ""
 	for _, e := range entries {
 		if _, ok := s.byID[e.ID]; ok {
 			continue
@@ -160,15 +163,14 @@ func (s *Session) add(entries []transcript.Entry) {
 		if e.Origin.Compare(s.frontier) > 0 {
 			s.frontier = e.Origin
 		}
-		s.updated = later(s.updated, e.Origin.Time())
-		if h, err := pi.ParseHeader(e.Raw); err == nil {
-			if s.header.IsZero() {
-				s.header = h
-			}
-			continue
+		if e.Origin.Key != lastKey || lastKey == "" {
+			s.updated, lastKey = later(s.updated, e.Origin.Time()), e.Origin.Key
 		}
 		se, err := pi.ParseEntry(e.Raw)
 		if err != nil {
+			if h, herr := pi.ParseHeader(e.Raw); herr == nil && s.header.IsZero() {
+				s.header = h
+			}
 			continue
 		}
 		s.entries = append(s.entries, se)

@@ -33,7 +33,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repositor
 		return
 	}
 	limit = min(limit, s.cfg.MaxPage)
-	hd, err := s.current(r.Context(), repo, r.PathValue("id"))
+	hd, err := s.pageHandle(r.Context(), repo, r.PathValue("id"), after, limit)
 	if err != nil {
 		s.failStore(w, r, err)
 		return

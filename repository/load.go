@@ -149,8 +149,9 @@ func asOf(entries []transcript.Entry, t time.Time) []transcript.Entry {
 	return out
 }
 
-// add appends entries (in merge order, after those held) to the cache. Each
-// line is parsed once as an entry; only a line that is not one (the header) is
+// add appends entries (in merge order, after those held, each read from a
+// verified segment or checked by an append) to the cache. Each line is scanned
+// once as an entry (pi.ScanEntry); only a line that is not one (the header) is
 // parsed as a header, and an origin's time is read once per segment.
 func (s *Session) add(entries []transcript.Entry) {
 	lastKey := ""
@@ -166,7 +167,7 @@ func (s *Session) add(entries []transcript.Entry) {
 		if e.Origin.Key != lastKey || lastKey == "" {
 			s.updated, lastKey = later(s.updated, e.Origin.Time()), e.Origin.Key
 		}
-		se, err := pi.ParseEntry(e.Raw)
+		se, err := pi.ScanEntry(e.Raw) // read from a verified segment
 		if err != nil {
 			if h, herr := pi.ParseHeader(e.Raw); herr == nil && s.header.IsZero() {
 				s.header = h

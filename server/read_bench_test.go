@@ -1,11 +1,11 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -161,11 +161,15 @@ func pagedRead(ctx context.Context, base, token, id string, n int, scan bool) er
 			return nil, err
 		}
 		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, data)
+		var buf bytes.Buffer
+		if resp.ContentLength > 0 {
+			buf.Grow(int(resp.ContentLength))
 		}
-		return data, err
+		_, err = buf.ReadFrom(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, buf.Bytes())
+		}
+		return buf.Bytes(), err
 	}
 	data, err := get("/v1/sessions/" + id)
 	if err != nil {

@@ -80,38 +80,25 @@ func TestHeldPagesAndTheBucket(t *testing.T) {
 			// An append through the other server: a held page does not show it
 			// until the age has passed; its entries are the same either way.
 			want = append(want, appendChain(t, writer, "s", 20, 21)...)
-			code, p, ids := pageOf(t, reader, "s", 0, 5)
-			require.Equal(t, http.StatusOK, code)
-			require.Equal(t, want[:5], ids)
-			require.Equal(t, 20, p.EntryCount, "as of the handle's last read")
-			require.Equal(t, str("m019"), p.Head)
+			requireFirstPage(t, reader, "s", want[:5], 20, "m019") // as of the handle's last read
 			clock.Advance(server.HeldPageAge)
-			_, p, ids = pageOf(t, reader, "s", 0, 5)
-			require.Equal(t, want[:5], ids)
-			require.Equal(t, 21, p.EntryCount)
-			require.Equal(t, str("m020"), p.Head)
+			requireFirstPage(t, reader, "s", want[:5], 21, "m020")
 
 			// Deleted and created again with other entries: within the age a held
 			// page answers what the handle holds; past it, the new session.
-			code, _ = writer.do("DELETE", "/v1/sessions/s", nil)
+			code, _ := writer.do("DELETE", "/v1/sessions/s", nil)
 			require.Equal(t, http.StatusNoContent, code)
 			must(writer.do("POST", "/v1/sessions", map[string]any{"id": "s"}))
 			again := appendChainAfter(writer, "s", "", "x", 10)
-			_, _, ids = pageOf(t, reader, "s", 0, 5)
-			require.Equal(t, want[:5], ids, "within the age: what the handle holds")
+			requireFirstPage(t, reader, "s", want[:5], 21, "m020") // within the age: what the handle holds
 			clock.Advance(server.HeldPageAge)
-			_, p, ids = pageOf(t, reader, "s", 0, 5)
-			require.Equal(t, again[:5], ids)
-			require.Equal(t, 10, p.EntryCount)
-			require.Equal(t, str("x09"), p.Head)
+			requireFirstPage(t, reader, "s", again[:5], 10, "x09")
 
 			// Deleted: a page that reaches the end of what the handle holds
 			// answers 404 at once, and so does every page after it.
 			code, _ = writer.do("DELETE", "/v1/sessions/s", nil)
 			require.Equal(t, http.StatusNoContent, code)
-			code, _, ids = pageOf(t, reader, "s", 0, 5)
-			require.Equal(t, http.StatusOK, code, "within the age: what the handle holds")
-			require.Equal(t, again[:5], ids)
+			requireFirstPage(t, reader, "s", again[:5], 10, "x09") // within the age
 			code, _, _ = pageOf(t, reader, "s", 5, 5)
 			require.Equal(t, http.StatusNotFound, code)
 			code, _, _ = pageOf(t, reader, "s", 0, 5)
@@ -122,11 +109,20 @@ func TestHeldPagesAndTheBucket(t *testing.T) {
 			appendChain(t, writer, "d", 0, 10)
 			require.Equal(t, 10, decode[metadata](t, must(reader.do("GET", "/v1/sessions/d", nil))).EntryCount)
 			appendChain(t, writer, "d", 10, 11)
-			_, p, ids = pageOf(t, reader, "d", 0, 5)
-			require.Equal(t, want[:5], ids)
-			require.Equal(t, 11, p.EntryCount)
+			requireFirstPage(t, reader, "d", want[:5], 11, "m010")
 		})
 	}
+}
+
+// requireFirstPage reads the page of 5 entries after 0 of session id through c
+// and requires its entries' ids, its entryCount and its head.
+func requireFirstPage(t *testing.T, c *client, id string, ids []string, count int, head string) {
+	t.Helper()
+	code, p, got := pageOf(t, c, id, 0, 5)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, ids, got)
+	require.Equal(t, count, p.EntryCount)
+	require.Equal(t, str(head), p.Head)
 }
 
 // appendChainAfter appends n entries prefix00, ... to session id through c,

@@ -36,8 +36,8 @@ const HeldPageAge = time.Second
 // with the bucket (or joins a refresh that started after it arrived), so a handle
 // that other servers moved past catches up, and one whose session was deleted
 // answers not found and is dropped; the one exception is a page of a strict
-// session that the handle holds (HeldPageAge). At most max handles are kept, least recently
-// used out first.
+// session that the handle holds (HeldPageAge). At most max handles are kept,
+// least recently used out first.
 type sessionCache struct {
 	mu    sync.Mutex
 	max   int

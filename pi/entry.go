@@ -139,6 +139,23 @@ func ParseEntry(raw []byte) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
+	return e.asEntry()
+}
+
+// ScanEntry is ParseEntry of bytes known to be one line of valid JSON (an entry
+// of a verified segment, which only a writer that applied ParseEntry or
+// ParseLinks stored), as ScanLinks is of ParseLinks: it applies the same rules
+// to the fields it reads but does not validate the values it skips.
+func ScanEntry(raw []byte) (Entry, error) {
+	e, err := scanObject(raw)
+	if err != nil {
+		return Entry{}, err
+	}
+	return e.asEntry()
+}
+
+// asEntry applies the rules of a tree entry to a scanned line.
+func (e Entry) asEntry() (Entry, error) {
 	if e.typ == TypeSession {
 		return Entry{}, fmt.Errorf("%w: a session header is not a tree entry", ErrInvalidEntry)
 	}
@@ -166,14 +183,20 @@ func parseObject(raw []byte) (Entry, error) {
 	if !json.Valid(raw) {
 		return Entry{}, fmt.Errorf("%w: not valid JSON", ErrInvalidEntry)
 	}
+	return scanObject(raw)
+}
+
+// scanObject is parseObject of one line of valid JSON. Keys are compared
+// without being copied.
+func scanObject(raw []byte) (Entry, error) {
 	e := Entry{raw: raw, spans: new([nFields]span)}
-	err := eachField(raw, func(key string, v []byte, off int) {
-		if f, ok := fieldOf(key); ok {
+	err := jsonscan.EachRawField(raw, func(key, v []byte, off int) {
+		if f, ok := fieldOf(string(key)); ok {
 			e.spans[f] = span{int32(off), int32(len(v))}
 		}
 	})
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, fmt.Errorf("%w: %w", ErrInvalidEntry, err)
 	}
 	var ok bool
 	if e.typ, ok = jsonString(e.field(fType)); !ok || e.typ == "" {

@@ -58,8 +58,8 @@ func (s *Session) load(ctx context.Context) error {
 	}
 	prev := s.entries
 	s.strict, s.hs, s.broken, s.stale = strict, hs, nil, false
-	s.header, s.entries, s.have = pi.Header{}, nil, inc.Have
-	s.byID, s.waiting = map[string][]byte{}, map[string]bool{}
+	s.header, s.entries, s.have = pi.Header{}, make([]pi.Entry, 0, len(entries)), inc.Have
+	s.byID, s.waiting = make(map[string][]byte, len(entries)), map[string]bool{}
 	s.frontier, s.updated, s.name = transcript.Origin{}, time.Time{}, ""
 	s.fullAt = time.Time{}
 	if !strict && inc.Full {
@@ -101,19 +101,38 @@ func commitOrder(h transcript.Head, prefix string, entries []transcript.Entry) [
 	for i, rel := range h.Segments {
 		place[rel] = i
 	}
-	rank := func(e transcript.Entry) int {
-		if i, ok := place[strings.TrimPrefix(e.Segment, prefix)]; ok {
-			return i
+	// Each entry's rank, looked up once per run of entries from one segment.
+	ranks := make([]int, len(entries))
+	seg, rank := "", -1
+	for i, e := range entries {
+		if i == 0 || e.Segment != seg {
+			seg, rank = e.Segment, -1
+			if r, ok := place[strings.TrimPrefix(seg, prefix)]; ok {
+				rank = r
+			}
 		}
-		return -1
+		ranks[i] = rank
 	}
-	out := slices.Clone(entries)
-	slices.SortStableFunc(out, func(a, b transcript.Entry) int {
-		if c := rank(a) - rank(b); c != 0 {
+	cmp := func(i, j int) int {
+		if c := ranks[i] - ranks[j]; c != 0 {
 			return c
 		}
-		return a.Origin.Compare(b.Origin)
-	})
+		return entries[i].Origin.Compare(entries[j].Origin)
+	}
+	order := make([]int, len(entries))
+	sorted := true
+	for i := range order {
+		order[i] = i
+		sorted = sorted && (i == 0 || cmp(i-1, i) <= 0)
+	}
+	if sorted {
+		return slices.Clone(entries) // as read: the usual case
+	}
+	slices.SortStableFunc(order, cmp)
+	out := make([]transcript.Entry, len(entries))
+	for i, k := range order {
+		out[i] = entries[k]
+	}
 	return out
 }
 
@@ -149,8 +168,12 @@ func asOf(entries []transcript.Entry, t time.Time) []transcript.Entry {
 	return out
 }
 
-// add appends entries (in merge order, after those held) to the cache.
+// add appends entries (in merge order, after those held, each read from a
+// verified segment or checked by an append) to the cache. Each line is scanned
+// once as an entry (pi.ScanEntry); only a line that is not one (the header) is
+// parsed as a header, and an origin's time is read once per segment.
 func (s *Session) add(entries []transcript.Entry) {
+	lastKey := ""
 	for _, e := range entries {
 		if _, ok := s.byID[e.ID]; ok {
 			continue
@@ -160,15 +183,14 @@ func (s *Session) add(entries []transcript.Entry) {
 		if e.Origin.Compare(s.frontier) > 0 {
 			s.frontier = e.Origin
 		}
-		s.updated = later(s.updated, e.Origin.Time())
-		if h, err := pi.ParseHeader(e.Raw); err == nil {
-			if s.header.IsZero() {
+		if e.Origin.Key != lastKey || lastKey == "" {
+			s.updated, lastKey = later(s.updated, e.Origin.Time()), e.Origin.Key
+		}
+		se, err := pi.ScanEntry(e.Raw) // read from a verified segment
+		if err != nil {
+			if h, herr := pi.ParseHeader(e.Raw); herr == nil && s.header.IsZero() {
 				s.header = h
 			}
-			continue
-		}
-		se, err := pi.ParseEntry(e.Raw)
-		if err != nil {
 			continue
 		}
 		s.entries = append(s.entries, se)

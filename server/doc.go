@@ -18,9 +18,19 @@
 // the head and the segments committed after it, or the newest keys), so reading a
 // session page by page costs O(n) in total, a read of an unchanged session a
 // LIST or less, and a server that did not see an append still answers what the
-// bucket holds. One watcher per watched session (not per stream) polls the bucket
-// for what other servers commit; appends through this server reach its streams
-// at once.
+// bucket holds. One exception saves a page read its round trip: in a strict
+// session, where a sequence number names the same entry for ever, a page that
+// ends before the last entry the handle holds is answered from the handle when
+// the handle read the bucket less than HeldPageAge (1 s) ago. Its entries are
+// those the bucket holds at its numbers; its entryCount and head, and a
+// deletion or re-creation of the session by another server, may lag by that
+// age. The page that reaches the end of what the handle holds reads the
+// bucket, so a client that reads a session to its end ends with what the bucket
+// holds (or 404), and reading a session page by page costs the server's first
+// read plus two requests (and one a second while the read lasts longer), not
+// one per page. One watcher per watched session
+// (not per stream) polls the bucket for what other servers commit; appends
+// through this server reach its streams at once.
 //
 // An append's entries are checked once, by the repository (pi's rules, the entry
 // limit); a refused entry is the client's error, 400 invalid_entry or 413

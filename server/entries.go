@@ -30,14 +30,18 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repositor
 		return
 	}
 	limit = min(limit, s.cfg.MaxPage)
-	hd, err := s.current(r.Context(), repo, r.PathValue("id"))
+	hd, err := s.pageHandle(r.Context(), repo, r.PathValue("id"), after, limit)
 	if err != nil {
 		s.failStore(w, r, err)
 		return
 	}
 	defer s.sessions.release(hd)
 	page := hd.sess.Page(after, limit)
-	var b bytes.Buffer
+	size := 128 + len(page.Head) // the envelope
+	for _, e := range page.Entries {
+		size += len(e.Raw()) + 1
+	}
+	b := bytes.NewBuffer(make([]byte, 0, size))
 	b.WriteString(`{"entries":[`)
 	for i, e := range page.Entries {
 		if i > 0 {
@@ -45,7 +49,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repositor
 		}
 		b.Write(e.Raw())
 	}
-	fmt.Fprintf(&b, `],"nextSeq":%d,"entryCount":%d,"head":`, min(after, page.Count)+len(page.Entries), page.Count)
+	fmt.Fprintf(b, `],"nextSeq":%d,"entryCount":%d,"head":`, min(after, page.Count)+len(page.Entries), page.Count)
 	if page.Head == "" {
 		b.WriteString("null")
 	} else {
@@ -53,6 +57,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repositor
 	}
 	b.WriteString("}\n")
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 	_, _ = w.Write(b.Bytes())
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -13,6 +14,18 @@ import (
 
 // DefaultMaxCachedSessions is the default of Config.MaxCachedSessions.
 const DefaultMaxCachedSessions = 256
+
+// HeldPageAge is how long after a strict session's handle was last brought up
+// to date with the bucket a page of entries that lies wholly inside what the
+// handle holds (it ends before the handle's last entry) is answered from the
+// handle, without a request to the bucket. In a strict session a sequence
+// number names the same entry for ever, so such a page holds what the bucket
+// holds at its numbers; what may lag, by at most this age, is the page's
+// entryCount and head, and a deletion (or a deletion and re-creation) of the
+// session by another server. A page that reaches the end of what the handle
+// holds, every request on a default-mode session and every other request read
+// the bucket as before.
+const HeldPageAge = time.Second
 
 // sessionCache keeps session handles (each with a repository of its own) between
 // requests, so that a request on a session this server served before reads only
@@ -22,13 +35,20 @@ const DefaultMaxCachedSessions = 256
 // The bucket stays the only state: every request brings its handle up to date
 // with the bucket (or joins a refresh that started after it arrived), so a handle
 // that other servers moved past catches up, and one whose session was deleted
-// answers not found and is dropped. At most max handles are kept, least recently
-// used out first.
+// answers not found and is dropped; the one exception is a page of a strict
+// session that the handle holds (HeldPageAge). At most max handles are kept,
+// least recently used out first.
 type sessionCache struct {
 	mu    sync.Mutex
 	max   int
 	lru   *list.List // of *cachedSession, most recently used first
 	byKey map[sessionKey]*list.Element
+
+	// heldAge is HeldPageAge (tests shorten it); now is the clock of the
+	// handles' read times, kept as durations since base (monotonic).
+	heldAge time.Duration
+	now     func() time.Time
+	base    time.Time
 }
 
 type sessionKey struct{ ns, id string }
@@ -49,6 +69,10 @@ type cachedSession struct {
 	rmu     sync.Mutex
 	started atomic.Uint64
 	done    uint64
+	// readAt is when the last read that brought the handle up to date with
+	// the bucket began (cache.clock).
+	readAt atomic.Int64
+	cache  *sessionCache
 
 	// hub, when streams watch the session, is their shared watcher (see hub).
 	hubMu sync.Mutex
@@ -56,7 +80,22 @@ type cachedSession struct {
 }
 
 func newSessionCache(max int) *sessionCache {
-	return &sessionCache{max: max, lru: list.New(), byKey: map[sessionKey]*list.Element{}}
+	return &sessionCache{max: max, lru: list.New(), byKey: map[sessionKey]*list.Element{},
+		heldAge: HeldPageAge, now: time.Now, base: time.Now()}
+}
+
+// clock is the time since the cache's base.
+func (c *sessionCache) clock() time.Duration { return c.now().Sub(c.base) }
+
+// holds reports whether hd answers a page of limit entries after sequence
+// number after without a request to the bucket (see HeldPageAge): its session
+// is strict, it holds entries past the page's end, and it was brought up to
+// date less than heldAge ago.
+func (c *sessionCache) holds(hd *cachedSession, after, limit int) bool {
+	if c.clock()-time.Duration(hd.readAt.Load()) >= c.heldAge || !hd.sess.Strict() {
+		return false
+	}
+	return after < hd.sess.Page(0, 0).Count-limit
 }
 
 // acquire returns the cached handle of key, marked in use, or nil.
@@ -148,10 +187,12 @@ func (hd *cachedSession) refresh(ctx context.Context) error {
 	}
 	n := hd.started.Add(1)
 	before := hd.sess.Page(0, 0)
+	began := hd.cache.clock()
 	if err := hd.sess.Refresh(ctx); err != nil {
 		return err
 	}
 	hd.done = n
+	hd.readAt.Store(int64(began))
 	if after := hd.sess.Page(0, 0); after.Count != before.Count || after.Epoch != before.Epoch {
 		hd.changed()
 	}
@@ -180,12 +221,20 @@ func (s *Server) openHandle(ctx context.Context, repo *repository.Repository, id
 	if err != nil {
 		return nil, false, err
 	}
+	began := s.sessions.clock()
 	sess, err := own.Open(ctx, id)
 	if err != nil {
 		_ = own.Close()
 		return nil, false, err
 	}
-	return s.sessions.add(&cachedSession{key: key, repo: own, sess: sess}), true, nil
+	return s.sessions.add(s.sessions.handle(key, own, sess, began)), true, nil
+}
+
+// handle returns a new handle of sess, read from the bucket at began.
+func (c *sessionCache) handle(key sessionKey, own *repository.Repository, sess *repository.Session, began time.Duration) *cachedSession {
+	hd := &cachedSession{key: key, repo: own, sess: sess, cache: c}
+	hd.readAt.Store(int64(began))
+	return hd
 }
 
 // current returns the handle of session id of repo's owner brought up to date
@@ -193,12 +242,26 @@ func (s *Server) openHandle(ctx context.Context, repo *repository.Repository, id
 // use; the caller releases it. A session that is gone is dropped from the cache.
 func (s *Server) current(ctx context.Context, repo *repository.Repository, id string) (*cachedSession, error) {
 	hd, fresh, err := s.openHandle(ctx, repo, id)
-	if err != nil {
-		return nil, err
+	if err != nil || fresh {
+		return hd, err
 	}
-	if fresh {
-		return hd, nil
+	return s.catchUp(ctx, hd)
+}
+
+// pageHandle returns the handle that answers a page of limit entries after
+// sequence number after of session id: current's, except that a handle that
+// holds the page (sessionCache.holds, HeldPageAge) answers as it is.
+func (s *Server) pageHandle(ctx context.Context, repo *repository.Repository, id string, after, limit int) (*cachedSession, error) {
+	hd, fresh, err := s.openHandle(ctx, repo, id)
+	if err != nil || fresh || s.sessions.holds(hd, after, limit) {
+		return hd, err
 	}
+	return s.catchUp(ctx, hd)
+}
+
+// catchUp brings hd, in use by the caller, up to date with the bucket. On an
+// error it releases hd, and drops it from the cache when its session is gone.
+func (s *Server) catchUp(ctx context.Context, hd *cachedSession) (*cachedSession, error) {
 	if err := hd.refresh(ctx); err != nil {
 		s.sessions.release(hd)
 		if errors.Is(err, bucket.ErrNotFound) {
@@ -214,5 +277,5 @@ func (s *Server) current(ctx context.Context, repo *repository.Repository, id st
 func (s *Server) keep(own *repository.Repository, sess *repository.Session) {
 	key := sessionKey{ns: own.Namespace(), id: sess.ID()}
 	s.sessions.drop(key) // an older handle of a session deleted since
-	s.sessions.release(s.sessions.add(&cachedSession{key: key, repo: own, sess: sess}))
+	s.sessions.release(s.sessions.add(s.sessions.handle(key, own, sess, s.sessions.clock())))
 }

@@ -1,0 +1,12 @@
+package server
+
+import "time"
+
+// SetHeldPageClock sets, before s serves a request, the age up to which s
+// answers pages from what a handle holds (HeldPageAge) and the clock that times
+// the handles' reads.
+func SetHeldPageClock(s *Server, age time.Duration, now func() time.Time) {
+	s.sessions.heldAge = age
+	s.sessions.now = now
+	s.sessions.base = now()
+}

@@ -1,0 +1,224 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/internal/jsonscan"
+	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/server"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/metricbucket"
+)
+
+// benchChainEntry is entry i of the chain the read benchmarks write (the
+// entries of transcript-bench's item 15).
+func benchChainEntry(i int) []byte {
+	parent := "null"
+	if i > 0 {
+		parent = fmt.Sprintf(`"m%06d"`, i-1)
+	}
+	return fmt.Appendf(nil, `{"type":"message","id":"m%06d","parentId":%s,"timestamp":"2026-03-01T12:00:00.000Z","message":{"role":"user","content":"turn %d of the bench session","timestamp":1}}`, i, parent, i)
+}
+
+// writeBenchChain writes strict session id of n entries, a segment of pageSize
+// entries per append, through repo.
+func writeBenchChain(b *testing.B, repo *repository.Repository, id string, n, pageSize int) {
+	b.Helper()
+	s, err := repo.Create(b.Context(), repository.CreateOptions{ID: id, Cwd: "/bench", Strict: true})
+	require.NoError(b, err)
+	head := ""
+	for from := 0; from < n; from += pageSize {
+		raws := make([][]byte, 0, pageSize)
+		for i := from; i < min(n, from+pageSize); i++ {
+			raws = append(raws, benchChainEntry(i))
+		}
+		require.NoError(b, s.AppendIf(b.Context(), head, raws...))
+		head = fmt.Sprintf("m%06d", min(n, from+pageSize)-1)
+	}
+}
+
+// requestCounter counts the requests made to a bucket it wraps.
+type requestCounter struct {
+	reg *prometheus.Registry
+	b   bucket.Bucket
+}
+
+func newRequestCounter(b testing.TB, inner bucket.Bucket) *requestCounter {
+	reg := prometheus.NewRegistry()
+	m, err := metricbucket.NewMetrics(reg)
+	require.NoError(b, err)
+	return &requestCounter{reg: reg, b: m.Wrap(inner, "bench")}
+}
+
+func (c *requestCounter) count(b testing.TB) float64 {
+	mfs, err := c.reg.Gather()
+	require.NoError(b, err)
+	n := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == metricbucket.MetricRequests {
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
+// BenchmarkPagedRead reads a strict session of n entries as the TypeScript
+// adapter does (GET /v1/sessions/{id}, then every page of the server's largest
+// size until an empty one) from a server that has not served it, against
+// Store.ReadAll of the same session, on an in-memory bucket: the CPU side of
+// transcript-bench's item 15 (its bucket round trips are reported as
+// requests/op) and its CPU time, client and server, as cpu-ns/op (steadier than
+// ns/op on a shared machine). Sub-benchmarks alternate when run with -count.
+func BenchmarkPagedRead(b *testing.B) {
+	for _, n := range []int{1_000, 20_000} {
+		cb := newRequestCounter(b, membucket.New())
+		store, err := transcript.New(transcript.Config{Bucket: cb.b})
+		require.NoError(b, err)
+		repos, err := repository.NewService(store, repository.Config{})
+		require.NoError(b, err)
+		repo, err := repos.Repository(repository.Owner{Tenant: "acme", User: "alice"})
+		require.NoError(b, err)
+		id := fmt.Sprintf("read-%d", n)
+		writeBenchChain(b, repo, id, n, server.DefaultMaxPage)
+		token, err := server.MintToken(testKey, "acme", "alice", time.Now(), time.Hour)
+		require.NoError(b, err)
+		for _, scan := range []bool{false, true} {
+			client := map[bool]string{false: "json", true: "scan"}[scan]
+			b.Run(fmt.Sprintf("n=%d/api-%s", n, client), func(b *testing.B) {
+				before, cpu := cb.count(b), time.Duration(0)
+				for b.Loop() {
+					b.StopTimer()
+					srv, err := server.New(server.Config{Repositories: repos, Auth: &server.JWTAuth{HMACKey: testKey}})
+					require.NoError(b, err)
+					hs := httptest.NewServer(srv.Handler())
+					b.StartTimer()
+					c0 := processCPU(b)
+					require.NoError(b, pagedRead(b.Context(), hs.URL, token, id, n, scan))
+					cpu += processCPU(b) - c0
+					b.StopTimer()
+					hs.Close()
+					srv.Close()
+					b.StartTimer()
+				}
+				b.ReportMetric((cb.count(b)-before)/float64(b.N), "requests/op")
+				b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+			})
+		}
+		b.Run(fmt.Sprintf("n=%d/direct", n), func(b *testing.B) {
+			ref := transcript.TranscriptRef{Namespace: repo.Namespace(), AgentID: repository.DefaultAgentID, SessionID: id}
+			before, c0 := cb.count(b), processCPU(b)
+			for b.Loop() {
+				m, err := store.ReadAll(b.Context(), ref)
+				require.NoError(b, err)
+				require.Len(b, m.Raw(), n+1) // the header and the entries
+			}
+			b.ReportMetric((cb.count(b)-before)/float64(b.N), "requests/op")
+			b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N), "cpu-ns/op")
+		})
+		require.NoError(b, repo.Close())
+		require.NoError(b, store.Close())
+	}
+}
+
+// processCPU is the CPU time the process has used (user and system): on a
+// shared machine a steadier measure than the wall clock.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// pagedRead reads session id through the server at base as the adapter does
+// and checks that it got n entries. Each page is decoded with encoding/json
+// into json.RawMessage values, or, with scan, split into its entries by one
+// scan of its fields (jsonscan), as Store.ReadAll scans each stored entry once.
+func pagedRead(ctx context.Context, base, token, id string, n int, scan bool) error {
+	get := func(path string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, "GET", base+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var buf bytes.Buffer
+		if resp.ContentLength > 0 {
+			buf.Grow(int(resp.ContentLength))
+		}
+		_, err = buf.ReadFrom(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, buf.Bytes())
+		}
+		return buf.Bytes(), err
+	}
+	data, err := get("/v1/sessions/" + id)
+	if err != nil {
+		return err
+	}
+	var meta struct{ EntryCount int }
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return err
+	}
+	got := 0
+	for after := 0; ; {
+		data, err := get(fmt.Sprintf("/v1/sessions/%s/entries?after=%d", id, after))
+		if err != nil {
+			return err
+		}
+		var p struct {
+			Entries []json.RawMessage
+			NextSeq int
+		}
+		if scan {
+			err = scanPage(data, &p.Entries, &p.NextSeq)
+		} else {
+			err = json.Unmarshal(data, &p)
+		}
+		if err != nil {
+			return err
+		}
+		if len(p.Entries) == 0 {
+			break
+		}
+		got += len(p.Entries)
+		after = p.NextSeq
+	}
+	if got != n || meta.EntryCount != n {
+		return fmt.Errorf("read %d entries (metadata %d), want %d", got, meta.EntryCount, n)
+	}
+	return nil
+}
+
+// scanPage splits an entries page into its entries and its nextSeq.
+func scanPage(page []byte, entries *[]json.RawMessage, next *int) error {
+	var err error
+	ferr := jsonscan.EachRawField(page, func(key, v []byte, _ int) {
+		switch string(key) {
+		case "entries":
+			err = jsonscan.EachElement(v, func(e []byte, _ int) { *entries = append(*entries, e) })
+		case "nextSeq":
+			*next, err = strconv.Atoi(string(v))
+		}
+	})
+	return errors.Join(ferr, err)
+}

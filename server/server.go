@@ -90,7 +90,9 @@ type Config struct {
 // forked, deleted and watched (Server-Sent Events of committed entries). All state
 // is in the bucket; any number of servers may serve one bucket. So that a request
 // reads only what is new, it keeps the handles of recently used sessions, which
-// catch up with the bucket on every request (see Config.MaxCachedSessions). Its
+// catch up with the bucket on every request (see Config.MaxCachedSessions), but
+// for a page of a strict session that ends inside what the handle holds and was
+// read from the bucket less than HeldPageAge ago (see the package doc). Its
 // Handler is safe for concurrent use; EndStreams ends the event streams (call it
 // when shutdown begins: http.Server.RegisterOnShutdown), Close ends them too,
 // stops their watchers and releases the handles.

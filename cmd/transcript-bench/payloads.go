@@ -29,6 +29,8 @@ type payloadFigures struct {
 	write, fork, compact time.Duration
 	stored, forkBytes    int64
 	forkCounts           counts                // requests of one fork (the mean over the forks)
+	compactedFork        time.Duration         // time of one fork of the compacted session
+	compactedCounts      counts                // its requests
 	cli                  map[string][2]float64 // command -> peak RSS (MiB), seconds
 }
 
@@ -72,6 +74,11 @@ func runPayloads(ctx context.Context, e *env) (ItemResult, error) {
 			"the fork copies references: it reads, hashes and stores no payload; goal ≤ 0.01× inline"),
 		row(18, "requests per fork", "requests", float64(out.forkCounts.Requests()), "inline", float64(in.forkCounts.Requests()), false,
 			fmt.Sprintf("outside: %s; inline: %s", out.forkCounts.describe(), in.forkCounts.describe())),
+		row(18, "time per fork of the compacted session", "s", out.compactedFork.Seconds(), "inline", in.compactedFork.Seconds(), false,
+			fmt.Sprintf("the same fork after the compaction, %d times; goal ≤ 0.01× inline", min(3, sz.PayloadForks))),
+		row(18, "requests per fork of the compacted session", "requests", float64(out.compactedCounts.Requests()), "inline",
+			float64(in.compactedCounts.Requests()), false,
+			fmt.Sprintf("outside: %s; inline: %s", out.compactedCounts.describe(), in.compactedCounts.describe())),
 		row(18, "time to write the session", "s", out.write.Seconds(), "inline", in.write.Seconds(), false, "one segment per turn"),
 		row(18, "compaction of the session", "s", out.compact.Seconds(), "inline", in.compact.Seconds(), false, "copies references, not payloads"))
 	for _, cmd := range []string{"tree", "ls", "verify --no-payloads", "restore"} {
@@ -110,20 +117,9 @@ func (e *env) payloadMode(ctx context.Context, m payloadMode, bin, storeURL stri
 		return f, err
 	}
 	forks := e.cfg.Sizes.PayloadForks
-	var total counts
-	for i := range forks {
-		var d time.Duration
-		c, err := cb.measure(func() (err error) {
-			d, err = timeIt(func() error { return forkStored(ctx, s, src, fmt.Sprintf("fork-%d", i), w) })
-			return err
-		})
-		if err != nil {
-			return f, fmt.Errorf("fork %d: %w", i, err)
-		}
-		f.fork += d / time.Duration(forks)
-		total = total.add(c)
+	if f.fork, f.forkCounts, err = timeForks(ctx, cb, s, src, "fork", forks, w); err != nil {
+		return f, err
 	}
-	f.forkCounts = total.div(int64(max(1, forks)))
 	after, err := storedBytes(ctx, e.bucket, e.key(sub)+"/")
 	if err != nil {
 		return f, err
@@ -157,7 +153,35 @@ func (e *env) payloadMode(ctx context.Context, m payloadMode, bin, storeURL stri
 		f.cli[r.name] = [2]float64{mib(rss), d.Seconds()}
 		e.logf("%s: %s: peak RSS %.1f MiB, %v", m.name, r.name, mib(rss), d.Round(time.Millisecond))
 	}
+	// Last (so that the figures above do not count them), forks of the session
+	// as compaction left it: the read of the source is then a few GETs.
+	if f.compactedFork, f.compactedCounts, err = timeForks(ctx, cb, s, src, "compacted-fork", min(3, forks), w); err != nil {
+		return f, err
+	}
+	e.logf("%s: %v per fork of the compacted session (%s)", m.name, f.compactedFork.Round(time.Millisecond), f.compactedCounts.describe())
 	return f, nil
+}
+
+// timeForks forks src n times (forkStored) as sessions named prefix-i, and
+// returns the mean time and requests of one fork.
+func timeForks(ctx context.Context, cb *counted, s *transcript.Store, src transcript.TranscriptRef, prefix string, n int,
+	w *transcript.Writer) (time.Duration, counts, error) {
+	var total counts
+	var sum time.Duration
+	for i := range n {
+		var d time.Duration
+		c, err := cb.measure(func() (err error) {
+			d, err = timeIt(func() error { return forkStored(ctx, s, src, fmt.Sprintf("%s-%d", prefix, i), w) })
+			return err
+		})
+		if err != nil {
+			return 0, counts{}, fmt.Errorf("%s %d: %w", prefix, i, err)
+		}
+		sum += d
+		total = total.add(c)
+	}
+	n = max(1, n)
+	return sum / time.Duration(n), total.div(int64(n)), nil
 }
 
 // forkStored forks session src as session id of its agent, whole, as a fork

@@ -1,0 +1,50 @@
+package transcript_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/internal/s3test"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
+)
+
+// BenchmarkAppendSegment_Image appends one segment per op holding a new image of
+// 1 MiB and a short reply, as item 18 of transcript-bench writes its session:
+// with the payload outside the segment and inline. Over membucket, and MinIO
+// when TRANSCRIPT_TEST_S3_ENDPOINT is set; on MinIO the payload's looks (mark and
+// object) and PUT come before the segment PUT, in round trips.
+func BenchmarkAppendSegment_Image(b *testing.B) {
+	backends := map[string]func(testing.TB) bucket.Bucket{"mem": func(testing.TB) bucket.Bucket { return membucket.New() }}
+	if os.Getenv(s3test.EnvS3Endpoint) != "" {
+		backends["minio"] = func(tb testing.TB) bucket.Bucket { return s3test.MinIO().NewBucket(tb, "transcript-write-bench-") }
+	}
+	for name, newBucket := range backends {
+		for _, m := range []struct {
+			name      string
+			threshold int
+		}{{"outside", 0}, {"inline", -1}} {
+			b.Run(name+"/"+m.name, func(b *testing.B) {
+				ctx := context.Background()
+				s := newStore(b, newBucket(b), transcript.Config{PayloadThreshold: m.threshold})
+				w := newWriter(b, "w1")
+				parent := ""
+				i := 0
+				b.SetBytes(1 << 20)
+				for b.Loop() {
+					u, a := fmt.Sprintf("u%06d", i), fmt.Sprintf("a%06d", i)
+					batch := [][]byte{imageEntry(u, parent, imageData(uint64(i), 1<<20)), entry(a, u)}
+					_, err := s.AppendSegment(ctx, ref, batch, w)
+					require.NoError(b, err)
+					parent = a
+					i++
+				}
+			})
+		}
+	}
+}

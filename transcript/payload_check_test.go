@@ -6,17 +6,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
-	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
 // requestCounter counts every request a bucket makes, by kind, and the GETs of
@@ -236,11 +233,7 @@ func TestPayloadGC_CheckedForkSurvives(t *testing.T) {
 // read). Over membucket, and MinIO when TRANSCRIPT_TEST_S3_ENDPOINT is set;
 // reports the requests per fork beside the time.
 func BenchmarkFork_Payloads(b *testing.B) {
-	backends := map[string]func(testing.TB) bucket.Bucket{"mem": func(testing.TB) bucket.Bucket { return membucket.New() }}
-	if os.Getenv(s3test.EnvS3Endpoint) != "" {
-		backends["minio"] = func(tb testing.TB) bucket.Bucket { return s3test.MinIO().NewBucket(tb, "transcript-fork-bench-") }
-	}
-	for name, newBucket := range backends {
+	for name, newBucket := range benchBackends(b) {
 		for _, mode := range []string{"heads", "checked"} {
 			b.Run(name+"/"+mode, func(b *testing.B) {
 				ctx := context.Background()

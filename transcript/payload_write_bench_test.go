@@ -3,15 +3,11 @@ package transcript_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucket"
-	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
 // BenchmarkAppendSegment_Image appends one segment per op holding a new image of
@@ -20,11 +16,7 @@ import (
 // when TRANSCRIPT_TEST_S3_ENDPOINT is set; on MinIO the payload's looks (mark and
 // object) and PUT come before the segment PUT, in round trips.
 func BenchmarkAppendSegment_Image(b *testing.B) {
-	backends := map[string]func(testing.TB) bucket.Bucket{"mem": func(testing.TB) bucket.Bucket { return membucket.New() }}
-	if os.Getenv(s3test.EnvS3Endpoint) != "" {
-		backends["minio"] = func(tb testing.TB) bucket.Bucket { return s3test.MinIO().NewBucket(tb, "transcript-write-bench-") }
-	}
-	for name, newBucket := range backends {
+	for name, newBucket := range benchBackends(b) {
 		for _, m := range []struct {
 			name      string
 			threshold int

@@ -79,6 +79,7 @@ func (r *Repository) create(ctx context.Context, opts CreateOptions, parent stri
 	written := append([][]byte{h.Raw()}, entries...)
 	if stored != nil {
 		written, copts.Refs = append([][]byte{h.Raw()}, stored.raws...), append([][]transcript.PayloadRef{nil}, stored.refs...)
+		copts.Check = stored.check
 	}
 	info, head, err := r.store.CreateSession(ctx, s.ref, written, r.writer, copts)
 	if err != nil {

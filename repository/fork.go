@@ -46,12 +46,50 @@ func (e *EntryNotFoundError) Unwrap() error { return bucket.ErrNotFound }
 // atEntryID of session id (byte-for-byte; "" for an empty fork), with
 // parentSession set to id in its header. The fork is strict if the source is. It
 // returns the new session. See ForkSession.
+//
+// Fork reads the source once, as stored (transcript.Store.Stored): no payload
+// object is fetched, and the fork's segment copies the references the source's
+// segments hold (relying on one look at the namespace's payload deletion marks
+// taken before the read: transcript.CheckPayloads), so a fork costs the same
+// requests however many large payloads the path holds. The handle returned holds
+// the new session's header, mode and head; it reads its entries (payloads
+// included) on its first read (Entries, Refresh, an append), so Page and
+// Snapshot show no entry before that.
 func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, error) {
-	src, err := r.Open(ctx, id)
+	src, err := r.newSession(id)
 	if err != nil {
 		return nil, err
 	}
-	return r.ForkSession(ctx, src, ForkOptions{At: atEntryID})
+	chk, err := r.store.CheckPayloads(ctx, r.ns) // before the read: see transcript's payload_check.go
+	if err != nil {
+		return nil, fmt.Errorf("fork session %q: %w", id, err)
+	}
+	src.infoOnly, src.refs = true, map[string][]transcript.PayloadRef{}
+	if err := src.load(ctx); err != nil {
+		return nil, err
+	}
+	path, ok := src.entries, true
+	if atEntryID == "" {
+		path = nil
+	} else {
+		path, ok = pi.PathToRoot(src.entries, pi.NewIndex(src.entries), atEntryID)
+	}
+	if !ok {
+		return nil, fmt.Errorf("fork: %w", &EntryNotFoundError{Session: id, Entry: atEntryID})
+	}
+	var sp *storedPath
+	if len(path) > 0 {
+		sp = &storedPath{raws: rawsOf(path), refs: make([][]transcript.PayloadRef, len(path)), check: &chk}
+		for i, e := range path {
+			sp.refs[i] = src.refs[e.ID()]
+		}
+	}
+	fork, err := r.forkAs(ctx, src, ForkOptions{}, path, sp)
+	if err != nil {
+		return nil, err
+	}
+	fork.forget()
+	return fork, nil
 }
 
 // ForkSession forks src as its handle holds it (Refresh it first to fork what
@@ -75,11 +113,23 @@ func (r *Repository) ForkSession(ctx context.Context, src *Session, opts ForkOpt
 	case opts.At != "":
 		path, ok = pi.PathToRoot(src.entries, pi.NewIndex(src.entries), opts.At)
 	}
-	cwd, strict := src.header.Cwd(), src.strict
 	src.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("fork: %w", &EntryNotFoundError{Session: src.id, Entry: opts.At})
 	}
+	stored, err := r.storedForms(ctx, src.ref, path)
+	if err != nil {
+		return nil, fmt.Errorf("fork session %q: %w", src.id, err)
+	}
+	return r.forkAs(ctx, src, opts, path, stored)
+}
+
+// forkAs creates the fork of src (its id, cwd and mode taken from src unless
+// opts sets them) holding path, as stored when stored is not nil.
+func (r *Repository) forkAs(ctx context.Context, src *Session, opts ForkOptions, path []pi.Entry, stored *storedPath) (*Session, error) {
+	src.mu.Lock()
+	cwd, strict := src.header.Cwd(), src.strict
+	src.mu.Unlock()
 	if opts.ID == "" {
 		id, err := uuid.NewRandomFromReader(r.cfg.Rand)
 		if err != nil {
@@ -90,10 +140,6 @@ func (r *Repository) ForkSession(ctx context.Context, src *Session, opts ForkOpt
 	if opts.Cwd != "" {
 		cwd = opts.Cwd
 	}
-	stored, err := r.storedForms(ctx, src.ref, path)
-	if err != nil {
-		return nil, fmt.Errorf("fork session %q: %w", src.id, err)
-	}
 	return r.create(ctx, CreateOptions{ID: opts.ID, Cwd: cwd, Strict: strict}, src.id, rawsOf(path), stored)
 }
 
@@ -102,6 +148,9 @@ func (r *Repository) ForkSession(ctx context.Context, src *Session, opts ForkOpt
 type storedPath struct {
 	raws [][]byte
 	refs [][]transcript.PayloadRef
+	// check is the look at the namespace's payload marks taken before the read
+	// that returned raws (transcript.Store.CheckPayloads).
+	check *transcript.PayloadCheck
 }
 
 // storedForms returns the entries path (as written, a handle's) of session ref
@@ -115,6 +164,10 @@ func (r *Repository) storedForms(ctx context.Context, ref transcript.TranscriptR
 	t := r.store.PayloadThreshold()
 	if t == 0 || !slices.ContainsFunc(path, func(e pi.Entry) bool { return len(e.Raw()) >= t }) {
 		return nil, nil
+	}
+	chk, err := r.store.CheckPayloads(ctx, ref.Namespace) // before the read: see transcript's payload_check.go
+	if err != nil {
+		return nil, err
 	}
 	res, err := r.store.Stored().ReadAll(ctx, ref)
 	if errors.Is(err, bucket.ErrNotFound) {
@@ -133,7 +186,7 @@ func (r *Repository) storedForms(ctx context.Context, ref transcript.TranscriptR
 			byID[e.ID] = e
 		}
 	}
-	sp := &storedPath{raws: rawsOf(path), refs: make([][]transcript.PayloadRef, len(path))}
+	sp := &storedPath{raws: rawsOf(path), refs: make([][]transcript.PayloadRef, len(path)), check: &chk}
 	found := false
 	for i, raw := range sp.raws {
 		if len(raw) < t {
@@ -147,4 +200,15 @@ func (r *Repository) storedForms(ctx context.Context, ref transcript.TranscriptR
 		return nil, nil
 	}
 	return sp, nil
+}
+
+// forget empties the cache of a handle that holds its entries as stored (a
+// fork's, written from a stored read), so that its first read loads them as
+// written; its header, mode and head stay.
+func (s *Session) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entries, s.byID, s.waiting = nil, nil, nil
+	s.have, s.frontier = transcript.SegmentSet{}, transcript.Origin{}
+	s.stale = true
 }

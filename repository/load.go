@@ -179,6 +179,9 @@ func (s *Session) add(entries []transcript.Entry) {
 			continue
 		}
 		s.byID[e.ID] = e.Raw
+		if s.refs != nil && len(e.Refs) > 0 {
+			s.refs[e.ID] = e.Refs
+		}
 		delete(s.waiting, e.ID)
 		if e.Origin.Compare(s.frontier) > 0 {
 			s.frontier = e.Origin

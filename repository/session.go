@@ -27,6 +27,9 @@ type Session struct {
 	// infoOnly: loaded only for its metadata (List): entries as stored, their
 	// large payloads left in the store (transcript.Store.Stored).
 	infoOnly bool
+	// refs, when not nil, records the payload references of the entries an
+	// infoOnly load holds, by id (a fork copies them: Repository.Fork).
+	refs map[string][]transcript.PayloadRef
 
 	mu     sync.Mutex
 	strict bool

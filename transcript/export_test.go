@@ -5,3 +5,10 @@ import "time"
 // SetPayloadFloor lowers the least delete delay of payload objects of s, so that
 // tests of the garbage collection need not wait MinPayloadDeleteDelay.
 func SetPayloadFloor(s *Store, d time.Duration) { s.payloadFloor = d }
+
+// AgePayloadCheck makes c as if it had been taken d earlier, so that tests reach
+// the second look of a copy that lands late.
+func AgePayloadCheck(c *PayloadCheck, d time.Duration) { c.at = c.at.Add(-d) }
+
+// PayloadWindow is how long a copy of references relies on its check.
+const PayloadWindow = payloadWindow

@@ -50,6 +50,12 @@ import (
 // nothing; as with AppendSegments, a failed write leaves the segments before it.
 // Readers return the entries byte for byte as their writer was handed them.
 func (s *Store) AppendStored(ctx context.Context, ref TranscriptRef, from string, entries []Entry, w *Writer) ([]SegmentInfo, error) {
+	return s.appendStored(ctx, ref, from, nil, entries, w)
+}
+
+// appendStored is AppendStored, relying on chk when it is not nil
+// (AppendChecked).
+func (s *Store) appendStored(ctx context.Context, ref TranscriptRef, from string, chk *PayloadCheck, entries []Entry, w *Writer) ([]SegmentInfo, error) {
 	if len(entries) == 0 {
 		return nil, ErrEmptySegment
 	}
@@ -70,7 +76,7 @@ func (s *Store) AppendStored(ctx context.Context, ref TranscriptRef, from string
 	}
 	infos := make([]SegmentInfo, 0, len(runs))
 	for i, run := range runs {
-		info, err := s.storeCopied(ctx, from, run, w)
+		info, err := s.storeCopied(ctx, from, chk, run, w)
 		if err != nil {
 			return infos, fmt.Errorf("segment %d of %d: %w", i+1, len(runs), err)
 		}
@@ -90,8 +96,8 @@ type copyRun struct {
 
 // appendCopied stores entries as stored, with refs[i] the references of
 // entries[i] (payloads of namespace from), as one level-0 segment of ref written
-// by w (see AppendStored).
-func (s *Store) appendCopied(ctx context.Context, ref TranscriptRef, from string, entries [][]byte, refs [][]segment.PayloadRef, w *Writer) (SegmentInfo, error) {
+// by w (see AppendStored), relying on chk when it is not nil (AppendChecked).
+func (s *Store) appendCopied(ctx context.Context, ref TranscriptRef, from string, chk *PayloadCheck, entries [][]byte, refs [][]segment.PayloadRef, w *Writer) (SegmentInfo, error) {
 	if len(refs) != len(entries) {
 		return SegmentInfo{}, fmt.Errorf("copy references: %d reference lists for %d entries", len(refs), len(entries))
 	}
@@ -99,13 +105,15 @@ func (s *Store) appendCopied(ctx context.Context, ref TranscriptRef, from string
 	if err != nil {
 		return SegmentInfo{}, err
 	}
-	return s.storeCopied(ctx, from, copyRun{ref: r, meta: meta, entries: entries, refs: refs}, w)
+	return s.storeCopied(ctx, from, chk, copyRun{ref: r, meta: meta, entries: entries, refs: refs}, w)
 }
 
 // storeCopied checks the payloads run references (copying them from namespace
 // from when it is another), puts back those marked for deletion, and stores the
-// segment (see the top of this file).
-func (s *Store) storeCopied(ctx context.Context, from string, run copyRun, w *Writer) (SegmentInfo, error) {
+// segment (see the top of this file). With chk, a look at the marks of ns taken
+// before the entries were read from ns (AppendChecked), it looks at no payload
+// object and lists no mark: it relies on chk (payload_check.go).
+func (s *Store) storeCopied(ctx context.Context, from string, chk *PayloadCheck, run copyRun, w *Writer) (SegmentInfo, error) {
 	from, err := s.payloadNamespace(from)
 	if err != nil {
 		return SegmentInfo{}, err
@@ -113,8 +121,10 @@ func (s *Store) storeCopied(ctx context.Context, from string, run copyRun, w *Wr
 	ns := run.ref.Namespace
 	sizes := distinctRefs(run.refs)
 	since := time.Now()
-	marked, err := s.copyPayloads(ctx, from, ns, sizes, true)
-	if err != nil {
+	var marked map[PayloadHash]bool
+	if chk.covers(from, ns) {
+		since, marked = chk.at, chk.of(sizes)
+	} else if marked, err = s.copyPayloads(ctx, from, ns, sizes, true); err != nil {
 		return SegmentInfo{}, err
 	}
 	entries, refs := run.entries, run.refs
@@ -203,15 +213,15 @@ func (s *Store) copyPayloads(ctx context.Context, from, ns string, sizes map[Pay
 // references.
 const maxPayloadStats = 32
 
-// payloadMarks returns which payloads of sizes namespace ns holds a deletion mark
-// of: one listing of the marks (there are few: those of payloads no segment
+// payloadMarks returns which payloads of sizes (nil: of every payload) namespace
+// ns holds a deletion mark of: one listing of the marks (there are few: those of payloads no segment
 // references) rather than a HEAD per payload.
 func (s *Store) payloadMarks(ctx context.Context, ns string, sizes map[PayloadHash]uint64) (map[PayloadHash]bool, error) {
 	marked := map[PayloadHash]bool{}
 	p := keyPrefix(s.cfg.Prefix, ns, payloadDir, markDir)
 	err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: p}, func(oi bucket.ObjectInfo) error {
 		if h, ok := parseHashName(strings.TrimPrefix(oi.Key, p), markExt); ok {
-			if _, ok := sizes[h]; ok {
+			if _, ok := sizes[h]; ok || sizes == nil {
 				marked[h] = true
 			}
 		}

@@ -24,7 +24,9 @@ import (
 //  1. a Stat of the payload's deletion mark: a payload the compaction job has
 //     marked may be deleted soon, so the writer does not rely on it and keeps it
 //     in its entry (inline);
-//  2. a Stat of the payload object, and a create-only PUT when it is missing.
+//  2. a Stat of the payload object, and a create-only PUT when it is missing
+//     (the Stat is sent with the mark's, and sent again after it when it found
+//     the object: checkPayload).
 //
 // Then it stores the segment. The compaction job deletes a payload only once its
 // mark is MinPayloadDeleteDelay old and no segment listed after that references
@@ -115,23 +117,48 @@ func (s *Store) putPayloads(ctx context.Context, ns string, ps map[PayloadHash][
 	g.SetLimit(maxPayloadPuts)
 	for h, p := range ps {
 		g.Go(func() error {
-			_, err := s.cfg.Bucket.Stat(gctx, payloadMarkKey(s.cfg.Prefix, ns, h))
-			switch {
-			case err == nil:
+			marked, err := s.checkPayload(gctx, ns, h, p)
+			if marked {
 				mu.Lock()
 				inline[h] = true
 				mu.Unlock()
-				return nil
-			case !errors.Is(err, bucket.ErrNotFound):
-				return fmt.Errorf("put payload %x: %w", h, err)
 			}
-			return s.putPayload(gctx, ns, h, p, true)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	return inline, nil
+}
+
+// checkPayload looks at the deletion mark of the payload p of hash h in namespace
+// ns and reports whether there is one; when there is none, it makes sure the
+// payload object exists (PUT when missing). The mark and the object are looked
+// at together, so that a new payload costs one round trip less: a missing
+// object is then PUT after the mark was looked at, as the top of this file
+// requires, but an object seen to exist may have been seen before the mark was
+// (and deleted, its mark removed, in between), so it is looked at again.
+func (s *Store) checkPayload(ctx context.Context, ns string, h PayloadHash, p []byte) (bool, error) {
+	var objErr error
+	looked := make(chan struct{})
+	go func() {
+		defer close(looked)
+		_, objErr = s.cfg.Bucket.Stat(ctx, payloadKey(s.cfg.Prefix, ns, h))
+	}()
+	_, err := s.cfg.Bucket.Stat(ctx, payloadMarkKey(s.cfg.Prefix, ns, h))
+	<-looked
+	switch {
+	case err == nil:
+		return true, nil
+	case !errors.Is(err, bucket.ErrNotFound):
+		return false, fmt.Errorf("put payload %x: %w", h, err)
+	case objErr == nil:
+		return false, s.putPayload(ctx, ns, h, p, true) // seen before the mark: look again
+	case !errors.Is(objErr, bucket.ErrNotFound):
+		return false, fmt.Errorf("put payload %x: %w", h, objErr)
+	}
+	return false, s.putPayload(ctx, ns, h, p, false)
 }
 
 // putPayload stores the payload p of hash h in namespace ns, create-only; an

@@ -31,6 +31,10 @@ type CreateOptions struct {
 	// references of entries[i] (Entry.Refs), which the segment copies, so that no
 	// payload is read, hashed or stored again (a fork; see AppendStored).
 	Refs [][]segment.PayloadRef
+	// Check, with Refs, is the look at the namespace's payload deletion marks
+	// taken before the read that returned the entries (CheckPayloads): the
+	// segment relies on it and looks at no payload object (see AppendChecked).
+	Check *PayloadCheck
 }
 
 // SessionExists reports whether ref holds a segment or a head object, with one
@@ -66,7 +70,7 @@ func (s *Store) CreateSession(ctx context.Context, ref TranscriptRef, entries []
 	}
 	var info SegmentInfo
 	if opts.Refs != nil {
-		info, err = s.appendCopied(ctx, ref, ref.Namespace, entries, opts.Refs, w)
+		info, err = s.appendCopied(ctx, ref, ref.Namespace, opts.Check, entries, opts.Refs, w)
 	} else {
 		info, err = s.AppendSegment(ctx, ref, entries, w)
 	}

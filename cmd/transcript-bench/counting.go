@@ -26,6 +26,23 @@ func (c counts) sub(b counts) counts {
 		Delete: c.Delete - b.Delete, Replace: c.Replace - b.Replace, BytesUp: c.BytesUp - b.BytesUp}
 }
 
+// add returns c plus b.
+func (c counts) add(b counts) counts {
+	return counts{Get: c.Get + b.Get, Stat: c.Stat + b.Stat, List: c.List + b.List, Put: c.Put + b.Put,
+		Delete: c.Delete + b.Delete, Replace: c.Replace + b.Replace, BytesUp: c.BytesUp + b.BytesUp}
+}
+
+// div returns c with every count divided by n (a mean over n runs).
+func (c counts) div(n int64) counts {
+	return counts{Get: c.Get / n, Stat: c.Stat / n, List: c.List / n, Put: c.Put / n,
+		Delete: c.Delete / n, Replace: c.Replace / n, BytesUp: c.BytesUp / n}
+}
+
+// describe spells the requests of c by kind.
+func (c counts) describe() string {
+	return fmt.Sprintf("%d GET, %d HEAD, %d LIST, %d PUT, %d DELETE", c.Get, c.Stat, c.List, c.Put+c.Replace, c.Delete)
+}
+
 // field returns the count an operation adds to: ranged and ETag reads are GETs,
 // a conditional write a PUT, a batch delete one DELETE (DeleteObjects), as S3
 // bills them.

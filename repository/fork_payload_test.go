@@ -1,0 +1,116 @@
+package repository_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// payloadLooks is a bucket that counts the GETs and HEADs of payload objects.
+type payloadLooks struct {
+	payloadGets
+	heads atomic.Int32
+}
+
+func (b *payloadLooks) Stat(ctx context.Context, key string) (bucket.ObjectInfo, error) {
+	if strings.Contains(key, "/payloads/") {
+		b.heads.Add(1)
+	}
+	return b.payloadGets.Stat(ctx, key)
+}
+
+// TestFork_ReadsNoPayload: Repository.Fork by id (at an image, at the reply
+// after it, empty; strict or not) fetches no payload object, looks at none and
+// stores none: it reads the source as stored and copies its references. The
+// handle it returns reads the fork byte for byte, and takes appends.
+func TestFork_ReadsNoPayload(t *testing.T) {
+	data := func(seed int) string {
+		return base64.StdEncoding.EncodeToString([]byte(strings.Repeat(fmt.Sprintf("png%d", seed%10), transcript.DefaultPayloadThreshold/4)))
+	}
+	img := fmt.Appendf(nil, `{"type":"message","id":"m1","parentId":null,"timestamp":"2026-03-01T12:00:00.000Z","message":{"role":"user","content":[{"type":"image","data":%q,"mimeType":"image/png"}]}}`, data(1))
+	reply := []byte(`{"type":"message","id":"m2","parentId":"m1","timestamp":"2026-03-01T12:00:01.000Z","message":{"role":"assistant","content":[{"type":"text","text":"a cat"}]}}`)
+	img2 := fmt.Appendf(nil, `{"type":"message","id":"m3","parentId":"m2","timestamp":"2026-03-01T12:00:02.000Z","message":{"role":"user","content":[{"type":"image","data":%q,"mimeType":"image/png"}]}}`, data(2))
+	raws := map[string][]byte{"m1": img, "m2": reply, "m3": img2}
+	for _, be := range backends {
+		for _, tc := range []struct {
+			name   string
+			strict bool
+			at     string
+			want   []string
+		}{
+			{"at the image", false, "m1", []string{"m1"}},
+			{"at the last image", false, "m3", []string{"m1", "m2", "m3"}},
+			{"strict, at the reply", true, "m2", []string{"m1", "m2"}},
+			{"strict, at the last image", true, "m3", []string{"m1", "m2", "m3"}},
+			{"empty", false, "", nil},
+		} {
+			t.Run(be.name+"/"+tc.name, func(t *testing.T) {
+				ctx := context.Background()
+				b := &payloadLooks{payloadGets: payloadGets{Bucket: be.new(t)}}
+				e := newEnv(t, b)
+				r := e.repo(alice)
+				s, err := r.Create(ctx, repository.CreateOptions{Strict: tc.strict, Cwd: "/w"})
+				require.NoError(t, err)
+				require.NoError(t, s.Append(ctx, img, reply))
+				require.NoError(t, s.Append(ctx, img2))
+				before := payloadObjects(t, b)
+				b.n.Store(0)
+				b.heads.Store(0)
+
+				fork, err := r.Fork(ctx, s.ID(), tc.at)
+				require.NoError(t, err)
+				require.Zero(t, b.n.Load(), "the fork fetches no payload")
+				require.Zero(t, b.heads.Load(), "the fork looks at no payload object")
+				require.Equal(t, before, payloadObjects(t, b), "the fork stores no payload")
+				require.Equal(t, tc.strict, fork.Strict())
+				require.Equal(t, s.ID(), fork.Header().ParentSession())
+				require.Equal(t, "/w", fork.Header().Cwd())
+				if tc.at != "" {
+					require.Equal(t, tc.at, fork.Head())
+				}
+
+				requireRaws(t, fork, tc.want, raws)
+				got, err := r.Open(ctx, fork.ID())
+				require.NoError(t, err)
+				requireRaws(t, got, tc.want, raws)
+				if tc.at == "" {
+					return
+				}
+				next := fmt.Appendf(nil, `{"type":"message","id":"f1","parentId":%q,"timestamp":"2026-03-01T12:00:03.000Z","message":{"role":"user","content":[{"type":"text","text":"more"}]}}`, tc.at)
+				require.NoError(t, fork.Append(ctx, next))
+				raws := map[string][]byte{"m1": img, "m2": reply, "m3": img2, "f1": next}
+				requireRaws(t, fork, append(append([]string(nil), tc.want...), "f1"), raws)
+			})
+		}
+	}
+}
+
+// TestFork_MissingEntry: a fork at an entry the source does not hold is an
+// *EntryNotFoundError (bucket.ErrNotFound), and of a session that does not
+// exist bucket.ErrNotFound; neither creates a session.
+func TestFork_MissingEntry(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, backends[0].new(t))
+	r := e.repo(alice)
+	s, err := r.Create(ctx, repository.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.Append(ctx, []byte(`{"type":"message","id":"m1","parentId":null,"timestamp":"2026-03-01T12:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}`)))
+	_, err = r.Fork(ctx, s.ID(), "nope")
+	var nf *repository.EntryNotFoundError
+	require.ErrorAs(t, err, &nf)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
+	_, err = r.Fork(ctx, "00000000-0000-4000-8000-000000000000", "m1")
+	require.ErrorIs(t, err, bucket.ErrNotFound)
+	infos, err := r.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+}

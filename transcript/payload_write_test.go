@@ -1,0 +1,59 @@
+package transcript_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// TestAppendSegment_PayloadLooks: the requests a level-0 writer makes for one
+// payload before its segment PUT. A new payload: the mark's HEAD and the
+// object's (sent together), then the payload's PUT. A payload already stored:
+// the object is looked at again after the mark (the first look may have come
+// before it), and not sent. A marked payload: no PUT, and the entry keeps it
+// inline. Every case reads back byte for byte.
+func TestAppendSegment_PayloadLooks(t *testing.T) {
+	img := imageData(51, 2*testThreshold)
+	for _, tc := range []struct {
+		name        string
+		stored      bool // the payload object exists before the write
+		marked      bool // and its mark
+		heads, puts int  // requests of the write, the segment PUT included
+		refs        int  // references the segment holds
+	}{
+		{"new", false, false, 2, 2, 1},
+		{"stored", true, false, 3, 1, 1},
+		{"marked", true, true, 2, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			b := &requestCounter{Bucket: newBucket(t)}
+			s := newStore(t, b, transcript.Config{PayloadThreshold: testThreshold})
+			other := transcript.TranscriptRef{Namespace: ref.Namespace, AgentID: ref.AgentID, SessionID: "other"}
+			if tc.stored {
+				_, err := s.AppendSegment(ctx, other, [][]byte{imageEntry("x", "", img)}, newWriter(t, "w0"))
+				require.NoError(t, err)
+			}
+			if tc.marked {
+				mark := ref.Namespace + "/payloads/gc/" + hashHex(img) + ".mark.json"
+				require.NoError(t, b.Put(ctx, mark, bytes.NewReader([]byte("{}")), 2, bucket.PutOptions{}))
+			}
+			b.take()
+			want := [][]byte{entry("a", ""), imageEntry("b", "a", img)}
+			_, err := s.AppendSegment(ctx, ref, want, newWriter(t, "w1"))
+			require.NoError(t, err)
+			_, heads, _, puts, _ := b.take()
+			require.Equal(t, tc.heads, heads, "HEADs")
+			require.Equal(t, tc.puts, puts, "PUTs")
+			stored, err := s.Stored().ReadAll(ctx, ref)
+			require.NoError(t, err)
+			require.Len(t, stored.Entries[1].Refs, tc.refs)
+			requireEveryRead(t, s, ref, want)
+		})
+	}
+}

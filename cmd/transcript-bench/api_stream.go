@@ -72,7 +72,10 @@ func apiStream(ctx context.Context, e *env) ([]Row, error) {
 		}
 		appendDs = append(appendDs, answered.Sub(sent))
 		sameDs = append(sameDs, atA.Sub(sent))
-		otherDs = append(otherDs, atB.Sub(answered))
+		// The other server's watcher can deliver the entry before the appending
+		// client has read its answer (a loaded machine): it then waited nothing
+		// after the answer, not a negative time.
+		otherDs = append(otherDs, max(0, atB.Sub(answered)))
 	}
 	for _, ds := range [][]time.Duration{appendDs, sameDs, otherDs} {
 		slices.Sort(ds)

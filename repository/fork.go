@@ -51,10 +51,11 @@ func (e *EntryNotFoundError) Unwrap() error { return bucket.ErrNotFound }
 // object is fetched, and the fork's segment copies the references the source's
 // segments hold (relying on one look at the namespace's payload deletion marks
 // taken before the read: transcript.CheckPayloads), so a fork costs the same
-// requests however many large payloads the path holds. The handle returned holds
-// the new session's header, mode and head; it reads its entries (payloads
-// included) on its first read (Entries, Refresh, an append), so Page and
-// Snapshot show no entry before that.
+// requests however many large payloads the path holds. When the path holds a
+// payload stored outside its segment, the handle returned holds the new
+// session's header, mode and head, and reads its entries (payloads included) on
+// its first read (Entries, Refresh, an append), so Page and Snapshot show no
+// entry before that; otherwise it holds the entries, as Open would.
 func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, error) {
 	src, err := r.newSession(id)
 	if err != nil {
@@ -88,7 +89,9 @@ func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, 
 	if err != nil {
 		return nil, err
 	}
-	fork.forget()
+	if sp != nil && slices.ContainsFunc(sp.refs, func(refs []transcript.PayloadRef) bool { return len(refs) > 0 }) {
+		fork.forget() // it holds references in place of payloads: read them as written first
+	}
 	return fork, nil
 }
 

@@ -114,3 +114,23 @@ func TestFork_MissingEntry(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, infos, 1)
 }
+
+// TestFork_WithoutPayloadsHoldsEntries: a fork whose path holds no payload
+// stored outside its segment answers Page from what it wrote, with no read, as
+// a handle from Open does.
+func TestFork_WithoutPayloadsHoldsEntries(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, backends[0].new(t))
+	r := e.repo(alice)
+	s, err := r.Create(ctx, repository.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.Append(ctx,
+		[]byte(`{"type":"message","id":"m1","parentId":null,"timestamp":"2026-03-01T12:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}`),
+		[]byte(`{"type":"message","id":"m2","parentId":"m1","timestamp":"2026-03-01T12:00:01.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hello"}]}}`)))
+	fork, err := r.Fork(ctx, s.ID(), "m1")
+	require.NoError(t, err)
+	page := fork.Page(0, 10)
+	require.Len(t, page.Entries, 1)
+	require.Equal(t, "m1", page.Entries[0].ID())
+	require.Equal(t, 1, fork.Snapshot().Entries)
+}

@@ -44,13 +44,29 @@ func (s *Store) ReadCommitted(ctx context.Context, ref TranscriptRef, h Head, ha
 	if !visible {
 		return h, nil, fmt.Errorf("read %s: %w", ref, bucket.ErrNotFound)
 	}
+	inc, err := readResolved(ctx, s, ref, func() (*Increment, error) {
+		var inc *Increment
+		var err error
+		h, inc, err = s.readCommittedHeads(ctx, ref, h, have)
+		return inc, err
+	})
+	if err != nil {
+		return h, nil, err
+	}
+	return h, inc, nil
+}
+
+// readCommittedHeads is ReadCommitted with the entries as stored: it reads from
+// h, and from a newer head each time a segment h names is gone, and returns the
+// head it read from.
+func (s *Store) readCommittedHeads(ctx context.Context, ref TranscriptRef, h Head, have SegmentSet) (Head, *Increment, error) {
 	for attempt := 0; ; attempt++ {
 		inc, gone, err := s.readCommittedOnce(ctx, ref, h, have)
 		if err != nil {
 			return h, nil, fmt.Errorf("read %s: %w", ref, err)
 		}
 		if len(gone) == 0 {
-			return s.resolveCommitted(ctx, ref, h, inc)
+			return h, inc, nil
 		}
 		cur, err := s.ReadHead(ctx, ref)
 		if err != nil {
@@ -58,22 +74,13 @@ func (s *Store) ReadCommitted(ctx context.Context, ref TranscriptRef, h Head, ha
 		}
 		if cur.Same(h) {
 			inc.Missing = gone
-			return s.resolveCommitted(ctx, ref, h, inc)
+			return h, inc, nil
 		}
 		if attempt >= s.cfg.MaxRelists {
 			return h, nil, fmt.Errorf("read %s: %w (%d heads)", ref, ErrVanished, attempt+1)
 		}
 		h = cur
 	}
-}
-
-// resolveCommitted puts the payloads back into the entries of inc (unless s is
-// Stored), as every read that returns entries does.
-func (s *Store) resolveCommitted(ctx context.Context, ref TranscriptRef, h Head, inc *Increment) (Head, *Increment, error) {
-	if err := s.resolveMerge(ctx, ref.Norm().Namespace, inc.MergeResult); err != nil {
-		return h, nil, fmt.Errorf("read %s: %w", ref.Norm(), err)
-	}
-	return h, inc, nil
 }
 
 // committedRead is the state of one attempt of ReadCommitted.

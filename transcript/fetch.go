@@ -40,6 +40,21 @@ func (s *Store) fetchSessionParsed(ctx context.Context, infos []SegmentInfo, par
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	corrupt, err := s.sessionCorrupt(infos, segs, bad)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return segs, parsed, corrupt, nil
+}
+
+// sessionCorrupt applies the reader rule of fetchSession to the segments of a
+// session that failed verification (bad, of infos, fetched as segs): a claimed
+// input is left to the segment claiming it; any other fails the read, or is
+// returned when the store skips corrupt segments.
+func (s *Store) sessionCorrupt(infos []SegmentInfo, segs []*segment.Segment, bad []CorruptSegment) ([]CorruptSegment, error) {
+	if len(bad) == 0 {
+		return nil, nil
+	}
 	sup := superseders(infos, segs)
 	at := make(map[string]int, len(infos))
 	for i, in := range infos {
@@ -51,11 +66,11 @@ func (s *Store) fetchSessionParsed(ctx context.Context, infos []SegmentInfo, par
 			continue // left to the segment that claims it (see above)
 		}
 		if !s.cfg.SkipCorrupt {
-			return nil, nil, nil, c.Err
+			return nil, c.Err
 		}
 		corrupt = append(corrupt, c)
 	}
-	return segs, parsed, corrupt, nil
+	return corrupt, nil
 }
 
 // fetchAll fetches and decodes the segments in parallel, bounded by readLimit, or

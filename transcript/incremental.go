@@ -94,9 +94,6 @@ func (s *Store) ReadNew(ctx context.Context, ref TranscriptRef, have SegmentSet)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.resolveMerge(ctx, ref.Norm().Namespace, inc.MergeResult); err != nil {
-		return nil, fmt.Errorf("read %s: %w", ref.Norm(), err)
-	}
 	return inc, nil
 }
 

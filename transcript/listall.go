@@ -70,17 +70,17 @@ func (s *Store) readNewListed(ctx context.Context, ref TranscriptRef, infos []Se
 			return nil, fmt.Errorf("read %s: %w: listing holds %s", ref, ErrInvalidRef, in.Key)
 		}
 	}
-	inc, err := s.readNew(ctx, infos, have)
-	if errors.Is(err, bucket.ErrNotFound) {
+	inc, err := readResolved(ctx, s, ref, func() (*Increment, error) {
+		inc, err := s.readNew(ctx, infos, have)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", ref, err)
+		}
+		return inc, nil
+	})
+	if errors.Is(err, bucket.ErrNotFound) && !errors.Is(err, ErrPayloadMissing) {
 		return s.ReadNew(ctx, ref, have)
 	}
-	if err == nil {
-		err = s.resolveMerge(ctx, ref.Namespace, inc.MergeResult)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", ref, err)
-	}
-	return inc, nil
+	return inc, err
 }
 
 // Listed reads one session whose listing is already in hand (from

@@ -15,10 +15,11 @@ import (
 )
 
 // Reading payloads. Every read that returns entries (ReadAll, ReadNew, ReadLean,
-// ReadSegment, and the Listed readers) puts each payload back in place of its
-// reference after the merge, so the entries are byte for byte as written; it
-// fetches only the payloads of the entries it returns, each distinct payload once,
-// decompressed straight into its place in the entry and checked against its hash.
+// ReadCommitted, ReadSegment, and the Listed readers) puts each payload back in
+// place of its reference after the merge (readResolved, readpath.go), so the
+// entries are byte for byte as written; it fetches only the payloads of the
+// entries it returns, each distinct payload once, decompressed straight into its
+// place in the entry and checked against its hash.
 // The merge and compaction work on entries as stored and fetch no payload
 // (SameEntry compares two versions of an entry without them). A read through a
 // Stored store returns entries as stored, with their references (Entry.Refs), and
@@ -173,47 +174,17 @@ func readObject(rc io.Reader, size, limit int64, scratch *[]byte) ([]byte, error
 	return data, nil
 }
 
-// resolveMerge puts the payloads back into the entries and losers of res, read
-// from namespace ns (unless s is Stored).
-func (s *Store) resolveMerge(ctx context.Context, ns string, res *MergeResult) error {
-	if s.stored || res == nil {
-		return nil
-	}
-	var items []resolveItem
-	for _, es := range [][]Entry{res.Entries, res.Losers} {
-		for i := range es {
-			if e := &es[i]; len(e.Refs) > 0 {
-				items = append(items, resolveItem{raw: e.Raw, refs: e.Refs, set: func(b []byte) { e.Raw, e.Refs = b, nil }})
-			}
-		}
-	}
-	return s.resolve(ctx, ns, items)
-}
-
 // resolveLean puts the payloads back into the entries and losers of res, read
-// from namespace ns (unless s is Stored).
+// from namespace ns (unless s is Stored). A read through readResolved needs no
+// call of it: it is for a LeanResult assembled outside one.
 func (s *Store) resolveLean(ctx context.Context, ns string, res *LeanResult) error {
 	if s.stored {
 		return nil
 	}
-	var items []resolveItem
-	for i := range res.items {
-		it := &res.items[i]
-		if refs := res.entryRefs(it.seg, it.pos); len(refs) > 0 {
-			body := res.bodies[it.seg]
-			pos := it.pos
-			items = append(items, resolveItem{raw: body[pos], refs: refs, set: func(b []byte) { body[pos] = b }})
-		}
-	}
-	for i := range res.Losers {
-		if e := &res.Losers[i]; len(e.Refs) > 0 {
-			items = append(items, resolveItem{raw: e.Raw, refs: e.Refs, set: func(b []byte) { e.Raw, e.Refs = b, nil }})
-		}
-	}
-	if err := s.resolve(ctx, ns, items); err != nil {
+	if err := s.resolve(ctx, ns, res.payloadItems()); err != nil {
 		return err
 	}
-	clear(res.refs)
+	res.payloadsResolved()
 	return nil
 }
 

@@ -32,9 +32,6 @@ func (s *Store) ReadAll(ctx context.Context, ref TranscriptRef) (*MergeResult, e
 	if err != nil {
 		return nil, err
 	}
-	if err := s.resolveMerge(ctx, ref.Norm().Namespace, res); err != nil {
-		return nil, fmt.Errorf("read %s: %w", ref.Norm(), err)
-	}
 	return res, nil
 }
 
@@ -46,15 +43,21 @@ var ErrVanished = errors.New("segments keep vanishing while read")
 // readListed lists ref's segments and calls read with them. A session without
 // segments gives an error wrapping bucket.ErrNotFound; when read meets a listed segment
 // that is gone (bucket.ErrNotFound), it lists again, at most Config.MaxRelists times,
-// then fails with ErrVanished.
-func readListed[T any](ctx context.Context, s *Store, ref TranscriptRef, read func([]SegmentInfo) (T, error)) (T, error) {
+// then fails with ErrVanished. The payloads are put back into the result
+// (readResolved).
+func readListed[T asStored](ctx context.Context, s *Store, ref TranscriptRef, read func([]SegmentInfo) (T, error)) (T, error) {
 	return readListedAfter(ctx, s, ref, "", read)
 }
 
 // readListedAfter is readListed over the segments whose keys sort after the
 // relative key after ("" for all of them). An incremental listing (after set)
 // that finds nothing is not a missing session: read is called with no segments.
-func readListedAfter[T any](ctx context.Context, s *Store, ref TranscriptRef, after string, read func([]SegmentInfo) (T, error)) (T, error) {
+func readListedAfter[T asStored](ctx context.Context, s *Store, ref TranscriptRef, after string, read func([]SegmentInfo) (T, error)) (T, error) {
+	return readResolved(ctx, s, ref, func() (T, error) { return listAndRead(ctx, s, ref, after, read) })
+}
+
+// listAndRead is readListedAfter with the entries as stored.
+func listAndRead[T any](ctx context.Context, s *Store, ref TranscriptRef, after string, read func([]SegmentInfo) (T, error)) (T, error) {
 	var zero T
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {

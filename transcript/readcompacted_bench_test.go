@@ -3,10 +3,12 @@ package transcript_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -44,5 +46,52 @@ func benchReadCompacted(b *testing.B, segs, per int) {
 		require.NoError(b, err)
 		require.Len(b, res.Entries, segs*per)
 		require.Len(b, res.Segments, 1)
+	}
+}
+
+// BenchmarkStore_OpenCompacted_RoundTrips opens the session of
+// BenchmarkStore_ReadAll_Compacted from a memory bucket whose every LIST and GET
+// first waits 2 ms (a round trip to an object store): cold (ReadAll: the LIST,
+// then the GET) and warm (ReadAllKnown with the segments of an earlier open: the
+// GET starts with the LIST). The difference is one round trip; the rest is the
+// same decode and merge.
+func BenchmarkStore_OpenCompacted_RoundTrips(b *testing.B) {
+	ctx := context.Background()
+	fb := faultbucket.Wrap(membucket.New())
+	s, err := transcript.New(transcript.Config{Bucket: fb, Prefix: "bench"})
+	require.NoError(b, err)
+	defer s.Close()
+	w := transcript.NewRandomWriter()
+	r := ref
+	r.SessionID = "round-trips-" + w.ID()
+	for i := range 30 {
+		_, err := s.AppendSegment(ctx, r, benchBatch(i*100, 100), w)
+		require.NoError(b, err)
+	}
+	_, err = s.Compact(ctx, r, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+	require.NoError(b, err)
+	first, err := s.ReadAll(ctx, r)
+	require.NoError(b, err)
+	fb.SetDelay(faultbucket.OpGet|faultbucket.OpList, 2*time.Millisecond)
+	for _, c := range []struct {
+		name string
+		open func() (*transcript.MergeResult, error)
+	}{
+		{"cold", func() (*transcript.MergeResult, error) { return s.ReadAll(ctx, r) }},
+		{"warm", func() (*transcript.MergeResult, error) { return s.ReadAllKnown(ctx, r, first.Segments) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			fb.ResetCounts()
+			n := 0
+			for b.Loop() {
+				res, err := c.open()
+				require.NoError(b, err)
+				require.Len(b, res.Entries, 3000)
+				n++
+			}
+			got := fb.Counts()
+			b.ReportMetric(float64(got.Get+got.List)/float64(n), "requests/op")
+		})
 	}
 }

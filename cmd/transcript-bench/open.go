@@ -108,7 +108,8 @@ func putSegments(ctx context.Context, s *transcript.Store, objs []transcript.Seg
 // runOpen is item 4: ReadAll (list, parallel fetch, verify, union-merge) of one
 // session of OpenTurns turns stored as 1, 10, 100 and 1,000 segments, against one GET
 // of the same bytes stored as a single object; then the same after compacting the
-// session into one segment, against one GET of that segment.
+// session into one segment, against one GET of that segment, cold (ReadAll) and
+// warm (ReadAllKnown with the segments of an earlier open).
 func runOpen(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
 	sz := e.cfg.Sizes
@@ -172,41 +173,73 @@ func runOpen(ctx context.Context, e *env) (ItemResult, error) {
 		if n < transcript.DefaultMinSegments {
 			continue
 		}
-		cr, err := store.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
+		rows, tOpen2, err := openCompacted(ctx, e, store, ref, n, len(entries), open)
 		if err != nil {
 			return res, err
 		}
-		if cr.SegmentsOut() == 0 {
-			return res, fmt.Errorf("%s: compaction wrote nothing", ref)
-		}
-		outKey := cr.Compactions[len(cr.Compactions)-1].Output.Key
-		// A plain reader (tFloor): the GET, then zstd's DecodeAll of the body (with
-		// no checksum, split or merge, but no overlap of the two either).
-		zdec, err := zstd.NewReader(nil)
-		if err != nil {
-			return res, err
-		}
-		meta, err := store.ReadSegmentMeta(ctx, outKey)
-		if err != nil {
-			return res, err
-		}
-		rawLen := int(meta.RawLen)
-		ts, err = medians(sz.OpenReps, open,
-			func() error { return getAll(ctx, e.bucket, outKey) },
-			func() error { return getDecode(ctx, e.bucket, zdec, outKey, rawLen) })
-		zdec.Close()
-		if err != nil {
-			return res, err
-		}
-		tOpen2, tGet2, tFloor := ts[0], ts[1], ts[2]
-		e.logf("%d segments compacted: open %v, GET %v, GET + DecodeAll %v", n, tOpen2, tGet2, tFloor)
-		res.Rows = append(res.Rows, row(4, fmt.Sprintf("open after compacting %d segments", n), "ms", ms(tOpen2), "one GET of the compacted segment", ms(tGet2), false,
-			fmt.Sprintf("%d → %d segment(s), %.2f MB; a plain reader, the GET then zstd DecodeAll of it: %.3g ms (%.3g× the GET)",
-				cr.SegmentsIn(), cr.SegmentsOut(), float64(cr.BytesOut())/mb, ms(tFloor), ms(tFloor)/ms(tGet2))))
+		res.Rows = append(res.Rows, rows...)
 		after.X, after.Y = append(after.X, float64(n)), append(after.Y, ms(tOpen2))
 	}
 	res.Series = append(res.Series, before, after, get)
 	return res, nil
+}
+
+// openCompacted compacts ref (n segments of nEntries entries, opened cold by
+// open) into one segment and measures, interleaved, its open cold and warm (ReadAllKnown with
+// the segments of an earlier open) against one GET of the compacted segment and
+// a plain reader of it. It returns the rows and the cold open's median.
+func openCompacted(ctx context.Context, e *env, store *transcript.Store, ref transcript.TranscriptRef, n, nEntries int, open func() error) ([]Row, time.Duration, error) {
+	reps := e.cfg.Sizes.OpenReps
+	var rows []Row
+	cr, err := store.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
+	if err != nil {
+		return nil, 0, err
+	}
+	if cr.SegmentsOut() == 0 {
+		return nil, 0, fmt.Errorf("%s: compaction wrote nothing", ref)
+	}
+	outKey := cr.Compactions[len(cr.Compactions)-1].Output.Key
+	// A plain reader (tFloor): the GET, then zstd's DecodeAll of the body (with
+	// no checksum, split or merge, but no overlap of the two either).
+	zdec, err := zstd.NewReader(nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	meta, err := store.ReadSegmentMeta(ctx, outKey)
+	if err != nil {
+		return nil, 0, err
+	}
+	rawLen := int(meta.RawLen)
+	// A warm reader (tWarm): one that knows the session's segments from an
+	// earlier open, so its GETs start with the LIST (ReadAllKnown).
+	first, err := store.ReadAll(ctx, ref)
+	if err != nil {
+		return nil, 0, err
+	}
+	warm := func() error {
+		r, err := store.ReadAllKnown(ctx, ref, first.Segments)
+		if err == nil && len(r.Entries) != nEntries {
+			err = fmt.Errorf("%s: warm read %d entries, want %d", ref, len(r.Entries), nEntries)
+		}
+		return err
+	}
+	ts, err := medians(reps, open,
+		func() error { return getAll(ctx, e.bucket, outKey) },
+		func() error { return getDecode(ctx, e.bucket, zdec, outKey, rawLen) },
+		warm)
+	zdec.Close()
+	if err != nil {
+		return nil, 0, err
+	}
+	tOpen2, tGet2, tFloor, tWarm := ts[0], ts[1], ts[2], ts[3]
+	e.logf("%d segments compacted: open %v, GET %v, GET + DecodeAll %v, warm open %v", n, tOpen2, tGet2, tFloor, tWarm)
+	rows = append(rows, row(4, fmt.Sprintf("open after compacting %d segments", n), "ms", ms(tOpen2), "one GET of the compacted segment", ms(tGet2), false,
+		fmt.Sprintf("%d → %d segment(s), %.2f MB; a plain reader, the GET then zstd DecodeAll of it: %.3g ms (%.3g× the GET; the open is %.3g× it)",
+			cr.SegmentsIn(), cr.SegmentsOut(), float64(cr.BytesOut())/mb, ms(tFloor), ms(tFloor)/ms(tGet2), ms(tOpen2)/ms(tFloor))))
+	rows = append(rows, row(4, fmt.Sprintf("warm open after compacting %d segments", n), "ms", ms(tWarm), "one GET of the compacted segment", ms(tGet2), false,
+		fmt.Sprintf("ReadAllKnown with the segments of an earlier open: their GETs start with the LIST; %.3g× the plain reader; median of %d, interleaved with the rows above",
+			ms(tWarm)/ms(tFloor), reps)))
+	return rows, tOpen2, nil
 }
 
 func ms(d time.Duration) float64 { return d.Seconds() * 1000 }

@@ -98,11 +98,18 @@ func (r *LeanResult) Index(id string) (int, bool) {
 	return int(i), ok
 }
 
+// Origin returns the origin of entry i (Entry(i).Origin, without building the
+// Entry).
+func (r *LeanResult) Origin(i int) Origin {
+	it := &r.items[i]
+	return Origin{Key: r.okeys[it.okey], Pos: int(it.opos)}
+}
+
 // Entry returns entry i as ReadAll returns it.
 func (r *LeanResult) Entry(i int) Entry {
 	it := &r.items[i]
 	e := Entry{ID: it.id, ParentID: r.oddParents[int32(i)], Raw: r.Raw(i), Segment: r.keys[it.seg], Pos: int(it.pos),
-		Origin: Origin{Key: r.okeys[it.okey], Pos: int(it.opos)}, Refs: r.entryRefs(it.seg, it.pos)}
+		Origin: r.Origin(i), Refs: r.entryRefs(it.seg, it.pos)}
 	if it.parent >= 0 {
 		e.ParentID = r.items[it.parent].id
 	}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
@@ -219,6 +221,12 @@ func (v *sessionVerifier) readSegment(ctx context.Context, i int, info transcrip
 	}
 	v.bodies[i], v.refs[i] = seg.Entries, seg.Meta.Refs
 	v.notePayloads(info.Key, seg.Meta.Refs)
+	// Room for every entry of the segment at once: grown by appends, order and
+	// seen would each be held twice while they are copied.
+	v.order = slices.Grow(v.order, len(seg.Entries))
+	if len(v.seen) == 0 {
+		v.seen = make(map[string]int32, len(seg.Entries))
+	}
 	for pos, raw := range seg.Entries {
 		e, err := transcript.ParseEntry(raw)
 		if err != nil {
@@ -231,7 +239,7 @@ func (v *sessionVerifier) readSegment(ctx context.Context, i int, info transcrip
 			v.seen[e.ID] = at
 			v.order = append(v.order, verifiedEntry{id: e.ID, parentID: e.ParentID, seg: int32(i), pos: int32(pos)})
 			v.edits.note(at, int32(i), raw)
-			if _, err := pi.ParseHeader(raw); err == nil {
+			if mayBeHeader(raw) && isHeader(raw) {
 				v.c.headers++
 				v.headers = append(v.headers, at)
 			}
@@ -244,6 +252,19 @@ func (v *sessionVerifier) readSegment(ctx context.Context, i int, info transcrip
 		}
 	}
 	return nil
+}
+
+// mayBeHeader reports whether raw can be a session header: one holds the word
+// "session" (its type), written as is or with a \u escape. It spares verify an
+// attempt of pi.ParseHeader (and its error) on each of a session's entries.
+func mayBeHeader(raw []byte) bool {
+	return bytes.Contains(raw, []byte("session")) || bytes.Contains(raw, []byte(`\u`))
+}
+
+// isHeader reports whether pi.ParseHeader accepts raw.
+func isHeader(raw []byte) bool {
+	_, err := pi.ParseHeader(raw)
+	return err == nil
 }
 
 // checkHeaders reports a session that holds more than one session header (one

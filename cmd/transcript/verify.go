@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -82,6 +80,9 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer s.Close()
+	if len(refs) == 1 {
+		tightenGC(oneSessionGCPercent)
+	}
 	checks := make([]sessionCheck, len(refs))
 	stored := s.Stored() // entries as stored: no payload is fetched with them
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
@@ -146,7 +147,7 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	if len(segs) == 0 {
 		v.report("", "no segments")
 	}
-	tightenGC(segs)
+	tightenForStored(segs)
 	v.segs, v.bodies, v.decoded = segs, make([][][]byte, len(segs)), make([]*segment.Segment, len(segs))
 	v.refs = make([][]segment.PayloadRef, len(segs))
 	for i, info := range segs {
@@ -357,23 +358,4 @@ func (v *sessionVerifier) cycles() [][]string {
 		}
 	}
 	return cycles
-}
-
-// tightenGC makes the collector run at a quarter of the default heap growth
-// (GOGC 25) once verify meets a session of more than 8 MiB stored (some 30 MiB of
-// JSONL and up): verify holds every segment it read until the session is checked,
-// and with the default growth the heap peaks at twice that, more than 3× the
-// session (GOGC 50 still peaked at 3.01× for 1M entries). It leaves a GOGC
-// setting alone and only ever tightens.
-func tightenGC(segs []transcript.SegmentInfo) {
-	var stored int64
-	for _, in := range segs {
-		stored += in.Size
-	}
-	if stored < 8<<20 || os.Getenv("GOGC") != "" {
-		return
-	}
-	if prev := debug.SetGCPercent(25); prev >= 0 && prev < 25 {
-		debug.SetGCPercent(prev)
-	}
 }

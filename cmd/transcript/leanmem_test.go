@@ -35,12 +35,9 @@ var leanMemBudget = struct {
 // of restore, export, context and verify allocates (the garbage that sets how
 // far the heap grows past what is live). Both are counted, not timed, so the
 // test does not depend on the machine's load; the peak RSS they lead to is
-// item 12 of cmd/transcript-bench. Not run with the race detector, which
-// allocates for itself.
+// item 12 of cmd/transcript-bench. With the race detector, which allocates for
+// itself (restore 6.2× instead of 5.35×), only the live heap is checked.
 func TestLeanRead_MemoryBudget(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation figures differ under the race detector")
-	}
 	if testing.Short() {
 		t.Skip("writes and reads a 100k-entry session")
 	}
@@ -61,6 +58,9 @@ func TestLeanRead_MemoryBudget(t *testing.T) {
 	res = nil
 	t.Logf("live after ReadLean: %.2f× the JSONL", float64(live)/float64(jsonl))
 	require.LessOrEqual(t, float64(live), leanMemBudget.live*float64(jsonl), "live heap after ReadLean")
+	if raceEnabled {
+		return
+	}
 
 	for _, c := range leanReadCommands(t.TempDir()) {
 		args := append(c.args, "--store", store, "--agent", "memory", "--session", "s")

@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -97,11 +101,23 @@ func WriteRestoredLean(cfg Config, who Identity, agentID, sessionID string, res 
 			}
 		}
 	}
-	var origins []originRecord
+	// The origin records, one per entry written, grouped by origin key in key
+	// order (as originLogOf groups them) and streamed to the origins file: at
+	// is the merge index of each, put in that order (stable: merge order within
+	// a key).
+	at := make([]int32, 0, n)
 	for i, k := range kinds {
 		if k == RawEntry || k == RawLeaf {
-			e := res.Entry(i)
-			origins = append(origins, originRecord{id: e.ID, origin: e.Origin, sum: xxhash.Sum64(e.Raw)})
+			at = append(at, int32(i))
+		}
+	}
+	slices.SortStableFunc(at, func(a, b int32) int { return strings.Compare(res.Origin(int(a)).Key, res.Origin(int(b)).Key) })
+	origins := func(yield func(originRecord) bool) {
+		for _, i := range at {
+			raw := res.Raw(int(i))
+			if !yield(originRecord{id: res.ID(int(i)), origin: res.Origin(int(i)), sum: xxhash.Sum64(raw)}) {
+				return
+			}
 		}
 	}
 	files, size, err := writeRestored(cfg, who, agentID, sessionID, lines, segmentsFile{have: res.Held()}, origins)
@@ -109,9 +125,10 @@ func WriteRestoredLean(cfg Config, who Identity, agentID, sessionID string, res 
 }
 
 // writeRestored writes the log and the context file, each holding lines, the
-// origins file with origins, and then seg, the segments file (its sizes and
-// origins filled in); it returns the size of each file.
-func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines iter.Seq[[]byte], seg segmentsFile, origins []originRecord) (Files, int64, error) {
+// origins file with origins (already grouped by key, streamed: see
+// writeOriginsGrouped), and then seg, the segments file (its sizes and origins
+// filled in); it returns the size of each file.
+func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines iter.Seq[[]byte], seg segmentsFile, origins iter.Seq[originRecord]) (Files, int64, error) {
 	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return Files{}, 0, err
@@ -133,15 +150,46 @@ func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines it
 	}
 	// The sizes are those just written: no need to stat the files again.
 	seg.sizes = sizesLine(size, size)
-	data := append([]byte(originsHeader+"\n"), originLogOf(origins).pending...)
-	if err := writeOriginsFile(files.Origins, data, cfg.NoSync); err != nil {
+	if seg.originsSize, seg.originsSum, err = writeOriginsGrouped(files.Origins, origins, cfg.NoSync); err != nil {
 		return files, 0, fmt.Errorf("save origins of %s: %w", t.ref, err)
 	}
-	seg.originsSize, seg.originsSum = int64(len(data)), xxhash.Sum64(data)
 	if err := writeSegmentsFile(files.Segments, seg); err != nil {
 		return files, 0, fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}
 	return files, size, nil
+}
+
+// writeOriginsGrouped writes the origins file at path (atomically, fsynced
+// unless noSync) with the records of origins, which come grouped by origin key
+// in key order: the bytes originLogOf would give for them, written through a
+// buffer of restoreChunk instead of held whole (a long session's records are a
+// third of its JSONL). It returns the file's size and xxhash64.
+func writeOriginsGrouped(path string, origins iter.Seq[originRecord], noSync bool) (size int64, sum uint64, err error) {
+	err = fsutil.WriteFileAtomic(path, noSync, func(w io.Writer) error {
+		d := xxhash.New()
+		bw := bufio.NewWriterSize(io.MultiWriter(w, d), restoreChunk)
+		bw.WriteString(originsHeader + "\n")
+		size = int64(len(originsHeader) + 1)
+		var l originLog
+		flush := func() {
+			bw.Write(l.pending)
+			size += int64(len(l.pending))
+			l.pending = l.pending[:0]
+		}
+		for r := range origins {
+			l.add(r.id, r.origin, r.sum)
+			if len(l.pending) >= restoreChunk/2 {
+				flush()
+			}
+		}
+		flush()
+		if err := bw.Flush(); err != nil { // the first write error, kept by the writer
+			return err
+		}
+		sum = d.Sum64()
+		return nil
+	})
+	return size, sum, err
 }
 
 // restoreChunk is the size of the buffer writeLines writes through.

@@ -47,6 +47,7 @@ func TestWriteRestoredLean_SameFilesAsRestoreAndFlush(t *testing.T) {
 			{`{"type":"leaf","id":"l1","parentId":"a2","timestamp":"2026-01-01T00:00:00.000Z","targetId":"a1"}`}}, false},
 		{"larger than the write buffer", [][]string{{header("s"), m("a1", "", big), m("a2", "a1", big)}, {m("a3", "a2", big), m("a4", "a3", big)}}, false},
 		{"no header", [][]string{{m("a1", "", "hi")}}, true},
+		{"origins larger than the write buffer", chain(header("s"), 3, 8000, m), false},
 	}
 	ctx := context.Background()
 	for i, tc := range tests {
@@ -104,6 +105,23 @@ func TestWriteRestoredLean_SameFilesAsRestoreAndFlush(t *testing.T) {
 			require.Zero(t, sync.Added)
 		})
 	}
+}
+
+// chain returns segs segments of n entries each, one chain of messages after
+// header (in the first segment): with n in the thousands, the origin records of
+// the session are larger than the buffer the origins file is written through.
+func chain(header string, segs, n int, m func(id, parent, text string) string) [][]string {
+	out := make([][]string, segs)
+	out[0] = []string{header}
+	parent := ""
+	for k := range segs {
+		for j := range n {
+			id := fmt.Sprintf("c%d-%d", k, j)
+			out[k] = append(out[k], m(id, parent, "x"))
+			parent = id
+		}
+	}
+	return out
 }
 
 // TestWriteRestoredLean_RefusesExistingFiles: like Restore, it does not write over

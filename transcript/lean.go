@@ -33,7 +33,7 @@ type LeanResult struct {
 	refs   [][]segment.PayloadRef // payload references of each segment's entries (Stored reads)
 	okeys  []string               // origin keys, by origin number
 	items  []leanItem             // the winners, in merge order
-	byID   map[string]int32
+	ids    idTable                // finds the item of an id
 	// oddParents holds the parentId of the entries whose parentId is not the id
 	// of their parent entry: one that names no entry (dangling) or the entry itself.
 	oddParents map[int32]string
@@ -94,15 +94,28 @@ func (r *LeanResult) Parent(i int) (int, bool) {
 
 // Index returns the merge-order index of the entry with the given id.
 func (r *LeanResult) Index(id string) (int, bool) {
-	i, ok := r.byID[id]
+	if len(r.ids.slots) == 0 {
+		return -1, false
+	}
+	i, _, ok := r.ids.find(id, r.itemID)
 	return int(i), ok
+}
+
+// itemID returns the id of item i.
+func (r *LeanResult) itemID(i int32) string { return r.items[i].id }
+
+// Origin returns the origin of entry i (Entry(i).Origin, without building the
+// Entry).
+func (r *LeanResult) Origin(i int) Origin {
+	it := &r.items[i]
+	return Origin{Key: r.okeys[it.okey], Pos: int(it.opos)}
 }
 
 // Entry returns entry i as ReadAll returns it.
 func (r *LeanResult) Entry(i int) Entry {
 	it := &r.items[i]
 	e := Entry{ID: it.id, ParentID: r.oddParents[int32(i)], Raw: r.Raw(i), Segment: r.keys[it.seg], Pos: int(it.pos),
-		Origin: Origin{Key: r.okeys[it.okey], Pos: int(it.opos)}, Refs: r.entryRefs(it.seg, it.pos)}
+		Origin: r.Origin(i), Refs: r.entryRefs(it.seg, it.pos)}
 	if it.parent >= 0 {
 		e.ParentID = r.items[it.parent].id
 	}

@@ -28,19 +28,23 @@ func leanMerge(infos []SegmentInfo, segs []*segment.Segment) *LeanResult {
 		}
 	}
 	m.resolveConflicts()
+	m.resolveParents()
 	res := m.res
 	slices.SortFunc(res.Losers, func(a, b Entry) int { return a.Origin.Compare(b.Origin) })
 	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return a.DroppedOrigin.Compare(b.DroppedOrigin) })
-	res.leanOrder(m.byID, m.parents)
+	res.leanOrder(m.pending)
 	return res
 }
 
-// leanMerger is the state of one leanMerge.
+// leanMerger is the state of one leanMerge. While it merges, the parent of an
+// item (leanItem.parent) is the item number of the entry its parentId names, or
+// -1: an item whose parentId names no item yet keeps it in pending (rare: a
+// parent stored after its child, or none at all), so that a session's parentIds
+// are not held as strings beside its ids.
 type leanMerger struct {
 	res     *LeanResult
 	okeyNum map[string]uint32        // origin key -> its number in res.okeys
-	byID    map[string]int32         // id -> index in res.items of the current winner
-	parents []string                 // parentId of each item
+	pending map[int32]string         // item -> its parentId, naming no item (yet)
 	others  map[string][]leanVersion // id -> further versions, rare
 }
 
@@ -54,10 +58,45 @@ func newLeanMerger(infos []SegmentInfo, segs []*segment.Segment) *leanMerger {
 	// Sized for every entry once: growing them would hold two copies at a time.
 	return &leanMerger{
 		res: &LeanResult{keys: make([]string, len(infos)), bodies: make([][][]byte, len(infos)),
-			refs: make([][]segment.PayloadRef, len(infos)), items: make([]leanItem, 0, total)},
+			refs: make([][]segment.PayloadRef, len(infos)), items: make([]leanItem, 0, total), ids: newIDTable(total)},
 		okeyNum: map[string]uint32{},
-		byID:    make(map[string]int32, total),
-		parents: make([]string, 0, total),
+	}
+}
+
+// setParent makes pid the parentId of item j: the item it names, or pending.
+func (m *leanMerger) setParent(j int32, pid string) {
+	delete(m.pending, j)
+	it := &m.res.items[j]
+	it.parent = -1
+	if pid == "" {
+		return
+	}
+	if p, _, ok := m.res.ids.find(pid, m.res.itemID); ok {
+		it.parent = p
+		return
+	}
+	if m.pending == nil {
+		m.pending = map[int32]string{}
+	}
+	m.pending[j] = pid
+}
+
+// parentID returns the parentId of item j ("" for none).
+func (m *leanMerger) parentID(j int32) string {
+	if p := m.res.items[j].parent; p >= 0 {
+		return m.res.items[p].id
+	}
+	return m.pending[j]
+}
+
+// resolveParents resolves the pending parentIds that name an item merged after
+// theirs; those left name no item of the session.
+func (m *leanMerger) resolveParents() {
+	for j, pid := range m.pending {
+		if p, _, ok := m.res.ids.find(pid, m.res.itemID); ok {
+			m.res.items[j].parent = p
+			delete(m.pending, j)
+		}
 	}
 }
 
@@ -107,11 +146,12 @@ func (m *leanMerger) addSegment(i int, info SegmentInfo, seg *segment.Segment, s
 // resolveConflicts.
 func (m *leanMerger) add(id string, v leanVersion) {
 	res := m.res
-	j, ok := m.byID[id]
+	j, slot, ok := res.ids.find(id, res.itemID)
 	if !ok {
-		m.byID[id] = int32(len(res.items))
+		j = int32(len(res.items))
+		res.ids.set(slot, j)
 		res.items = append(res.items, leanItem{id: id, seg: v.seg, pos: v.pos, okey: v.okey, opos: v.opos, parsed: v.parsed})
-		m.parents = append(m.parents, v.parent)
+		m.setParent(j, v.parent)
 		return
 	}
 	kept := &res.items[j]
@@ -146,16 +186,17 @@ func (m *leanMerger) same(aSeg, aPos, bSeg, bPos int32) bool {
 func (m *leanMerger) resolveConflicts() {
 	res := m.res
 	for id, vs := range m.others {
-		j := m.byID[id]
+		j, _, _ := res.ids.find(id, res.itemID)
 		it := &res.items[j]
 		for k, v := range vs {
 			if m.earlier(v.okey, v.opos, it.okey, it.opos) {
-				cur := leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: m.parents[j], parsed: it.parsed}
-				it.seg, it.pos, it.okey, it.opos, it.parsed, m.parents[j] = v.seg, v.pos, v.okey, v.opos, v.parsed, v.parent
+				cur := leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: m.parentID(j), parsed: it.parsed}
+				it.seg, it.pos, it.okey, it.opos, it.parsed = v.seg, v.pos, v.okey, v.opos, v.parsed
+				m.setParent(j, v.parent)
 				vs[k] = cur
 			}
 		}
-		w := m.entryOf(id, leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: m.parents[j], parsed: it.parsed})
+		w := m.entryOf(id, leanVersion{seg: it.seg, pos: it.pos, okey: it.okey, opos: it.opos, parent: m.parentID(j), parsed: it.parsed})
 		for _, v := range vs {
 			l := m.entryOf(id, v)
 			res.Losers = append(res.Losers, l)
@@ -188,9 +229,10 @@ func storedIDs(index []segment.IndexEntry, pos int, raw []byte) (id, parent stri
 }
 
 // leanOrder puts the items in merge order (rankOrigins, originSort and
-// topoOrder, as merge orders entries), resolves their parents to indexes and
-// keeps byID for lookups.
-func (r *LeanResult) leanOrder(byID map[string]int32, parents []string) {
+// topoOrder, as merge orders entries), turns their parents (item numbers, see
+// leanMerger; pending holds the parentIds that name no item) into merge
+// indexes and fills the id table for lookups.
+func (r *LeanResult) leanOrder(pending map[int32]string) {
 	n := len(r.items)
 	rank := rankOrigins(r.okeys)
 	sorted := originSort(n, func(i int) uint64 { return originKey(rank[r.items[i].okey], int(r.items[i].opos)) })
@@ -210,8 +252,7 @@ func (r *LeanResult) leanOrder(byID map[string]int32, parents []string) {
 	par := make([]int32, n)
 	for k, i := range sorted {
 		par[k] = -1
-		pid := parents[i]
-		if p, ok := byID[pid]; ok && pid != "" && at[p] != int32(k) {
+		if p := r.items[i].parent; p >= 0 && at[p] != int32(k) {
 			par[k] = at[p]
 		}
 	}
@@ -224,18 +265,19 @@ func (r *LeanResult) leanOrder(byID map[string]int32, parents []string) {
 			order[k] = int32(k)
 		}
 	}
-	r.place(sorted, par, order, parents)
+	r.place(sorted, par, order, pending)
+	r.ids.reset()
 	for m := range r.items {
-		byID[r.items[m].id] = int32(m)
+		_, slot, _ := r.ids.find(r.items[m].id, r.itemID)
+		r.ids.set(slot, int32(m))
 	}
-	r.byID = byID
 }
 
 // place moves the items into merge order in place: sorted[k] is the item at
 // sorted place k, par[k] the place of its parent, order the places in merge
 // order. An item's parent becomes its parent's merge index; a parentId that
-// names no item (or the item itself) is kept in oddParents.
-func (r *LeanResult) place(sorted, par, order []int32, parents []string) {
+// names no item (in pending) or the item itself is kept in oddParents.
+func (r *LeanResult) place(sorted, par, order []int32, pending map[int32]string) {
 	n := len(r.items)
 	final := make([]int32, n) // sorted place -> merge index
 	for m, k := range order {
@@ -248,8 +290,12 @@ func (r *LeanResult) place(sorted, par, order []int32, parents []string) {
 		if par[k] >= 0 {
 			p = final[par[k]]
 		}
+		pid := pending[i]
+		if old := r.items[i].parent; old >= 0 {
+			pid = r.items[old].id
+		}
 		r.items[i].parent = p
-		if pid := parents[i]; pid != "" && p < 0 {
+		if pid != "" && p < 0 {
 			if r.oddParents == nil {
 				r.oddParents = map[int32]string{}
 			}

@@ -39,6 +39,8 @@ func requireLeanAgrees(t *testing.T, s *transcript.Store, msg string) {
 		jsonl.Write(e.Raw)
 		jsonl.WriteByte('\n')
 	}
+	_, ok := got.Index("no such entry")
+	require.False(t, ok, msg)
 	var out bytes.Buffer
 	require.NoError(t, got.WriteJSONL(&out))
 	require.Equal(t, jsonl.String(), out.String(), msg)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -22,7 +23,8 @@ const memAgent = "memory"
 // restore, export, context and verify of one session of each size in
 // Sizes.MemoryEntries, each run as a subprocess (the binary built with go build)
 // against --store, next to the session's JSONL size: the goal is a peak RSS of at
-// most 3× the JSONL size (the baseline is that bound, so a ratio above 1 misses it).
+// most 3× the JSONL size plus the binary's idle RSS (idleRSS; the baseline is that
+// bound, so a ratio above 1 misses it).
 func runMemory(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
 	storeURL, err := cliStoreURL(e.cfg.Store, path.Join(e.cfg.RunPrefix, "memory"))
@@ -35,6 +37,11 @@ func runMemory(ctx context.Context, e *env) (ItemResult, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return res, fmt.Errorf("go build the transcript CLI: %w: %s", err, out)
 	}
+	idle, err := idleRSS(ctx, bin)
+	if err != nil {
+		return res, err
+	}
+	e.logf("idle RSS of the CLI (transcript --version): %.1f MiB", mib(idle))
 	store, err := e.newStore(e.bucket, "memory")
 	if err != nil {
 		return res, err
@@ -63,11 +70,12 @@ func runMemory(ctx context.Context, e *env) (ItemResult, error) {
 				return res, fmt.Errorf("%s of %d entries: %w", r.name, n, err)
 			}
 			e.logf("%s, %d entries: peak RSS %.1f MiB (%.2f× JSONL), %v", r.name, n, mib(rss), float64(rss)/float64(jsonl), d.Round(time.Millisecond))
-			goal := 3 * mib(jsonl)
+			goal := 3*mib(jsonl) + mib(idle)
 			res.Rows = append(res.Rows,
 				Row{Item: 12, Name: fmt.Sprintf("%s of a %s-entry session: peak RSS", r.name, countName(n)), Unit: "MiB",
-					Value: mib(rss), Baseline: "3 × the session's JSONL (the goal)", BaselineValue: goal, Ratio: mib(rss) / goal,
-					Note: fmt.Sprintf("RSS / JSONL = %.2f×; JSONL %.1f MiB, %d entries; CLI subprocess, getrusage ru_maxrss", float64(rss)/float64(jsonl), mib(jsonl), n)},
+					Value: mib(rss), Baseline: "3 × the session's JSONL + the CLI's idle RSS (the goal)", BaselineValue: goal, Ratio: mib(rss) / goal,
+					Note: fmt.Sprintf("goal = 3 × JSONL %.1f MiB + idle RSS %.1f MiB (transcript --version); RSS / JSONL = %.2f×; %d entries; CLI subprocess, getrusage ru_maxrss",
+						mib(jsonl), mib(idle), float64(rss)/float64(jsonl), n)},
 				Row{Item: 12, Name: fmt.Sprintf("%s of a %s-entry session: time", r.name, countName(n)), Unit: "s",
 					Value: d.Seconds(), Note: "wall time of the CLI subprocess"})
 		}
@@ -79,6 +87,25 @@ func runMemory(ctx context.Context, e *env) (ItemResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// idleRSS returns the binary's idle footprint: the median peak RSS of three runs
+// of `bin --version`, which loads the binary and starts its runtime and package
+// initialisation but opens no store and reads nothing. It is the part of a
+// command's RSS that does not grow with the session, and the smallest such
+// figure (a command that also opened the store would add its client's buffers
+// to the allowance), so the goal it enters is the strict one.
+func idleRSS(ctx context.Context, bin string) (int64, error) {
+	var runs []int64
+	for range 3 {
+		rss, _, err := runMeasured(ctx, bin, []string{"--version"})
+		if err != nil {
+			return 0, fmt.Errorf("idle RSS (--version): %w", err)
+		}
+		runs = append(runs, rss)
+	}
+	slices.Sort(runs)
+	return runs[1], nil
 }
 
 // cliStoreURL returns the URL under which the CLI sees the store --store names

@@ -7,11 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"math"
 	"os"
-	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/pi"
@@ -33,6 +29,7 @@ func (f *storeFlags) readLean(ctx context.Context, cmd string) (*transcript.Lean
 		return nil, ref, err
 	}
 	defer s.Close()
+	tightenGC(oneSessionGCPercent)
 	res, err := s.ReadLean(ctx, ref)
 	if errors.Is(err, bucket.ErrNotFound) {
 		return nil, ref, errSessionNotFound(ref)
@@ -41,32 +38,6 @@ func (f *storeFlags) readLean(ctx context.Context, cmd string) (*transcript.Lean
 		boundHeap(res.Size())
 	}
 	return res, ref.Norm(), err
-}
-
-// boundHeap sets a soft memory limit (debug.SetMemoryLimit) for the rest of a
-// command that now holds a session of size bytes of JSONL: the live heap plus
-// half the session size. What the command allocates from here on is garbage
-// (parsed entries, output buffers); without a limit the Go runtime lets it grow
-// to the size of the live heap again before collecting (GOGC=100), which would
-// double the peak. Sessions under 64 MiB are left alone (their garbage is small
-// next to the runtime's own), a limit set by GOMEMLIMIT is kept, and a limit is
-// only ever raised, so that sessions restored in parallel do not lower it under
-// one another.
-func boundHeap(size int64) {
-	if size < 64<<20 || os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	runtime.GC() // the live heap as of now, not as of the last collection
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return
-	}
-	limit := int64(sample[0].Value.Uint64()) + size/2
-	if prev := debug.SetMemoryLimit(-1); prev != math.MaxInt64 && prev > limit {
-		return
-	}
-	debug.SetMemoryLimit(limit)
 }
 
 // What an entry of a merged session is to Pi (leanSession.kind).

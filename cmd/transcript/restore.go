@@ -102,6 +102,9 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer s.Close()
+	if len(refs) == 1 {
+		tightenGC(oneSessionGCPercent)
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}

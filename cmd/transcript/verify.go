@@ -1,11 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
@@ -80,6 +80,9 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer s.Close()
+	if len(refs) == 1 {
+		tightenGC(oneSessionGCPercent)
+	}
 	checks := make([]sessionCheck, len(refs))
 	stored := s.Stored() // entries as stored: no payload is fetched with them
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
@@ -144,7 +147,7 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	if len(segs) == 0 {
 		v.report("", "no segments")
 	}
-	tightenGC(segs)
+	tightenForStored(segs)
 	v.segs, v.bodies, v.decoded = segs, make([][][]byte, len(segs)), make([]*segment.Segment, len(segs))
 	v.refs = make([][]segment.PayloadRef, len(segs))
 	for i, info := range segs {
@@ -219,6 +222,12 @@ func (v *sessionVerifier) readSegment(ctx context.Context, i int, info transcrip
 	}
 	v.bodies[i], v.refs[i] = seg.Entries, seg.Meta.Refs
 	v.notePayloads(info.Key, seg.Meta.Refs)
+	// Room for every entry of the segment at once: grown by appends, order and
+	// seen would each be held twice while they are copied.
+	v.order = slices.Grow(v.order, len(seg.Entries))
+	if len(v.seen) == 0 {
+		v.seen = make(map[string]int32, len(seg.Entries))
+	}
 	for pos, raw := range seg.Entries {
 		e, err := transcript.ParseEntry(raw)
 		if err != nil {
@@ -231,7 +240,7 @@ func (v *sessionVerifier) readSegment(ctx context.Context, i int, info transcrip
 			v.seen[e.ID] = at
 			v.order = append(v.order, verifiedEntry{id: e.ID, parentID: e.ParentID, seg: int32(i), pos: int32(pos)})
 			v.edits.note(at, int32(i), raw)
-			if _, err := pi.ParseHeader(raw); err == nil {
+			if mayBeHeader(raw) && isHeader(raw) {
 				v.c.headers++
 				v.headers = append(v.headers, at)
 			}
@@ -244,6 +253,19 @@ func (v *sessionVerifier) readSegment(ctx context.Context, i int, info transcrip
 		}
 	}
 	return nil
+}
+
+// mayBeHeader reports whether raw can be a session header: one holds the word
+// "session" (its type), written as is or with a \u escape. It spares verify an
+// attempt of pi.ParseHeader (and its error) on each of a session's entries.
+func mayBeHeader(raw []byte) bool {
+	return bytes.Contains(raw, []byte("session")) || bytes.Contains(raw, []byte(`\u`))
+}
+
+// isHeader reports whether pi.ParseHeader accepts raw.
+func isHeader(raw []byte) bool {
+	_, err := pi.ParseHeader(raw)
+	return err == nil
 }
 
 // checkHeaders reports a session that holds more than one session header (one
@@ -336,23 +358,4 @@ func (v *sessionVerifier) cycles() [][]string {
 		}
 	}
 	return cycles
-}
-
-// tightenGC makes the collector run at a quarter of the default heap growth
-// (GOGC 25) once verify meets a session of more than 8 MiB stored (some 30 MiB of
-// JSONL and up): verify holds every segment it read until the session is checked,
-// and with the default growth the heap peaks at twice that, more than 3× the
-// session (GOGC 50 still peaked at 3.01× for 1M entries). It leaves a GOGC
-// setting alone and only ever tightens.
-func tightenGC(segs []transcript.SegmentInfo) {
-	var stored int64
-	for _, in := range segs {
-		stored += in.Size
-	}
-	if stored < 8<<20 || os.Getenv("GOGC") != "" {
-		return
-	}
-	if prev := debug.SetGCPercent(25); prev >= 0 && prev < 25 {
-		debug.SetGCPercent(prev)
-	}
 }

@@ -47,3 +47,27 @@ func TestVerify_TwoHeaders(t *testing.T) {
 	}
 	require.Contains(t, r.stdout, "1 problem in 2 segments of 1 session")
 }
+
+// TestMayBeHeader: the filter verify puts before pi.ParseHeader passes every line
+// ParseHeader accepts (the type written plainly or escaped) and spares it the
+// lines that cannot be one.
+func TestMayBeHeader(t *testing.T) {
+	tests := []struct {
+		name   string
+		raw    string
+		header bool // ParseHeader accepts it
+		may    bool
+	}{
+		{"header", headerLine("s1"), true, true},
+		{"header, type escaped", strings.Replace(headerLine("s1"), `"session"`, `"\u0073ession"`, 1), true, true},
+		{"message", entryLine("a1", ""), false, false},
+		{"message naming a session", `{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"session"}}`, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := []byte(tc.raw)
+			require.Equal(t, tc.header, isHeader(raw))
+			require.Equal(t, tc.may, mayBeHeader(raw))
+		})
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"io"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucketurl"
+)
+
+// leanMemBudget bounds what reading the 100k-entry session of linearSession
+// (13.1 MiB of JSONL) may cost, as multiples of its JSONL size. The figures
+// they were set from (go1.26, linux/amd64) are in the comments: each budget
+// leaves some 15% above them.
+var leanMemBudget = struct {
+	live  float64            // live heap once ReadLean returned
+	alloc map[string]float64 // bytes allocated by each whole command
+}{
+	live: 1.95, // measured 1.69
+	alloc: map[string]float64{
+		"restore": 6.2,  // measured 5.35
+		"export":  5.7,  // measured 4.91
+		"context": 10.4, // measured 9.00
+		"verify":  3.4,  // measured 2.93
+	},
+}
+
+// TestLeanRead_MemoryBudget fails when a whole-session read of the CLI needs
+// more memory than it did: the heap a lean read of a 100k-entry session holds
+// (what a restore, export or context keeps while it writes), and the bytes each
+// of restore, export, context and verify allocates (the garbage that sets how
+// far the heap grows past what is live). Both are counted, not timed, so the
+// test does not depend on the machine's load; the peak RSS they lead to is
+// item 12 of cmd/transcript-bench. With the race detector, which allocates for
+// itself (restore 6.2× instead of 5.35×), only the live heap is checked.
+func TestLeanRead_MemoryBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and reads a 100k-entry session")
+	}
+	store, jsonl := linearSession(t, 100_000)
+	ctx := context.Background()
+
+	bk, prefix, err := bucketurl.Open(ctx, store)
+	require.NoError(t, err)
+	s, err := transcript.New(transcript.Config{Bucket: bk, Prefix: prefix})
+	require.NoError(t, err)
+	defer s.Close()
+	base := liveHeap()
+	res, err := s.ReadLean(ctx, transcript.TranscriptRef{AgentID: "memory", SessionID: "s"})
+	require.NoError(t, err)
+	live := liveHeap() - base
+	require.Equal(t, 100_001, res.Len())
+	runtime.KeepAlive(res)
+	res = nil
+	t.Logf("live after ReadLean: %.2f× the JSONL", float64(live)/float64(jsonl))
+	require.LessOrEqual(t, float64(live), leanMemBudget.live*float64(jsonl), "live heap after ReadLean")
+	if raceEnabled {
+		return
+	}
+
+	for _, c := range leanReadCommands(t.TempDir()) {
+		args := append(c.args, "--store", store, "--agent", "memory", "--session", "s")
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		require.NoError(t, run(ctx, args, nil, io.Discard, io.Discard), c.name)
+		runtime.ReadMemStats(&after)
+		alloc := float64(after.TotalAlloc - before.TotalAlloc)
+		t.Logf("%s allocated %.2f× the JSONL", c.name, alloc/float64(jsonl))
+		require.LessOrEqual(t, alloc, leanMemBudget.alloc[c.name]*float64(jsonl), "bytes %s allocated", c.name)
+	}
+}
+
+// liveHeap returns the bytes of live heap objects after two collections (the
+// second empties what sync.Pools kept through the first).
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}

@@ -157,10 +157,7 @@ func (s *Store) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, e
 	if err != nil {
 		return nil, err
 	}
-	if err := s.resolveLean(ctx, ref.Norm().Namespace, res); err != nil {
-		return nil, fmt.Errorf("read %s: %w", ref.Norm(), err)
-	}
-	return res, nil
+	return res, nil // readListed put the payloads back (readResolved)
 }
 
 // Held returns the set of segments the result holds the entries of: every
@@ -194,12 +191,11 @@ func (l *Listed) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, 
 			segs, corrupt, err = l.Store.fetchSession(ctx, infos)
 		}
 		if err == nil {
-			res := leanMerge(infos, segs)
-			res.Corrupt = corrupt
-			if err := l.Store.resolveLean(ctx, l.ref.Namespace, res); err != nil {
-				return nil, fmt.Errorf("read %s: %w", l.ref, err)
-			}
-			return res, nil
+			return readResolved(ctx, l.Store, l.ref, func() (*LeanResult, error) {
+				res := leanMerge(infos, segs)
+				res.Corrupt = corrupt
+				return res, nil
+			})
 		}
 		if !errors.Is(err, bucket.ErrNotFound) {
 			return nil, fmt.Errorf("read %s: %w", ref, err)

@@ -174,20 +174,6 @@ func readObject(rc io.Reader, size, limit int64, scratch *[]byte) ([]byte, error
 	return data, nil
 }
 
-// resolveLean puts the payloads back into the entries and losers of res, read
-// from namespace ns (unless s is Stored). A read through readResolved needs no
-// call of it: it is for a LeanResult assembled outside one.
-func (s *Store) resolveLean(ctx context.Context, ns string, res *LeanResult) error {
-	if s.stored {
-		return nil
-	}
-	if err := s.resolve(ctx, ns, res.payloadItems()); err != nil {
-		return err
-	}
-	res.payloadsResolved()
-	return nil
-}
-
 // resolveSegment puts the payloads back into every entry of seg, of namespace ns
 // (unless s is Stored); its metadata then lists no references.
 func (s *Store) resolveSegment(ctx context.Context, ns string, seg *segment.Segment) error {

@@ -95,6 +95,12 @@ func TestRepository_StrictCompactedWhileAppending(t *testing.T) {
 			case <-time.After(20 * time.Millisecond):
 			}
 			entries, err := reader.Entries(ctx)
+			if errors.Is(err, transcript.ErrVanished) {
+				// A compaction every 5 ms that deletes its inputs at once (no
+				// delete delay, unlike any real job) can outrun a slow reader's
+				// retries: it reports so instead of answering, and reads again.
+				continue
+			}
 			if err != nil {
 				readErr <- err
 				return

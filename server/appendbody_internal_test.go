@@ -63,7 +63,8 @@ var appendBodies = []struct {
 	{`{"expectedHead":"\u00e9\ud83d\ude00","entries":[{}]}`, true},
 	{`{}`, true},
 	{`{"entries":[{"id":"a"}],"extra":1}`, false},
-	{`{"entr\u0069es":[{"id":"a"}]}`, false},
+	{`{"entr\u0069es":[{"id":"a"}]}`, true},
+	{`{"\u0065xpectedHead":"h","entries":[]}`, true},
 	{`{"expectedHead":1,"entries":[]}`, false},
 	{`{"expectedHead":"h","entries":{"id":"a"}}`, false},
 	{`{"entries":"x"}`, false},
@@ -76,24 +77,13 @@ var appendBodies = []struct {
 }
 
 // The fast reading of an append's body agrees with the general decoder on every
-// body it takes, and leaves the others (unknown keys, escaped keys, other types,
+// body it takes, and leaves the others (unknown keys, other types,
 // malformed or trailing JSON) to the general path, whose error answers they get.
 func TestReadAppendInPlace(t *testing.T) {
 	for _, tt := range appendBodies {
 		t.Run(tt.body, func(t *testing.T) {
 			require.Equal(t, tt.fast, requireSameReading(t, []byte(tt.body)))
 		})
-	}
-}
-
-// compactInPlace removes what json.Compact removes, and only that.
-func TestCompactInPlace(t *testing.T) {
-	for _, v := range []string{
-		`{}`, `{"a":1}`, " { \"a\" :\t[ 1 ,\r\n 2 ] } ", `{"s":"a b\t\"c\" \\"}`, `"  "`, `[ "\\\\" , " " ]`,
-	} {
-		var want bytes.Buffer
-		require.NoError(t, json.Compact(&want, []byte(v)))
-		require.Equal(t, want.String(), string(compactInPlace([]byte(v))), v)
 	}
 }
 

@@ -46,7 +46,7 @@ var allowed = []struct {
 	// tests imports it, so the server does not link it.
 	{pkg: "mirror", deps: []string{"sessiontree", "transcript", "pi", "segment", "internal/fsutil", "internal/jsonscan"}},
 	// server is the HTTP API over repository, used by commands.
-	{pkg: "server", deps: []string{"repository", "pi"}, sentinels: []string{"transcript", "transcript/bucket", "segment"}},
+	{pkg: "server", deps: []string{"repository", "pi", "internal/jsonscan"}, sentinels: []string{"transcript", "transcript/bucket", "segment"}},
 	{pkg: "repository", deps: []string{"sessiontree", "transcript", "pi", "internal/fsutil", "internal/jsonscan"},
 		sentinels: []string{"transcript/bucket", "segment"}},
 	// follow declares the ports it needs (an uploader, a store reader) and is

@@ -1,14 +1,9 @@
 package server_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/transcriptstore/transcript/internal/jsonscan"
+	"github.com/transcriptstore/transcript/internal/benchkit"
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/server"
 	"github.com/transcriptstore/transcript/transcript"
@@ -81,7 +76,7 @@ func (c *requestCounter) count(b testing.TB) float64 {
 
 // BenchmarkPagedRead reads a strict session of n entries as the TypeScript
 // adapter does (GET /v1/sessions/{id}, then every page of the server's largest
-// size until an empty one) from a server that has not served it, against
+// size until an empty one: benchkit.ReadPaged, the bench's read) from a server that has not served it, against
 // Store.ReadAll of the same session, on an in-memory bucket: the CPU side of
 // transcript-bench's item 15 (its bucket round trips are reported as
 // requests/op) and its CPU time, client and server, as cpu-ns/op (steadier than
@@ -99,9 +94,14 @@ func BenchmarkPagedRead(b *testing.B) {
 		writeBenchChain(b, repo, id, n, server.DefaultMaxPage)
 		token, err := server.MintToken(testKey, "acme", "alice", time.Now(), time.Hour)
 		require.NoError(b, err)
-		for _, scan := range []bool{false, true} {
-			client := map[bool]string{false: "json", true: "scan"}[scan]
-			b.Run(fmt.Sprintf("n=%d/api-%s", n, client), func(b *testing.B) {
+		// The API read's client decodes each page with encoding/json, or splits it
+		// into its entries by one scan of its fields (the bench's client), as
+		// Store.ReadAll scans each stored entry once.
+		for _, c := range []struct {
+			name   string
+			decode benchkit.PageDecoder
+		}{{"json", benchkit.DecodePage}, {"scan", benchkit.ScanPage}} {
+			b.Run(fmt.Sprintf("n=%d/api-%s", n, c.name), func(b *testing.B) {
 				before, cpu := cb.count(b), time.Duration(0)
 				for b.Loop() {
 					b.StopTimer()
@@ -110,7 +110,9 @@ func BenchmarkPagedRead(b *testing.B) {
 					hs := httptest.NewServer(srv.Handler())
 					b.StartTimer()
 					c0 := processCPU(b)
-					require.NoError(b, pagedRead(b.Context(), hs.URL, token, id, n, scan))
+					got, err := benchkit.ReadPaged(b.Context(), http.DefaultClient, hs.URL, token, id, c.decode)
+					require.NoError(b, err)
+					require.Equal(b, n, got)
 					cpu += processCPU(b) - c0
 					b.StopTimer()
 					hs.Close()
@@ -143,82 +145,4 @@ func processCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// pagedRead reads session id through the server at base as the adapter does
-// and checks that it got n entries. Each page is decoded with encoding/json
-// into json.RawMessage values, or, with scan, split into its entries by one
-// scan of its fields (jsonscan), as Store.ReadAll scans each stored entry once.
-func pagedRead(ctx context.Context, base, token, id string, n int, scan bool) error {
-	get := func(path string) ([]byte, error) {
-		req, err := http.NewRequestWithContext(ctx, "GET", base+path, nil)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		var buf bytes.Buffer
-		if resp.ContentLength > 0 {
-			buf.Grow(int(resp.ContentLength))
-		}
-		_, err = buf.ReadFrom(resp.Body)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, buf.Bytes())
-		}
-		return buf.Bytes(), err
-	}
-	data, err := get("/v1/sessions/" + id)
-	if err != nil {
-		return err
-	}
-	var meta struct{ EntryCount int }
-	if err := json.Unmarshal(data, &meta); err != nil {
-		return err
-	}
-	got := 0
-	for after := 0; ; {
-		data, err := get(fmt.Sprintf("/v1/sessions/%s/entries?after=%d", id, after))
-		if err != nil {
-			return err
-		}
-		var p struct {
-			Entries []json.RawMessage
-			NextSeq int
-		}
-		if scan {
-			err = scanPage(data, &p.Entries, &p.NextSeq)
-		} else {
-			err = json.Unmarshal(data, &p)
-		}
-		if err != nil {
-			return err
-		}
-		if len(p.Entries) == 0 {
-			break
-		}
-		got += len(p.Entries)
-		after = p.NextSeq
-	}
-	if got != n || meta.EntryCount != n {
-		return fmt.Errorf("read %d entries (metadata %d), want %d", got, meta.EntryCount, n)
-	}
-	return nil
-}
-
-// scanPage splits an entries page into its entries and its nextSeq.
-func scanPage(page []byte, entries *[]json.RawMessage, next *int) error {
-	var err error
-	ferr := jsonscan.EachRawField(page, func(key, v []byte, _ int) {
-		switch string(key) {
-		case "entries":
-			err = jsonscan.EachElement(v, func(e []byte, _ int) { *entries = append(*entries, e) })
-		case "nextSeq":
-			*next, err = strconv.Atoi(string(v))
-		}
-	})
-	return errors.Join(ferr, err)
 }

@@ -2,18 +2,15 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/transcriptstore/transcript/internal/jsonscan"
+	"github.com/transcriptstore/transcript/internal/benchkit"
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/server"
 	"github.com/transcriptstore/transcript/transcript"
@@ -92,35 +89,11 @@ func (a *apiEnv) serve(interval time.Duration) (string, func(), error) {
 
 // get sends GET url with a's token and decodes the JSON answer into v.
 func (a *apiEnv) get(ctx context.Context, url string, v any) error {
-	data, err := a.getBody(ctx, url)
+	data, err := benchkit.GetBody(ctx, a.client, url, a.token)
 	if err != nil {
 		return err
 	}
 	return json.Unmarshal(data, v)
-}
-
-// getBody sends GET url with a's token and returns the answer's body (read
-// into a buffer of its Content-Length when the server sends one).
-func (a *apiEnv) getBody(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	if resp.ContentLength > 0 {
-		buf.Grow(int(resp.ContentLength))
-	}
-	_, err = buf.ReadFrom(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, buf.Bytes())
-	}
-	return buf.Bytes(), err
 }
 
 // writeChain creates strict session id holding entries 0..n-1 of the bench chain,
@@ -210,48 +183,19 @@ func apiRead(ctx context.Context, e *env) ([]Row, error) {
 
 // readThroughAPI reads session id as the adapter does: its metadata, then every
 // page, checking that it got n entries. Each page is split into its entries
-// with one scan of its fields (scanPage), as Store.ReadAll scans each stored
-// entry once; encoding/json would scan every entry twice more and copy it,
-// which measures Go's decoder rather than the server (the TypeScript adapter
-// parses a page with JSON.parse).
+// with one scan of its fields (benchkit.ScanPage), as Store.ReadAll scans each
+// stored entry once; encoding/json would scan every entry twice more and copy
+// it, which measures Go's decoder rather than the server (the TypeScript
+// adapter parses a page with JSON.parse).
 func readThroughAPI(ctx context.Context, a *apiEnv, url, id string, n int) error {
-	var meta struct{ EntryCount int }
-	if err := a.get(ctx, url+"/v1/sessions/"+id, &meta); err != nil {
-		return err
+	got, err := benchkit.ReadPaged(ctx, a.client, url, a.token, id, benchkit.ScanPage)
+	if err != nil {
+		return fmt.Errorf("API read of %s: %w", id, err)
 	}
-	got := 0
-	for after := 0; ; {
-		data, err := a.getBody(ctx, fmt.Sprintf("%s/v1/sessions/%s/entries?after=%d", url, id, after))
-		if err != nil {
-			return err
-		}
-		entries, next, err := scanPage(data)
-		if err != nil {
-			return fmt.Errorf("page after %d of %s: %w", after, id, err)
-		}
-		if entries == 0 {
-			break
-		}
-		got += entries
-		after = next
-	}
-	if got != n || meta.EntryCount != n {
-		return fmt.Errorf("API read of %s: %d entries (metadata %d), want %d", id, got, meta.EntryCount, n)
+	if got != n {
+		return fmt.Errorf("API read of %s: %d entries, want %d", id, got, n)
 	}
 	return nil
-}
-
-// scanPage returns the number of entries of an entries page and its nextSeq.
-func scanPage(page []byte) (entries, next int, err error) {
-	ferr := jsonscan.EachRawField(page, func(key, v []byte, _ int) {
-		switch string(key) {
-		case "entries":
-			err = jsonscan.EachElement(v, func([]byte, int) { entries++ })
-		case "nextSeq":
-			next, err = strconv.Atoi(string(v))
-		}
-	})
-	return entries, next, errors.Join(ferr, err)
 }
 
 // sseArrivals reads the entry events of an event stream and sends the time each

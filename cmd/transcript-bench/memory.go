@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/transcriptstore/transcript/internal/benchkit"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -49,7 +50,8 @@ func runMemory(ctx context.Context, e *env) (ItemResult, error) {
 	defer store.Close()
 	for _, n := range e.cfg.Sizes.MemoryEntries {
 		sid := fmt.Sprintf("s%d", n)
-		jsonl, err := writeLinearSession(ctx, store, sid, n)
+		ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: memAgent, SessionID: sid}
+		jsonl, err := benchkit.WriteLinearSession(ctx, store, ref, n)
 		if err != nil {
 			return res, err
 		}
@@ -121,34 +123,6 @@ func cliStoreURL(store, sub string) (string, error) {
 		return u.String(), nil
 	}
 	return "", fmt.Errorf("needs a file:// or s3:// store that a subprocess can open, not %s://", u.Scheme)
-}
-
-// writeLinearSession writes a session of a header and n message entries of about
-// 100 bytes each, one chain, in segments of at most 100,000 entries (the shape
-// of a long compacted session), and returns its size as JSONL.
-func writeLinearSession(ctx context.Context, s *transcript.Store, sid string, n int) (int64, error) {
-	ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: memAgent, SessionID: sid}
-	w, err := transcript.NewWriter("bench")
-	if err != nil {
-		return 0, err
-	}
-	batch := [][]byte{[]byte(fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}`, sid))}
-	size := int64(len(batch[0]) + 1)
-	parent := "null"
-	for i := range n {
-		id := fmt.Sprintf("%08x", uint32(i+1)*2654435761)
-		raw := fmt.Sprintf(`{"type":"message","id":"%s","parentId":%s,"timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"m%d"}}`, id, parent, i)
-		parent = `"` + id + `"`
-		batch = append(batch, []byte(raw))
-		size += int64(len(raw) + 1)
-		if len(batch) == 100_000 || i == n-1 {
-			if _, err := s.AppendSegments(ctx, ref, batch, w); err != nil {
-				return 0, err
-			}
-			batch = batch[:0]
-		}
-	}
-	return size, nil
 }
 
 // envSpawn makes the bench binary a spawner (spawnMain).

@@ -2,21 +2,21 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/benchkit"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
-// linearSession writes, under a directory store of its own, one session of a
-// header and n message entries of about 100 bytes each, one chain, in segments of
-// at most 100,000 entries (the shape of the bench's item 12), and returns the
-// store's URL and the session's size as JSONL.
+// linearSession writes, under a directory store of its own, session s of agent
+// memory: benchkit.WriteLinearSession's header and n message entries in one
+// chain (the shape of the bench's item 12); it returns the store's URL and the
+// session's size as JSONL.
 func linearSession(tb testing.TB, n int) (store string, jsonl int64) {
 	tb.Helper()
 	store = "file://" + tb.TempDir()
@@ -26,24 +26,9 @@ func linearSession(tb testing.TB, n int) (store string, jsonl int64) {
 	s, err := transcript.New(transcript.Config{Bucket: bk, Prefix: prefix})
 	require.NoError(tb, err)
 	defer s.Close()
-	w, err := transcript.NewWriter("bench")
-	require.NoError(tb, err)
 	ref := transcript.TranscriptRef{AgentID: "memory", SessionID: "s"}
-	batch := [][]byte{[]byte(`{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}`)}
-	jsonl = int64(len(batch[0]) + 1)
-	parent := "null"
-	for i := range n {
-		id := fmt.Sprintf("%08x", uint32(i+1)*2654435761)
-		raw := fmt.Sprintf(`{"type":"message","id":"%s","parentId":%s,"timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"m%d"}}`, id, parent, i)
-		parent = `"` + id + `"`
-		batch = append(batch, []byte(raw))
-		jsonl += int64(len(raw) + 1)
-		if len(batch) == 100_000 || i == n-1 {
-			_, err := s.AppendSegments(ctx, ref, batch, w)
-			require.NoError(tb, err)
-			batch = batch[:0]
-		}
-	}
+	jsonl, err = benchkit.WriteLinearSession(ctx, s, ref, n)
+	require.NoError(tb, err)
 	return store, jsonl
 }
 

@@ -38,6 +38,8 @@ var allowed = []struct {
 	{pkg: "internal/cli", deps: []string{"transcript"}},
 	// The one place that wires the follower's ports to the mirror and the store.
 	{pkg: "internal/followmirror", deps: []string{"follow", "mirror", "sessiontree", "transcript", "transcript/bucket"}},
+	// Shipped (the bench links it), though benchmarks share it too.
+	{pkg: "internal/benchkit", deps: []string{"transcript", "internal/jsonscan"}},
 	// The reliability suite tests everything from outside, like a command.
 	{pkg: "internal/reliability", deps: []string{""}},
 	{pkg: "internal/churntest", deps: []string{"transcript"}},

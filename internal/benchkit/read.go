@@ -1,0 +1,128 @@
+package benchkit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/transcriptstore/transcript/internal/jsonscan"
+)
+
+// StatusError is the error of GetBody for an answer other than 200 OK.
+type StatusError struct {
+	URL  string // the URL requested
+	Code int    // the answer's status code
+	Body []byte // the answer's body
+}
+
+// Error returns "GET url: code body".
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("GET %s: %d %s", e.URL, e.Code, e.Body)
+}
+
+// ErrCountMismatch is the error of ReadPaged when the pages hold another number
+// of entries than the session's metadata says.
+var ErrCountMismatch = errors.New("benchkit: pages and metadata disagree on the entry count")
+
+// GetBody sends GET url through client with the bearer token and returns the
+// answer's body, read into a buffer of its Content-Length when the server sends
+// one; an answer other than 200 OK is a *StatusError.
+func GetBody(ctx context.Context, client *http.Client, url, token string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength))
+	}
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &StatusError{URL: url, Code: resp.StatusCode, Body: buf.Bytes()}
+	}
+	return buf.Bytes(), nil
+}
+
+// PageDecoder returns the number of entries of a page of GET
+// /v1/sessions/{id}/entries and its nextSeq.
+type PageDecoder func(page []byte) (entries, next int, err error)
+
+// ScanPage is the PageDecoder of the bench: it splits a page into its entries
+// with one scan of its fields (jsonscan), as Store.ReadAll scans each stored
+// entry once (the TypeScript adapter parses a page with JSON.parse).
+func ScanPage(page []byte) (entries, next int, err error) {
+	ferr := jsonscan.EachRawField(page, func(key, v []byte, _ int) {
+		switch string(key) {
+		case "entries":
+			err = jsonscan.EachElement(v, func([]byte, int) { entries++ })
+		case "nextSeq":
+			next, err = strconv.Atoi(string(v))
+		}
+	})
+	return entries, next, errors.Join(ferr, err)
+}
+
+// DecodePage is the PageDecoder that decodes a page with encoding/json into
+// json.RawMessage values, which scans every entry twice more than ScanPage and
+// copies it: what a Go client using encoding/json pays.
+func DecodePage(page []byte) (entries, next int, err error) {
+	var p struct {
+		Entries []json.RawMessage
+		NextSeq int
+	}
+	if err := json.Unmarshal(page, &p); err != nil {
+		return 0, 0, err
+	}
+	return len(p.Entries), p.NextSeq, nil
+}
+
+// ReadPaged reads session id through the server at base as the TypeScript
+// adapter does: its metadata (GET /v1/sessions/{id}), then every page (GET
+// /v1/sessions/{id}/entries?after=…, from 0, each split by decode) until an
+// empty one (a page whose nextSeq does not advance is an error). It returns the number of entries the pages held; when the
+// metadata's entryCount differs, the error is ErrCountMismatch.
+func ReadPaged(ctx context.Context, client *http.Client, base, token, id string, decode PageDecoder) (int, error) {
+	data, err := GetBody(ctx, client, base+"/v1/sessions/"+id, token)
+	if err != nil {
+		return 0, err
+	}
+	var meta struct{ EntryCount int }
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return 0, fmt.Errorf("metadata of %s: %w", id, err)
+	}
+	got := 0
+	for after := 0; ; {
+		data, err := GetBody(ctx, client, fmt.Sprintf("%s/v1/sessions/%s/entries?after=%d", base, id, after), token)
+		if err != nil {
+			return got, err
+		}
+		entries, next, err := decode(data)
+		if err != nil {
+			return got, fmt.Errorf("page after %d of %s: %w", after, id, err)
+		}
+		if entries == 0 {
+			break
+		}
+		if next <= after {
+			return got, fmt.Errorf("page after %d of %s: nextSeq %d does not advance", after, id, next)
+		}
+		got += entries
+		after = next
+	}
+	if got != meta.EntryCount {
+		return got, fmt.Errorf("%w: %s: %d entries in its pages, %d in its metadata", ErrCountMismatch, id, got, meta.EntryCount)
+	}
+	return got, nil
+}

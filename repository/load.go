@@ -51,7 +51,7 @@ func (s *Session) load(ctx context.Context) error {
 		entries = asOf(entries, s.asOf)
 	}
 	if strict {
-		entries = commitOrder(hs, s.prefix, entries)
+		entries = commitOrder(hs, s.prefix, entries, inc.Via)
 	}
 	if len(entries) == 0 && (!strict || !s.asOf.IsZero()) {
 		return notFound(s.id) // nothing by then (a strict head commits its first segment)
@@ -92,11 +92,12 @@ func extends(entries, prev []pi.Entry) bool {
 
 // commitOrder returns entries of strict session (key prefix prefix) in commit
 // order by its head h: by the place in h of the segment each was read from, then
-// by origin (within one segment, its order). Entries read from a level-0 input
-// of a compacted segment h names, in its place (transcript.Store.ReadCommitted),
-// come before those of the segments h names: a reader fetches inputs only of a
-// compacted segment that holds the oldest commits it lacks.
-func commitOrder(h transcript.Head, prefix string, entries []transcript.Entry) []transcript.Entry {
+// by origin (within one segment, its order). An entry read from a level-0 input
+// of a compacted segment h names, in its place (transcript.Store.ReadCommitted,
+// via: input to the compacted segment, relative to the session), takes the
+// compacted segment's place: the head may name, before it, a compacted segment
+// the reader read whole, whose commits are older.
+func commitOrder(h transcript.Head, prefix string, entries []transcript.Entry, via map[string]string) []transcript.Entry {
 	place := make(map[string]int, len(h.Segments))
 	for i, rel := range h.Segments {
 		place[rel] = i
@@ -107,7 +108,11 @@ func commitOrder(h transcript.Head, prefix string, entries []transcript.Entry) [
 	for i, e := range entries {
 		if i == 0 || e.Segment != seg {
 			seg, rank = e.Segment, -1
-			if r, ok := place[strings.TrimPrefix(seg, prefix)]; ok {
+			rel := strings.TrimPrefix(seg, prefix)
+			if out, ok := via[rel]; ok {
+				rel = out
+			}
+			if r, ok := place[rel]; ok {
 				rank = r
 			}
 		}

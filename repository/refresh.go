@@ -109,7 +109,7 @@ func (s *Session) syncHead(ctx context.Context, hs transcript.Head) error {
 	if len(inc.Missing) > 0 || !s.fits(inc.Entries) || s.broken != nil {
 		return s.load(ctx)
 	}
-	fresh := commitOrder(hs, s.prefix, s.newIn(inc.Entries))
+	fresh := commitOrder(hs, s.prefix, s.newIn(inc.Entries), inc.Via)
 	if s.headAfter(s.leaf, parsed(fresh)) != hs.Entry {
 		return s.load(ctx) // checkHead tells what is wrong
 	}

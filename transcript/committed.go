@@ -91,7 +91,8 @@ type committedRead struct {
 	next    map[string]struct{} // what the reader holds afterwards
 	metas   map[string]segment.Meta
 	gone    []string
-	infos   []SegmentInfo // fetched, with segs
+	via     map[string]string // input read in place of the compacted segment named
+	infos   []SegmentInfo     // fetched, with segs
 	segs    []*segment.Segment
 	corrupt []CorruptSegment
 }
@@ -99,7 +100,8 @@ type committedRead struct {
 // readCommittedOnce reads the segments h names that have lacks. gone lists the
 // named segments that do not exist (then the increment is not complete).
 func (s *Store) readCommittedOnce(ctx context.Context, ref TranscriptRef, h Head, have SegmentSet) (*Increment, []string, error) {
-	r := &committedRead{s: s, ref: ref, have: have, next: map[string]struct{}{}, metas: map[string]segment.Meta{}}
+	r := &committedRead{s: s, ref: ref, have: have, next: map[string]struct{}{}, metas: map[string]segment.Meta{},
+		via: map[string]string{}}
 	var want, upper []SegmentInfo
 	for _, rel := range h.Segments {
 		if have.Has(rel) {
@@ -138,7 +140,7 @@ func (s *Store) readCommittedOnce(ctx context.Context, ref TranscriptRef, h Head
 	}
 	res := merge(infos, segs)
 	res.Corrupt = r.corrupt
-	inc := &Increment{MergeResult: res, Have: SegmentSet{m: r.next}, Listed: len(h.Segments), Full: true}
+	inc := &Increment{MergeResult: res, Have: SegmentSet{m: r.next}, Listed: len(h.Segments), Full: true, Via: r.via}
 	for rel := range r.next {
 		inc.Have.mark = newerMark(inc.Have.mark, rel)
 	}
@@ -206,8 +208,11 @@ func (r *committedRead) fetchVia(ctx context.Context, via map[SegmentInfo][]Segm
 		return nil
 	}
 	var inputs []SegmentInfo
-	for _, ins := range via {
+	for out, ins := range via {
 		inputs = append(inputs, ins...)
+		for _, in := range ins {
+			r.via[sessionRelKey(in.Key)] = sessionRelKey(out.Key)
+		}
 	}
 	got, err := r.fetch(ctx, inputs, true)
 	if err != nil {

@@ -39,6 +39,11 @@ type Increment struct {
 	// Missing lists, relative to the session, the segments a strict session's
 	// head names that do not exist (ReadCommitted): the session is damaged.
 	Missing []string
+	// Via maps each segment ReadCommitted read in place of a compacted segment
+	// the head names (one of its level-0 inputs) to that compacted segment, both
+	// relative to the session: a reader that orders entries by the place in the
+	// head of the segment they were read from gives these that segment's place.
+	Via map[string]string
 }
 
 // Changed reports whether the increment holds entries or changes the held set.

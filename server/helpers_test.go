@@ -67,12 +67,12 @@ type testServer struct {
 
 // newServer starts a server on b with cfg (Repositories, Auth and Logger filled
 // in when unset).
-func newServer(t *testing.T, b bucket.Bucket, cfg server.Config) *testServer {
+func newServer(t testing.TB, b bucket.Bucket, cfg server.Config) *testServer {
 	return newServerWith(t, b, cfg, repository.Config{})
 }
 
 // newServerWith is newServer whose repositories are configured by rcfg.
-func newServerWith(t *testing.T, b bucket.Bucket, cfg server.Config, rcfg repository.Config) *testServer {
+func newServerWith(t testing.TB, b bucket.Bucket, cfg server.Config, rcfg repository.Config) *testServer {
 	t.Helper()
 	store, err := transcript.New(transcript.Config{Bucket: b})
 	require.NoError(t, err)
@@ -95,7 +95,7 @@ func newServerWith(t *testing.T, b bucket.Bucket, cfg server.Config, rcfg reposi
 }
 
 // tokenFor mints a test token for tenant and user.
-func tokenFor(t *testing.T, tenant, user string) string {
+func tokenFor(t testing.TB, tenant, user string) string {
 	t.Helper()
 	tok, err := server.MintToken(testKey, tenant, user, time.Now(), time.Hour)
 	require.NoError(t, err)
@@ -104,12 +104,12 @@ func tokenFor(t *testing.T, tenant, user string) string {
 
 // client calls one server as one owner.
 type client struct {
-	t     *testing.T
+	t     testing.TB
 	base  string
 	token string
 }
 
-func (ts *testServer) as(t *testing.T, tenant, user string) *client {
+func (ts *testServer) as(t testing.TB, tenant, user string) *client {
 	return &client{t: t, base: ts.URL, token: tokenFor(t, tenant, user)}
 }
 
@@ -165,7 +165,7 @@ type page struct {
 	Head       *string           `json:"head"`
 }
 
-func decode[T any](t *testing.T, data []byte) T {
+func decode[T any](t testing.TB, data []byte) T {
 	t.Helper()
 	var v T
 	require.NoError(t, json.Unmarshal(data, &v), string(data))

@@ -16,7 +16,7 @@ import (
 
 // countingBucket wraps b with the request-counting metrics wrapper; requests
 // returns how many bucket requests were made so far.
-func countingBucket(t *testing.T, b bucket.Bucket) (bucket.Bucket, func() int) {
+func countingBucket(t testing.TB, b bucket.Bucket) (bucket.Bucket, func() int) {
 	reg := prometheus.NewRegistry()
 	m, err := metricbucket.NewMetrics(reg)
 	require.NoError(t, err)

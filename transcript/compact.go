@@ -53,6 +53,13 @@ type CompactOptions struct {
 	// be before Compact deletes it (default DefaultDeleteDelay). It must exceed
 	// the longest time from an append's segment write to its head write.
 	UncommittedAge time.Duration
+	// Full merges all of a session's unsuperseded segments, whatever their levels,
+	// into one (a major compaction), once it has at least two units, instead of
+	// merging level by level: a session nobody writes any more is then read with
+	// one GET (one per part of a group), where the level-by-level merge leaves up
+	// to MinSegments-1 segments on each level. It rewrites the whole session, so
+	// run it on sessions that are done (with OlderThan), not on every run.
+	Full bool
 	// TargetSegmentSize bounds the JSONL of each segment Compact writes (default
 	// segment.DefaultTargetSegmentSize, at most segment.DefaultMaxSegmentSize): a
 	// merged output above it is written as a group of parts of one level (an
@@ -222,23 +229,6 @@ func (st *compactState) unit(key string) string {
 	return key
 }
 
-// liveAt returns the segments of level that nothing supersedes, in key order, how
-// many units they make (see unit) and the highest level listed.
-func (st *compactState) liveAt(level int) (live []SegmentInfo, units, maxLevel int) {
-	seen := map[string]bool{}
-	for _, in := range st.infos {
-		maxLevel = max(maxLevel, in.Level)
-		if _, sup := st.supersededBy(in.Key); in.Level == level && !sup {
-			live = append(live, in)
-			if u := st.unit(in.Key); !seen[u] {
-				seen[u] = true
-				units++
-			}
-		}
-	}
-	return live, units, maxLevel
-}
-
 // compactOnce is one attempt of Compact on ref, from listed when the caller
 // listed the session already: it plans from the compacted segments' metadata,
 // marks the inputs of outputs a stopped run left unmarked, merges every level
@@ -363,11 +353,12 @@ func (s *Store) markResumed(ctx context.Context, st *compactState, marks []delet
 }
 
 // compactLevels merges every level that has enough live segments, lowest
-// first (an output counts toward the next level), marks the inputs of each
-// output for deletion and returns the marks.
+// first (an output counts toward the next level), or with opts.Full every live
+// segment at once, marks the inputs of each output for deletion and returns the
+// marks.
 func (s *Store) compactLevels(ctx context.Context, st *compactState, opts CompactOptions, res *CompactResult) ([]deletionMark, error) {
 	var added []deletionMark
-	err := st.eachFullLevel(opts.MinSegments, func(live []SegmentInfo) (bool, error) {
+	err := st.eachFullLevel(opts, func(live []SegmentInfo) (bool, error) {
 		c, err := s.compactLevel(ctx, st.ref, st, live, opts)
 		if err != nil {
 			return false, err
@@ -387,27 +378,6 @@ func (s *Store) compactLevels(ctx context.Context, st *compactState, opts Compac
 		return nil, err
 	}
 	return added, nil
-}
-
-// eachFullLevel calls merge with the live segments of every level that holds at
-// least minSegments units, lowest first, until merge returns false or an error.
-// A level is looked at after merge has run on the one below it, so an output
-// counts toward the next level. It is the loop compactLevels and
-// compactStrictLevels share.
-func (st *compactState) eachFullLevel(minSegments int, merge func(live []SegmentInfo) (bool, error)) error {
-	for level := 0; level < 255; level++ {
-		live, units, maxLevel := st.liveAt(level)
-		if level > maxLevel {
-			return nil
-		}
-		if units < minSegments {
-			continue
-		}
-		if more, err := merge(live); err != nil || !more {
-			return err
-		}
-	}
-	return nil
 }
 
 // markInputs schedules the deletion of the inputs of the compaction whose output

@@ -142,9 +142,10 @@ func UnheldInputs(infos []SegmentInfo, segs []*segment.Segment) []*UnheldInput {
 // parts (in merge order) that each name every input. Parts are encoded and stored
 // one at a time, so only one part's encoded bytes are held at once.
 func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compactState, live []SegmentInfo, opts CompactOptions) (Compaction, error) {
-	c := Compaction{Level: live[0].Level, Inputs: live}
+	c := Compaction{Inputs: live}
 	for _, in := range live {
 		c.BytesIn += in.Size
+		c.Level = max(c.Level, in.Level) // one level, except in a full compaction
 	}
 	if err := s.readInto(ctx, st, live); err != nil {
 		return c, err

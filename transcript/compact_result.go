@@ -7,7 +7,8 @@ import (
 // Compaction is one merge of a level's segments into the next level: one segment,
 // or a group of parts when the merged entries exceed the target segment size.
 type Compaction struct {
-	// Level is the level of the inputs; the output is Level+1.
+	// Level is the level of the inputs (the highest of them, in a full
+	// compaction); the output is Level+1.
 	Level int
 	// Inputs are the merged segments, in key order.
 	Inputs []SegmentInfo

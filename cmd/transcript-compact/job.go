@@ -292,8 +292,8 @@ func (j *job) record(sum *summary, ref transcript.TranscriptRef, res transcript.
 	sum.Uncommitted += res.Uncommitted
 	if j.opts.DryRun {
 		for _, c := range res.Compactions {
-			fmt.Fprintf(j.out, "plan %s: %d L%d segments (%d bytes) -> L%d of %d entries (%d bytes)\n",
-				ref, len(c.Inputs), c.Level, c.BytesIn, c.Level+1, c.Entries, c.BytesOut)
+			fmt.Fprintf(j.out, "plan %s: %d %s segments (%d bytes) -> L%d of %d entries (%d bytes)\n",
+				ref, len(c.Inputs), inputLevels(c), c.BytesIn, c.Level+1, c.Entries, c.BytesOut)
 		}
 		if res.Marked > 0 || res.Deleted > 0 {
 			fmt.Fprintf(j.out, "plan %s: mark %d superseded segments, delete %d whose delay has passed\n",
@@ -310,4 +310,17 @@ func (j *job) fail(sum *summary, ref transcript.TranscriptRef, err error) {
 	sum.SessionsFailed++
 	sum.Errors = append(sum.Errors, err.Error())
 	fmt.Fprintf(j.errOut, "session %s: %s\n", ref, cli.Escape(err.Error()))
+}
+
+// inputLevels names the levels of a compaction's inputs: "L1", or "L0-L2" for a
+// full compaction of several levels.
+func inputLevels(c transcript.Compaction) string {
+	lo := c.Level
+	for _, in := range c.Inputs {
+		lo = min(lo, in.Level)
+	}
+	if lo == c.Level {
+		return fmt.Sprintf("L%d", lo)
+	}
+	return fmt.Sprintf("L%d-L%d", lo, c.Level)
 }

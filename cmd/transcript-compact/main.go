@@ -3,8 +3,9 @@
 //
 // For every selected session with at least --min-segments segments at a level it
 // writes the next level holding their union and naming them (one segment, or a group
-// of parts of at most --target-segment-size bytes of JSONL each), then marks them for
-// deletion; a marked segment is deleted once its mark is --delete-delay old
+// of parts of at most --target-segment-size bytes of JSONL each); with --full it merges
+// all of a session's segments into one instead, whatever their levels. Then it marks
+// the merged segments for deletion; a marked segment is deleted once its mark is --delete-delay old
 // and the segment that supersedes it is found, right then, to hold every one of its
 // entries. Ages (--older-than, --delete-delay) are measured on the bucket's clock from
 // the times the bucket reports for its objects, never from key times or this job's
@@ -63,6 +64,7 @@ Examples:
   transcript-compact --store 's3://transcripts/prod?endpoint=minio:9000' --ns acme
   transcript-compact --shard 2/8 --parallel 16 --json     # worker 2 of 8
   transcript-compact --dry-run --session s1 --agent coder --ns acme
+  transcript-compact --full --older-than 24h     # sessions idle for a day: one segment each
   transcript-compact --max-age 30d --keep-last 500 --hold acme/legal/'*' --delete-delay 24h
   transcript-compact --retention retention.yaml --dry-run   # what would go, and why
 `
@@ -97,6 +99,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.StringVar(&shard, "shard", "0/1", "process shard `I/N` (stable hash of the session; for retention, of the agent)")
 	fs.IntVar(&j.parallel, "parallel", cli.DefaultParallel, "sessions compacted at once")
 	fs.DurationVar(&j.olderThan, "older-than", 0, "skip sessions with a segment stored less than this ago, by the bucket's clock (0: none skipped)")
+	fs.BoolVar(&j.opts.Full, "full", false,
+		"merge all of each session's segments, whatever their levels, into one (for sessions that are done: pair it with --older-than)")
 	fs.BoolVar(&j.opts.DryRun, "dry-run", false, "print the plan and change nothing")
 	fs.BoolVar(&jsonOut, "json", false, "print the summary as JSON on stdout")
 	fs.StringVar(&writerID, "writer", "", "writer `ID` of the compacted segments (default: host name and random hex)")

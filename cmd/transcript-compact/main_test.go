@@ -408,6 +408,7 @@ func TestJob_KilledAtRandomPoints(t *testing.T) {
 // late ones between job runs. With --min-segments 2 a settled session keeps one
 // segment on each of three levels (L2 from two L1s, a later L1, the newest L0): the
 // number of segments a session opens with grows with its levels, not a constant.
+// --full then merges them all into one.
 func TestJob_SettlesOneSegmentPerLevel(t *testing.T) {
 	for name, newURL := range stores() {
 		t.Run(name, func(t *testing.T) {
@@ -441,6 +442,25 @@ func TestJob_SettlesOneSegmentPerLevel(t *testing.T) {
 				levels = append(levels, in.Level)
 			}
 			require.ElementsMatch(t, []int{0, 1, 2}, levels)
+
+			// --full then merges the three levels into one segment (a dry run
+			// first, which changes nothing).
+			before := snapshot(t, s.Bucket())
+			r := runBinary(t, context.Background(), "--store", url, "--full", "--dry-run")
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Contains(t, r.stdout, "plan acme/coder/s000: 3 L0-L2 segments")
+			require.Equal(t, before, snapshot(t, s.Bucket()))
+			r = runBinary(t, context.Background(), "--store", url, "--full", "--delete-delay", "0", "--json")
+			require.Equal(t, 0, r.code, r.stderr)
+			sum := r.summary(t)
+			require.Equal(t, 3, sum.SegmentsIn)
+			require.Equal(t, 1, sum.SegmentsOut)
+			checkEntries(t, s, want)
+			res, err = s.ReadAll(context.Background(), ref)
+			require.NoError(t, err)
+			require.Len(t, res.Segments, 1)
+			require.Equal(t, 3, res.Segments[0].Level, "one level above the highest merged")
+			require.Len(t, snapshot(t, s.Bucket()), 1, "the inputs are deleted")
 		})
 	}
 }

@@ -161,7 +161,7 @@ func TestRepository_StrictCompactedWhileAppending(t *testing.T) {
 		require.Less(t, slices.Max(sz), 64<<10, "client %d: head sizes %v", i, sz)
 	}
 
-	_, err = e.store.Compact(ctx, s.Ref(), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+	_, err = e.store.Compact(ctx, s.Ref(), transcript.CompactOptions{Full: true, DeleteDelay: transcript.DeleteAtOnce})
 	require.NoError(t, err)
 	require.Less(t, headSize(t, e, s), 1024, "the head of a compacted session names one segment")
 	cb.take()

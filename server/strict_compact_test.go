@@ -163,8 +163,8 @@ func (r *compactedRun) readIDs(ts *testServer) ([]string, string) {
 // session through the server while the compaction job compacts it; every
 // acknowledged append is there, once, in the order of acknowledgement within
 // each client, the session's order and head do not change when it is compacted
-// once more, and a server that never saw the session opens it with a GET of the
-// head and of each segment the head names. (BenchmarkServer_AppendStrictCompacted measures the latency.)
+// in full, and a server that never saw the session then opens it with two GETs
+// (the head, the one segment it names). (BenchmarkServer_AppendStrictCompacted measures the latency.)
 func TestServer_StrictCompactedWhileAppending(t *testing.T) {
 	const perClient = 150
 	ctx := t.Context()
@@ -196,18 +196,15 @@ func TestServer_StrictCompactedWhileAppending(t *testing.T) {
 	h, err := r.store.ReadHead(ctx, r.ref)
 	require.NoError(t, err)
 	require.Less(t, len(h.Segments), perClient, "the job compacted the session while it was appended to")
-	_, err = r.store.Compact(ctx, r.ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+	_, err = r.store.Compact(ctx, r.ref, transcript.CompactOptions{Full: true, DeleteDelay: transcript.DeleteAtOnce})
 	require.NoError(t, err)
 	h, err = r.store.ReadHead(ctx, r.ref)
 	require.NoError(t, err)
-	t.Logf("after the last compaction the head names %d segments", len(h.Segments))
+	require.Len(t, h.Segments, 1, "a full compaction leaves the head one segment to name")
 	cb, requests := countingBucket(t, b)
 	fresh := newServer(t, cb, server.Config{})
 	require.Equal(t, len(got), r.open(fresh).EntryCount)
-	// A server that never saw the session opens it with a GET of the head and
-	// one of each segment the head names (one, after a full compaction).
-	require.Equal(t, 1+len(h.Segments), requests(),
-		"a fresh server's open of the compacted session (head names %d segments)", len(h.Segments))
+	require.Equal(t, 2, requests(), "a fresh server opens the compacted session with a GET of the head and one of its segment")
 	after, afterHead := r.readIDs(fresh)
 	require.Equal(t, got, after, "order unchanged by compaction")
 	require.Equal(t, head, afterHead)
@@ -220,7 +217,8 @@ func TestServer_StrictCompactedWhileAppending(t *testing.T) {
 // runs on it every 200 ms (what transcript-compact runs, inputs deleted after
 // 1 s), and reports the mean latency of the first and the last 1,000
 // acknowledged appends and their ratio, the requests a fresh server's open of
-// the session costs after a last compaction, and the segments its head names.
+// the session costs after a last, full compaction, and the segments its head
+// names then.
 // Run it once:
 //
 //	go test ./server -run '^$' -bench AppendStrictCompacted -benchtime 1x -timeout 30m
@@ -239,7 +237,7 @@ func BenchmarkServer_AppendStrictCompacted(b *testing.B) {
 		require.NoError(b, <-compactErr)
 		require.Len(b, acked, clients*perClient)
 
-		_, err = r.store.Compact(ctx, r.ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+		_, err = r.store.Compact(ctx, r.ref, transcript.CompactOptions{Full: true, DeleteDelay: transcript.DeleteAtOnce})
 		require.NoError(b, err)
 		h, err := r.store.ReadHead(ctx, r.ref)
 		require.NoError(b, err)

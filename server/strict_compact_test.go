@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,8 @@ type compactedRun struct {
 	store *transcript.Store // the compaction job's own store on the bucket
 	ref   transcript.TranscriptRef
 	id    string
+	// maxNamed is the most segments the head named after a compaction run.
+	maxNamed atomic.Int64
 }
 
 // newCompactedRun creates strict session id through a server on b and finds the
@@ -65,6 +68,14 @@ func (r *compactedRun) compactEvery(ctx context.Context, interval time.Duration,
 			if _, err := r.store.Compact(ctx, r.ref, opts); err != nil {
 				errc <- fmt.Errorf("compaction %d: %w", runs, err)
 				return
+			}
+			h, err := r.store.ReadHead(ctx, r.ref)
+			if err != nil {
+				errc <- fmt.Errorf("head after compaction %d: %w", runs, err)
+				return
+			}
+			if n := int64(len(h.Segments)); n > r.maxNamed.Load() {
+				r.maxNamed.Store(n)
 			}
 		}
 	}()
@@ -217,8 +228,9 @@ func TestServer_StrictCompactedWhileAppending(t *testing.T) {
 // runs on it every 200 ms (what transcript-compact runs, inputs deleted after
 // 1 s), and reports the mean latency of the first and the last 1,000
 // acknowledged appends and their ratio, the requests a fresh server's open of
-// the session costs after a last, full compaction, and the segments its head
-// names then.
+// the session costs after a last, full compaction, the segments its head names
+// then, and the most it named after a compaction run while the clients appended
+// (the head object's size follows it).
 // Run it once:
 //
 //	go test ./server -run '^$' -bench AppendStrictCompacted -benchtime 1x -timeout 30m
@@ -261,5 +273,6 @@ func BenchmarkServer_AppendStrictCompacted(b *testing.B) {
 		b.ReportMetric(last/first, "last/first")
 		b.ReportMetric(float64(opened), "open-requests")
 		b.ReportMetric(float64(len(h.Segments)), "head-segments")
+		b.ReportMetric(float64(r.maxNamed.Load()), "max-named-segments")
 	}
 }

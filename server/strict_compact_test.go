@@ -224,7 +224,7 @@ func TestServer_StrictCompactedWhileAppending(t *testing.T) {
 // BenchmarkServer_AppendStrictCompacted measures whether appends through the
 // server stay as fast as a strict session grows while the compaction job keeps
 // compacting it: each iteration has two clients append 5,000 entries each to a
-// new session on MinIO through `transcript serve`'s handler while Store.Compact
+// new session on MinIO through `transcript-serve`'s handler while Store.Compact
 // runs on it every 200 ms (what transcript-compact runs, inputs deleted after
 // 1 s), and reports the mean latency of the first and the last 1,000
 // acknowledged appends and their ratio, the requests a fresh server's open of

@@ -91,7 +91,7 @@ type committedRead struct {
 	next    map[string]struct{} // what the reader holds afterwards
 	metas   map[string]segment.Meta
 	gone    []string
-	via     map[string]string // input read in place of the compacted segment named
+	via     map[string]string // input read in place of the compacted segment named (nil: none)
 	infos   []SegmentInfo     // fetched, with segs
 	segs    []*segment.Segment
 	corrupt []CorruptSegment
@@ -100,8 +100,7 @@ type committedRead struct {
 // readCommittedOnce reads the segments h names that have lacks. gone lists the
 // named segments that do not exist (then the increment is not complete).
 func (s *Store) readCommittedOnce(ctx context.Context, ref TranscriptRef, h Head, have SegmentSet) (*Increment, []string, error) {
-	r := &committedRead{s: s, ref: ref, have: have, next: map[string]struct{}{}, metas: map[string]segment.Meta{},
-		via: map[string]string{}}
+	r := &committedRead{s: s, ref: ref, have: have, next: map[string]struct{}{}, metas: map[string]segment.Meta{}}
 	var want, upper []SegmentInfo
 	for _, rel := range h.Segments {
 		if have.Has(rel) {
@@ -208,6 +207,7 @@ func (r *committedRead) fetchVia(ctx context.Context, via map[SegmentInfo][]Segm
 		return nil
 	}
 	var inputs []SegmentInfo
+	r.via = make(map[string]string)
 	for out, ins := range via {
 		inputs = append(inputs, ins...)
 		for _, in := range ins {

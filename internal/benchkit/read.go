@@ -91,8 +91,9 @@ func DecodePage(page []byte) (entries, next int, err error) {
 // ReadPaged reads session id through the server at base as the TypeScript
 // adapter does: its metadata (GET /v1/sessions/{id}), then every page (GET
 // /v1/sessions/{id}/entries?after=…, from 0, each split by decode) until an
-// empty one (a page whose nextSeq does not advance is an error). It returns the number of entries the pages held; when the
-// metadata's entryCount differs, the error is ErrCountMismatch.
+// empty one (a page whose nextSeq does not advance is an error). It returns the
+// number of entries the pages held; when the metadata's entryCount differs, the
+// error is ErrCountMismatch.
 func ReadPaged(ctx context.Context, client *http.Client, base, token, id string, decode PageDecoder) (int, error) {
 	data, err := GetBody(ctx, client, base+"/v1/sessions/"+id, token)
 	if err != nil {

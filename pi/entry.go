@@ -198,8 +198,7 @@ func scanObject(raw []byte) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: %w", ErrInvalidEntry, err)
 	}
-	var ok bool
-	if e.typ, ok = jsonString(e.field(fType)); !ok || e.typ == "" {
+	if e.typ = typeName(e.field(fType)); e.typ == "" {
 		return Entry{}, fmt.Errorf("%w: missing or non-string \"type\"", ErrInvalidEntry)
 	}
 	e.id, _ = jsonString(e.field(fID))
@@ -213,13 +212,46 @@ func scanObject(raw []byte) (Entry, error) {
 
 func (e Entry) field(f field) []byte {
 	if e.spans == nil {
-		return nil
+		return e.scanField(f)
 	}
 	s := e.spans[f]
 	if s.n == 0 {
 		return nil
 	}
 	return e.raw[s.off : s.off+s.n : s.off+s.n]
+}
+
+// scanField is field for an entry made by EntryOfLinks, which locates no field
+// up front: the value of the last occurrence of f's key, found by one scan of
+// the top level (nil for the zero Entry).
+func (e Entry) scanField(f field) []byte {
+	var out []byte
+	_ = jsonscan.EachRawField(e.raw, func(key, v []byte, _ int) { // raw was scanned before
+		if g, ok := fieldOf(string(key)); ok && g == f {
+			out = v[:len(v):len(v)]
+		}
+	})
+	return out
+}
+
+// EntryOfLinks is the Entry of raw, a line that ScanLinks or ParseLinks
+// accepted with links l, made without scanning raw again: its type, id and
+// parentId are l's. Its other fields are read from raw when asked for, one
+// scan of the top level per call, where ParseEntry and ScanEntry locate them
+// all up front: the cheap way to hold many entries of which few are inspected,
+// as a session handle that serves most of its entries as bytes does. The
+// error, wrapping ErrInvalidEntry, is ScanEntry's for a line whose "type" is
+// missing or "session".
+func EntryOfLinks(raw []byte, l Links) (Entry, error) {
+	switch {
+	case l.Type == "":
+		return Entry{}, fmt.Errorf("%w: missing or non-string \"type\"", ErrInvalidEntry)
+	case l.Type == TypeSession:
+		return Entry{}, fmt.Errorf("%w: a session header is not a tree entry", ErrInvalidEntry)
+	case l.ID == "":
+		return Entry{}, fmt.Errorf("%w: missing or empty string \"id\"", ErrInvalidEntry)
+	}
+	return Entry{raw: raw, typ: l.Type, id: l.ID, parentID: l.ParentID, hasPar: l.ParentID != ""}, nil
 }
 
 // Raw returns the entry's bytes exactly as stored (one line, without "\n"). The
@@ -236,7 +268,13 @@ func (e Entry) ID() string { return e.id }
 func (e Entry) ParentID() (string, bool) { return e.parentID, e.hasPar }
 
 // Timestamp returns the entry's ISO-8601 "timestamp" ("" if absent).
-func (e Entry) Timestamp() string { return e.ts }
+func (e Entry) Timestamp() string {
+	if e.spans == nil && e.raw != nil { // EntryOfLinks
+		ts, _ := jsonString(e.field(fTimestamp))
+		return ts
+	}
+	return e.ts
+}
 
 // Field returns the raw bytes of a top-level field the entry model knows (type,
 // id, parentId, timestamp, message, thinkingLevel, provider, modelId, summary,

@@ -20,8 +20,13 @@ import (
 // the line invalid: Pi's format says "an id, or null", and a reader that took a
 // number for a root would disagree with a store that cannot name it as a parent.
 // "timestamp" is read when it is a string and never checked.
+//
+// Type is the line's "type" when it is a string ("" otherwise), read in the
+// same scan and not checked: Links places a line, ParseEntry says whether it
+// is a tree entry.
 type Links struct {
 	ID, ParentID, Timestamp string
+	Type                    string
 }
 
 // ParseLinks checks raw, one line of a session, against the rule of Links and
@@ -41,9 +46,11 @@ func ParseLinks(raw []byte) (Links, error) {
 // of a verified segment, which only a writer that applied ParseLinks stored): it
 // scans the top level of the object and does not validate the values it skips.
 func ScanLinks(raw []byte) (Links, error) {
-	var id, parent, ts []byte
-	err := jsonscan.EachField(raw, func(key string, v []byte, _ int) {
-		switch key {
+	var id, parent, ts, typ []byte
+	err := jsonscan.EachRawField(raw, func(key, v []byte, _ int) {
+		switch string(key) {
+		case "type":
+			typ = v
 		case "id":
 			id = v
 		case "parentId":
@@ -63,7 +70,39 @@ func ScanLinks(raw []byte) (Links, error) {
 		return Links{}, err
 	}
 	l.Timestamp, _ = jsonString(ts)
+	l.Type = typeName(typ)
 	return l, nil
+}
+
+// typeName decodes the raw "type" value v, sharing the string of a known type
+// rather than allocating one per line; "" when v is absent or not a string.
+func typeName(v []byte) string {
+	switch string(v) {
+	case `"message"`:
+		return TypeMessage
+	case `"session"`:
+		return TypeSession
+	case `"model_change"`:
+		return TypeModelChange
+	case `"thinking_level_change"`:
+		return TypeThinkingLevelChange
+	case `"compaction"`:
+		return TypeCompaction
+	case `"custom"`:
+		return TypeCustom
+	case `"custom_message"`:
+		return TypeCustomMessage
+	case `"label"`:
+		return TypeLabel
+	case `"session_info"`:
+		return TypeSessionInfo
+	case `"leaf"`:
+		return TypeLeaf
+	case `"branch_summary"`:
+		return TypeBranchSummary
+	}
+	t, _ := jsonString(v)
+	return t
 }
 
 // oneLine refuses bytes that hold a line break: a line of a JSONL file cannot.

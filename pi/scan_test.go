@@ -25,7 +25,17 @@ var scanCases = []struct {
 	{"empty id", `{"type":"message","id":"","parentId":null}`, false},
 	{"header", `{"type":"session","version":3,"id":"s","timestamp":"2026-03-01T12:00:00.000Z","cwd":"/w"}`, false},
 	{"array", `[1,2]`, false},
+	{"last type wins", `{"type":"label","id":"a6","parentId":"a5","type":"leaf","targetId":"a5","label":"x"}`, true},
+	{"non-string type", `{"type":7,"id":"a7"}`, false},
+	{"nested type", `{"type":"custom","id":"a8","details":{"type":"message","id":"x"},"customType":"c"}`, true},
+	{"unknown type", `{"type":"some_future_type","id":"a9","parentId":"a8","name":"n"}`, true},
+	{"session info", `{"type":"session_info","id":"b1","parentId":"a9","name":"n\u00e9"}`, true},
 }
+
+// fieldNames are the top-level fields Entry.Field knows.
+var fieldNames = []string{"type", "id", "parentId", "timestamp", "message", "thinkingLevel", "provider", "modelId",
+	"summary", "firstKeptEntryId", "tokensBefore", "details", "fromId", "customType", "content", "display",
+	"targetId", "label", "name", "version"}
 
 // TestScanEntryIsParseEntry: on valid JSON, ScanEntry accepts and refuses what
 // ParseEntry does, with the same fields.
@@ -39,7 +49,8 @@ func TestScanEntryIsParseEntry(t *testing.T) {
 	}
 }
 
-// FuzzScanEntry: ScanEntry agrees with ParseEntry on every line of valid JSON.
+// FuzzScanEntry: ScanEntry, and EntryOfLinks of ScanLinks, agree with
+// ParseEntry on every line of valid JSON.
 func FuzzScanEntry(f *testing.F) {
 	for _, tc := range scanCases {
 		f.Add([]byte(tc.line))
@@ -52,15 +63,46 @@ func FuzzScanEntry(f *testing.F) {
 	})
 }
 
+// requireSameEntry checks that ScanEntry, and EntryOfLinks of what ScanLinks
+// reads, accept and refuse line as ParseEntry does, and answer every field as
+// it does: EntryOfLinks locates fields only when asked.
 func requireSameEntry(t *testing.T, line []byte) {
 	t.Helper()
 	want, werr := pi.ParseEntry(line)
 	got, gerr := pi.ScanEntry(line)
 	require.Equal(t, werr == nil, gerr == nil, "ParseEntry: %v, ScanEntry: %v", werr, gerr)
+	requireSameFields(t, want, werr, got, gerr)
+	links, lerr := pi.ScanLinks(line)
+	if lerr != nil {
+		require.Error(t, werr, "ScanLinks refused an entry: %v", lerr)
+		return
+	}
+	if werr == nil {
+		require.Equal(t, want.Type(), links.Type)
+	}
+	lazy, lzerr := pi.EntryOfLinks(line, links)
+	require.Equal(t, werr == nil, lzerr == nil, "ParseEntry: %v, EntryOfLinks: %v", werr, lzerr)
+	requireSameFields(t, want, werr, lazy, lzerr)
+}
+
+// requireSameFields checks that got answers what want does (both made from one
+// line, want by ParseEntry).
+func requireSameFields(t *testing.T, want pi.Entry, werr error, got pi.Entry, gerr error) {
+	t.Helper()
 	if werr != nil {
 		require.ErrorIs(t, gerr, pi.ErrInvalidEntry)
 		return
 	}
+	for _, name := range fieldNames {
+		wv, wok := want.Field(name)
+		gv, gok := got.Field(name)
+		require.Equal(t, []any{string(wv), wok}, []any{string(gv), gok}, "field %s", name)
+		ws, wok := want.StringField(name)
+		gs, gok := got.StringField(name)
+		require.Equal(t, []any{ws, wok}, []any{gs, gok}, "string field %s", name)
+	}
+	require.Equal(t, want.Role(), got.Role())
+	require.Equal(t, pi.SessionName([]pi.Entry{want}), pi.SessionName([]pi.Entry{got}))
 	require.Equal(t, want.Type(), got.Type())
 	require.Equal(t, want.ID(), got.ID())
 	wp, wok := want.ParentID()

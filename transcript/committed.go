@@ -94,6 +94,7 @@ type committedRead struct {
 	via     map[string]string // input read in place of the compacted segment named (nil: none)
 	infos   []SegmentInfo     // fetched, with segs
 	segs    []*segment.Segment
+	parsed  [][]parsedEntry // of segs, parsed while other GETs were in flight
 	corrupt []CorruptSegment
 }
 
@@ -133,11 +134,11 @@ func (s *Store) readCommittedOnce(ctx context.Context, ref TranscriptRef, h Head
 		idx[i] = i
 	}
 	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(r.infos[a].Key, r.infos[b].Key) })
-	infos, segs := make([]SegmentInfo, len(idx)), make([]*segment.Segment, len(idx))
+	infos, segs, parsed := make([]SegmentInfo, len(idx)), make([]*segment.Segment, len(idx)), make([][]parsedEntry, len(idx))
 	for j, i := range idx {
-		infos[j], segs[j] = r.infos[i], r.segs[i]
+		infos[j], segs[j], parsed[j] = r.infos[i], r.segs[i], r.parsed[i]
 	}
-	res := merge(infos, segs)
+	res := mergeParsed(infos, segs, parsed)
 	res.Corrupt = r.corrupt
 	inc := &Increment{MergeResult: res, Have: SegmentSet{m: r.next}, Listed: len(h.Segments), Full: true, Via: r.via}
 	for rel := range r.next {
@@ -290,6 +291,7 @@ func (r *committedRead) readMetas(ctx context.Context, infos []SegmentInfo) erro
 // it read goes to r.infos and r.segs; only a segment the head names joins r.next.
 func (r *committedRead) fetch(ctx context.Context, infos []SegmentInfo, inputs bool) (map[string]bool, error) {
 	segs := make([]*segment.Segment, len(infos))
+	parsed := make([][]parsedEntry, len(infos))
 	errs := make([]error, len(infos))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.s.readLimit(len(infos)))
@@ -299,6 +301,11 @@ func (r *committedRead) fetch(ctx context.Context, infos []SegmentInfo, inputs b
 			if err == nil && KeyChecksum(seg.Meta) != in.Hash {
 				err = fmt.Errorf("read segment %s: %w: key names checksum %016x, segment has %016x",
 					in.Key, segment.ErrChecksum, in.Hash, KeyChecksum(seg.Meta))
+			}
+			if err == nil && seg.Meta.Index == nil {
+				// Parsed here, while other GETs are in flight, rather than after
+				// the last one (as fetchAllParsed does for ReadAll).
+				parsed[i] = parseEntries(seg.Entries)
 			}
 			switch {
 			case errors.Is(err, bucket.ErrNotFound), err != nil && errors.Is(err, segment.ErrCorrupt) && (inputs || r.s.cfg.SkipCorrupt):
@@ -328,7 +335,7 @@ func (r *committedRead) fetch(ctx context.Context, infos []SegmentInfo, inputs b
 			if !inputs {
 				r.next[rel] = struct{}{}
 			}
-			r.infos, r.segs = append(r.infos, in), append(r.segs, segs[i])
+			r.infos, r.segs, r.parsed = append(r.infos, in), append(r.segs, segs[i]), append(r.parsed, parsed[i])
 		}
 	}
 	return got, nil

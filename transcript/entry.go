@@ -14,6 +14,10 @@ type Entry struct {
 	ID string
 	// ParentID is the entry's "parentId"; empty for null or absent (a root).
 	ParentID string
+	// Type is the entry's "type" when it is a string (pi.Links.Type), read in
+	// the scan that reads its id; empty when the id came from a segment's entry
+	// index without a scan.
+	Type string
 	// Time is the entry's "timestamp"; zero when absent or not RFC 3339, and in
 	// merge results for entries taken from a segment's entry index (their id and
 	// parentId come from the index, without a scan of the JSON).

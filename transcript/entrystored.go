@@ -25,7 +25,7 @@ func parseStoredEntry(raw []byte) (Entry, error) {
 // entryOf is the Entry of raw with links l: its "timestamp", when RFC 3339,
 // becomes Time.
 func entryOf(raw []byte, l pi.Links) Entry {
-	e := Entry{ID: l.ID, ParentID: l.ParentID, Raw: raw}
+	e := Entry{ID: l.ID, ParentID: l.ParentID, Type: l.Type, Raw: raw}
 	if l.Timestamp != "" {
 		if t, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
 			e.Time = t.UTC()

@@ -158,9 +158,9 @@ func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCor
 // parsedEntry is what parseStoredEntry reads of an entry: ok is false when it
 // does not parse.
 type parsedEntry struct {
-	id, parent string
-	time       time.Time
-	ok         bool
+	id, parent, typ string
+	time            time.Time
+	ok              bool
 }
 
 // parseChunkBytes is the least JSONL parseEntries gives one goroutine: below
@@ -182,7 +182,7 @@ func parseEntriesChunked(raws [][]byte, chunkBytes int) []parsedEntry {
 	parse := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if e, err := parseStoredEntry(raws[i]); err == nil {
-				out[i] = parsedEntry{id: e.ID, parent: e.ParentID, time: e.Time, ok: true}
+				out[i] = parsedEntry{id: e.ID, parent: e.ParentID, typ: e.Type, time: e.Time, ok: true}
 			}
 		}
 	}

@@ -121,7 +121,7 @@ func (r *LeanResult) Entry(i int) Entry {
 	}
 	if it.parsed {
 		p, _ := parseStoredEntry(e.Raw)
-		e.Time = p.Time
+		e.Time, e.Type = p.Time, p.Type
 	}
 	return e
 }

@@ -213,7 +213,7 @@ func (m *leanMerger) entryOf(id string, v leanVersion) Entry {
 		Pos: int(v.pos), Origin: Origin{Key: res.okeys[v.okey], Pos: int(v.opos)}, Refs: res.entryRefs(v.seg, v.pos)}
 	if v.parsed {
 		p, _ := parseStoredEntry(e.Raw)
-		e.Time = p.Time
+		e.Time, e.Type = p.Time, p.Type
 	}
 	return e
 }

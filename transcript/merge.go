@@ -169,7 +169,7 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 				e = Entry{ID: index[pos].ID, ParentID: index[pos].ParentID, Raw: raw}
 			case ahead != nil && ahead[pos].ok:
 				p := ahead[pos] // parsed when fetched
-				e = Entry{ID: p.id, ParentID: p.parent, Time: p.time, Raw: raw}
+				e = Entry{ID: p.id, ParentID: p.parent, Type: p.typ, Time: p.time, Raw: raw}
 			default:
 				var err error
 				if e, err = parseStoredEntry(raw); err != nil {

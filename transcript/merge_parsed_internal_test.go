@@ -93,7 +93,7 @@ func TestParseEntriesChunked(t *testing.T) {
 		raws = append(raws, raw)
 		p := parsedEntry{}
 		if e, err := parseStoredEntry(raw); err == nil {
-			p = parsedEntry{id: e.ID, parent: e.ParentID, time: e.Time, ok: true}
+			p = parsedEntry{id: e.ID, parent: e.ParentID, typ: e.Type, time: e.Time, ok: true}
 		}
 		want = append(want, p)
 	}

@@ -90,7 +90,8 @@ func (s *Session) added(info transcript.SegmentInfo, fresh []pi.Entry) {
 	rel := transcript.Origin{Key: s.relKey(info.Key)}
 	for i, e := range fresh {
 		rel.Pos = i
-		entries[i] = transcript.Entry{ID: e.ID(), Raw: e.Raw(), Segment: info.Key, Pos: i, Origin: rel}
+		parent, _ := e.ParentID()
+		entries[i] = transcript.Entry{ID: e.ID(), ParentID: parent, Type: e.Type(), Raw: e.Raw(), Segment: info.Key, Pos: i, Origin: rel}
 	}
 	if !s.fits(entries) {
 		s.stale = true

@@ -174,9 +174,10 @@ func asOf(entries []transcript.Entry, t time.Time) []transcript.Entry {
 }
 
 // add appends entries (in merge order, after those held, each read from a
-// verified segment or checked by an append) to the cache. Each line is scanned
-// once as an entry (pi.ScanEntry); only a line that is not one (the header) is
-// parsed as a header, and an origin's time is read once per segment.
+// verified segment or checked by an append) to the cache. A line is not
+// scanned again when the read that returned it already read its type
+// (entryOf); only a line that is not an entry (the header) is parsed as a
+// header, and an origin's time is read once per segment.
 func (s *Session) add(entries []transcript.Entry) {
 	lastKey := ""
 	for _, e := range entries {
@@ -194,7 +195,7 @@ func (s *Session) add(entries []transcript.Entry) {
 		if e.Origin.Key != lastKey || lastKey == "" {
 			s.updated, lastKey = later(s.updated, e.Origin.Time()), e.Origin.Key
 		}
-		se, err := pi.ScanEntry(e.Raw) // read from a verified segment
+		se, err := entryOf(e)
 		if err != nil {
 			if h, herr := pi.ParseHeader(e.Raw); herr == nil && s.header.IsZero() {
 				s.header = h
@@ -211,6 +212,19 @@ func (s *Session) add(entries []transcript.Entry) {
 			}
 		}
 	}
+}
+
+// entryOf is the tree entry of e, read from a verified segment or checked by
+// an append. When the read that returned e scanned it (e.Type is set), its
+// links are taken as they are (pi.EntryOfLinks) and the rest of the line is
+// read only when asked for: a handle serves most of its entries as bytes, and
+// a second scan of each was most of the cost of opening a session. An entry
+// taken from a segment's entry index is scanned here (pi.ScanEntry).
+func entryOf(e transcript.Entry) (pi.Entry, error) {
+	if e.Type == "" {
+		return pi.ScanEntry(e.Raw)
+	}
+	return pi.EntryOfLinks(e.Raw, pi.Links{ID: e.ID, ParentID: e.ParentID, Type: e.Type})
 }
 
 // fits reports whether the increment's entries new to the cache go after those

@@ -96,7 +96,9 @@ func extends(entries, prev []pi.Entry) bool {
 // of a compacted segment h names, in its place (transcript.Store.ReadCommitted,
 // via: input to the compacted segment, relative to the session), takes the
 // compacted segment's place: the head may name, before it, a compacted segment
-// the reader read whole, whose commits are older.
+// the reader read whole, whose commits are older. entries is the caller's to
+// give: when it is in commit order already (the usual case) it is returned as
+// it is.
 func commitOrder(h transcript.Head, prefix string, entries []transcript.Entry, via map[string]string) []transcript.Entry {
 	place := make(map[string]int, len(h.Segments))
 	for i, rel := range h.Segments {
@@ -131,7 +133,7 @@ func commitOrder(h transcript.Head, prefix string, entries []transcript.Entry, v
 		sorted = sorted && (i == 0 || cmp(i-1, i) <= 0)
 	}
 	if sorted {
-		return slices.Clone(entries) // as read: the usual case
+		return entries // as read: the usual case (the callers' slice is their own)
 	}
 	slices.SortStableFunc(order, cmp)
 	out := make([]transcript.Entry, len(entries))
@@ -188,7 +190,9 @@ func (s *Session) add(entries []transcript.Entry) {
 		if s.refs != nil && len(e.Refs) > 0 {
 			s.refs[e.ID] = e.Refs
 		}
-		delete(s.waiting, e.ID)
+		if len(s.waiting) > 0 {
+			delete(s.waiting, e.ID)
+		}
 		if e.Origin.Compare(s.frontier) > 0 {
 			s.frontier = e.Origin
 		}

@@ -71,7 +71,8 @@ func ActiveLeaf(entries []Entry, idx Index) (int, bool) {
 // ActiveLeafID returns the id of the active leaf of entries (see ActiveLeaf), or
 // "" for a null leaf.
 func ActiveLeafID(entries []Entry) string {
-	i, ok := ActiveLeaf(entries, NewIndex(entries))
+	l := &lazyList{entries: entries}
+	i, ok := ActiveLeafOf(l)
 	if !ok {
 		return ""
 	}

@@ -128,3 +128,23 @@ func (l entryList) Parent(i int) (int, bool) {
 	p, ok := l.idx[e.parentID]
 	return p, ok
 }
+
+// lazyList is an entryList that indexes its entries only when a lookup needs
+// the index: the active leaf is most often the last entry, found without one.
+type lazyList struct {
+	entries []Entry
+	list    *entryList
+}
+
+func (l *lazyList) indexed() entryList {
+	if l.list == nil {
+		l.list = &entryList{l.entries, NewIndex(l.entries)}
+	}
+	return *l.list
+}
+
+func (l *lazyList) Len() int                   { return len(l.entries) }
+func (l *lazyList) Kind(i int) Kind            { return KindOf(l.entries[i]) }
+func (l *lazyList) Entry(i int) Entry          { return l.entries[i] }
+func (l *lazyList) Find(id string) (int, bool) { return l.indexed().Find(id) }
+func (l *lazyList) Parent(i int) (int, bool)   { return l.indexed().Parent(i) }

@@ -44,7 +44,9 @@ func GetBody(ctx context.Context, client *http.Client, url, token string) ([]byt
 	defer resp.Body.Close()
 	var buf bytes.Buffer
 	if resp.ContentLength > 0 {
-		buf.Grow(int(resp.ContentLength))
+		// ReadFrom wants MinRead bytes free to see the end: without them it
+		// would copy the whole body into a buffer twice the size.
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return nil, fmt.Errorf("GET %s: %w", url, err)
@@ -63,15 +65,17 @@ type PageDecoder func(page []byte) (entries, next int, err error)
 // with one scan of its fields (jsonscan), as Store.ReadAll scans each stored
 // entry once (the TypeScript adapter parses a page with JSON.parse).
 func ScanPage(page []byte) (entries, next int, err error) {
-	ferr := jsonscan.EachRawField(page, func(key, v []byte, _ int) {
-		switch string(key) {
-		case "entries":
-			err = jsonscan.EachElement(v, func([]byte, int) { entries++ })
-		case "nextSeq":
-			next, err = strconv.Atoi(string(v))
+	err = jsonscan.ScanFields(page, func(key []byte, at int) (int, error) {
+		if string(key) == "entries" {
+			return jsonscan.EachElementAt(page, at, func([]byte, int) { entries++ })
 		}
+		end, err := jsonscan.SkipValue(page, at)
+		if err == nil && string(key) == "nextSeq" {
+			next, err = strconv.Atoi(string(page[at:end]))
+		}
+		return end, err
 	})
-	return entries, next, errors.Join(ferr, err)
+	return entries, next, err
 }
 
 // DecodePage is the PageDecoder that decodes a page with encoding/json into

@@ -75,6 +75,22 @@ func EachField(obj []byte, fn func(key string, v []byte, off int)) error {
 // scan that only compares keys (switch string(key)) copies none. fn must not
 // keep or modify key.
 func EachRawField(obj []byte, fn func(key, v []byte, off int)) error {
+	return ScanFields(obj, func(key []byte, at int) (int, error) {
+		end, err := skipValue(obj, at)
+		if err == nil {
+			fn(key, obj[at:end], at)
+		}
+		return end, err
+	})
+}
+
+// ScanFields calls value for each top-level key of the JSON object obj (which
+// must be valid JSON) with the decoded key (as EachRawField passes it) and the
+// offset in obj where its value starts; value returns the offset where the
+// value ends, SkipValue's when it does not read the value itself. A caller that
+// reads a value as it goes (EachElementAt of an array) so scans each byte of
+// obj once, where EachRawField would scan the value to hand it over first.
+func ScanFields(obj []byte, value func(key []byte, at int) (end int, err error)) error {
 	i := skipWS(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return fmt.Errorf("%w: not a JSON object", ErrSyntax)
@@ -97,13 +113,10 @@ func EachRawField(obj []byte, fn func(key, v []byte, off int)) error {
 		if i >= len(obj) || obj[i] != ':' {
 			return fmt.Errorf("%w: expected ':'", ErrSyntax)
 		}
-		i = skipWS(obj, i+1)
-		vs := i
-		ve, err := skipValue(obj, i)
+		ve, err := value(key, skipWS(obj, i+1))
 		if err != nil {
 			return err
 		}
-		fn(key, obj[vs:ve], vs)
 		i = skipWS(obj, ve)
 		if i >= len(obj) {
 			break
@@ -118,6 +131,10 @@ func EachRawField(obj []byte, fn func(key, v []byte, off int)) error {
 	}
 	return fmt.Errorf("%w: unterminated object", ErrSyntax)
 }
+
+// SkipValue returns the offset in b where the JSON value that starts at b[at]
+// ends (b is valid JSON).
+func SkipValue(b []byte, at int) (int, error) { return skipValue(b, at) }
 
 func skipWS(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
@@ -187,32 +204,39 @@ func skipValue(b []byte, i int) (int, error) {
 // EachElement calls fn for each element of the JSON array arr (which must be valid
 // JSON) with the element's raw bytes and its offset in arr.
 func EachElement(arr []byte, fn func(v []byte, off int)) error {
-	i := skipWS(arr, 0)
-	if i >= len(arr) || arr[i] != '[' {
-		return fmt.Errorf("%w: not a JSON array", ErrSyntax)
+	_, err := EachElementAt(arr, skipWS(arr, 0), fn)
+	return err
+}
+
+// EachElementAt is EachElement of the array that starts at b[at] (b is valid
+// JSON; offsets are in b): it returns the offset where the array ends, as
+// SkipValue would, having scanned it once.
+func EachElementAt(b []byte, at int, fn func(v []byte, off int)) (int, error) {
+	if at >= len(b) || b[at] != '[' {
+		return 0, fmt.Errorf("%w: not a JSON array", ErrSyntax)
 	}
-	i = skipWS(arr, i+1)
-	if i < len(arr) && arr[i] == ']' {
-		return nil
+	i := skipWS(b, at+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
 	}
-	for i < len(arr) {
+	for i < len(b) {
 		vs := i
-		ve, err := skipValue(arr, i)
+		ve, err := skipValue(b, i)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		fn(arr[vs:ve], vs)
-		i = skipWS(arr, ve)
-		if i >= len(arr) {
+		fn(b[vs:ve], vs)
+		i = skipWS(b, ve)
+		if i >= len(b) {
 			break
 		}
-		if arr[i] == ']' {
-			return nil
+		if b[i] == ']' {
+			return i + 1, nil
 		}
-		if arr[i] != ',' {
-			return fmt.Errorf("%w: expected ','", ErrSyntax)
+		if b[i] != ',' {
+			return 0, fmt.Errorf("%w: expected ','", ErrSyntax)
 		}
-		i = skipWS(arr, i+1)
+		i = skipWS(b, i+1)
 	}
-	return fmt.Errorf("%w: unterminated array", ErrSyntax)
+	return 0, fmt.Errorf("%w: unterminated array", ErrSyntax)
 }

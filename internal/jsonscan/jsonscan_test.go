@@ -61,6 +61,50 @@ func TestEachElement(t *testing.T) {
 	}
 }
 
+// TestScanFields: a caller that reads an array value itself (EachElementAt)
+// gets the elements and fields EachRawField and EachElement give, and the
+// ends it returns are where SkipValue ends each value.
+func TestScanFields(t *testing.T) {
+	for _, obj := range []string{
+		`{"entries":[{"id":"a"}, [1,"]"] ,"x\"]"],"nextSeq":3,"head":null}`,
+		` { "n" : 1 , "entries" : [ ] , "e\u006etries" : [ 7 ] } `,
+		`{}`,
+	} {
+		type field struct{ key, v string }
+		var want, got []field
+		var wantElems, gotElems []string
+		require.NoError(t, jsonscan.EachRawField([]byte(obj), func(key, v []byte, _ int) {
+			want = append(want, field{string(key), string(v)})
+			if v[0] == '[' {
+				require.NoError(t, jsonscan.EachElement(v, func(e []byte, _ int) { wantElems = append(wantElems, string(e)) }))
+			}
+		}), obj)
+		b := []byte(obj)
+		require.NoError(t, jsonscan.ScanFields(b, func(key []byte, at int) (int, error) {
+			skip, err := jsonscan.SkipValue(b, at)
+			require.NoError(t, err)
+			end := skip
+			if b[at] == '[' {
+				end, err = jsonscan.EachElementAt(b, at, func(e []byte, off int) {
+					require.Equal(t, string(e), obj[off:off+len(e)], "offset points at the element")
+					gotElems = append(gotElems, string(e))
+				})
+				require.NoError(t, err)
+				require.Equal(t, skip, end, "EachElementAt ends where SkipValue does")
+			}
+			got = append(got, field{string(key), obj[at:end]})
+			return end, nil
+		}), obj)
+		require.Equal(t, want, got, obj)
+		require.Equal(t, wantElems, gotElems, obj)
+	}
+	for _, bad := range []string{`{"a":[1 2]}`, `{"a":[1,}`, `[1]`} {
+		b := []byte(bad)
+		err := jsonscan.ScanFields(b, func(_ []byte, at int) (int, error) { return jsonscan.EachElementAt(b, at, func([]byte, int) {}) })
+		require.ErrorIs(t, err, jsonscan.ErrSyntax, bad)
+	}
+}
+
 func TestString(t *testing.T) {
 	for in, want := range map[string]string{`"abc"`: "abc", `"a\nb"`: "a\nb", `"\u00e9"`: "é", `"é"`: "é", `""`: ""} {
 		got, ok := jsonscan.String([]byte(in))

@@ -182,7 +182,8 @@ func asOf(entries []transcript.Entry, t time.Time) []transcript.Entry {
 // header, and an origin's time is read once per segment.
 func (s *Session) add(entries []transcript.Entry) {
 	lastKey := ""
-	for _, e := range entries {
+	for i := range entries {
+		e := &entries[i] // not copied: an Entry is 180 bytes
 		if _, ok := s.byID[e.ID]; ok {
 			continue
 		}
@@ -224,7 +225,7 @@ func (s *Session) add(entries []transcript.Entry) {
 // read only when asked for: a handle serves most of its entries as bytes, and
 // a second scan of each was most of the cost of opening a session. An entry
 // taken from a segment's entry index is scanned here (pi.ScanEntry).
-func entryOf(e transcript.Entry) (pi.Entry, error) {
+func entryOf(e *transcript.Entry) (pi.Entry, error) {
 	if e.Type == "" {
 		return pi.ScanEntry(e.Raw)
 	}

@@ -27,7 +27,9 @@
 // age. The page that reaches the end of what the handle holds reads the
 // bucket, so a client that reads a session to its end ends with what the bucket
 // holds (or 404), and reading a session page by page costs the server's first
-// read plus two requests (and one a second while the read lasts longer), not
+// read plus two requests (one when the client stops at the page whose nextSeq
+// reaches its entryCount, as the TypeScript adapter does), and one a second
+// while the read lasts longer, not
 // one per page. One watcher per watched session
 // (not per stream) polls the bucket for what other servers commit; appends
 // through this server reach its streams at once.

@@ -172,7 +172,7 @@ func apiRead(ctx context.Context, e *env) ([]Row, error) {
 			return nil, err
 		}
 		note := fmt.Sprintf("strict session of %d segments of %d entries; metadata + %d pages of %d, on a server that had not read it; median of %d",
-			(n+server.DefaultMaxPage-1)/server.DefaultMaxPage, server.DefaultMaxPage, (n+server.DefaultMaxPage-1)/server.DefaultMaxPage+1,
+			(n+server.DefaultMaxPage-1)/server.DefaultMaxPage, server.DefaultMaxPage, (n+server.DefaultMaxPage-1)/server.DefaultMaxPage,
 			server.DefaultMaxPage, sz.APIReadReps)
 		e.logf("api read %d entries: %.1f ms (Store.ReadAll %.1f ms)", n, ms(ds[0]), ms(ds[1]))
 		rows = append(rows, row(15, fmt.Sprintf("read a %d-entry session through the API (open + every page)", n), "ms",

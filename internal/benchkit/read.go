@@ -57,47 +57,63 @@ func GetBody(ctx context.Context, client *http.Client, url, token string) ([]byt
 	return buf.Bytes(), nil
 }
 
-// PageDecoder returns the number of entries of a page of GET
-// /v1/sessions/{id}/entries and its nextSeq.
-type PageDecoder func(page []byte) (entries, next int, err error)
+// Page is what a PageDecoder reads of a page of GET /v1/sessions/{id}/entries.
+type Page struct {
+	Entries    int // how many entries the page holds
+	NextSeq    int // its nextSeq
+	EntryCount int // its entryCount: the session's length when it was answered
+}
+
+// PageDecoder reads a page of GET /v1/sessions/{id}/entries.
+type PageDecoder func(page []byte) (Page, error)
 
 // ScanPage is the PageDecoder of the bench: it splits a page into its entries
 // with one scan of its fields (jsonscan), as Store.ReadAll scans each stored
 // entry once (the TypeScript adapter parses a page with JSON.parse).
-func ScanPage(page []byte) (entries, next int, err error) {
-	err = jsonscan.ScanFields(page, func(key []byte, at int) (int, error) {
+func ScanPage(page []byte) (Page, error) {
+	var p Page
+	err := jsonscan.ScanFields(page, func(key []byte, at int) (int, error) {
 		if string(key) == "entries" {
-			return jsonscan.EachElementAt(page, at, func([]byte, int) { entries++ })
+			return jsonscan.EachElementAt(page, at, func([]byte, int) { p.Entries++ })
 		}
 		end, err := jsonscan.SkipValue(page, at)
-		if err == nil && string(key) == "nextSeq" {
-			next, err = strconv.Atoi(string(page[at:end]))
+		if err == nil {
+			switch string(key) {
+			case "nextSeq":
+				p.NextSeq, err = strconv.Atoi(string(page[at:end]))
+			case "entryCount":
+				p.EntryCount, err = strconv.Atoi(string(page[at:end]))
+			}
 		}
 		return end, err
 	})
-	return entries, next, err
+	return p, err
 }
 
 // DecodePage is the PageDecoder that decodes a page with encoding/json into
 // json.RawMessage values, which scans every entry twice more than ScanPage and
 // copies it: what a Go client using encoding/json pays.
-func DecodePage(page []byte) (entries, next int, err error) {
+func DecodePage(page []byte) (Page, error) {
 	var p struct {
-		Entries []json.RawMessage
-		NextSeq int
+		Entries    []json.RawMessage
+		NextSeq    int
+		EntryCount int
 	}
 	if err := json.Unmarshal(page, &p); err != nil {
-		return 0, 0, err
+		return Page{}, err
 	}
-	return len(p.Entries), p.NextSeq, nil
+	return Page{Entries: len(p.Entries), NextSeq: p.NextSeq, EntryCount: p.EntryCount}, nil
 }
 
 // ReadPaged reads session id through the server at base as the TypeScript
 // adapter does: its metadata (GET /v1/sessions/{id}), then every page (GET
-// /v1/sessions/{id}/entries?after=…, from 0, each split by decode) until an
-// empty one (a page whose nextSeq does not advance is an error). It returns the
-// number of entries the pages held; when the metadata's entryCount differs, the
-// error is ErrCountMismatch.
+// /v1/sessions/{id}/entries?after=…, from 0, each split by decode) until one
+// reaches the entryCount it reports, or is empty (a page whose nextSeq does not
+// advance is an error). A page is answered with what the bucket holds when it
+// reaches the end of the server's handle, so the page that reaches its
+// entryCount ends the read as an empty page after it would, one round trip
+// sooner. It returns the number of entries the pages held; when the metadata's
+// entryCount differs, the error is ErrCountMismatch.
 func ReadPaged(ctx context.Context, client *http.Client, base, token, id string, decode PageDecoder) (int, error) {
 	data, err := GetBody(ctx, client, base+"/v1/sessions/"+id, token)
 	if err != nil {
@@ -113,18 +129,21 @@ func ReadPaged(ctx context.Context, client *http.Client, base, token, id string,
 		if err != nil {
 			return got, err
 		}
-		entries, next, err := decode(data)
+		p, err := decode(data)
 		if err != nil {
 			return got, fmt.Errorf("page after %d of %s: %w", after, id, err)
 		}
-		if entries == 0 {
+		if p.Entries == 0 {
 			break
 		}
-		if next <= after {
-			return got, fmt.Errorf("page after %d of %s: nextSeq %d does not advance", after, id, next)
+		if p.NextSeq <= after {
+			return got, fmt.Errorf("page after %d of %s: nextSeq %d does not advance", after, id, p.NextSeq)
 		}
-		got += entries
-		after = next
+		got += p.Entries
+		after = p.NextSeq
+		if after >= p.EntryCount {
+			break
+		}
 	}
 	if got != meta.EntryCount {
 		return got, fmt.Errorf("%w: %s: %d entries in its pages, %d in its metadata", ErrCountMismatch, id, got, meta.EntryCount)

@@ -73,24 +73,38 @@ func TestReadPaged(t *testing.T) {
 	tests := []struct {
 		name       string
 		n, maxPage int
+		pages      int // the requests for pages: none after the page that reaches the entryCount
 	}{
-		{"empty", 0, 3},
-		{"one page", 3, 3},
-		{"pages", 10, 3},
-		{"default pages", 1001, 0},
+		{"empty", 0, 3, 1},
+		{"one page", 3, 3, 1},
+		{"pages", 10, 3, 4},
+		{"default pages", 1001, 0, 2},
 	}
 	for _, tc := range tests {
 		url, token := serve(t, tc.n, tc.maxPage)
 		for name, decode := range decoders {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
-				client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-				defer client.CloseIdleConnections()
+				rt := &countingTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
+				client := &http.Client{Transport: rt}
+				defer rt.next.CloseIdleConnections()
 				got, err := benchkit.ReadPaged(t.Context(), client, url, token, "s", decode)
 				require.NoError(t, err)
 				require.Equal(t, tc.n, got)
+				require.Equal(t, 1+tc.pages, rt.n, "the metadata and the pages")
 			})
 		}
 	}
+}
+
+// countingTransport counts the requests sent through it.
+type countingTransport struct {
+	next *http.Transport
+	n    int
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n++
+	return c.next.RoundTrip(r)
 }
 
 // A failed request, a page that does not decode or does not advance, and pages
@@ -113,9 +127,9 @@ func TestReadPagedErrors(t *testing.T) {
 		pages []string // answers to after=0, 1, 2, …
 		want  error
 	}{
-		{"more in the metadata", `{"entryCount":3}`, []string{`{"entries":[{},{}],"nextSeq":2}`, `{"entries":[],"nextSeq":2}`}, benchkit.ErrCountMismatch},
-		{"fewer in the metadata", `{"entryCount":1}`, []string{`{"entries":[{},{}],"nextSeq":2}`, `{"entries":[],"nextSeq":2}`}, benchkit.ErrCountMismatch},
-		{"no advance", `{"entryCount":2}`, []string{`{"entries":[{}],"nextSeq":0}`}, nil},
+		{"more in the metadata", `{"entryCount":3}`, []string{`{"entries":[{},{}],"nextSeq":2,"entryCount":3}`, `{"entries":[],"nextSeq":2,"entryCount":2}`}, benchkit.ErrCountMismatch},
+		{"fewer in the metadata", `{"entryCount":1}`, []string{`{"entries":[{},{}],"nextSeq":2,"entryCount":2}`}, benchkit.ErrCountMismatch},
+		{"no advance", `{"entryCount":2}`, []string{`{"entries":[{}],"nextSeq":0,"entryCount":2}`}, nil},
 		{"bad page", `{"entryCount":2}`, []string{`{"entries":[{},`}, nil},
 		{"bad metadata", `{"entryCount":`, nil, nil},
 	}

@@ -118,6 +118,7 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 			head = page.head;
 			if (page.entries.length === 0) break;
 			seq = page.nextSeq;
+			if (readToEnd(page)) break;
 		}
 		return new HttpSessionStorage(api, metadataOf(meta.body), entries, head, seq);
 	}
@@ -267,6 +268,11 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 				out.push({ seq: seq + i + 1, entry });
 			}
 			seq = page.nextSeq;
+			if (readToEnd(page)) {
+				this.seq = page.nextSeq;
+				this.head = page.head;
+				return out;
+			}
 		}
 	}
 
@@ -305,8 +311,18 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 			if (page.entries.length === 0) return out;
 			out.push(...page.entries);
 			after = page.nextSeq;
+			if (readToEnd(page)) return out;
 		}
 	}
+}
+
+/**
+ * Whether a page that holds entries ends the session as the server held it when it answered: its
+ * nextSeq reaches its entryCount. The server answers a page that reaches the end of what it holds
+ * with what the bucket holds, so an empty page requested next would say the same a round trip later.
+ */
+function readToEnd(page: Page): boolean {
+	return page.entries.length > 0 && page.nextSeq >= page.entryCount;
 }
 
 /** Reads the page of session id after sequence number after (at most limit entries, when set). */

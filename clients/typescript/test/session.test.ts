@@ -196,6 +196,32 @@ test("a lost append response is retried without a duplicate", async () => {
 	await repo.delete(await s.getMetadata());
 });
 
+test("opening a session reads its pages up to its entryCount, with no empty page after", async () => {
+	const repo = new HttpSessionRepo(alice);
+	const s = await repo.create({});
+	for (let i = 0; i < 4; i++) {
+		await s.appendMessage(user(`question ${i}`));
+		await s.appendMessage(assistant(`answer ${i}`));
+	}
+	const id = (await s.getMetadata()).id;
+	const pages: string[] = [];
+	const counting: typeof fetch = async (input, init) => {
+		if (String(input).includes("/entries?")) pages.push(String(input));
+		return fetch(input, init);
+	};
+	const storage = await HttpSessionStorage.open({ ...alice, fetch: counting }, id);
+	const n = (await storage.getEntries()).length;
+	assert.ok(n >= 8, `${n} entries`);
+	// open reads pages of alice's 3; getEntries without a limit reads pages of the server's size.
+	const want = Math.ceil(n / 3) + 1;
+	assert.equal(pages.length, want, `open and getEntries read ${want} pages: ${pages.join(", ")}`);
+	assert.deepEqual(
+		(await storage.getEntries()).map((e: SessionTreeEntry) => e.id),
+		(await s.getEntries()).map((e: SessionTreeEntry) => e.id),
+	);
+	await repo.delete(await s.getMetadata());
+});
+
 test("a create whose response was lost is retried without a second session", async () => {
 	let dropped = 0;
 	const lossy: typeof fetch = async (input, init) => {

@@ -41,7 +41,8 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repositor
 	for _, e := range page.Entries {
 		size += len(e.Raw()) + 1
 	}
-	b := bytes.NewBuffer(make([]byte, 0, size))
+	b := s.pageBuffer(size)
+	defer s.putPageBuffer(b)
 	b.WriteString(`{"entries":[`)
 	for i, e := range page.Entries {
 		if i > 0 {
@@ -59,6 +60,30 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repositor
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 	_, _ = w.Write(b.Bytes())
+}
+
+// maxPooledPage is the largest page body kept for reuse: a page of the largest
+// entries (up to the entry limit each) is rare and is left to the collector.
+const maxPooledPage = 4 << 20
+
+// pageBuffer returns an empty buffer of at least size bytes for a page body:
+// one from the pool when it is large enough. A read of a session costs one
+// page per thousand entries, and a fresh buffer for each was a large
+// allocation, cleared and collected, per request.
+func (s *Server) pageBuffer(size int) *bytes.Buffer {
+	if b, ok := s.pages.Get().(*bytes.Buffer); ok {
+		b.Reset()
+		b.Grow(size)
+		return b
+	}
+	return bytes.NewBuffer(make([]byte, 0, size))
+}
+
+// putPageBuffer gives b back to the pool once its page is written.
+func (s *Server) putPageBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledPage {
+		s.pages.Put(b)
+	}
 }
 
 // queryInt reads a non-negative integer query parameter.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -103,6 +104,7 @@ type Server struct {
 	routes   []Route
 	sessions *sessionCache
 	streams  *streams
+	pages    sync.Pool // *bytes.Buffer: the bodies of entries pages, reused
 }
 
 // Route is one method and path pattern of the router.

@@ -147,8 +147,9 @@ func (r *Repository) parseBatch(raws [][]byte, owned bool) (batch []pi.Entry, at
 func (s *Session) fresh(batch []pi.Entry, at []int) ([]pi.Entry, error) {
 	var out []pi.Entry
 	var outAt []int
+	byID := s.index()
 	for k, e := range batch {
-		stored, ok := s.byID[e.ID()]
+		stored, ok := byID[e.ID()]
 		if !ok {
 			out, outAt = append(out, e), append(outAt, at[k])
 			continue
@@ -169,7 +170,7 @@ func (s *Session) fresh(batch []pi.Entry, at []int) ([]pi.Entry, error) {
 			}
 		}
 		for _, id := range refs {
-			if _, known := s.byID[id]; !known && !inBatch[id] {
+			if _, known := byID[id]; !known && !inBatch[id] {
 				return nil, fmt.Errorf("append to session %q: %w", s.id, &EntryError{Index: outAt[k], EntryID: e.ID(), RefersTo: id, Err: ErrInvalid})
 			}
 		}

@@ -211,7 +211,7 @@ func (r *Repository) storedForms(ctx context.Context, ref transcript.TranscriptR
 func (s *Session) forget() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.entries, s.byID, s.waiting = nil, nil, nil
+	s.entries, s.byID, s.waiting, s.odd, s.unindexed = nil, nil, nil, nil, false
 	s.have, s.frontier = transcript.SegmentSet{}, transcript.Origin{}
 	s.stale = true
 }

@@ -59,7 +59,9 @@ func (s *Session) load(ctx context.Context) error {
 	prev := s.entries
 	s.strict, s.hs, s.broken, s.stale = strict, hs, nil, false
 	s.header, s.entries, s.have = pi.Header{}, make([]pi.Entry, 0, len(entries)), inc.Have
-	s.byID, s.waiting = make(map[string][]byte, len(entries)), map[string]bool{}
+	// The merge (and asOf, commitOrder) hand over each id once, so add need
+	// not look ids up: the index is built when first needed.
+	s.byID, s.waiting, s.odd, s.unindexed = nil, nil, nil, true
 	s.frontier, s.updated, s.name = transcript.Origin{}, time.Time{}, ""
 	s.fullAt = time.Time{}
 	if !strict && inc.Full {
@@ -179,20 +181,28 @@ func asOf(entries []transcript.Entry, t time.Time) []transcript.Entry {
 // verified segment or checked by an append) to the cache. A line is not
 // scanned again when the read that returned it already read its type
 // (entryOf); only a line that is not an entry (the header) is parsed as a
-// header, and an origin's time is read once per segment.
+// header, and an origin's time is read once per segment. Into a handle a load
+// just emptied (unindexed, nothing held) the ids come distinct, so add neither
+// looks them up nor indexes them (see index); into any other it indexes first.
 func (s *Session) add(entries []transcript.Entry) {
+	lazy := s.unindexed && len(s.entries) == 0 && len(s.odd) == 0 && s.header.IsZero()
+	if !lazy {
+		s.index()
+	}
 	lastKey := ""
 	for i := range entries {
 		e := &entries[i] // not copied: an Entry is 180 bytes
-		if _, ok := s.byID[e.ID]; ok {
-			continue
+		if !lazy {
+			if _, ok := s.byID[e.ID]; ok {
+				continue
+			}
+			s.byID[e.ID] = e.Raw
+			if len(s.waiting) > 0 {
+				delete(s.waiting, e.ID)
+			}
 		}
-		s.byID[e.ID] = e.Raw
 		if s.refs != nil && len(e.Refs) > 0 {
 			s.refs[e.ID] = e.Refs
-		}
-		if len(s.waiting) > 0 {
-			delete(s.waiting, e.ID)
 		}
 		if e.Origin.Compare(s.frontier) > 0 {
 			s.frontier = e.Origin
@@ -204,6 +214,8 @@ func (s *Session) add(entries []transcript.Entry) {
 		if err != nil {
 			if h, herr := pi.ParseHeader(e.Raw); herr == nil && s.header.IsZero() {
 				s.header = h
+			} else if lazy {
+				s.odd = append(s.odd, transcript.Entry{ID: e.ID, Raw: e.Raw})
 			}
 			continue
 		}
@@ -211,12 +223,41 @@ func (s *Session) add(entries []transcript.Entry) {
 		if n := pi.SessionName([]pi.Entry{se}); n != "" {
 			s.name = n
 		}
-		if p, ok := se.ParentID(); ok {
+		if p, ok := se.ParentID(); ok && !lazy {
 			if _, known := s.byID[p]; !known {
 				s.waiting[p] = true
 			}
 		}
 	}
+}
+
+// index returns byID, first building it (and waiting) from what the handle
+// holds when a load left it out: what add would have built entry by entry.
+// The caller holds s.mu.
+func (s *Session) index() map[string][]byte {
+	if !s.unindexed {
+		return s.byID
+	}
+	s.byID = make(map[string][]byte, len(s.entries)+len(s.odd)+1)
+	if !s.header.IsZero() {
+		s.byID[s.header.ID()] = s.header.Raw()
+	}
+	for _, o := range s.odd {
+		s.byID[o.ID] = o.Raw
+	}
+	for _, e := range s.entries {
+		s.byID[e.ID()] = e.Raw()
+	}
+	s.waiting = map[string]bool{}
+	for _, e := range s.entries {
+		if p, ok := e.ParentID(); ok {
+			if _, known := s.byID[p]; !known {
+				s.waiting[p] = true
+			}
+		}
+	}
+	s.odd, s.unindexed = nil, false
+	return s.byID
 }
 
 // entryOf is the tree entry of e, read from a verified segment or checked by
@@ -238,8 +279,9 @@ func entryOf(e *transcript.Entry) (pi.Entry, error) {
 // missing parent of an entry held. In strict mode what a head commits after the
 // entries held is after them in commit order.
 func (s *Session) fits(entries []transcript.Entry) bool {
+	byID := s.index()
 	for _, e := range entries {
-		raw, held := s.byID[e.ID]
+		raw, held := byID[e.ID]
 		switch {
 		case held && string(raw) != string(e.Raw):
 			return false
@@ -254,8 +296,9 @@ func (s *Session) fits(entries []transcript.Entry) bool {
 // newIn returns the entries that the cache lacks.
 func (s *Session) newIn(entries []transcript.Entry) []transcript.Entry {
 	var out []transcript.Entry
+	byID := s.index()
 	for _, e := range entries {
-		if _, ok := s.byID[e.ID]; !ok {
+		if _, ok := byID[e.ID]; !ok {
 			out = append(out, e)
 		}
 	}

@@ -39,7 +39,7 @@ func (s *Session) reload(ctx context.Context) error {
 	switch {
 	case !s.asOf.IsZero():
 		return nil
-	case s.stale || s.byID == nil:
+	case s.stale || (s.byID == nil && !s.unindexed):
 		return s.load(ctx)
 	case s.strict:
 		hs, err := s.repo.store.ReadHead(ctx, s.ref)

@@ -36,17 +36,22 @@ type Session struct {
 	header pi.Header
 	// entries are the entries in sequence order (see Page): commit order in
 	// strict mode, merge order otherwise; new ones are appended.
-	entries  []pi.Entry
-	byID     map[string][]byte     // every known entry (and header) id → raw bytes
-	have     transcript.SegmentSet // the segments held (strict: those hs names)
-	frontier transcript.Origin     // the greatest origin of an entry held
-	waiting  map[string]bool       // parents that entries held name and the cache lacks
-	stale    bool                  // the cache may be out of sequence order: load afresh
-	updated  time.Time             // the newest origin time of an entry held
-	leaf     string                // active leaf (strict: committed head)
-	name     string                // the latest session name among entries
-	hs       transcript.Head       // strict: the committed head as last read or written
-	broken   error                 // strict: why appends are refused (ErrHeadMismatch)
+	entries []pi.Entry
+	// byID maps every known entry (and header) id to its raw bytes; read it
+	// through index. A load leaves it (and waiting) to be built when first
+	// needed (unindexed): a handle that only serves pages never needs it.
+	byID      map[string][]byte
+	unindexed bool
+	odd       []transcript.Entry    // unindexed: the lines held that are neither entries nor the header
+	have      transcript.SegmentSet // the segments held (strict: those hs names)
+	frontier  transcript.Origin     // the greatest origin of an entry held
+	waiting   map[string]bool       // parents that entries held name and the cache lacks
+	stale     bool                  // the cache may be out of sequence order: load afresh
+	updated   time.Time             // the newest origin time of an entry held
+	leaf      string                // active leaf (strict: committed head)
+	name      string                // the latest session name among entries
+	hs        transcript.Head       // strict: the committed head as last read or written
+	broken    error                 // strict: why appends are refused (ErrHeadMismatch)
 	// fullAt is when a default-mode session was last listed whole (see
 	// RefreshListing).
 	fullAt time.Time

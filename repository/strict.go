@@ -113,7 +113,7 @@ func headError(err error) error {
 // active leaf is head, by pi's rule (pi.LeafMoveOf) applied entry by entry.
 func (s *Session) headAfter(head string, fresh []pi.Entry) string {
 	isEntry := func(id string) bool {
-		raw, ok := s.byID[id]
+		raw, ok := s.index()[id]
 		if !ok {
 			for _, e := range fresh {
 				if e.ID() == id {

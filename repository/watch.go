@@ -37,7 +37,7 @@ func (s *Session) Watch(ctx context.Context, fn func([]pi.Entry) error) error {
 		s:      s,
 		strict: s.strict,
 		hs:     s.hs,
-		known:  make(map[string]bool, len(s.byID)),
+		known:  make(map[string]bool, len(s.index())),
 		have:   s.have.With(), // a copy: the handle's set goes on without the watch
 	}
 	for id := range s.byID {

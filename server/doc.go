@@ -28,9 +28,9 @@
 // bucket, so a client that reads a session to its end ends with what the bucket
 // holds (or 404), and reading a session page by page costs the server's first
 // read plus two requests (one when the client stops at the page whose nextSeq
-// reaches its entryCount, as the TypeScript adapter does), and one a second
-// while the read lasts longer, not
-// one per page. One watcher per watched session
+// reaches its entryCount, none when the session fits the page the open answers
+// with ?entries=N, as the TypeScript adapter reads), and one a second while
+// the read lasts longer, not one per page. One watcher per watched session
 // (not per stream) polls the bucket for what other servers commit; appends
 // through this server reach its streams at once.
 //

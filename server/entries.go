@@ -37,12 +37,25 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repositor
 	}
 	defer s.sessions.release(hd)
 	page := hd.sess.Page(after, limit)
+	b := s.pageBuffer(pageSize(page))
+	defer s.putPageBuffer(b)
+	appendPage(b, page, after)
+	b.WriteByte('\n')
+	writeBody(w, b.Bytes())
+}
+
+// pageSize is the size of page's JSON (appendPage), give or take the numbers.
+func pageSize(page repository.Page) int {
 	size := 128 + len(page.Head) // the envelope
 	for _, e := range page.Entries {
 		size += len(e.Raw()) + 1
 	}
-	b := s.pageBuffer(size)
-	defer s.putPageBuffer(b)
+	return size
+}
+
+// appendPage writes page, the entries after sequence number after, as the
+// entries route answers it: {"entries":[…],"nextSeq":…,"entryCount":…,"head":…}.
+func appendPage(b *bytes.Buffer, page repository.Page, after int) {
 	b.WriteString(`{"entries":[`)
 	for i, e := range page.Entries {
 		if i > 0 {
@@ -56,10 +69,14 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repositor
 	} else {
 		b.Write(pi.AppendString(nil, page.Head))
 	}
-	b.WriteString("}\n")
+	b.WriteByte('}')
+}
+
+// writeBody answers 200 with the JSON body.
+func writeBody(w http.ResponseWriter, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
-	_, _ = w.Write(b.Bytes())
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	_, _ = w.Write(body)
 }
 
 // maxPooledPage is the largest page body kept for reuse: a page of the largest

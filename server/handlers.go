@@ -110,13 +110,38 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, repo *repository.R
 
 // open answers the session's metadata from its handle, brought up to date.
 func (s *Server) open(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {
+	n, err := queryInt(r, "entries", 0)
+	if err != nil {
+		s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidRequest, Field: "entries", Message: err.Error()}, err)
+		return
+	}
 	hd, err := s.current(r.Context(), repo, r.PathValue("id"))
 	if err != nil {
 		s.failStore(w, r, err)
 		return
 	}
 	defer s.sessions.release(hd)
-	writeJSON(w, http.StatusOK, metadataOf(hd.sess.Snapshot()))
+	meta := metadataOf(hd.sess.Snapshot())
+	if n == 0 {
+		writeJSON(w, http.StatusOK, meta)
+		return
+	}
+	// ?entries=N: the first page as well, read in this request, so that a
+	// client opening a session (metadata, then every page) saves the first
+	// page's round trip, and the bucket read that page would make.
+	data, err := json.Marshal(meta)
+	if err != nil {
+		s.failStore(w, r, err)
+		return
+	}
+	page := hd.sess.Page(0, min(n, s.cfg.MaxPage))
+	b := s.pageBuffer(len(data) + 16 + pageSize(page))
+	defer s.putPageBuffer(b)
+	b.Write(data[:len(data)-1]) // without its closing brace
+	b.WriteString(`,"page":`)
+	appendPage(b, page, 0)
+	b.WriteString("}\n")
+	writeBody(w, b.Bytes())
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {

@@ -75,8 +75,9 @@ func (c *requestCounter) count(b testing.TB) float64 {
 }
 
 // BenchmarkPagedRead reads a strict session of n entries as the TypeScript
-// adapter does (GET /v1/sessions/{id}, then every page of the server's largest
-// size until one reaches its entryCount: benchkit.ReadPaged, the bench's read)
+// adapter does (GET /v1/sessions/{id}?entries=N, the metadata with the first
+// page, then every page of the server's largest size until one reaches its
+// entryCount: benchkit.ReadPaged, the bench's read)
 // from a server that has not served it, against
 // Store.ReadAll of the same session, on an in-memory bucket: the CPU side of
 // transcript-bench's item 15 (its bucket round trips are reported as

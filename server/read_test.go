@@ -138,3 +138,53 @@ func TestStaleHeadAndForkReadWhatIsNew(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &e))
 	require.Equal(t, "ghost", e.Error.EntryID)
 }
+
+// TestOpenWithEntries: GET /v1/sessions/{id}?entries=N answers the metadata and,
+// as "page", what GET .../entries?limit=N answers (capped by the page size),
+// with no bucket request beyond the open's; without it, or with entries=0, the
+// metadata alone; a bad value is a 400 naming the field.
+func TestOpenWithEntries(t *testing.T) {
+	for _, strict := range []bool{true, false} {
+		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
+			b := backends[0].new(t)
+			cb, requests := countingBucket(t, b)
+			reader := newServer(t, cb, server.Config{MaxPage: 5}).as(t, "acme", "alice")
+			writer := newServer(t, b, server.Config{}).as(t, "acme", "alice")
+			must(writer.do("POST", "/v1/sessions", map[string]any{"id": "s", "cwd": "/w", "strict": strict}))
+			parent := ""
+			for i := range 8 {
+				id := fmt.Sprintf("m%02d", i)
+				must(writer.do("POST", "/v1/sessions/s/entries", appendReq(parent, msg(id, parent, "user", id))))
+				parent = id
+			}
+			plain := must(reader.do("GET", "/v1/sessions/s", nil))
+			require.NotContains(t, string(plain), `"page"`)
+			require.Equal(t, string(plain), string(must(reader.do("GET", "/v1/sessions/s?entries=0", nil))))
+
+			for _, n := range []int{3, 8, 100} {
+				fresh := newServer(t, cb, server.Config{MaxPage: 5}).as(t, "acme", "alice")
+				before := requests()
+				data := must(fresh.do("GET", fmt.Sprintf("/v1/sessions/s?entries=%d", n), nil))
+				opened := requests() - before
+				var got struct {
+					metadata
+					Page *page `json:"page"`
+				}
+				require.NoError(t, json.Unmarshal(data, &got), string(data))
+				require.Equal(t, decode[metadata](t, plain), got.metadata, "the metadata is the open's")
+				require.NotNil(t, got.Page)
+				want := decode[page](t, must(reader.do("GET", fmt.Sprintf("/v1/sessions/s/entries?limit=%d", n), nil)))
+				require.Equal(t, want, *got.Page, "the page is the entries route's")
+				require.Len(t, got.Page.Entries, min(n, 5), "capped by the page size")
+
+				other := newServer(t, cb, server.Config{MaxPage: 5}).as(t, "acme", "alice")
+				before = requests()
+				must(other.do("GET", "/v1/sessions/s", nil))
+				require.Equal(t, requests()-before, opened, "the page costs no bucket request")
+			}
+			code, body := reader.do("GET", "/v1/sessions/s?entries=-1", nil)
+			require.Equal(t, http.StatusBadRequest, code, string(body))
+			require.Contains(t, string(body), `"field":"entries"`)
+		})
+	}
+}

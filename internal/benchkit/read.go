@@ -64,75 +64,76 @@ type Page struct {
 	EntryCount int // its entryCount: the session's length when it was answered
 }
 
-// PageDecoder reads a page of GET /v1/sessions/{id}/entries.
-type PageDecoder func(page []byte) (Page, error)
+// PageDecoder reads the page that starts at b[at] (an answer of GET
+// /v1/sessions/{id}/entries, or the "page" of GET /v1/sessions/{id}?entries=N)
+// and returns the offset where it ends.
+type PageDecoder func(b []byte, at int) (Page, int, error)
 
 // ScanPage is the PageDecoder of the bench: it splits a page into its entries
 // with one scan of its fields (jsonscan), as Store.ReadAll scans each stored
 // entry once (the TypeScript adapter parses a page with JSON.parse).
-func ScanPage(page []byte) (Page, error) {
+func ScanPage(b []byte, at int) (Page, int, error) {
 	var p Page
-	err := jsonscan.ScanFields(page, func(key []byte, at int) (int, error) {
+	end, err := jsonscan.ScanFieldsAt(b, at, func(key []byte, at int) (int, error) {
 		if string(key) == "entries" {
-			return jsonscan.EachElementAt(page, at, func([]byte, int) { p.Entries++ })
+			return jsonscan.EachElementAt(b, at, func([]byte, int) { p.Entries++ })
 		}
-		end, err := jsonscan.SkipValue(page, at)
+		end, err := jsonscan.SkipValue(b, at)
 		if err == nil {
 			switch string(key) {
 			case "nextSeq":
-				p.NextSeq, err = strconv.Atoi(string(page[at:end]))
+				p.NextSeq, err = strconv.Atoi(string(b[at:end]))
 			case "entryCount":
-				p.EntryCount, err = strconv.Atoi(string(page[at:end]))
+				p.EntryCount, err = strconv.Atoi(string(b[at:end]))
 			}
 		}
 		return end, err
 	})
-	return p, err
+	return p, end, err
 }
 
 // DecodePage is the PageDecoder that decodes a page with encoding/json into
 // json.RawMessage values, which scans every entry twice more than ScanPage and
 // copies it: what a Go client using encoding/json pays.
-func DecodePage(page []byte) (Page, error) {
+func DecodePage(b []byte, at int) (Page, int, error) {
 	var p struct {
 		Entries    []json.RawMessage
 		NextSeq    int
 		EntryCount int
 	}
-	if err := json.Unmarshal(page, &p); err != nil {
-		return Page{}, err
+	dec := json.NewDecoder(bytes.NewReader(b[at:]))
+	if err := dec.Decode(&p); err != nil {
+		return Page{}, 0, err
 	}
-	return Page{Entries: len(p.Entries), NextSeq: p.NextSeq, EntryCount: p.EntryCount}, nil
+	return Page{Entries: len(p.Entries), NextSeq: p.NextSeq, EntryCount: p.EntryCount}, at + int(dec.InputOffset()), nil
 }
 
+// FirstPage is what ReadPaged asks the open to answer with the metadata
+// (?entries=FirstPage): more than any server's page size, so the server's
+// largest page.
+const FirstPage = 1 << 20
+
 // ReadPaged reads session id through the server at base as the TypeScript
-// adapter does: its metadata (GET /v1/sessions/{id}), then every page (GET
-// /v1/sessions/{id}/entries?after=…, from 0, each split by decode) until one
-// reaches the entryCount it reports, or is empty (a page whose nextSeq does not
+// adapter does: its metadata with the first page (GET
+// /v1/sessions/{id}?entries=…), then every further page (GET
+// /v1/sessions/{id}/entries?after=…, each split by decode) until one reaches
+// the entryCount it reports, or is empty (a page whose nextSeq does not
 // advance is an error). A page is answered with what the bucket holds when it
 // reaches the end of the server's handle, so the page that reaches its
 // entryCount ends the read as an empty page after it would, one round trip
 // sooner. It returns the number of entries the pages held; when the metadata's
 // entryCount differs, the error is ErrCountMismatch.
 func ReadPaged(ctx context.Context, client *http.Client, base, token, id string, decode PageDecoder) (int, error) {
-	data, err := GetBody(ctx, client, base+"/v1/sessions/"+id, token)
+	data, err := GetBody(ctx, client, fmt.Sprintf("%s/v1/sessions/%s?entries=%d", base, id, FirstPage), token)
 	if err != nil {
 		return 0, err
 	}
-	var meta struct{ EntryCount int }
-	if err := json.Unmarshal(data, &meta); err != nil {
+	count, p, err := decodeOpen(data, decode)
+	if err != nil {
 		return 0, fmt.Errorf("metadata of %s: %w", id, err)
 	}
 	got := 0
 	for after := 0; ; {
-		data, err := GetBody(ctx, client, fmt.Sprintf("%s/v1/sessions/%s/entries?after=%d", base, id, after), token)
-		if err != nil {
-			return got, err
-		}
-		p, err := decode(data)
-		if err != nil {
-			return got, fmt.Errorf("page after %d of %s: %w", after, id, err)
-		}
 		if p.Entries == 0 {
 			break
 		}
@@ -144,9 +145,40 @@ func ReadPaged(ctx context.Context, client *http.Client, base, token, id string,
 		if after >= p.EntryCount {
 			break
 		}
+		data, err := GetBody(ctx, client, fmt.Sprintf("%s/v1/sessions/%s/entries?after=%d", base, id, after), token)
+		if err != nil {
+			return got, err
+		}
+		if p, _, err = decode(data, 0); err != nil {
+			return got, fmt.Errorf("page after %d of %s: %w", after, id, err)
+		}
 	}
-	if got != meta.EntryCount {
-		return got, fmt.Errorf("%w: %s: %d entries in its pages, %d in its metadata", ErrCountMismatch, id, got, meta.EntryCount)
+	if got != count {
+		return got, fmt.Errorf("%w: %s: %d entries in its pages, %d in its metadata", ErrCountMismatch, id, got, count)
 	}
 	return got, nil
+}
+
+// decodeOpen reads the entryCount of an answer of GET /v1/sessions/{id}?entries=N
+// and, with decode, its page (an error when it has none).
+func decodeOpen(data []byte, decode PageDecoder) (count int, p Page, err error) {
+	paged := false
+	err = jsonscan.ScanFields(data, func(key []byte, at int) (int, error) {
+		if string(key) == "page" {
+			var end int
+			var err error
+			p, end, err = decode(data, at)
+			paged = true
+			return end, err
+		}
+		end, err := jsonscan.SkipValue(data, at)
+		if err == nil && string(key) == "entryCount" {
+			count, err = strconv.Atoi(string(data[at:end]))
+		}
+		return end, err
+	})
+	if err == nil && !paged {
+		err = errors.New("no page in the answer")
+	}
+	return count, p, err
 }

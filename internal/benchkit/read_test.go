@@ -73,7 +73,7 @@ func TestReadPaged(t *testing.T) {
 	tests := []struct {
 		name       string
 		n, maxPage int
-		pages      int // the requests for pages: none after the page that reaches the entryCount
+		requests   int // the open answers the first page; none after the page that reaches the entryCount
 	}{
 		{"empty", 0, 3, 1},
 		{"one page", 3, 3, 1},
@@ -90,7 +90,7 @@ func TestReadPaged(t *testing.T) {
 				got, err := benchkit.ReadPaged(t.Context(), client, url, token, "s", decode)
 				require.NoError(t, err)
 				require.Equal(t, tc.n, got)
-				require.Equal(t, 1+tc.pages, rt.n, "the metadata and the pages")
+				require.Equal(t, tc.requests, rt.n, "the metadata with the first page, and the pages after it")
 			})
 		}
 	}
@@ -124,14 +124,15 @@ func TestReadPagedErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		meta  string
-		pages []string // answers to after=0, 1, 2, …
+		pages []string // answers to the pages after the open's
 		want  error
 	}{
-		{"more in the metadata", `{"entryCount":3}`, []string{`{"entries":[{},{}],"nextSeq":2,"entryCount":3}`, `{"entries":[],"nextSeq":2,"entryCount":2}`}, benchkit.ErrCountMismatch},
-		{"fewer in the metadata", `{"entryCount":1}`, []string{`{"entries":[{},{}],"nextSeq":2,"entryCount":2}`}, benchkit.ErrCountMismatch},
-		{"no advance", `{"entryCount":2}`, []string{`{"entries":[{}],"nextSeq":0,"entryCount":2}`}, nil},
-		{"bad page", `{"entryCount":2}`, []string{`{"entries":[{},`}, nil},
+		{"more in the metadata", `{"entryCount":3,"page":{"entries":[{},{}],"nextSeq":2,"entryCount":3}}`, []string{`{"entries":[],"nextSeq":2,"entryCount":2}`}, benchkit.ErrCountMismatch},
+		{"fewer in the metadata", `{"entryCount":1,"page":{"entries":[{},{}],"nextSeq":2,"entryCount":2}}`, nil, benchkit.ErrCountMismatch},
+		{"no advance", `{"entryCount":2,"page":{"entries":[{}],"nextSeq":0,"entryCount":2}}`, nil, nil},
+		{"bad page", `{"entryCount":2,"page":{"entries":[{}],"nextSeq":1,"entryCount":2}}`, []string{`{"entries":[{},`}, nil},
 		{"bad metadata", `{"entryCount":`, nil, nil},
+		{"no page in the metadata", `{"entryCount":2}`, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -91,45 +91,52 @@ func EachRawField(obj []byte, fn func(key, v []byte, off int)) error {
 // reads a value as it goes (EachElementAt of an array) so scans each byte of
 // obj once, where EachRawField would scan the value to hand it over first.
 func ScanFields(obj []byte, value func(key []byte, at int) (end int, err error)) error {
-	i := skipWS(obj, 0)
+	_, err := ScanFieldsAt(obj, skipWS(obj, 0), value)
+	return err
+}
+
+// ScanFieldsAt is ScanFields of the object that starts at b[at] (offsets are in
+// b): it returns the offset where the object ends.
+func ScanFieldsAt(obj []byte, at int, value func(key []byte, at int) (end int, err error)) (int, error) {
+	i := at
 	if i >= len(obj) || obj[i] != '{' {
-		return fmt.Errorf("%w: not a JSON object", ErrSyntax)
+		return 0, fmt.Errorf("%w: not a JSON object", ErrSyntax)
 	}
 	i = skipWS(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return nil
+		return i + 1, nil
 	}
 	for i < len(obj) {
 		ks := i
 		ke, err := skipValue(obj, i)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		key, ok := StringBytes(obj[ks:ke])
 		if !ok {
-			return fmt.Errorf("%w: bad key", ErrSyntax)
+			return 0, fmt.Errorf("%w: bad key", ErrSyntax)
 		}
 		i = skipWS(obj, ke)
 		if i >= len(obj) || obj[i] != ':' {
-			return fmt.Errorf("%w: expected ':'", ErrSyntax)
+			return 0, fmt.Errorf("%w: expected ':'", ErrSyntax)
 		}
 		ve, err := value(key, skipWS(obj, i+1))
 		if err != nil {
-			return err
+			return 0, err
 		}
 		i = skipWS(obj, ve)
 		if i >= len(obj) {
 			break
 		}
 		if obj[i] == '}' {
-			return nil
+			return i + 1, nil
 		}
 		if obj[i] != ',' {
-			return fmt.Errorf("%w: expected ','", ErrSyntax)
+			return 0, fmt.Errorf("%w: expected ','", ErrSyntax)
 		}
 		i = skipWS(obj, i+1)
 	}
-	return fmt.Errorf("%w: unterminated object", ErrSyntax)
+	return 0, fmt.Errorf("%w: unterminated object", ErrSyntax)
 }
 
 // SkipValue returns the offset in b where the JSON value that starts at b[at]

@@ -58,6 +58,9 @@ export interface WatchOptions {
 	signal?: AbortSignal;
 }
 
+/** What load asks the open to answer with the metadata: more than any server's page size, so a full page. */
+const FIRST_PAGE = 1 << 20;
+
 interface Page {
 	entries: SessionTreeEntry[];
 	nextSeq: number;
@@ -106,19 +109,22 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 
 	/** @internal */
 	static async load(api: Api, id: string): Promise<HttpSessionStorage> {
-		const path = `/v1/sessions/${encodeURIComponent(id)}`;
-		const meta = await api.request<ServerMetadata>("GET", path);
+		// The open answers the first page too (?entries=N, capped by the server's page size).
+		const path = `/v1/sessions/${encodeURIComponent(id)}?entries=${api.pageSize ?? FIRST_PAGE}`;
+		const meta = await api.request<ServerMetadata & { page?: Page }>("GET", path);
 		if (meta.status !== 200) throw toSessionError(`open session ${id}`, meta);
 		const entries: SessionTreeEntry[] = [];
-		let head: string | null = null;
+		let head: string | null = meta.body.head;
 		let seq = 0;
+		let page = meta.body.page;
 		for (;;) {
-			const page = await readPage(api, id, seq, api.pageSize);
+			page ??= await readPage(api, id, seq, api.pageSize);
 			entries.push(...page.entries);
 			head = page.head;
 			if (page.entries.length === 0) break;
 			seq = page.nextSeq;
 			if (readToEnd(page)) break;
+			page = undefined;
 		}
 		return new HttpSessionStorage(api, metadataOf(meta.body), entries, head, seq);
 	}

@@ -196,7 +196,7 @@ test("a lost append response is retried without a duplicate", async () => {
 	await repo.delete(await s.getMetadata());
 });
 
-test("opening a session reads its pages up to its entryCount, with no empty page after", async () => {
+test("opening a session takes its first page with the metadata and reads pages up to its entryCount, with no empty page after", async () => {
 	const repo = new HttpSessionRepo(alice);
 	const s = await repo.create({});
 	for (let i = 0; i < 4; i++) {
@@ -205,15 +205,19 @@ test("opening a session reads its pages up to its entryCount, with no empty page
 	}
 	const id = (await s.getMetadata()).id;
 	const pages: string[] = [];
+	const opens: string[] = [];
 	const counting: typeof fetch = async (input, init) => {
 		if (String(input).includes("/entries?")) pages.push(String(input));
+		else if (String(input).endsWith(`/v1/sessions/${id}?entries=3`)) opens.push(String(input));
 		return fetch(input, init);
 	};
 	const storage = await HttpSessionStorage.open({ ...alice, fetch: counting }, id);
 	const n = (await storage.getEntries()).length;
 	assert.ok(n >= 8, `${n} entries`);
-	// open reads pages of alice's 3; getEntries without a limit reads pages of the server's size.
-	const want = Math.ceil(n / 3) + 1;
+	// open takes alice's first 3 with the metadata and reads the rest in pages of 3; getEntries
+	// without a limit reads one page of the server's size.
+	assert.equal(opens.length, 1, "the open asks for the first page");
+	const want = Math.ceil(n / 3) - 1 + 1;
 	assert.equal(pages.length, want, `open and getEntries read ${want} pages: ${pages.join(", ")}`);
 	assert.deepEqual(
 		(await storage.getEntries()).map((e: SessionTreeEntry) => e.id),

@@ -3,6 +3,7 @@ package jsonscan_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -97,6 +98,14 @@ func TestScanFields(t *testing.T) {
 		}), obj)
 		require.Equal(t, want, got, obj)
 		require.Equal(t, wantElems, gotElems, obj)
+
+		// Inside other JSON, ScanFieldsAt ends where SkipValue does.
+		outer := []byte(`[` + strings.TrimSpace(obj) + `,1]`)
+		end, err := jsonscan.ScanFieldsAt(outer, 1, func(_ []byte, at int) (int, error) { return jsonscan.SkipValue(outer, at) })
+		require.NoError(t, err, obj)
+		skip, err := jsonscan.SkipValue(outer, 1)
+		require.NoError(t, err, obj)
+		require.Equal(t, skip, end, obj)
 	}
 	for _, bad := range []string{`{"a":[1 2]}`, `{"a":[1,}`, `[1]`} {
 		b := []byte(bad)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,7 +121,10 @@ func writeChain(ctx context.Context, repo *repository.Repository, id string, n, 
 // runAPI is the group of items 15, 16 and 17.
 func runAPI(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
-	for _, item := range []func(context.Context, *env) ([]Row, error){apiRead, apiList, apiStream} {
+	for i, item := range []func(context.Context, *env) ([]Row, error){apiRead, apiList, apiStream} {
+		if n := 15 + i; len(e.cfg.Items) > 0 && !slices.Contains(e.cfg.Items, n) {
+			continue // not selected
+		}
 		rows, err := item(ctx, e)
 		if err != nil {
 			return res, err

@@ -65,6 +65,10 @@ type childConfig struct {
 	// RunPrefix is the run's own key prefix (below the store URL's prefix).
 	RunPrefix string `json:"runPrefix"`
 	Sizes     Sizes  `json:"sizes"`
+	// Items are the items --items selected (empty: all). A group runs all of
+	// its items when one of them is selected, except the API group, whose items
+	// are independent (item 16 alone writes a million entries).
+	Items []int `json:"items,omitempty"`
 	// CPUProfileDir, when set, is where each child writes the CPU profile of its
 	// whole run as {group}.cpu.pprof.
 	CPUProfileDir string `json:"cpuProfileDir,omitempty"`
@@ -187,7 +191,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	cfg := childConfig{Store: o.store, Sizes: newSizes(o.quick, o.scale),
+	cfg := childConfig{Store: o.store, Sizes: newSizes(o.quick, o.scale), Items: o.items,
 		RunPrefix: "transcript-bench/" + start.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(rnd)}
 	if cfg.CPUProfileDir, err = outputDir(o.cpuProfileDir); err != nil {
 		return err

@@ -126,9 +126,9 @@ func requireEveryRead(t *testing.T, s *transcript.Store, r transcript.Transcript
 	require.Equal(t, 1, seen)
 }
 
-// TestPayload_StoredOnceReadBack writes entries holding large payloads through both
-// write paths (AppendSegment, and PrepareSegment then PutSegment, as the mirror
-// does) on every backend: every read returns them byte for byte, the segment holds
+// TestPayload_StoredOnceReadBack writes entries holding large payloads through every
+// write path (AppendSegment, AppendSegments, and PrepareSegment then PutSegment, as
+// the mirror does) on every backend: every read returns them byte for byte, the segment holds
 // references (what zstd -dc prints), each distinct payload is one object of the
 // namespace whatever the session, and a Stored read returns the references.
 func TestPayload_StoredOnceReadBack(t *testing.T) {
@@ -136,7 +136,7 @@ func TestPayload_StoredOnceReadBack(t *testing.T) {
 	text := "line one\n\"quoted\"\ttab " + strings.Repeat("output ", testThreshold/4)
 	small := imageData(2, testThreshold/2)
 	for name, newBucket := range testBackends() {
-		for _, path := range []string{"append", "prepare+put"} {
+		for _, path := range []string{"append", "appends", "prepare+put"} {
 			t.Run(name+"/"+path, func(t *testing.T) {
 				ctx := context.Background()
 				b := newBucket(t)
@@ -145,10 +145,17 @@ func TestPayload_StoredOnceReadBack(t *testing.T) {
 				want := [][]byte{entry("a", ""), imageEntry("b", "a", img), toolEntry("c", "b", text), imageEntry("d", "c", small), imageEntry("e", "d", img)}
 				var infos []transcript.SegmentInfo
 				for _, batch := range [][][]byte{want[:2], want[2:]} {
-					if path == "append" {
+					switch path {
+					case "append":
 						info, err := s.AppendSegment(ctx, ref, batch, w)
 						require.NoError(t, err)
 						infos = append(infos, info)
+						continue
+					case "appends":
+						got, err := s.AppendSegments(ctx, ref, batch, w)
+						require.NoError(t, err)
+						require.Len(t, got, 1)
+						infos = append(infos, got...)
 						continue
 					}
 					obj, err := s.PrepareSegment(ref, batch, w)

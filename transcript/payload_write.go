@@ -237,9 +237,31 @@ func (s *Store) putExtracted(ctx context.Context, info SegmentInfo, data []byte)
 
 // appendExtracted is AppendSegment of entries that hold the payloads fs.
 func (s *Store) appendExtracted(ctx context.Context, ref TranscriptRef, entries [][]byte, fs []found, w *Writer) (SegmentInfo, error) {
-	ref, meta, err := s.newMeta(ref, entries, w, 0)
+	x, err := s.prepareExtracted(ref, entries, fs, w)
 	if err != nil {
 		return SegmentInfo{}, err
+	}
+	return s.putPrepared(ctx, x, w)
+}
+
+// extractedSegment is a level-0 segment of entries that hold the payloads fs,
+// checked and given its metadata (the writer's sequence number, the checksum of
+// the entries as written) but not encoded: its stored form depends on which
+// payloads stay inline, known only once they are stored (putPrepared).
+type extractedSegment struct {
+	ref     TranscriptRef
+	entries [][]byte
+	fs      []found
+	meta    segment.Meta
+}
+
+// prepareExtracted checks entries, which hold the payloads fs, as PrepareSegment
+// does, without compressing them: neither they nor their payloads are encoded
+// until putPrepared stores them.
+func (s *Store) prepareExtracted(ref TranscriptRef, entries [][]byte, fs []found, w *Writer) (extractedSegment, error) {
+	ref, meta, err := s.newMeta(ref, entries, w, 0)
+	if err != nil {
+		return extractedSegment{}, err
 	}
 	d := xxhash.New()
 	for _, e := range entries {
@@ -247,9 +269,15 @@ func (s *Store) appendExtracted(ctx context.Context, ref TranscriptRef, entries 
 		_, _ = d.Write([]byte{'\n'})
 	}
 	meta.ResolvedChecksum, meta.HasResolvedChecksum = d.Sum64(), true
+	return extractedSegment{ref: ref, entries: entries, fs: fs, meta: meta}, nil
+}
+
+// putPrepared stores x: its payloads first, then the segment holding their
+// references (storeExtracted), encoded only then.
+func (s *Store) putPrepared(ctx context.Context, x extractedSegment, w *Writer) (SegmentInfo, error) {
 	var info SegmentInfo
-	err = s.storeExtracted(ctx, ref.Namespace, entries, fs, meta, func(meta segment.Meta, stored [][]byte) error {
-		obj, err := s.encodeAs(ref, meta, stored, w)
+	err := s.storeExtracted(ctx, x.ref.Namespace, x.entries, x.fs, x.meta, func(meta segment.Meta, stored [][]byte) error {
+		obj, err := s.encodeAs(x.ref, meta, stored, w)
 		if err != nil {
 			return err
 		}

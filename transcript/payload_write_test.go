@@ -57,3 +57,54 @@ func TestAppendSegment_PayloadLooks(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendSegments_Payloads: AppendSegments stores the payloads of its runs as
+// AppendSegment does (the same requests: the looks, the payload PUT, then the
+// segment PUT; a run without payloads is one PUT), and the segment keeps
+// references. A batch with an entry the store refuses writes nothing, not even
+// the payloads of the runs before it.
+func TestAppendSegments_Payloads(t *testing.T) {
+	img := imageData(52, 2*testThreshold)
+	for _, tc := range []struct {
+		name       string
+		batch      [][]byte
+		heads      int // requests of the write
+		puts       int
+		refused    bool
+		refEntries []int // entries of the stored session holding a reference
+	}{
+		{"payload", [][]byte{entry("a", ""), imageEntry("b", "a", img)}, 2, 2, false, []int{1}},
+		{"no payload", [][]byte{entry("a", ""), entry("b", "a")}, 0, 1, false, nil},
+		{"refused", [][]byte{imageEntry("a", "", img), []byte(`{"type":"message"`)}, 0, 0, true, nil},
+		{"payload below the threshold", [][]byte{imageEntry("a", "", img[:testThreshold/2])}, 0, 1, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			b := &requestCounter{Bucket: newBucket(t)}
+			s := newStore(t, b, transcript.Config{PayloadThreshold: testThreshold})
+			infos, err := s.AppendSegments(ctx, ref, tc.batch, newWriter(t, "w1"))
+			_, heads, _, puts, _ := b.take()
+			require.Equal(t, tc.heads, heads, "HEADs")
+			require.Equal(t, tc.puts, puts, "PUTs")
+			if tc.refused {
+				require.Error(t, err)
+				require.Empty(t, infos)
+				require.Empty(t, payloadKeys(t, b, "", ref.Namespace), "no payload stored")
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, infos, 1)
+			stored, err := s.Stored().ReadAll(ctx, ref)
+			require.NoError(t, err)
+			var withRefs []int
+			for i, e := range stored.Entries {
+				if len(e.Refs) > 0 {
+					withRefs = append(withRefs, i)
+				}
+			}
+			require.Equal(t, tc.refEntries, withRefs)
+			require.Equal(t, infos[0].Key, stored.Segments[0].Key)
+			requireEveryRead(t, s, ref, tc.batch)
+		})
+	}
+}

@@ -54,20 +54,58 @@ func (s *Store) PrepareSegments(ref TranscriptRef, entries [][]byte, w *Writer) 
 
 // AppendSegments writes entries as one or more new segments of ref (see
 // PrepareSegments), in order, and returns their descriptions. Every segment is
-// encoded before the first is stored, so a refused entry writes nothing. If a
+// checked before the first is stored, so a refused entry writes nothing. If a
 // write fails, the segments before it are stored; writing the same entries again
-// is harmless, as readers collapse identical duplicates.
+// is harmless, as readers collapse identical duplicates. A segment whose entries
+// hold payloads of at least Config.PayloadThreshold bytes is stored as
+// AppendSegment stores one: its payloads are compressed once, as payload
+// objects, and the segment of references after them; not compressed whole first
+// and then taken apart again (PutSegment's way with a segment encoded already).
 func (s *Store) AppendSegments(ctx context.Context, ref TranscriptRef, entries [][]byte, w *Writer) ([]SegmentInfo, error) {
-	objs, err := s.PrepareSegments(ref, entries, w)
-	if err != nil {
-		return nil, err
+	if len(entries) == 0 {
+		return nil, ErrEmptySegment
 	}
-	infos := make([]SegmentInfo, 0, len(objs))
-	for i, obj := range objs {
-		if err := s.PutSegment(ctx, obj.Info.Key, obj.Data); err != nil {
-			return infos, fmt.Errorf("segment %d of %d: %w", i+1, len(objs), err)
+	// One step per run: an encoded segment (obj), or one whose payloads go out
+	// first (x, when extract is set).
+	type step struct {
+		obj     SegmentObject
+		x       extractedSegment
+		extract bool
+	}
+	runs := SplitBatch(entries, 0)
+	steps := make([]step, len(runs))
+	threshold := s.payloadThreshold()
+	for i, run := range runs {
+		var fs []found
+		if threshold > 0 {
+			fs = findPayloads(run, threshold)
 		}
-		infos = append(infos, obj.Info)
+		var err error
+		if len(fs) > 0 {
+			steps[i].x, err = s.prepareExtracted(ref, run, fs, w)
+			steps[i].extract = true
+		} else {
+			steps[i].obj, err = s.PrepareSegment(ref, run, w)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	infos := make([]SegmentInfo, 0, len(steps))
+	for i, st := range steps {
+		var info SegmentInfo
+		var err error
+		if st.extract {
+			info, err = s.putPrepared(ctx, st.x, w)
+		} else {
+			// No payload to take out (findPayloads above): PutSegment would
+			// decode the segment again to find none.
+			info, err = st.obj.Info, s.putObject(ctx, st.obj.Info.Key, st.obj.Data)
+		}
+		if err != nil {
+			return infos, fmt.Errorf("segment %d of %d: %w", i+1, len(steps), err)
+		}
+		infos = append(infos, info)
 	}
 	return infos, nil
 }

@@ -246,18 +246,21 @@ func (s *Store) appendExtracted(ctx context.Context, ref TranscriptRef, entries 
 
 // extractedSegment is a level-0 segment of entries that hold the payloads fs,
 // checked and given its metadata (the writer's sequence number, the checksum of
-// the entries as written) but not encoded: its stored form depends on which
-// payloads stay inline, known only once they are stored (putPrepared).
+// the entries as written) and its key's time, but not encoded: its stored form
+// depends on which payloads stay inline, known only once they are stored
+// (putPrepared).
 type extractedSegment struct {
 	ref     TranscriptRef
 	entries [][]byte
 	fs      []found
 	meta    segment.Meta
+	at      time.Time // the key's time, drawn when prepared
 }
 
 // prepareExtracted checks entries, which hold the payloads fs, as PrepareSegment
-// does, without compressing them: neither they nor their payloads are encoded
-// until putPrepared stores them.
+// does, and draws the segment's sequence number and key time as it does, without
+// compressing them: neither they nor their payloads are encoded until
+// putPrepared stores them.
 func (s *Store) prepareExtracted(ref TranscriptRef, entries [][]byte, fs []found, w *Writer) (extractedSegment, error) {
 	ref, meta, err := s.newMeta(ref, entries, w, 0)
 	if err != nil {
@@ -269,7 +272,7 @@ func (s *Store) prepareExtracted(ref TranscriptRef, entries [][]byte, fs []found
 		_, _ = d.Write([]byte{'\n'})
 	}
 	meta.ResolvedChecksum, meta.HasResolvedChecksum = d.Sum64(), true
-	return extractedSegment{ref: ref, entries: entries, fs: fs, meta: meta}, nil
+	return extractedSegment{ref: ref, entries: entries, fs: fs, meta: meta, at: s.cfg.Clock.Next(ref)}, nil
 }
 
 // putPrepared stores x: its payloads first, then the segment holding their
@@ -277,7 +280,7 @@ func (s *Store) prepareExtracted(ref TranscriptRef, entries [][]byte, fs []found
 func (s *Store) putPrepared(ctx context.Context, x extractedSegment, w *Writer) (SegmentInfo, error) {
 	var info SegmentInfo
 	err := s.storeExtracted(ctx, x.ref.Namespace, x.entries, x.fs, x.meta, func(meta segment.Meta, stored [][]byte) error {
-		obj, err := s.encodeAs(x.ref, meta, stored, w)
+		obj, err := s.encodeAt(x.ref, meta, stored, w, x.at)
 		if err != nil {
 			return err
 		}

@@ -3,10 +3,13 @@ package transcript_test
 import (
 	"bytes"
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -62,7 +65,7 @@ func TestAppendSegment_PayloadLooks(t *testing.T) {
 // AppendSegment does (the same requests: the looks, the payload PUT, then the
 // segment PUT; a run without payloads is one PUT), and the segment keeps
 // references. A batch with an entry the store refuses writes nothing, not even
-// the payloads of the runs before it.
+// the payload of the entry before it.
 func TestAppendSegments_Payloads(t *testing.T) {
 	img := imageData(52, 2*testThreshold)
 	for _, tc := range []struct {
@@ -106,5 +109,39 @@ func TestAppendSegments_Payloads(t *testing.T) {
 			require.Equal(t, infos[0].Key, stored.Segments[0].Key)
 			requireEveryRead(t, s, ref, tc.batch)
 		})
+	}
+}
+
+// TestAppendSegments_PayloadRunKeyedInOrder: a batch that AppendSegments cuts into
+// several segments (over segment.DefaultTargetSegmentSize), the first holding a
+// payload, is keyed in the batch's order, although the segment holding the
+// payload is encoded only after its payload is stored, and reads back in order.
+func TestAppendSegments_PayloadRunKeyedInOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 64 MiB entry")
+	}
+	ctx := context.Background()
+	s := newStore(t, newBucket(t), transcript.Config{PayloadThreshold: testThreshold})
+	var big bytes.Buffer
+	big.WriteString(`{"type":"custom","id":"b","parentId":"a","data":[`)
+	short := `"` + strings.Repeat("x", testThreshold/2) + `"`
+	for big.Len() < segment.DefaultMaxEntrySize-2*len(short) {
+		big.WriteString(short + ",")
+	}
+	big.WriteString(short + "]}")
+	batch := [][]byte{imageEntry("a", "", imageData(53, 2*testThreshold)), big.Bytes(), entry("c", "b")}
+	infos, err := s.AppendSegments(ctx, ref, batch, newWriter(t, "w1"))
+	require.NoError(t, err)
+	require.Greater(t, len(infos), 1, "the batch is cut")
+	keys := make([]string, len(infos))
+	for i, in := range infos {
+		keys[i] = in.Key
+	}
+	require.True(t, slices.IsSorted(keys), "keys in the batch's order: %v", keys)
+	res, err := s.ReadAll(ctx, ref)
+	require.NoError(t, err)
+	require.Len(t, res.Entries, len(batch))
+	for i, e := range res.Entries {
+		require.True(t, bytes.Equal(batch[i], e.Raw), "entry %d", i)
 	}
 }

@@ -100,11 +100,17 @@ func (s *Store) newMeta(ref TranscriptRef, entries [][]byte, w *Writer, level in
 // holds the next time of ref's clock, w's id, meta's sequence number and the
 // checksum KeyChecksum gives.
 func (s *Store) encodeAs(ref TranscriptRef, meta segment.Meta, entries [][]byte, w *Writer) (SegmentObject, error) {
+	return s.encodeAt(ref, meta, entries, w, s.cfg.Clock.Next(ref))
+}
+
+// encodeAt is encodeAs with the key's time now drawn from the clock already
+// (prepareExtracted draws it when the segment is prepared, so that a batch's
+// segments are keyed in their order whenever each is encoded).
+func (s *Store) encodeAt(ref TranscriptRef, meta segment.Meta, entries [][]byte, w *Writer, now time.Time) (SegmentObject, error) {
 	data, meta, err := s.enc.Encode(meta, entries)
 	if err != nil {
 		return SegmentObject{}, fmt.Errorf("prepare segment: %w", err)
 	}
-	now := s.cfg.Clock.Next(ref)
 	sum := KeyChecksum(meta)
 	level := int(meta.Level)
 	info := SegmentInfo{

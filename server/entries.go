@@ -37,7 +37,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repositor
 	}
 	defer s.sessions.release(hd)
 	page := hd.sess.Page(after, limit)
-	b := s.pageBuffer(pageSize(page))
+	b := s.pageBuffer(0, page)
 	defer s.putPageBuffer(b)
 	appendPage(b, page, after)
 	b.WriteByte('\n')
@@ -83,17 +83,17 @@ func writeBody(w http.ResponseWriter, body []byte) {
 // entries (up to the entry limit each) is rare and is left to the collector.
 const maxPooledPage = 4 << 20
 
-// pageBuffer returns an empty buffer of at least size bytes for a page body:
-// one from the pool when it is large enough. A read of a session costs one
-// page per thousand entries, and a fresh buffer for each was a large
-// allocation, cleared and collected, per request.
-func (s *Server) pageBuffer(size int) *bytes.Buffer {
+// pageBuffer returns an empty buffer for a body of extra bytes and page: one
+// from the pool when there is one (it grows as the page is written), else one
+// of the page's size. A read of a session costs one page per thousand
+// entries, and a fresh buffer for each was a large allocation, cleared and
+// collected, per request.
+func (s *Server) pageBuffer(extra int, page repository.Page) *bytes.Buffer {
 	if b, ok := s.pages.Get().(*bytes.Buffer); ok {
 		b.Reset()
-		b.Grow(size)
 		return b
 	}
-	return bytes.NewBuffer(make([]byte, 0, size))
+	return bytes.NewBuffer(make([]byte, 0, extra+pageSize(page)))
 }
 
 // putPageBuffer gives b back to the pool once its page is written.

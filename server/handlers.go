@@ -135,7 +135,7 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, repo *repository.R
 		return
 	}
 	page := hd.sess.Page(0, min(n, s.cfg.MaxPage))
-	b := s.pageBuffer(len(data) + 16 + pageSize(page))
+	b := s.pageBuffer(len(data)+16, page)
 	defer s.putPageBuffer(b)
 	b.Write(data[:len(data)-1]) // without its closing brace
 	b.WriteString(`,"page":`)

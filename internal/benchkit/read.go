@@ -32,6 +32,13 @@ var ErrCountMismatch = errors.New("benchkit: pages and metadata disagree on the 
 // answer's body, read into a buffer of its Content-Length when the server sends
 // one; an answer other than 200 OK is a *StatusError.
 func GetBody(ctx context.Context, client *http.Client, url, token string) ([]byte, error) {
+	return getInto(ctx, client, url, token, new(bytes.Buffer))
+}
+
+// getInto is GetBody reading the body into buf (emptied first), whose bytes it
+// returns: a client reading pages one after another reuses one buffer.
+func getInto(ctx context.Context, client *http.Client, url, token string, buf *bytes.Buffer) ([]byte, error) {
+	buf.Reset()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -42,7 +49,6 @@ func GetBody(ctx context.Context, client *http.Client, url, token string) ([]byt
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var buf bytes.Buffer
 	if resp.ContentLength > 0 {
 		// ReadFrom wants MinRead bytes free to see the end: without them it
 		// would copy the whole body into a buffer twice the size.
@@ -52,7 +58,7 @@ func GetBody(ctx context.Context, client *http.Client, url, token string) ([]byt
 		return nil, fmt.Errorf("GET %s: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &StatusError{URL: url, Code: resp.StatusCode, Body: buf.Bytes()}
+		return nil, &StatusError{URL: url, Code: resp.StatusCode, Body: bytes.Clone(buf.Bytes())}
 	}
 	return buf.Bytes(), nil
 }
@@ -133,6 +139,7 @@ func ReadPaged(ctx context.Context, client *http.Client, base, token, id string,
 		return 0, fmt.Errorf("metadata of %s: %w", id, err)
 	}
 	got := 0
+	var buf bytes.Buffer // each page's body, read into the last one's buffer
 	for after := 0; ; {
 		if p.Entries == 0 {
 			break
@@ -145,7 +152,7 @@ func ReadPaged(ctx context.Context, client *http.Client, base, token, id string,
 		if after >= p.EntryCount {
 			break
 		}
-		data, err := GetBody(ctx, client, fmt.Sprintf("%s/v1/sessions/%s/entries?after=%d", base, id, after), token)
+		data, err := getInto(ctx, client, fmt.Sprintf("%s/v1/sessions/%s/entries?after=%d", base, id, after), token, &buf)
 		if err != nil {
 			return got, err
 		}

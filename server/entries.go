@@ -11,7 +11,8 @@ import (
 )
 
 // entries answers the entries after sequence number "after" (default 0: from the
-// first), at most "limit" of them (default and cap Config.MaxPage), in the
+// first), at most "limit" of them (default and cap Config.MaxPage, and at most
+// Config.MaxPageBytes of them, see boundPage), in the
 // session's sequence (repository.Session.Page: commit order in strict mode,
 // merge order otherwise). Entry n of the sequence has sequence number n, counted
 // from 1, so afterEntrySeq of Pi's getEntries maps onto "after" directly and the
@@ -36,12 +37,27 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repositor
 		return
 	}
 	defer s.sessions.release(hd)
-	page := hd.sess.Page(after, limit)
+	page := s.boundPage(hd.sess.Page(after, limit))
 	b := s.pageBuffer(0, page)
 	defer s.putPageBuffer(b)
 	appendPage(b, page, after)
 	b.WriteByte('\n')
 	writeBody(w, b.Bytes())
+}
+
+// boundPage cuts page before the entry that would take its entries' bytes past
+// Config.MaxPageBytes, keeping at least one entry: a reader goes on from the
+// page's nextSeq, so a shorter page costs it a round trip, never an entry.
+func (s *Server) boundPage(page repository.Page) repository.Page {
+	size := 0
+	for i, e := range page.Entries {
+		size += len(e.Raw()) + 1
+		if size > s.cfg.MaxPageBytes && i > 0 {
+			page.Entries = page.Entries[:i:i]
+			break
+		}
+	}
+	return page
 }
 
 // pageSize is the size of page's JSON (appendPage), give or take the numbers.

@@ -134,7 +134,7 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, repo *repository.R
 		s.failStore(w, r, err)
 		return
 	}
-	page := hd.sess.Page(0, min(n, s.cfg.MaxPage))
+	page := s.boundPage(hd.sess.Page(0, min(n, s.cfg.MaxPage)))
 	b := s.pageBuffer(len(data)+16, page)
 	defer s.putPageBuffer(b)
 	b.Write(data[:len(data)-1]) // without its closing brace

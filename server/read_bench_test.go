@@ -93,7 +93,7 @@ func BenchmarkPagedRead(b *testing.B) {
 		repo, err := repos.Repository(repository.Owner{Tenant: "acme", User: "alice"})
 		require.NoError(b, err)
 		id := fmt.Sprintf("read-%d", n)
-		writeBenchChain(b, repo, id, n, server.DefaultMaxPage)
+		writeBenchChain(b, repo, id, n, 1000) // segments of 1,000, as item 15's
 		token, err := server.MintToken(testKey, "acme", "alice", time.Now(), time.Hour)
 		require.NoError(b, err)
 		// The API read's client decodes each page with encoding/json, or splits it

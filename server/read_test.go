@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -187,4 +188,56 @@ func TestOpenWithEntries(t *testing.T) {
 			require.Contains(t, string(body), `"field":"entries"`)
 		})
 	}
+}
+
+// TestPagesBoundedByBytes: a page ends before the entry that would take its
+// entries past Config.MaxPageBytes, and holds one entry however large; read
+// page by page, and through the open's first page, every entry comes once and
+// in order.
+func TestPagesBoundedByBytes(t *testing.T) {
+	b := backends[0].new(t)
+	const bound = 1000
+	c := newServer(t, b, server.Config{MaxPageBytes: bound}).as(t, "acme", "alice")
+	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s", "cwd": "/w", "strict": true}))
+	var want []string
+	var sizes []int
+	parent := ""
+	for i := range 12 {
+		id := fmt.Sprintf("m%02d", i)
+		text := strings.Repeat("x", 100+50*i) // the last entries alone pass the bound
+		if i == 11 {
+			text = strings.Repeat("y", 2*bound)
+		}
+		e := msg(id, parent, "user", text)
+		must(c.do("POST", "/v1/sessions/s/entries", appendReq(parent, e)))
+		want, sizes, parent = append(want, id), append(sizes, len(e)), id
+	}
+	// The first page: as many entries as fit (at least one).
+	fit, size := 0, 0
+	for _, n := range sizes {
+		if size += n + 1; size > bound && fit > 0 {
+			break
+		}
+		fit++
+	}
+	p := decode[page](t, must(c.do("GET", "/v1/sessions/s/entries", nil)))
+	require.Len(t, p.Entries, fit)
+	require.Equal(t, fit, p.NextSeq)
+	total := 0
+	for _, e := range p.Entries {
+		total += len(e) + 1
+	}
+	require.LessOrEqual(t, total, bound)
+
+	got, pages := readAll(t, c, "s", 100)
+	require.Equal(t, want, got)
+	require.Greater(t, pages, 4, "pages of at most %d bytes", bound)
+	last := decode[page](t, must(c.do("GET", "/v1/sessions/s/entries?after=11", nil)))
+	require.Len(t, last.Entries, 1, "an entry over the bound is a page of its own")
+
+	var opened struct {
+		Page page `json:"page"`
+	}
+	require.NoError(t, json.Unmarshal(must(c.do("GET", "/v1/sessions/s?entries=100", nil)), &opened))
+	require.Equal(t, p, opened.Page, "the open's first page is bounded alike")
 }

@@ -27,8 +27,13 @@ const (
 	DefaultBodyTimeout = 30 * time.Second
 	// DefaultMaxBodyBytes bounds a request body: an append batch.
 	DefaultMaxBodyBytes = 64 << 20
-	// DefaultMaxPage is the most entries one read returns.
-	DefaultMaxPage = 1000
+	// DefaultMaxPage is the most entries one read returns. A page is bounded by
+	// its bytes too (DefaultMaxPageBytes), so the count can be large: a session
+	// of short entries reads in few round trips, one of large ones in pages of a
+	// few megabytes.
+	DefaultMaxPage = 10000
+	// DefaultMaxPageBytes bounds the entries' bytes in one read's answer.
+	DefaultMaxPageBytes = 4 << 20
 	// DefaultWatchInterval is the default of Config.WatchInterval.
 	DefaultWatchInterval = time.Second
 	// DefaultHeartbeat is the default of Config.Heartbeat.
@@ -63,6 +68,10 @@ type Config struct {
 	BodyTimeout time.Duration
 	// MaxPage bounds the entries of one read (default DefaultMaxPage).
 	MaxPage int
+	// MaxPageBytes bounds the bytes of the entries of one read (default
+	// DefaultMaxPageBytes): a page ends before the entry that would take it
+	// past the bound, and holds at least one entry whatever its size.
+	MaxPageBytes int
 	// MaxCachedSessions bounds the session handles kept between requests (default
 	// DefaultMaxCachedSessions; negative: none, every request reads its session
 	// whole). See Server.
@@ -157,6 +166,7 @@ func (cfg Config) withDefaults() Config {
 	positiveOr(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	positiveOr(&cfg.BodyTimeout, DefaultBodyTimeout)
 	positiveOr(&cfg.MaxPage, DefaultMaxPage)
+	positiveOr(&cfg.MaxPageBytes, DefaultMaxPageBytes)
 	if cfg.MaxCachedSessions == 0 { // below zero: no cache
 		cfg.MaxCachedSessions = DefaultMaxCachedSessions
 	}

@@ -84,7 +84,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, repo *repository
 // changed: it then sent "reset").
 func (s *Server) sendNew(st *sseWriter, sess *repository.Session, sent *int, epoch uint64) bool {
 	for {
-		p := sess.Page(*sent, s.cfg.MaxPage)
+		p := s.boundPage(sess.Page(*sent, s.cfg.MaxPage))
 		if p.Epoch != epoch || *sent > p.Count {
 			st.event("reset", map[string]int{"entryCount": p.Count})
 			return false

@@ -32,6 +32,10 @@ import (
 //     from the same server (against the append's own round trip) and from
 //     another server on the same bucket (against half its watch interval).
 
+// apiSegmentEntries is how many entries each segment of item 15's sessions
+// holds (one append each).
+const apiSegmentEntries = 1000
+
 // apiEnv is a server over one store and a client of it as one owner.
 type apiEnv struct {
 	store  *transcript.Store
@@ -145,7 +149,7 @@ func apiRead(ctx context.Context, e *env) ([]Row, error) {
 	var rows []Row
 	for _, n := range sz.APIReadEntries {
 		id := fmt.Sprintf("read-%d", n)
-		if err := writeChain(ctx, a.repo, id, n, server.DefaultMaxPage); err != nil {
+		if err := writeChain(ctx, a.repo, id, n, apiSegmentEntries); err != nil {
 			return nil, err
 		}
 		ref := transcript.TranscriptRef{Namespace: a.repo.Namespace(), AgentID: "bench", SessionID: id}
@@ -176,9 +180,8 @@ func apiRead(ctx context.Context, e *env) ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		pages := (n + server.DefaultMaxPage - 1) / server.DefaultMaxPage
-		note := fmt.Sprintf("strict session of %d segments of %d entries; metadata with the first page, then %d pages of %d, on a server that had not read it; median of %d",
-			pages, server.DefaultMaxPage, max(pages-1, 0), server.DefaultMaxPage, sz.APIReadReps)
+		note := fmt.Sprintf("strict session of %d segments of %d entries; metadata with the first page, then the further pages (each at most %d entries and %d MiB), on a server that had not read it; median of %d",
+			(n+apiSegmentEntries-1)/apiSegmentEntries, apiSegmentEntries, server.DefaultMaxPage, server.DefaultMaxPageBytes>>20, sz.APIReadReps)
 		e.logf("api read %d entries: %.1f ms (Store.ReadAll %.1f ms)", n, ms(ds[0]), ms(ds[1]))
 		rows = append(rows, row(15, fmt.Sprintf("read a %d-entry session through the API (open + every page)", n), "ms",
 			ms(ds[0]), "Store.ReadAll of the same session", ms(ds[1]), false, note))

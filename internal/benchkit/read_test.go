@@ -78,7 +78,8 @@ func TestReadPaged(t *testing.T) {
 		{"empty", 0, 3, 1},
 		{"one page", 3, 3, 1},
 		{"pages", 10, 3, 4},
-		{"default pages", 1001, 0, 2},
+		{"default pages", 1001, 0, 1},
+		{"default pages, many", 10001, 0, 2},
 	}
 	for _, tc := range tests {
 		url, token := serve(t, tc.n, tc.maxPage)

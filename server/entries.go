@@ -95,15 +95,16 @@ func writeBody(w http.ResponseWriter, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// maxPooledPage is the largest page body kept for reuse: a page of the largest
-// entries (up to the entry limit each) is rare and is left to the collector.
-const maxPooledPage = 4 << 20
+// maxPooledPage is the largest page body kept for reuse, room for a page of the
+// default bound (DefaultMaxPageBytes) and its envelope: a page made large by one
+// large entry (a page holds one, whatever its size) is left to the collector.
+const maxPooledPage = 2 * DefaultMaxPageBytes
 
 // pageBuffer returns an empty buffer for a body of extra bytes and page: one
 // from the pool when there is one (it grows as the page is written), else one
-// of the page's size. A read of a session costs one page per thousand
-// entries, and a fresh buffer for each was a large allocation, cleared and
-// collected, per request.
+// of the page's size. A page is up to megabytes (Config.MaxPageBytes), and a
+// fresh buffer for each was a large allocation, cleared and collected, per
+// request.
 func (s *Server) pageBuffer(extra int, page repository.Page) *bytes.Buffer {
 	if b, ok := s.pages.Get().(*bytes.Buffer); ok {
 		b.Reset()

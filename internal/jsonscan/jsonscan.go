@@ -124,19 +124,28 @@ func ScanFieldsAt(obj []byte, at int, value func(key []byte, at int) (end int, e
 		if err != nil {
 			return 0, err
 		}
-		i = skipWS(obj, ve)
-		if i >= len(obj) {
-			break
+		var done bool
+		if i, done, err = afterMember(obj, ve, '}', "object"); err != nil || done {
+			return i, err
 		}
-		if obj[i] == '}' {
-			return i + 1, nil
-		}
-		if obj[i] != ',' {
-			return 0, fmt.Errorf("%w: expected ','", ErrSyntax)
-		}
-		i = skipWS(obj, i+1)
 	}
 	return 0, fmt.Errorf("%w: unterminated object", ErrSyntax)
+}
+
+// afterMember reads what follows a member of an object or an array that ends
+// at b[i]: the closing byte (done, the offset after it) or a comma (the offset
+// of the next member).
+func afterMember(b []byte, i int, closing byte, what string) (next int, done bool, err error) {
+	i = skipWS(b, i)
+	switch {
+	case i >= len(b):
+		return 0, false, fmt.Errorf("%w: unterminated %s", ErrSyntax, what)
+	case b[i] == closing:
+		return i + 1, true, nil
+	case b[i] != ',':
+		return 0, false, fmt.Errorf("%w: expected ','", ErrSyntax)
+	}
+	return skipWS(b, i+1), false, nil
 }
 
 // SkipValue returns the offset in b where the JSON value that starts at b[at]
@@ -233,17 +242,10 @@ func EachElementAt(b []byte, at int, fn func(v []byte, off int)) (int, error) {
 			return 0, err
 		}
 		fn(b[vs:ve], vs)
-		i = skipWS(b, ve)
-		if i >= len(b) {
-			break
+		var done bool
+		if i, done, err = afterMember(b, ve, ']', "array"); err != nil || done {
+			return i, err
 		}
-		if b[i] == ']' {
-			return i + 1, nil
-		}
-		if b[i] != ',' {
-			return 0, fmt.Errorf("%w: expected ','", ErrSyntax)
-		}
-		i = skipWS(b, i+1)
 	}
 	return 0, fmt.Errorf("%w: unterminated array", ErrSyntax)
 }

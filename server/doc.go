@@ -4,7 +4,9 @@
 // authenticating proxy sets), and works in that owner's repository, which a
 // repository.Service opens; the server never names the store, so an owner can
 // reach no other owner's keys. Sessions are created, listed (a page at a time,
-// with a cursor, filtered by cwd: repository.ListPage), opened, read in pages,
+// with a cursor, filtered by cwd: repository.ListPage), opened (with the first
+// page of entries when asked: ?entries=N), read in pages (at most
+// Config.MaxPage entries and Config.MaxPageBytes of them, one entry at least),
 // appended to (strict by default: an append commits only at its expected head),
 // forked (at an entry, empty or whole, under the id the client asks for),
 // deleted and watched (GET /v1/sessions/{id}/events: Server-Sent Events of the

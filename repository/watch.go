@@ -33,14 +33,15 @@ func (s *Session) Watch(ctx context.Context, fn func([]pi.Entry) error) error {
 		return fmt.Errorf("watch session %q: %w", s.id, ErrReadOnly)
 	}
 	s.mu.Lock()
+	byID := s.index()
 	w := &watcher{
 		s:      s,
 		strict: s.strict,
 		hs:     s.hs,
-		known:  make(map[string]bool, len(s.index())),
+		known:  make(map[string]bool, len(byID)),
 		have:   s.have.With(), // a copy: the handle's set goes on without the watch
 	}
-	for id := range s.byID {
+	for id := range byID {
 		w.known[id] = true
 	}
 	s.mu.Unlock()

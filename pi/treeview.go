@@ -133,14 +133,14 @@ func (l entryList) Parent(i int) (int, bool) {
 // the index: the active leaf is most often the last entry, found without one.
 type lazyList struct {
 	entries []Entry
-	list    *entryList
+	idx     Index // nil until a lookup needs it
 }
 
 func (l *lazyList) indexed() entryList {
-	if l.list == nil {
-		l.list = &entryList{l.entries, NewIndex(l.entries)}
+	if l.idx == nil {
+		l.idx = NewIndex(l.entries)
 	}
-	return *l.list
+	return entryList{l.entries, l.idx}
 }
 
 func (l *lazyList) Len() int                   { return len(l.entries) }

@@ -2,9 +2,11 @@ package transcript_test
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript"
@@ -21,7 +23,8 @@ func BenchmarkStore_ReadAll_Compacted(b *testing.B) { benchReadCompacted(b, 30, 
 // compacts them into one segment (deleting the inputs), and measures ReadAll of it.
 func benchReadCompacted(b *testing.B, segs, per int) {
 	ctx := context.Background()
-	s, err := transcript.New(transcript.Config{Bucket: membucket.New(), Prefix: "bench"})
+	bkt := membucket.New()
+	s, err := transcript.New(transcript.Config{Bucket: bkt, Prefix: "bench"})
 	require.NoError(b, err)
 	defer s.Close()
 	w := transcript.NewRandomWriter()
@@ -38,15 +41,39 @@ func benchReadCompacted(b *testing.B, segs, per int) {
 	}
 	_, err = s.Compact(ctx, r, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
 	require.NoError(b, err)
-	b.SetBytes(int64(size))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		res, err := s.ReadAll(ctx, r)
+	res, err := s.ReadAll(ctx, r)
+	require.NoError(b, err)
+	require.Len(b, res.Segments, 1)
+	key := res.Segments[0].Key
+	b.Run("store", func(b *testing.B) {
+		b.SetBytes(int64(size))
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := s.ReadAll(ctx, r)
+			require.NoError(b, err)
+			require.Len(b, res.Entries, segs*per)
+			require.Len(b, res.Segments, 1)
+		}
+	})
+	// The plain reader of the bench's item 4: the GET of the compacted segment,
+	// then zstd DecodeAll into a buffer of its size; no verification, no merge.
+	b.Run("plain", func(b *testing.B) {
+		dec, err := zstd.NewReader(nil)
 		require.NoError(b, err)
-		require.Len(b, res.Entries, segs*per)
-		require.Len(b, res.Segments, 1)
-	}
+		defer dec.Close()
+		b.SetBytes(int64(size))
+		b.ReportAllocs()
+		for b.Loop() {
+			rc, _, err := bkt.Get(ctx, key)
+			require.NoError(b, err)
+			body, err := io.ReadAll(rc)
+			rc.Close()
+			require.NoError(b, err)
+			out, err := dec.DecodeAll(body, make([]byte, 0, size+4096))
+			require.NoError(b, err)
+			require.GreaterOrEqual(b, len(out), size)
+		}
+	})
 }
 
 // BenchmarkStore_OpenCompacted_RoundTrips opens the session of

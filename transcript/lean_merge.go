@@ -20,7 +20,7 @@ type leanVersion struct {
 // result holds the same entries in the same order.
 func leanMerge(infos []SegmentInfo, segs []*segment.Segment) *LeanResult {
 	m := newLeanMerger(infos, segs)
-	sup := superseders(infos, segs)
+	sup := mergeSuperseders(infos, segs)
 	for i, seg := range segs {
 		m.res.keys[i] = infos[i].Key
 		if seg != nil {

@@ -115,8 +115,28 @@ func superseders(infos []SegmentInfo, segs []*segment.Segment) map[string]Segmen
 // Only a segment of a higher level supersedes, so compacted segments naming each
 // other hide nothing.
 func supersededIn(sup map[string]SegmentInfo, info SegmentInfo) (SegmentInfo, bool) {
+	if len(sup) == 0 {
+		return SegmentInfo{}, false
+	}
 	by, ok := sup[sessionRelKey(info.Key)]
 	return by, ok && by.Level > info.Level
+}
+
+// mergeSuperseders is superseders for a merge of segs: with one segment decoded
+// (a compacted session, the common open) nothing can be superseded, since only a
+// segment of a higher level supersedes, and the inputs it names (a thousand
+// for a session compacted from level 0) need no map.
+func mergeSuperseders(infos []SegmentInfo, segs []*segment.Segment) map[string]SegmentInfo {
+	n := 0
+	for _, seg := range segs {
+		if seg != nil {
+			n++
+		}
+	}
+	if n < 2 {
+		return nil
+	}
+	return superseders(infos, segs)
 }
 
 // merge computes the union of decoded segments listed in key order: every entry
@@ -141,7 +161,7 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 	}
 	// Sized for the common case of distinct ids, so neither grows while merging.
 	res := &MergeResult{Entries: make([]Entry, 0, total)}
-	sup := superseders(infos, segs)
+	sup := mergeSuperseders(infos, segs)
 	byID := make(map[string]int, total) // id -> index in res.Entries of the current winner
 	var others map[string][]Entry       // id -> further versions (other bytes), rare
 	for i, seg := range segs {

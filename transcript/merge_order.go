@@ -17,12 +17,18 @@ import (
 func originsOf(info SegmentInfo, seg *segment.Segment) func(pos int) Origin {
 	self := sessionRelKey(info.Key)
 	if os := seg.Meta.Origins; len(os) == len(seg.Entries) {
+		// Entries of one origin come in runs (a compacted segment holds its
+		// inputs one after the other), so the last key's relative form is kept.
+		var last, lastRel string
 		return func(pos int) Origin {
 			o := os[pos]
-			if o.Key == "" {
+			switch {
+			case o.Key == "":
 				return Origin{Key: self, Pos: int(o.Pos)}
+			case o.Key != last:
+				last, lastRel = o.Key, sessionRelKey(o.Key)
 			}
-			return Origin{Key: sessionRelKey(o.Key), Pos: int(o.Pos)}
+			return Origin{Key: lastRel, Pos: int(o.Pos)}
 		}
 	}
 	key := self
@@ -161,17 +167,27 @@ func topoOrder(par []int32) (order []int32, cycles int) {
 // sortByOrigin sorts entries by origin; moved reports whether it changed their
 // order.
 func sortByOrigin(entries []Entry) (sorted []Entry, moved bool) {
-	num := map[string]int{}
+	// Each entry's number of origin key, looked up once per run of one key
+	// (entries of one origin come together).
+	num := map[string]int32{}
 	var keys []string
-	for _, e := range entries {
-		if _, ok := num[e.Origin.Key]; !ok {
-			num[e.Origin.Key] = len(keys)
+	of := make([]int32, len(entries))
+	for i, e := range entries {
+		if i > 0 && e.Origin.Key == entries[i-1].Origin.Key {
+			of[i] = of[i-1]
+			continue
+		}
+		k, ok := num[e.Origin.Key]
+		if !ok {
+			k = int32(len(keys))
+			num[e.Origin.Key] = k
 			keys = append(keys, e.Origin.Key)
 		}
+		of[i] = k
 	}
 	rank := rankOrigins(keys)
 	perm := originSort(len(entries), func(i int) uint64 {
-		return originKey(rank[num[entries[i].Origin.Key]], entries[i].Origin.Pos)
+		return originKey(rank[of[i]], entries[i].Origin.Pos)
 	})
 	if perm == nil {
 		return entries, false
@@ -186,17 +202,28 @@ func sortByOrigin(entries []Entry) (sorted []Entry, moved bool) {
 // parentsFirst puts entries (sorted by origin) in merge order (topoOrder) and
 // returns the cycles it broke. byID indexes entries; nil means it builds it.
 func parentsFirst(entries []Entry, byID map[string]int) ([]Entry, int) {
+	distinct := true // the merge's entries have distinct ids
 	if byID == nil {
 		byID = make(map[string]int, len(entries))
 		for i, e := range entries {
 			byID[e.ID] = i
 		}
+		distinct = len(byID) == len(entries)
 	}
 	par := make([]int32, len(entries))
-	for i, e := range entries {
+	for i := range entries {
+		e := &entries[i]
 		par[i] = -1
-		if p, ok := byID[e.ParentID]; ok && e.ParentID != "" && p != i {
-			par[i] = int32(p)
+		switch {
+		case e.ParentID == "":
+		case distinct && i > 0 && entries[i-1].ID == e.ParentID:
+			// The common case, a child right after its parent: with distinct
+			// ids, byID gives i-1 too.
+			par[i] = int32(i - 1)
+		default:
+			if p, ok := byID[e.ParentID]; ok && p != i {
+				par[i] = int32(p)
+			}
 		}
 	}
 	order, cycles := topoOrder(par)

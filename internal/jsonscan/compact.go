@@ -4,6 +4,16 @@ package jsonscan
 // valid JSON, in place (what json.Compact removes, without its copy), and
 // returns what remains of v. A string's end is found as the scanners find it.
 func CompactInPlace(v []byte) []byte {
+	out, _ := CompactInPlaceIf(v, nil)
+	return out
+}
+
+// CompactInPlaceIf is CompactInPlace that, when v holds white space to remove,
+// first asks proceed (unless it is nil), while v is still as given: if proceed
+// returns false, v is left unchanged and CompactInPlaceIf returns v and false.
+// A caller that must keep what it was given when something changes (to check it,
+// or to answer about it) does so there, and only then.
+func CompactInPlaceIf(v []byte, proceed func() bool) ([]byte, bool) {
 	n := 0
 	for i := 0; i < len(v); {
 		switch c := v[i]; c {
@@ -19,6 +29,12 @@ func CompactInPlace(v []byte) []byte {
 			}
 			i = end
 		case ' ', '\t', '\r', '\n':
+			if n == i && proceed != nil { // the first byte removed: nothing moved yet
+				if !proceed() {
+					return v, false
+				}
+				proceed = nil
+			}
 			i++
 		default:
 			v[n] = c
@@ -26,5 +42,5 @@ func CompactInPlace(v []byte) []byte {
 			i++
 		}
 	}
-	return v[:n]
+	return v[:n], true
 }

@@ -33,3 +33,37 @@ func FuzzCompactInPlace(f *testing.F) {
 		require.Equal(t, want.String(), string(CompactInPlace(bytes.Clone(v))))
 	})
 }
+
+// CompactInPlaceIf asks before it changes anything, and only when it would:
+// refused, it leaves v as given; allowed, it compacts as CompactInPlace does.
+func TestCompactInPlaceIf(t *testing.T) {
+	for _, tt := range []struct {
+		v       string
+		changes bool
+	}{
+		{`{}`, false},
+		{`{"a":"b c","d":[1,2]}`, false},
+		{`{"a" :1}`, true},
+		{" {}", true},
+		{"{}\n", true},
+		{`["x", "y"]`, true},
+		{`{"a":1 2}`, true}, // not JSON: still asked first
+		{`"unterminated `, false},
+	} {
+		t.Run(tt.v, func(t *testing.T) {
+			v := []byte(tt.v)
+			asked := 0
+			out, done := CompactInPlaceIf(v, func() bool { asked++; return false })
+			require.Equal(t, tt.changes, asked == 1, "asked %d times", asked)
+			require.Equal(t, !tt.changes, done)
+			require.Equal(t, tt.v, string(v), "v is left as given")
+			require.Equal(t, tt.v, string(out))
+
+			asked = 0
+			out, done = CompactInPlaceIf([]byte(tt.v), func() bool { asked++; return true })
+			require.True(t, done)
+			require.Equal(t, tt.changes, asked == 1, "asked %d times", asked)
+			require.Equal(t, string(CompactInPlace([]byte(tt.v))), string(out))
+		})
+	}
+}

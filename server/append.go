@@ -30,29 +30,34 @@ type AppendResponse struct {
 // stale_head with the committed head; a parent (or leaf target) that is not
 // stored 422 unknown_parent.
 func (s *Server) append(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {
-	expected, raws, ok := s.appendBody(w, r)
+	body, ok := s.readAppendBody(w, r)
 	if !ok {
 		return
 	}
-	if len(raws) == 0 {
+	if len(body.entries) == 0 {
 		s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidRequest, Field: "entries", Message: "no entries"}, nil)
 		return
 	}
-	// The repository checks the entries (once, on their way to the store), names
-	// a refused one by its index, and keeps them: they are slices of this
-	// request's body (see appendBody).
+	// The repository checks the entries (once, on their way to the store: the
+	// body was not checked as JSON whole, see appendbody.go), names a refused
+	// one by its index, and keeps them: they are slices of this request's body.
 	hd, _, err := s.openHandle(r.Context(), repo, r.PathValue("id"))
 	if err != nil {
-		s.failStore(w, r, err)
+		if !body.refused(s, w, r) {
+			s.failStore(w, r, err)
+		}
 		return
 	}
 	defer s.sessions.release(hd)
 	sess := hd.sess
 	head := ""
-	if expected != nil {
-		head = *expected
+	if body.expected != nil {
+		head = *body.expected
 	}
-	err = sess.AppendOwned(r.Context(), head, raws)
+	err = sess.AppendOwned(r.Context(), head, body.entries)
+	if err != nil && body.refused(s, w, r) {
+		return // refused before anything was read or stored (see appendbody.go)
+	}
 	if err != nil && !errors.Is(err, transcript.ErrConflict) {
 		s.sessions.drop(hd.key) // the next request starts from a fresh read
 	}

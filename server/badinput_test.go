@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -63,4 +64,49 @@ func TestBadEntriesAreTheClientsError(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, status, string(resp))
 		require.Equal(t, "entries", requireEnvelope(t, status, h, resp, server.CodeInvalidRequest).Error.Field)
 	}
+}
+
+// TestMalformedEntriesAreMalformedBodies: an append whose entries are not all
+// JSON is a malformed body, answered as the request decoder answers it (400
+// invalid_request, the byte at which the JSON breaks), whatever else is wrong
+// with it: a stale head, a missing session, an entry over the limit before it.
+// The server leaves the entries' check to the repository (appendbody.go), so
+// these answers are what that must not change. Nothing is stored.
+func TestMalformedEntriesAreMalformedBodies(t *testing.T) {
+	good := string(msg("u2", "u1", "user", "ok"))
+	big := string(msg("big", "u1", "user", strings.Repeat("x", 600)))
+	cases := []struct {
+		name, session, head string
+		entries             []string
+	}{
+		{"a literal cut short", "s", "u1", []string{good, `{"type":"message","id":"n1","parentId":"u1","x":tru}`}},
+		{"a trailing comma", "s", "u1", []string{`{"type":"message","id":"n1","parentId":"u1",}`, good}},
+		{"not a value", "s", "u1", []string{good, `nul`}},
+		{"a stale head", "s", "nope", []string{good, `{"id":tru}`}},
+		{"a missing session", "missing", "u1", []string{good, `{"id":tru}`}},
+		{"an entry over the limit first", "s", "u1", []string{big, `{"id":tru}`}},
+		{"spaces to compact", "s", "u1", []string{good, `{"id" : 1 2}`}},
+	}
+	ts := newServerWith(t, backends[0].new(t), server.Config{}, repository.Config{MaxEntryBytes: 512})
+	c := ts.as(t, "acme", "alice")
+	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s"}))
+	must(c.do("POST", "/v1/sessions/s/entries", appendReq("", msg("u1", "", "user", "first"))))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body := fmt.Sprintf(`{"expectedHead":%q,"entries":[%s]}`, tc.head, strings.Join(tc.entries, ","))
+			var syntax *json.SyntaxError
+			require.ErrorAs(t, json.NewDecoder(strings.NewReader(body)).Decode(&server.AppendRequest{}), &syntax)
+			status, h, resp := c.send(rawReq{method: "POST", path: "/v1/sessions/" + tc.session + "/entries", contentType: "application/json", body: body})
+			require.Equal(t, http.StatusBadRequest, status, string(resp))
+			e := requireEnvelope(t, status, h, resp, server.CodeInvalidRequest)
+			require.Equal(t, fmt.Sprintf("malformed JSON body at byte %d: %v", syntax.Offset, syntax), e.Error.Message)
+			require.Nil(t, e.Error.Index, string(resp))
+			p := decode[page](t, must(c.do("GET", "/v1/sessions/s/entries", nil)))
+			require.Equal(t, 1, p.EntryCount, "nothing of a refused append is stored")
+		})
+	}
+	// The session still takes appends.
+	must(c.do("POST", "/v1/sessions/s/entries", appendReq("u1", json.RawMessage(good))))
+	p := decode[page](t, must(c.do("GET", "/v1/sessions/s/entries", nil)))
+	require.Equal(t, 2, p.EntryCount)
 }

@@ -12,3 +12,7 @@ func AgePayloadCheck(c *PayloadCheck, d time.Duration) { c.at = c.at.Add(-d) }
 
 // PayloadWindow is how long a copy of references relies on its check.
 const PayloadWindow = payloadWindow
+
+// SetResolveWindow sets the payload bytes EachResolved of s fetches ahead, so
+// that tests fill the window with a few small payloads.
+func SetResolveWindow(s *Store, n int64) { s.resolveWindow = n }

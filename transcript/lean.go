@@ -165,11 +165,29 @@ func (s *Store) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, e
 // not held). A reader that keeps the result can sync from it with ReadNew.
 func (r *LeanResult) Held() SegmentSet { return NewSegmentSet(r.held...) }
 
+// ReadLeanStored is ReadLean through the Stored store of s: the entries as
+// stored, payload references in place (LeanResult.Refs), no payload fetched.
+// EachResolved puts the payloads back as they are needed.
+func (s *Store) ReadLeanStored(ctx context.Context, ref TranscriptRef) (*LeanResult, error) {
+	return s.Stored().ReadLean(ctx, ref)
+}
+
 // ReadLean is Store.ReadLean that uses the listing in hand the first time it is
 // asked about the listed session (as ReadNew does), and the segments fetched
 // ahead (ForEachListedSessionAhead) when there are; a listed segment that has
 // vanished meanwhile makes it list again.
 func (l *Listed) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, error) {
+	return l.readLean(ctx, ref, l.Store)
+}
+
+// ReadLeanStored is Listed.ReadLean with the entries as stored (see
+// Store.ReadLeanStored).
+func (l *Listed) ReadLeanStored(ctx context.Context, ref TranscriptRef) (*LeanResult, error) {
+	return l.readLean(ctx, ref, l.Store.Stored())
+}
+
+// readLean is Listed.ReadLean through s, l's store or its Stored store.
+func (l *Listed) readLean(ctx context.Context, ref TranscriptRef, s *Store) (*LeanResult, error) {
 	l.mu.Lock()
 	infos, ahead := l.infos, l.ahead
 	if ref.Norm() == l.ref {
@@ -188,10 +206,10 @@ func (l *Listed) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, 
 				return nil, fmt.Errorf("read %s: %w", ref, ctx.Err())
 			}
 		} else {
-			segs, corrupt, err = l.Store.fetchSession(ctx, infos)
+			segs, corrupt, err = s.fetchSession(ctx, infos)
 		}
 		if err == nil {
-			return readResolved(ctx, l.Store, l.ref, func() (*LeanResult, error) {
+			return readResolved(ctx, s, l.ref, func() (*LeanResult, error) {
 				res := leanMerge(infos, segs)
 				res.Corrupt = corrupt
 				return res, nil
@@ -201,5 +219,5 @@ func (l *Listed) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, 
 			return nil, fmt.Errorf("read %s: %w", ref, err)
 		}
 	}
-	return l.Store.ReadLean(ctx, ref)
+	return s.ReadLean(ctx, ref)
 }

@@ -86,6 +86,9 @@ type Store struct {
 	// payloadFloor is the least delete delay of a payload object (payload_gc.go):
 	// MinPayloadDeleteDelay; tests of the garbage collection lower it.
 	payloadFloor time.Duration
+	// resolveWindow bounds the payload bytes EachResolved fetches ahead:
+	// DefaultResolveWindow when zero; tests lower it.
+	resolveWindow int64
 }
 
 // New returns a Store over cfg.Bucket.

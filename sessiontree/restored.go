@@ -2,6 +2,8 @@ package sessiontree
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +16,9 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
+	"github.com/transcriptstore/transcript/internal/jsonscan"
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -63,6 +67,13 @@ func ClassifyRaw(raw []byte) (RawKind, error) {
 	return RawInvalid, err
 }
 
+// PayloadSource puts back the payloads of entries of a LeanResult read as stored
+// (transcript.Store.EachResolved, which a transcript.Listed has too): fn is
+// called for the entries idx in that order, each with its payloads in place.
+type PayloadSource interface {
+	EachResolved(ctx context.Context, ref transcript.TranscriptRef, res *transcript.LeanResult, idx []int, fn func(i int, e transcript.ResolvedEntry) error) error
+}
+
 // WriteRestoredLean writes the local files of a session read with Store.ReadLean
 // without building a Tree, so that a session of any size is restored at the
 // memory of its bytes: the log and the context file each hold the first session
@@ -73,12 +84,137 @@ func ClassifyRaw(raw []byte) (RawKind, error) {
 // ReadAll does, see canonical.go). That is what Restore
 // followed by Flush writes. Like Restore, it refuses to run when the context file
 // exists. A session without a header is ErrNoHeader, and nothing is written.
+// res must hold its payloads (a read that is not Stored); WriteRestoredStored
+// takes a session as stored.
 func WriteRestoredLean(cfg Config, who Identity, agentID, sessionID string, res *transcript.LeanResult) (RestoredSession, error) {
+	return WriteRestoredStored(context.Background(), cfg, who, agentID, sessionID, res, nil)
+}
+
+// WriteRestoredStored is WriteRestoredLean of res read through a Stored store
+// (payload references in place; a LeanResult without references is taken as
+// it is), its payloads put back by src as each entry is written, so that a
+// session whose bytes are mostly payloads is restored at the memory of its
+// stored form and of src's window, with the fetches overlapping the writes.
+// The files are byte for byte those WriteRestoredLean writes from the same
+// session read with its payloads.
+//
+// The entries are classified as stored: a reference stands for the contents of
+// a JSON string, so an entry classifies as it does with its payloads as long as
+// each payload is such contents (transcript.ResolvedEntry.Plain) and no
+// reference is within the fields ClassifyRaw reads ("type", "id", "parentId",
+// "version"; storedKindHolds). A session that breaks either rule, which no
+// writer of this module produces, has its payloads put back in memory first
+// and is classified resolved, as WriteRestoredLean does.
+//
+// The log is written once, under a temporary name, then renamed; the context
+// file is a copy of it made by the kernel (copy_file_range), also renamed into
+// place, so that a failure (a payload missing or corrupt, an error of src, the
+// cancellation of ctx) leaves neither file behind, nor a partial context file
+// that would make the next restore refuse to run.
+func WriteRestoredStored(ctx context.Context, cfg Config, who Identity, agentID, sessionID string, res *transcript.LeanResult, src PayloadSource) (RestoredSession, error) {
+	ref, _ := who.Ref(agentID, sessionID)
 	kinds := make([]RawKind, res.Len())
-	header, n := -1, 0
+	asStored := true
 	for i := range kinds {
-		kinds[i], _ = ClassifyRaw(res.Raw(i))
-		switch kinds[i] {
+		raw := res.Raw(i)
+		kinds[i], _ = ClassifyRaw(raw)
+		if refs := res.Refs(i); len(refs) > 0 {
+			if src == nil {
+				return RestoredSession{}, fmt.Errorf("restore %s: entry %s holds payload references and no source puts them back", ref, res.ID(i))
+			}
+			asStored = asStored && storedKindHolds(raw, kinds[i], refs)
+		}
+	}
+	each := func(idx []int, fn func(i int, e transcript.ResolvedEntry) error) error {
+		if src == nil {
+			for _, i := range idx {
+				if err := fn(i, transcript.ResolvedEntry{Pieces: [][]byte{res.Raw(i)}, Plain: true}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return src.EachResolved(ctx, ref, res, idx, fn)
+	}
+	if asStored {
+		r, err := writeRestoredKinds(cfg, who, agentID, sessionID, res, kinds, each)
+		if !errors.Is(err, errNotPlain) {
+			return r, err
+		}
+	}
+	// Classified resolved: every payload put back in memory first.
+	resolved := map[int][]byte{}
+	var withRefs []int
+	for i := range kinds {
+		if len(res.Refs(i)) > 0 {
+			withRefs = append(withRefs, i)
+		}
+	}
+	err := each(withRefs, func(i int, e transcript.ResolvedEntry) error {
+		resolved[i] = slices.Clone(e.Bytes())
+		return nil
+	})
+	if err != nil {
+		return RestoredSession{}, fmt.Errorf("restore %s: %w", ref, err)
+	}
+	raw := func(i int) []byte {
+		if b, ok := resolved[i]; ok {
+			return b
+		}
+		return res.Raw(i)
+	}
+	for i := range kinds {
+		kinds[i], _ = ClassifyRaw(raw(i))
+	}
+	return writeRestoredKinds(cfg, who, agentID, sessionID, res, kinds, func(idx []int, fn func(i int, e transcript.ResolvedEntry) error) error {
+		for _, i := range idx {
+			if err := fn(i, transcript.ResolvedEntry{Pieces: [][]byte{raw(i)}, Plain: true}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// errNotPlain stops a restore that classified its entries as stored at an
+// entry whose payloads are not the contents of a JSON string.
+var errNotPlain = errors.New("a payload is not the contents of a JSON string")
+
+// classifiedFields are the top-level fields whose values ClassifyRaw reads
+// (pi.ParseEntry and pi.ParseHeader).
+var classifiedFields = []string{"type", "id", "parentId", "version"}
+
+// storedKindHolds reports whether raw, an entry as stored holding the references
+// refs, of kind kind, is of that kind too with its payloads put back, provided
+// each payload is the contents of a JSON string: raw is valid JSON (then every
+// reference is within a string, and the payloads change no token but those
+// strings) and no reference is within the value of a field ClassifyRaw reads.
+func storedKindHolds(raw []byte, kind RawKind, refs []segment.PayloadRef) bool {
+	if kind == RawInvalid && !json.Valid(raw) {
+		return false
+	}
+	held := true
+	err := jsonscan.EachRawField(raw, func(key, v []byte, off int) {
+		if !slices.Contains(classifiedFields, string(key)) {
+			return
+		}
+		for _, r := range refs {
+			if int(r.Off) < off+len(v) && off < int(r.Off)+segment.RefLen {
+				held = false
+			}
+		}
+	})
+	// Valid JSON that is not an object is no entry either way.
+	return held || err != nil
+}
+
+// writeRestoredKinds writes the files of res whose entries are of kinds, their
+// bytes given by each (in the order of its idx); see WriteRestoredStored.
+func writeRestoredKinds(cfg Config, who Identity, agentID, sessionID string, res *transcript.LeanResult, kinds []RawKind,
+	each func(idx []int, fn func(i int, e transcript.ResolvedEntry) error) error) (RestoredSession, error) {
+	header, n := -1, 0
+	for i, k := range kinds {
+		switch k {
 		case RawHeader:
 			if header < 0 {
 				header = i
@@ -91,44 +227,74 @@ func WriteRestoredLean(cfg Config, who Identity, agentID, sessionID string, res 
 		ref, _ := who.Ref(agentID, sessionID)
 		return RestoredSession{}, fmt.Errorf("restore %s: %w", ref, ErrNoHeader)
 	}
-	lines := func(yield func([]byte) bool) {
-		if !yield(res.Raw(header)) {
-			return
+	// The header, then the entries in merge order.
+	idx := make([]int, 0, n+1)
+	idx = append(idx, header)
+	for i, k := range kinds {
+		if k == RawEntry || k == RawLeaf {
+			idx = append(idx, i)
 		}
-		for i, k := range kinds {
-			if (k == RawEntry || k == RawLeaf) && !yield(res.Raw(i)) {
-				return
+	}
+	// sums[k] is the xxhash64 of the bytes of entry idx[k+1], computed as it is
+	// written, for the origins file.
+	sums := make([]uint64, 0, n)
+	writeLog := func(w io.Writer) (int64, error) {
+		bw := bufio.NewWriterSize(w, restoreChunk)
+		d := xxhash.New()
+		var size int64
+		first := true
+		err := each(idx, func(_ int, e transcript.ResolvedEntry) error {
+			if !e.Plain {
+				return errNotPlain
 			}
+			d.Reset()
+			for _, p := range e.Pieces {
+				bw.Write(p)
+				d.Write(p)
+				size += int64(len(p))
+			}
+			if err := bw.WriteByte('\n'); err != nil { // the first write error, kept by the writer
+				return err
+			}
+			size++
+			if !first { // the header (written first) has no origin
+				sums = append(sums, d.Sum64())
+			}
+			first = false
+			return nil
+		})
+		if err != nil {
+			return 0, err
 		}
+		return size, bw.Flush()
 	}
 	// The origin records, one per entry written, grouped by origin key in key
 	// order (as originLogOf groups them) and streamed to the origins file: at
-	// is the merge index of each, put in that order (stable: merge order within
-	// a key).
-	at := make([]int32, 0, n)
-	for i, k := range kinds {
-		if k == RawEntry || k == RawLeaf {
-			at = append(at, int32(i))
-		}
-	}
-	slices.SortStableFunc(at, func(a, b int32) int { return strings.Compare(res.Origin(int(a)).Key, res.Origin(int(b)).Key) })
+	// holds the position in idx[1:] of each, put in that order (stable: merge
+	// order within a key).
 	origins := func(yield func(originRecord) bool) {
-		for _, i := range at {
-			raw := res.Raw(int(i))
-			if !yield(originRecord{id: res.ID(int(i)), origin: res.Origin(int(i)), sum: xxhash.Sum64(raw)}) {
+		at := make([]int32, n)
+		for k := range at {
+			at[k] = int32(k)
+		}
+		key := func(k int32) string { return res.Origin(idx[k+1]).Key }
+		slices.SortStableFunc(at, func(a, b int32) int { return strings.Compare(key(a), key(b)) })
+		for _, k := range at {
+			i := idx[k+1]
+			if !yield(originRecord{id: res.ID(i), origin: res.Origin(i), sum: sums[k]}) {
 				return
 			}
 		}
 	}
-	files, size, err := writeRestored(cfg, who, agentID, sessionID, lines, segmentsFile{have: res.Held()}, origins)
+	files, size, err := writeRestored(cfg, who, agentID, sessionID, writeLog, segmentsFile{have: res.Held()}, origins)
 	return RestoredSession{Files: files, Entries: n, Size: size}, err
 }
 
-// writeRestored writes the log and the context file, each holding lines, the
-// origins file with origins (already grouped by key, streamed: see
-// writeOriginsGrouped), and then seg, the segments file (its sizes and origins
-// filled in); it returns the size of each file.
-func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines iter.Seq[[]byte], seg segmentsFile, origins iter.Seq[originRecord]) (Files, int64, error) {
+// writeRestored writes the log with writeLog and the context file as its copy
+// (writeLogAndCopy), then the origins file with origins (already grouped by
+// key, streamed: see writeOriginsGrouped), and then seg, the segments file (its
+// sizes and origins filled in); it returns the size of each of the two files.
+func writeRestored(cfg Config, who Identity, agentID, sessionID string, writeLog func(w io.Writer) (int64, error), seg segmentsFile, origins iter.Seq[originRecord]) (Files, int64, error) {
 	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return Files{}, 0, err
@@ -144,7 +310,7 @@ func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines it
 	if err := os.Remove(files.Segments); err != nil && !os.IsNotExist(err) {
 		return files, 0, fmt.Errorf("restore %s: remove stale segments file: %w", t.ref, err)
 	}
-	size, err := writeLines([]string{t.files.Log, t.files.Context}, lines, cfg.NoSync)
+	size, err := writeLogAndCopy(files.Log, files.Context, writeLog, cfg.NoSync)
 	if err != nil {
 		return files, 0, fmt.Errorf("restore %s: %w", t.ref, err)
 	}
@@ -157,6 +323,74 @@ func writeRestored(cfg Config, who Identity, agentID, sessionID string, lines it
 		return files, 0, fmt.Errorf("save segments of %s: %w", t.ref, err)
 	}
 	return files, size, nil
+}
+
+// writeLogAndCopy writes the file log with write and the context file ctxFile as a copy
+// of it, each under a temporary name (restoreTemp) renamed into place once
+// written and fsynced (unless noSync): the log first, as a Flush writes them.
+// The copy is the kernel's (os.File.ReadFrom: copy_file_range on Linux), so the
+// bytes are produced once. On an error neither file is put in place; a crash
+// leaves at most a log and a temporary file, which the next restore writes
+// over. It returns the size of each file.
+func writeLogAndCopy(log, ctxFile string, write func(w io.Writer) (int64, error), noSync bool) (size int64, err error) {
+	tmpLog, tmpCtx := restoreTemp(log), restoreTemp(ctxFile)
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmpLog)
+			_ = os.Remove(tmpCtx)
+		}
+	}()
+	lf, err := os.OpenFile(tmpLog, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("create %s: %w", tmpLog, err)
+	}
+	defer lf.Close()
+	if size, err = write(lf); err != nil {
+		return 0, fmt.Errorf("write %s: %w", log, err)
+	}
+	if err := syncUnless(lf, noSync); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(tmpLog, log); err != nil {
+		return 0, fmt.Errorf("rename %s: %w", tmpLog, err)
+	}
+	if _, err := lf.Seek(0, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("read back %s: %w", log, err)
+	}
+	err = writeFile(tmpCtx, noSync, func(f *os.File) error {
+		n, err := f.ReadFrom(lf)
+		if err == nil && n != size {
+			err = fmt.Errorf("copied %d bytes of %d", n, size)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("copy %s: %w", log, err)
+	}
+	if err := os.Rename(tmpCtx, ctxFile); err != nil {
+		return 0, fmt.Errorf("rename %s: %w", tmpCtx, err)
+	}
+	if noSync {
+		return size, nil
+	}
+	return size, fsutil.SyncDir(filepath.Dir(ctxFile))
+}
+
+// restoreTemp is the name a restore writes the file at path under before it
+// renames it into place: hidden, and not a session's file name.
+func restoreTemp(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".restore")
+}
+
+// syncUnless fsyncs f unless noSync.
+func syncUnless(f *os.File, noSync bool) error {
+	if noSync {
+		return nil
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", f.Name(), err)
+	}
+	return nil
 }
 
 // writeOriginsGrouped writes the origins file at path (atomically, fsynced
@@ -192,45 +426,8 @@ func writeOriginsGrouped(path string, origins iter.Seq[originRecord], noSync boo
 	return size, sum, err
 }
 
-// restoreChunk is the size of the buffer writeLines writes through.
+// restoreChunk is the size of the buffer a restore writes its log through.
 const restoreChunk = 1 << 20
-
-// writeLines creates each file of paths, in order (the log before the context
-// file, as a Flush writes them), with lines, each followed by "\n", and fsyncs
-// it unless noSync; it returns the size of each. When the lines fit in
-// restoreChunk they are copied once into a buffer written to every file;
-// otherwise each file is written through a buffered writer of that size.
-func writeLines(paths []string, lines iter.Seq[[]byte], noSync bool) (int64, error) {
-	var size int64
-	for l := range lines {
-		size += int64(len(l)) + 1
-	}
-	var whole []byte
-	if size <= restoreChunk {
-		whole = make([]byte, 0, size)
-		for l := range lines {
-			whole = append(append(whole, l...), '\n')
-		}
-	}
-	for _, path := range paths {
-		err := writeFile(path, noSync, func(f *os.File) error {
-			if whole != nil {
-				_, err := f.Write(whole)
-				return err
-			}
-			w := bufio.NewWriterSize(f, restoreChunk)
-			for l := range lines {
-				w.Write(l)
-				w.WriteByte('\n')
-			}
-			return w.Flush() // the first write error, kept by the writer
-		})
-		if err != nil {
-			return 0, err
-		}
-	}
-	return size, nil
-}
 
 // writeFile creates path with what write writes and fsyncs it unless noSync.
 func writeFile(path string, noSync bool, write func(f *os.File) error) (err error) {

@@ -167,9 +167,13 @@ func (s *leanSession) writeContext(w io.Writer, leafID string) error {
 	return pi.WriteContextPath(w, len(path), func(k int) pi.Entry { return s.Entry(path[k]) })
 }
 
-// leanReader reads a session lean (transcript.Store and transcript.Listed do).
+// leanReader reads a session lean, with its payloads or as stored and then
+// puts the payloads back entry by entry (transcript.Store and
+// transcript.Listed do).
 type leanReader interface {
 	ReadLean(ctx context.Context, ref transcript.TranscriptRef) (*transcript.LeanResult, error)
+	ReadLeanStored(ctx context.Context, ref transcript.TranscriptRef) (*transcript.LeanResult, error)
+	sessiontree.PayloadSource
 }
 
 // restoredSession is a session whose local files restoreLean wrote.
@@ -180,24 +184,26 @@ type restoredSession struct {
 }
 
 // restoreLean rebuilds ref from the store into local files under root, as
-// sessiontree.Restore and a Flush do, from a lean read of the session and without
-// a SessionTree (sessiontree.WriteRestoredLean): its memory is bounded by the
-// session's bytes (see boundHeap).
+// sessiontree.Restore and a Flush do, from a lean read of the session as stored
+// and without a SessionTree (sessiontree.WriteRestoredStored, which puts the
+// payloads back as it writes each entry): its memory is bounded by the
+// session's stored bytes and the window of payloads fetched ahead (see
+// boundHeap).
 func restoreLean(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, root string) (restoredSession, error) {
 	lr, ok := s.(leanReader)
 	if !ok {
 		return restoredSession{}, fmt.Errorf("restore %s: %T cannot read a session lean", ref, s)
 	}
-	res, err := lr.ReadLean(ctx, ref)
+	res, err := lr.ReadLeanStored(ctx, ref)
 	if errors.Is(err, bucket.ErrNotFound) {
 		return restoredSession{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
 	if err != nil {
 		return restoredSession{}, err
 	}
-	boundHeap(res.Size())
+	boundHeap(res.Size() + payloadWindow(res))
 	who := sessiontree.Identity{Namespace: ref.Namespace}
-	r, err := sessiontree.WriteRestoredLean(sessiontree.Config{Root: root}, who, ref.AgentID, ref.SessionID, res)
+	r, err := sessiontree.WriteRestoredStored(ctx, sessiontree.Config{Root: root}, who, ref.AgentID, ref.SessionID, res, lr)
 	if errors.Is(err, sessiontree.ErrNoHeader) {
 		return restoredSession{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
@@ -205,7 +211,9 @@ func restoreLean(ctx context.Context, s sessiontree.StoreReader, ref transcript.
 		return restoredSession{}, err
 	}
 	// has is asked only when the destination already holds a log (rare): the
-	// entries are classified again then, not for every session.
+	// entries are classified again then, not for every session, as stored (as
+	// WriteRestoredStored classifies them but for a session no writer of this
+	// module makes, see there).
 	var sess *leanSession
 	has := func(id string) bool {
 		if sess == nil {
@@ -214,6 +222,18 @@ func restoreLean(ctx context.Context, s sessiontree.StoreReader, ref transcript.
 		return sess.has(id)
 	}
 	return restoredSession{files: r.Files, entries: r.Entries, has: has}, nil
+}
+
+// payloadWindow is what a restore of res holds of payloads at once beside res:
+// the window of transcript.Store.EachResolved when an entry holds references,
+// else nothing.
+func payloadWindow(res *transcript.LeanResult) int64 {
+	for i := range res.Len() {
+		if len(res.Refs(i)) > 0 {
+			return transcript.DefaultResolveWindow
+		}
+	}
+	return 0
 }
 
 // sameFile reports whether the files at a and b hold the same bytes; a missing b

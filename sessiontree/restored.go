@@ -100,17 +100,18 @@ func WriteRestoredLean(cfg Config, who Identity, agentID, sessionID string, res 
 //
 // The entries are classified as stored: a reference stands for the contents of
 // a JSON string, so an entry classifies as it does with its payloads as long as
-// each payload is such contents (transcript.ResolvedEntry.Plain) and no
-// reference is within the fields ClassifyRaw reads ("type", "id", "parentId",
-// "version"; storedKindHolds). A session that breaks either rule, which no
-// writer of this module produces, has its payloads put back in memory first
-// and is classified resolved, as WriteRestoredLean does.
+// each payload is such contents (transcript.ResolvedEntry.Plain) and each
+// reference is within the value of a top-level field that ClassifyRaw does not
+// read (storedKindHolds). A session that breaks either rule, which no writer of
+// this module produces, has its payloads put back in memory first and is
+// classified resolved, as WriteRestoredLean does.
 //
 // The log is written once, under a temporary name, then renamed; the context
 // file is a copy of it made by the kernel (copy_file_range), also renamed into
-// place, so that a failure (a payload missing or corrupt, an error of src, the
-// cancellation of ctx) leaves neither file behind, nor a partial context file
-// that would make the next restore refuse to run.
+// place: a failure while the log is written (a payload missing or corrupt, an
+// error of src, the cancellation of ctx) leaves neither file behind, and no
+// failure leaves a partial context file that would make the next restore
+// refuse to run.
 func WriteRestoredStored(ctx context.Context, cfg Config, who Identity, agentID, sessionID string, res *transcript.LeanResult, src PayloadSource) (RestoredSession, error) {
 	ref, _ := who.Ref(agentID, sessionID)
 	kinds := make([]RawKind, res.Len())
@@ -188,24 +189,25 @@ var classifiedFields = []string{"type", "id", "parentId", "version"}
 // refs, of kind kind, is of that kind too with its payloads put back, provided
 // each payload is the contents of a JSON string: raw is valid JSON (then every
 // reference is within a string, and the payloads change no token but those
-// strings) and no reference is within the value of a field ClassifyRaw reads.
+// strings), and each reference is within the value of a top-level field that
+// ClassifyRaw does not read (not in a key, which could become one it reads).
 func storedKindHolds(raw []byte, kind RawKind, refs []segment.PayloadRef) bool {
 	if kind == RawInvalid && !json.Valid(raw) {
 		return false
 	}
-	held := true
+	within := make([]bool, len(refs))
 	err := jsonscan.EachRawField(raw, func(key, v []byte, off int) {
-		if !slices.Contains(classifiedFields, string(key)) {
+		if slices.Contains(classifiedFields, string(key)) {
 			return
 		}
-		for _, r := range refs {
-			if int(r.Off) < off+len(v) && off < int(r.Off)+segment.RefLen {
-				held = false
+		for k, r := range refs {
+			if off <= int(r.Off) && int(r.Off)+segment.RefLen <= off+len(v) {
+				within[k] = true
 			}
 		}
 	})
 	// Valid JSON that is not an object is no entry either way.
-	return held || err != nil
+	return err != nil || !slices.Contains(within, false)
 }
 
 // writeRestoredKinds writes the files of res whose entries are of kinds, their

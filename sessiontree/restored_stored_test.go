@@ -245,10 +245,10 @@ func TestWriteRestoredStored_Faults(t *testing.T) {
 	h := sha256.Sum256([]byte(imageData(20, 300)))
 	key := who.Namespace + "/payloads/" + hex.EncodeToString(h[:]) + ".zst"
 	tests := []struct {
-		name   string
+		name    string
 		breakIt func(t *testing.T, b bucket.Bucket)
-		cancel bool
-		want   error
+		cancel  bool
+		want    error
 	}{
 		{name: "missing", breakIt: func(t *testing.T, b bucket.Bucket) { require.NoError(t, b.Delete(context.Background(), key)) }, want: transcript.ErrPayloadMissing},
 		{name: "corrupt", breakIt: func(t *testing.T, b bucket.Bucket) {

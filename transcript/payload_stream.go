@@ -122,6 +122,13 @@ func (s *Store) EachResolved(ctx context.Context, ref TranscriptRef, res *LeanRe
 		}
 		return nil
 	}
+	ref, visible, err := s.checkRef(ref)
+	if err != nil {
+		return err
+	}
+	if !visible {
+		return fmt.Errorf("read %s: %w", ref, errOutside(ref))
+	}
 	window := s.resolveWindow
 	if window <= 0 {
 		window = DefaultResolveWindow
@@ -131,7 +138,7 @@ func (s *Store) EachResolved(ctx context.Context, ref TranscriptRef, res *LeanRe
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	items := make(chan streamItem, 64)
-	ns := ref.Norm().Namespace
+	ns := ref.Namespace
 	slots := make(chan struct{}, s.readLimit(refs))
 	g.Go(func() error {
 		defer close(items)
@@ -140,7 +147,7 @@ func (s *Store) EachResolved(ctx context.Context, ref TranscriptRef, res *LeanRe
 		})
 	})
 	var fnErr error
-	err := st.deliver(gctx, res, idx, items, func(i int, e ResolvedEntry) error {
+	err = st.deliver(gctx, res, idx, items, func(i int, e ResolvedEntry) error {
 		fnErr = fn(i, e)
 		return fnErr
 	})
@@ -153,9 +160,9 @@ func (s *Store) EachResolved(ctx context.Context, ref TranscriptRef, res *LeanRe
 	case fnErr != nil:
 		return fnErr
 	case gerr != nil:
-		return fmt.Errorf("read %s: %w", ref.Norm(), gerr)
+		return fmt.Errorf("read %s: %w", ref, gerr)
 	case err != nil: // the caller's cancellation
-		return fmt.Errorf("read %s: %w", ref.Norm(), err)
+		return fmt.Errorf("read %s: %w", ref, err)
 	}
 	return nil
 }

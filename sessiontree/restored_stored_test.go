@@ -49,6 +49,17 @@ func imageData(seed, n int) string {
 	return string(b[:n])
 }
 
+// storedStore returns a store over a new in-memory bucket that keeps payloads
+// of storedThreshold bytes or more outside, and the bucket.
+func storedStore(t *testing.T) (bucket.Bucket, *transcript.Store) {
+	t.Helper()
+	b := membucket.New()
+	s, err := transcript.New(transcript.Config{Bucket: b, PayloadThreshold: storedThreshold})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return b, s
+}
+
 // storedSession is a session for the tests of WriteRestoredStored: segments of
 // entries as handed to a writer, and entries written as stored (crafted
 // references, for what no writer makes).
@@ -146,10 +157,7 @@ func TestWriteRestoredStored_SameFiles(t *testing.T) {
 	ctx := context.Background()
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := membucket.New()
-			store, err := transcript.New(transcript.Config{Bucket: b, PayloadThreshold: storedThreshold})
-			require.NoError(t, err)
-			defer store.Close()
+			b, store := storedStore(t)
 			sid := fmt.Sprintf("session-%d", i)
 			ref := tc.ss.write(t, store, b, sid)
 			stored, err := store.ReadLeanStored(ctx, ref)
@@ -164,13 +172,7 @@ func TestWriteRestoredStored_SameFiles(t *testing.T) {
 			got, err := sessiontree.WriteRestoredStored(ctx, cfg, who, "agent", sid, stored, store)
 			require.NoError(t, err)
 
-			treeCfg := sessiontree.Config{Root: t.TempDir(), Store: store, NoSync: true}
-			tree, _, err := sessiontree.Restore(ctx, treeCfg, who, "agent", sid)
-			require.NoError(t, err)
-			require.NoError(t, tree.Flush(ctx))
-			require.Equal(t, tree.Len(), got.Entries)
-			requireSameFile(t, tree.LogPath(), got.Files.Log)
-			requireSameFile(t, tree.ContextPath(), got.Files.Context)
+			requireAsRestoreAndFlush(t, store, sid, got)
 
 			resolved, err := store.ReadLean(ctx, ref)
 			require.NoError(t, err)
@@ -211,6 +213,24 @@ func TestWriteRestoredStored_SameFiles(t *testing.T) {
 			requireSameFile(t, in.Files.Context, got.Files.Context)
 		})
 	}
+}
+
+// requireAsRestoreAndFlush fails unless got holds the entries, and its log and
+// context file the bytes (and mode), of what Restore and a Flush of session
+// sid of store write.
+func requireAsRestoreAndFlush(t *testing.T, store *transcript.Store, sid string, got sessiontree.RestoredSession) {
+	t.Helper()
+	ctx := context.Background()
+	treeCfg := sessiontree.Config{Root: t.TempDir(), Store: store, NoSync: true}
+	tree, _, err := sessiontree.Restore(ctx, treeCfg, who, "agent", sid)
+	require.NoError(t, err)
+	require.NoError(t, tree.Flush(ctx))
+	require.Equal(t, tree.Len(), got.Entries)
+	requireSameFile(t, tree.LogPath(), got.Files.Log)
+	requireSameFile(t, tree.ContextPath(), got.Files.Context)
+	st, err := os.Stat(got.Files.Log)
+	require.NoError(t, err)
+	require.Equal(t, st.Size(), got.Size)
 }
 
 // requireSameFile fails unless the files at want and got hold the same bytes
@@ -262,10 +282,7 @@ func TestWriteRestoredStored_Faults(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := membucket.New()
-			store, err := transcript.New(transcript.Config{Bucket: b, PayloadThreshold: storedThreshold})
-			require.NoError(t, err)
-			defer store.Close()
+			b, store := storedStore(t)
 			sid := fmt.Sprintf("faults-%d", i)
 			ref := storedSession{segments: segs}.write(t, store, b, sid)
 			res, err := store.ReadLeanStored(context.Background(), ref)

@@ -55,19 +55,8 @@ func TestWriteRestoredLean_SameFilesAsRestoreAndFlush(t *testing.T) {
 			store, err := transcript.New(transcript.Config{Bucket: membucket.New()})
 			require.NoError(t, err)
 			defer store.Close()
-			w, err := transcript.NewWriter("writer")
-			require.NoError(t, err)
 			sid := fmt.Sprintf("session-%d", i)
-			ref, err := who.Ref("agent", sid)
-			require.NoError(t, err)
-			for _, seg := range tc.segments {
-				batch := make([][]byte, len(seg))
-				for k, e := range seg {
-					batch[k] = []byte(e)
-				}
-				_, err := store.AppendSegment(ctx, ref, batch, w)
-				require.NoError(t, err)
-			}
+			ref := storedSession{segments: tc.segments}.write(t, store, nil, sid)
 			res, err := store.ReadLean(ctx, ref)
 			require.NoError(t, err)
 			leanCfg := sessiontree.Config{Root: t.TempDir(), NoSync: true}
@@ -80,19 +69,7 @@ func TestWriteRestoredLean_SameFilesAsRestoreAndFlush(t *testing.T) {
 			}
 			require.NoError(t, err)
 
-			treeCfg := sessiontree.Config{Root: t.TempDir(), Store: store, NoSync: true}
-			tree, _, err := sessiontree.Restore(ctx, treeCfg, who, "agent", sid)
-			require.NoError(t, err)
-			require.NoError(t, tree.Flush(ctx))
-			require.Equal(t, tree.Len(), got.Entries)
-			for _, f := range [][2]string{{tree.LogPath(), got.Files.Log}, {tree.ContextPath(), got.Files.Context}} {
-				want, err := os.ReadFile(f[0])
-				require.NoError(t, err)
-				have, err := os.ReadFile(f[1])
-				require.NoError(t, err)
-				require.Equal(t, string(want), string(have), f[1])
-				require.Equal(t, int64(len(have)), got.Size)
-			}
+			requireAsRestoreAndFlush(t, store, sid, got)
 
 			// The segments file says the files hold every segment: nothing to fetch.
 			loaded, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: leanCfg.Root, Store: store, NoSync: true}, who, "agent", sid)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,21 +16,9 @@ import (
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
-
-// payloadGets counts the GETs of payload objects through it.
-type payloadGets struct {
-	bucket.Bucket
-	n atomic.Int64
-}
-
-func (b *payloadGets) Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
-	if strings.Contains(key, "/payloads/") {
-		b.n.Add(1)
-	}
-	return b.Bucket.Get(ctx, key)
-}
 
 // streamSession writes a session of images (some shared, near and far apart,
 // one entry holding the same image twice and another two different ones), tool
@@ -92,7 +79,7 @@ func streamSession(t *testing.T, s *transcript.Store) (transcript.TranscriptRef,
 func TestEachResolved_AsAResolvedRead(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
-	gets := &payloadGets{Bucket: membucket.New()}
+	gets := faultbucket.Wrap(membucket.New()) // counts the requests
 	s, err := transcript.New(transcript.Config{Bucket: gets, PayloadThreshold: testThreshold})
 	require.NoError(t, err)
 	defer s.Close()
@@ -121,7 +108,7 @@ func TestEachResolved_AsAResolvedRead(t *testing.T) {
 		for name, idx := range map[string][]int{"merge order": all, "reversed": reversed, "every other": odd} {
 			t.Run(fmt.Sprintf("window %d, %s", window, name), func(t *testing.T) {
 				transcript.SetResolveWindow(s, window)
-				gets.n.Store(0)
+				gets.ResetCounts()
 				var got []int
 				err := s.EachResolved(ctx, ref, stored, idx, func(i int, e transcript.ResolvedEntry) error {
 					got = append(got, i)
@@ -136,7 +123,7 @@ func TestEachResolved_AsAResolvedRead(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, idx, got)
 				if window == 0 && len(idx) == len(all) {
-					require.Equal(t, int64(distinct), gets.n.Load(), "each distinct payload fetched once")
+					require.Equal(t, int64(distinct), gets.Counts().Get, "each distinct payload fetched once")
 				}
 			})
 		}

@@ -225,15 +225,18 @@ func restoreLean(ctx context.Context, s sessiontree.StoreReader, ref transcript.
 }
 
 // payloadWindow is what a restore of res holds of payloads at once beside res:
-// the window of transcript.Store.EachResolved when an entry holds references,
-// else nothing.
+// the window of transcript.Store.EachResolved, or the size of the payloads
+// res references when that is smaller (0 for a session without references).
 func payloadWindow(res *transcript.LeanResult) int64 {
+	var n int64
 	for i := range res.Len() {
-		if len(res.Refs(i)) > 0 {
-			return transcript.DefaultResolveWindow
+		for _, r := range res.Refs(i) {
+			if n += int64(r.Size); n >= transcript.DefaultResolveWindow {
+				return transcript.DefaultResolveWindow
+			}
 		}
 	}
-	return 0
+	return n
 }
 
 // sameFile reports whether the files at a and b hold the same bytes; a missing b

@@ -114,16 +114,12 @@ func WriteRestoredLean(cfg Config, who Identity, agentID, sessionID string, res 
 // refuse to run.
 func WriteRestoredStored(ctx context.Context, cfg Config, who Identity, agentID, sessionID string, res *transcript.LeanResult, src PayloadSource) (RestoredSession, error) {
 	ref, _ := who.Ref(agentID, sessionID)
-	kinds := make([]RawKind, res.Len())
-	asStored := true
-	for i := range kinds {
-		raw := res.Raw(i)
-		kinds[i], _ = ClassifyRaw(raw)
-		if refs := res.Refs(i); len(refs) > 0 {
-			if src == nil {
+	kinds, asStored := ClassifyStored(res)
+	if src == nil {
+		for i := range kinds {
+			if len(res.Refs(i)) > 0 {
 				return RestoredSession{}, fmt.Errorf("restore %s: entry %s holds payload references and no source puts them back", ref, res.ID(i))
 			}
-			asStored = asStored && storedKindHolds(raw, kinds[i], refs)
 		}
 	}
 	each := func(idx []int, fn func(i int, e transcript.ResolvedEntry) error) error {
@@ -177,6 +173,26 @@ func WriteRestoredStored(ctx context.Context, cfg Config, who Identity, agentID,
 	})
 }
 
+// ClassifyStored classifies the entries of res, read as stored (payload
+// references in place), as ClassifyRaw classifies them with their payloads put
+// back, provided each payload is the contents of a JSON string
+// (transcript.ResolvedEntry.Plain, known once it is fetched). ok is false when
+// a reference could make the kind of its entry differ (see WriteRestoredStored),
+// or sits within the value of a top-level field that also names: the caller
+// then needs the entries with their payloads.
+func ClassifyStored(res *transcript.LeanResult, also ...string) (kinds []RawKind, ok bool) {
+	kinds = make([]RawKind, res.Len())
+	ok = true
+	for i := range kinds {
+		raw := res.Raw(i)
+		kinds[i], _ = ClassifyRaw(raw)
+		if refs := res.Refs(i); len(refs) > 0 {
+			ok = ok && storedKindHolds(raw, kinds[i], refs, also)
+		}
+	}
+	return kinds, ok
+}
+
 // errNotPlain stops a restore that classified its entries as stored at an
 // entry whose payloads are not the contents of a JSON string.
 var errNotPlain = errors.New("a payload is not the contents of a JSON string")
@@ -190,14 +206,15 @@ var classifiedFields = []string{"type", "id", "parentId", "version"}
 // each payload is the contents of a JSON string: raw is valid JSON (then every
 // reference is within a string, and the payloads change no token but those
 // strings), and each reference is within the value of a top-level field that
-// ClassifyRaw does not read (not in a key, which could become one it reads).
-func storedKindHolds(raw []byte, kind RawKind, refs []segment.PayloadRef) bool {
+// ClassifyRaw does not read nor also names (not in a key, which could become one
+// it reads).
+func storedKindHolds(raw []byte, kind RawKind, refs []segment.PayloadRef, also []string) bool {
 	if kind == RawInvalid && !json.Valid(raw) {
 		return false
 	}
 	within := make([]bool, len(refs))
 	err := jsonscan.EachRawField(raw, func(key, v []byte, off int) {
-		if slices.Contains(classifiedFields, string(key)) {
+		if slices.Contains(classifiedFields, string(key)) || slices.Contains(also, string(key)) {
 			return
 		}
 		for k, r := range refs {

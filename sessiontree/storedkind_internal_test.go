@@ -34,7 +34,7 @@ func checkStoredKind(t *testing.T, raw []byte, a, b int) {
 	stored := append(append(append([]byte(nil), raw[:a]...), segment.RefText(h)...), raw[b:]...)
 	refs := []segment.PayloadRef{{Off: uint32(a), Size: uint64(len(payload)), Hash: h}}
 	storedKind, _ := ClassifyRaw(stored)
-	if !jsonscan.StringContent(payload) || !storedKindHolds(stored, storedKind, refs) {
+	if !jsonscan.StringContent(payload) || !storedKindHolds(stored, storedKind, refs, nil) {
 		return
 	}
 	kind, _ := ClassifyRaw(raw)

@@ -62,9 +62,14 @@ type leanSession struct {
 // newLeanSession classifies the entries of res; skipped, when not nil, is told
 // of every entry that is neither a header nor a Pi entry, in order.
 func newLeanSession(res *transcript.LeanResult, skipped func(id string, err error)) *leanSession {
+	return leanSessionOf(res, func(i int) (sessiontree.RawKind, error) { return sessiontree.ClassifyRaw(res.Raw(i)) }, skipped)
+}
+
+// leanSessionOf is newLeanSession with the kind of entry i given by kindOf.
+func leanSessionOf(res *transcript.LeanResult, kindOf func(i int) (sessiontree.RawKind, error), skipped func(id string, err error)) *leanSession {
 	s := &leanSession{res: res, kind: make([]uint8, res.Len()), header: -1}
 	for i := range s.kind {
-		kind, err := sessiontree.ClassifyRaw(res.Raw(i))
+		kind, err := kindOf(i)
 		switch kind {
 		case sessiontree.RawHeader:
 			s.kind[i] = kindHeader
@@ -101,17 +106,55 @@ func (s *leanSession) entries() iter.Seq[[]byte] {
 // after a restore): the first header, then every Pi entry in merge order, each
 // followed by "\n". ok is false, and nothing is written, without a header.
 func (s *leanSession) writeExport(w io.Writer) (ok bool, err error) {
+	return s.writeExportFrom(w, func(idx []int, fn func(i int, e transcript.ResolvedEntry) error) error {
+		for _, i := range idx {
+			if err := fn(i, transcript.ResolvedEntry{Pieces: [][]byte{s.res.Raw(i)}, Plain: true}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// errNotPlain stops a write of entries classified as stored at an entry whose
+// payloads are not the contents of a JSON string (transcript.ResolvedEntry.Plain).
+var errNotPlain = errors.New("a payload is not the contents of a JSON string")
+
+// writeExportResolved is writeExport of a session read as stored, each entry's
+// payloads put back by src as it is written; errNotPlain when an entry's
+// payloads could change its kind (see sessiontree.ClassifyStored).
+func (s *leanSession) writeExportResolved(ctx context.Context, w io.Writer, src sessiontree.PayloadSource, ref transcript.TranscriptRef) (ok bool, err error) {
+	return s.writeExportFrom(w, func(idx []int, fn func(i int, e transcript.ResolvedEntry) error) error {
+		return src.EachResolved(ctx, ref, s.res, idx, fn)
+	})
+}
+
+// writeExportFrom is writeExport with the bytes of the entries idx given by
+// each, in that order.
+func (s *leanSession) writeExportFrom(w io.Writer, each func(idx []int, fn func(i int, e transcript.ResolvedEntry) error) error) (ok bool, err error) {
 	if s.header < 0 {
 		return false, nil
 	}
-	bw := bufio.NewWriterSize(w, 1<<20)
-	bw.Write(s.res.Raw(s.header))
-	bw.WriteByte('\n')
-	for raw := range s.entries() {
-		bw.Write(raw)
-		bw.WriteByte('\n')
+	idx := []int{s.header}
+	for i, k := range s.kind {
+		if k == kindEntry || k == kindLeaf {
+			idx = append(idx, i)
+		}
 	}
-	if err := bw.Flush(); err != nil {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	err = each(idx, func(_ int, e transcript.ResolvedEntry) error {
+		if !e.Plain {
+			return errNotPlain
+		}
+		for _, p := range e.Pieces {
+			bw.Write(p)
+		}
+		return bw.WriteByte('\n') // the first write error, kept by the writer
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
 		return true, fmt.Errorf("write session: %w", err)
 	}
 	return true, nil

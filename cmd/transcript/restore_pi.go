@@ -71,20 +71,48 @@ var (
 // continueRecent (the newest file) resumes the session Pi would have. The file
 // is built in scratch and moved into place, unless out holds an identical one;
 // a different one whose entries the session lacks is replaced only with force.
+//
+// The session is read as stored and its payloads put back as the file is
+// written (as restoreLean does), unless a reference could change what the file
+// holds: the kind of an entry (sessiontree.ClassifyStored), a "timestamp" or
+// the header's "cwd" (piStoredFields); then, or when a payload turns out not to
+// be a JSON string's contents, it is read with its payloads.
 func restorePiSession(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, out, scratch string, force bool) (restoreOutcome, int, int64, error) {
 	lr, ok := s.(leanReader)
 	if !ok {
 		return 0, 0, 0, fmt.Errorf("restore %s: %T cannot read a session lean", ref, s)
 	}
-	res, err := lr.ReadLean(ctx, ref)
+	res, err := lr.ReadLeanStored(ctx, ref)
 	if errors.Is(err, bucket.ErrNotFound) {
 		return 0, 0, 0, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	boundHeap(res.Size() + payloadWindow(res))
+	if kinds, ok := sessiontree.ClassifyStored(res, piStoredFields...); ok {
+		sess := leanSessionOf(res, func(i int) (sessiontree.RawKind, error) { return kinds[i], nil }, nil)
+		outcome, n, size, err := restorePiFile(ctx, lr, sess, ref, out, scratch, force)
+		if !errors.Is(err, errNotPlain) {
+			return outcome, n, size, err
+		}
+	}
+	if res, err = lr.ReadLean(ctx, ref); err != nil {
+		return 0, 0, 0, err
+	}
 	boundHeap(res.Size())
-	sess := newLeanSession(res, nil)
+	return restorePiFile(ctx, lr, newLeanSession(res, nil), ref, out, scratch, force)
+}
+
+// piStoredFields are the top-level fields beside an entry's kind whose values
+// the Pi layout's file depends on: where it goes (the header's cwd and
+// timestamp) and its modification time (the entries' timestamps).
+var piStoredFields = []string{"timestamp", "cwd"}
+
+// restorePiFile is restorePiSession of the session sess, its payloads put back
+// by src as the file is written (none when sess was read with them).
+func restorePiFile(ctx context.Context, src sessiontree.PayloadSource, sess *leanSession, ref transcript.TranscriptRef, out, scratch string, force bool) (restoreOutcome, int, int64, error) {
+	res := sess.res
 	if sess.header < 0 {
 		return 0, 0, 0, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
@@ -99,7 +127,7 @@ func restorePiSession(ctx context.Context, s sessiontree.StoreReader, ref transc
 	dest := filepath.Join(out, filepath.FromSlash(rel))
 	tmp := filepath.Join(scratch, ref.Namespace+"~"+ref.AgentID+"~"+ref.SessionID+".jsonl")
 	defer os.Remove(tmp)
-	if err := fsutil.WriteFileAtomic(tmp, false, func(w io.Writer) error { _, err := sess.writeExport(w); return err }); err != nil {
+	if err := fsutil.WriteFileAtomic(tmp, false, func(w io.Writer) error { _, err := sess.writeExportResolved(ctx, w, src, ref); return err }); err != nil {
 		return 0, 0, 0, err
 	}
 	same, err := sameFile(tmp, dest)

@@ -13,6 +13,16 @@ import (
 	"github.com/transcriptstore/transcript/server"
 )
 
+// oneEntrySession serves session "s" of one entry, "u1", with entries limited
+// to 512 bytes, and returns its owner's client.
+func oneEntrySession(t *testing.T) *client {
+	ts := newServerWith(t, backends[0].new(t), server.Config{}, repository.Config{MaxEntryBytes: 512})
+	c := ts.as(t, "acme", "alice")
+	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s"}))
+	must(c.do("POST", "/v1/sessions/s/entries", appendReq("", msg("u1", "", "user", "first"))))
+	return c
+}
+
 // TestBadEntriesAreTheClientsError: every entry the repository refuses is the
 // client's error, a 4xx whose code openapi.yaml lists and that names the entry's
 // index, never a 500; nothing of the refused append is stored. (Issue 29, item 4.)
@@ -39,10 +49,7 @@ func TestBadEntriesAreTheClientsError(t *testing.T) {
 		{"over the entry limit", string(msg("big", "u1", "user", strings.Repeat("x", 600))), 413, server.CodeTooLarge},
 		{"an unknown parent", string(msg("n1", "ghost", "user", "x")), 422, server.CodeUnknownParent},
 	}
-	ts := newServerWith(t, backends[0].new(t), server.Config{}, repository.Config{MaxEntryBytes: 512})
-	c := ts.as(t, "acme", "alice")
-	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s"}))
-	must(c.do("POST", "/v1/sessions/s/entries", appendReq("", msg("u1", "", "user", "first"))))
+	c := oneEntrySession(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			body, err := json.Marshal(appendReq("u1", good, json.RawMessage(tc.entry)))
@@ -87,10 +94,7 @@ func TestMalformedEntriesAreMalformedBodies(t *testing.T) {
 		{"an entry over the limit first", "s", "u1", []string{big, `{"id":tru}`}},
 		{"spaces to compact", "s", "u1", []string{good, `{"id" : 1 2}`}},
 	}
-	ts := newServerWith(t, backends[0].new(t), server.Config{}, repository.Config{MaxEntryBytes: 512})
-	c := ts.as(t, "acme", "alice")
-	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s"}))
-	must(c.do("POST", "/v1/sessions/s/entries", appendReq("", msg("u1", "", "user", "first"))))
+	c := oneEntrySession(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			body := fmt.Sprintf(`{"expectedHead":%q,"entries":[%s]}`, tc.head, strings.Join(tc.entries, ","))

@@ -124,18 +124,13 @@ func WriteRestoredStored(ctx context.Context, cfg Config, who Identity, agentID,
 	}
 	each := func(idx []int, fn func(i int, e transcript.ResolvedEntry) error) error {
 		if src == nil {
-			for _, i := range idx {
-				if err := fn(i, transcript.ResolvedEntry{Pieces: [][]byte{res.Raw(i)}, Plain: true}); err != nil {
-					return err
-				}
-			}
-			return nil
+			return transcript.EachPlain(idx, res.Raw, fn)
 		}
 		return src.EachResolved(ctx, ref, res, idx, fn)
 	}
 	if asStored {
 		r, err := writeRestoredKinds(cfg, who, agentID, sessionID, res, kinds, each)
-		if !errors.Is(err, errNotPlain) {
+		if !errors.Is(err, ErrNotPlain) {
 			return r, err
 		}
 	}
@@ -164,12 +159,7 @@ func WriteRestoredStored(ctx context.Context, cfg Config, who Identity, agentID,
 		kinds[i], _ = ClassifyRaw(raw(i))
 	}
 	return writeRestoredKinds(cfg, who, agentID, sessionID, res, kinds, func(idx []int, fn func(i int, e transcript.ResolvedEntry) error) error {
-		for _, i := range idx {
-			if err := fn(i, transcript.ResolvedEntry{Pieces: [][]byte{raw(i)}, Plain: true}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return transcript.EachPlain(idx, raw, fn)
 	})
 }
 
@@ -193,9 +183,10 @@ func ClassifyStored(res *transcript.LeanResult, also ...string) (kinds []RawKind
 	return kinds, ok
 }
 
-// errNotPlain stops a restore that classified its entries as stored at an
-// entry whose payloads are not the contents of a JSON string.
-var errNotPlain = errors.New("a payload is not the contents of a JSON string")
+// ErrNotPlain stops a write of entries classified as stored (ClassifyStored)
+// at an entry whose payloads are not the contents of a JSON string
+// (transcript.ResolvedEntry.Plain): the writer classifies them resolved instead.
+var ErrNotPlain = errors.New("a payload is not the contents of a JSON string")
 
 // classifiedFields are the top-level fields whose values ClassifyRaw reads
 // (pi.ParseEntry and pi.ParseHeader).
@@ -264,7 +255,7 @@ func writeRestoredKinds(cfg Config, who Identity, agentID, sessionID string, res
 		first := true
 		err := each(idx, func(_ int, e transcript.ResolvedEntry) error {
 			if !e.Plain {
-				return errNotPlain
+				return ErrNotPlain
 			}
 			d.Reset()
 			for _, p := range e.Pieces {

@@ -98,7 +98,7 @@ func (s *Store) resolve(ctx context.Context, ns string, items []resolveItem) err
 			}
 			for _, p := range places[1:] {
 				if p.size != first.size {
-					return fmt.Errorf("payload %x: %w: referenced with sizes %d and %d", h, segment.ErrCorrupt, first.size, p.size)
+					return errSizesDiffer(h, first.size, p.size)
 				}
 				copy(bufs[p.item][p.off:], dst)
 			}
@@ -238,4 +238,9 @@ func (s *Store) PayloadObjects(ctx context.Context, namespace string) (map[Paylo
 		out[h] = oi.Size
 	}
 	return out, nil
+}
+
+// errSizesDiffer is the corruption of payload h referenced with two sizes.
+func errSizesDiffer(h PayloadHash, a, b uint64) error {
+	return fmt.Errorf("payload %x: %w: referenced with sizes %d and %d", h, segment.ErrCorrupt, a, b)
 }

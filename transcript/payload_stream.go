@@ -44,6 +44,23 @@ type ResolvedEntry struct {
 	Plain bool
 }
 
+// PlainEntry is the ResolvedEntry of raw, an entry with no payload to put back.
+func PlainEntry(raw []byte) ResolvedEntry {
+	return ResolvedEntry{Pieces: [][]byte{raw}, Plain: true}
+}
+
+// EachPlain calls fn for the entries idx in turn, each with the bytes raw gives
+// it and no payload to put back (PlainEntry): EachResolved of entries that hold
+// no reference, for callers whose entries have their payloads already.
+func EachPlain(idx []int, raw func(i int) []byte, fn func(i int, e ResolvedEntry) error) error {
+	for _, i := range idx {
+		if err := fn(i, PlainEntry(raw(i))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Len returns the length of the entry's bytes.
 func (e ResolvedEntry) Len() int {
 	n := 0
@@ -115,12 +132,7 @@ func (s *Store) EachResolved(ctx context.Context, ref TranscriptRef, res *LeanRe
 		refs += len(res.Refs(i))
 	}
 	if refs == 0 {
-		for _, i := range idx {
-			if err := fn(i, ResolvedEntry{Pieces: [][]byte{res.Raw(i)}, Plain: true}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return EachPlain(idx, res.Raw, fn)
 	}
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
@@ -190,7 +202,7 @@ func (st *resolveStream) schedule(ctx context.Context, g *errgroup.Group, res *L
 				charge += max(int64(r.Size), minFetchCharge)
 			} else if f.size != r.Size {
 				st.mu.Unlock()
-				return fmt.Errorf("payload %x: %w: referenced with sizes %d and %d", r.Hash, segment.ErrCorrupt, f.size, r.Size)
+				return errSizesDiffer(r.Hash, f.size, r.Size)
 			}
 			if !containsFetch(it.fetches[:k], f) {
 				f.users++
@@ -283,7 +295,7 @@ func (st *resolveStream) deliver(ctx context.Context, res *LeanResult, idx []int
 	for _, i := range idx {
 		refs := res.Refs(i)
 		if len(refs) == 0 {
-			if err := fn(i, ResolvedEntry{Pieces: [][]byte{res.Raw(i)}, Plain: true}); err != nil {
+			if err := fn(i, PlainEntry(res.Raw(i))); err != nil {
 				return err
 			}
 			continue

@@ -107,21 +107,12 @@ func (s *leanSession) entries() iter.Seq[[]byte] {
 // followed by "\n". ok is false, and nothing is written, without a header.
 func (s *leanSession) writeExport(w io.Writer) (ok bool, err error) {
 	return s.writeExportFrom(w, func(idx []int, fn func(i int, e transcript.ResolvedEntry) error) error {
-		for _, i := range idx {
-			if err := fn(i, transcript.ResolvedEntry{Pieces: [][]byte{s.res.Raw(i)}, Plain: true}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return transcript.EachPlain(idx, s.res.Raw, fn)
 	})
 }
 
-// errNotPlain stops a write of entries classified as stored at an entry whose
-// payloads are not the contents of a JSON string (transcript.ResolvedEntry.Plain).
-var errNotPlain = errors.New("a payload is not the contents of a JSON string")
-
 // writeExportResolved is writeExport of a session read as stored, each entry's
-// payloads put back by src as it is written; errNotPlain when an entry's
+// payloads put back by src as it is written; sessiontree.ErrNotPlain when an entry's
 // payloads could change its kind (see sessiontree.ClassifyStored).
 func (s *leanSession) writeExportResolved(ctx context.Context, w io.Writer, src sessiontree.PayloadSource, ref transcript.TranscriptRef) (ok bool, err error) {
 	return s.writeExportFrom(w, func(idx []int, fn func(i int, e transcript.ResolvedEntry) error) error {
@@ -144,7 +135,7 @@ func (s *leanSession) writeExportFrom(w io.Writer, each func(idx []int, fn func(
 	bw := bufio.NewWriterSize(w, 1<<20)
 	err = each(idx, func(_ int, e transcript.ResolvedEntry) error {
 		if !e.Plain {
-			return errNotPlain
+			return sessiontree.ErrNotPlain
 		}
 		for _, p := range e.Pieces {
 			bw.Write(p)

@@ -93,7 +93,7 @@ func restorePiSession(ctx context.Context, s sessiontree.StoreReader, ref transc
 	if kinds, ok := sessiontree.ClassifyStored(res, piStoredFields...); ok {
 		sess := leanSessionOf(res, func(i int) (sessiontree.RawKind, error) { return kinds[i], nil }, nil)
 		outcome, n, size, err := restorePiFile(ctx, lr, sess, ref, out, scratch, force)
-		if !errors.Is(err, errNotPlain) {
+		if !errors.Is(err, sessiontree.ErrNotPlain) {
 			return outcome, n, size, err
 		}
 	}

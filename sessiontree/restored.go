@@ -453,10 +453,5 @@ func writeFile(path string, noSync bool, write func(f *os.File) error) (err erro
 	if err := write(f); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if !noSync {
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("fsync %s: %w", path, err)
-		}
-	}
-	return nil
+	return syncUnless(f, noSync)
 }

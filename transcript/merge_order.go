@@ -13,7 +13,8 @@ import (
 // standing for the segment itself. Otherwise a level-0 segment is the origin of
 // its entries; a compacted segment of version 1, which does not know, gives its
 // first input in origin-key order (its own key if it names none) and the entry's
-// position in it: deterministic, and right for the entries of that input.
+// position in it: deterministic, and right for the entries of that input. The
+// function returned keeps the last key it made relative: one goroutine calls it.
 func originsOf(info SegmentInfo, seg *segment.Segment) func(pos int) Origin {
 	self := sessionRelKey(info.Key)
 	if os := seg.Meta.Origins; len(os) == len(seg.Entries) {

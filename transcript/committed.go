@@ -150,7 +150,7 @@ func (s *Store) readCommittedOnce(ctx context.Context, ref TranscriptRef, h Head
 // planUpper decides, for the named compacted segments the reader lacks, which it
 // holds through their inputs, which are cheaper read as the few level-0 inputs
 // it lacks (via, by the compacted segment), and which are fetched (returned).
-func (r *committedRead) planUpper(ctx context.Context, upper []SegmentInfo) ([]SegmentInfo, map[SegmentInfo][]SegmentInfo, error) {
+func (r *committedRead) planUpper(ctx context.Context, upper []SegmentInfo) ([]SegmentInfo, []viaInputs, error) {
 	if len(upper) == 0 {
 		return nil, nil, nil
 	}
@@ -158,7 +158,7 @@ func (r *committedRead) planUpper(ctx context.Context, upper []SegmentInfo) ([]S
 		return nil, nil, err
 	}
 	var out []SegmentInfo
-	via := map[SegmentInfo][]SegmentInfo{}
+	var via []viaInputs
 	for _, in := range upper {
 		rel := sessionRelKey(in.Key)
 		m, ok := r.metas[rel]
@@ -169,7 +169,7 @@ func (r *committedRead) planUpper(ctx context.Context, upper []SegmentInfo) ([]S
 			r.next[rel] = struct{}{}
 		default:
 			if lacking := r.lackingInputs(m); lacking != nil {
-				via[in] = lacking
+				via = append(via, viaInputs{out: in, ins: lacking})
 			} else {
 				out = append(out, in)
 			}
@@ -200,19 +200,26 @@ func (r *committedRead) lackingInputs(m segment.Meta) []SegmentInfo {
 	return out
 }
 
+// viaInputs is a compacted segment the reader lacks (out) and its level-0
+// inputs it reads in its place (ins).
+type viaInputs struct {
+	out SegmentInfo
+	ins []SegmentInfo
+}
+
 // fetchVia reads the lacking inputs of the compacted segments of via; a
 // compacted segment one of whose inputs is gone (deleted after the compaction) is
 // fetched itself instead.
-func (r *committedRead) fetchVia(ctx context.Context, via map[SegmentInfo][]SegmentInfo) error {
+func (r *committedRead) fetchVia(ctx context.Context, via []viaInputs) error {
 	if len(via) == 0 {
 		return nil
 	}
 	var inputs []SegmentInfo
 	r.via = make(map[string]string)
-	for out, ins := range via {
-		inputs = append(inputs, ins...)
-		for _, in := range ins {
-			r.via[sessionRelKey(in.Key)] = sessionRelKey(out.Key)
+	for _, v := range via {
+		inputs = append(inputs, v.ins...)
+		for _, in := range v.ins {
+			r.via[sessionRelKey(in.Key)] = sessionRelKey(v.out.Key)
 		}
 	}
 	got, err := r.fetch(ctx, inputs, true)
@@ -220,12 +227,12 @@ func (r *committedRead) fetchVia(ctx context.Context, via map[SegmentInfo][]Segm
 		return err
 	}
 	var whole []SegmentInfo
-	for out, ins := range via {
-		if slices.ContainsFunc(ins, func(in SegmentInfo) bool { return !got[in.Key] }) {
-			whole = append(whole, out)
+	for _, v := range via {
+		if slices.ContainsFunc(v.ins, func(in SegmentInfo) bool { return !got[in.Key] }) {
+			whole = append(whole, v.out)
 			continue
 		}
-		r.next[sessionRelKey(out.Key)] = struct{}{}
+		r.next[sessionRelKey(v.out.Key)] = struct{}{}
 	}
 	slices.SortFunc(whole, func(a, b SegmentInfo) int { return strings.Compare(a.Key, b.Key) })
 	_, err = r.fetch(ctx, whole, false)

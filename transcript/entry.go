@@ -34,6 +34,11 @@ type Entry struct {
 	// (segment.PayloadRef; Entry is the position in Segment). Reads put payloads
 	// back and leave Refs empty; only a Stored read returns entries with them.
 	Refs []segment.PayloadRef
+	// Resolved lists, for an entry a read returned with its payloads put back
+	// (Refs empty), the references it was stored with, offsets in the stored
+	// form: what StoredForm needs to give the entry as stored without reading
+	// it again. Empty for an entry stored whole, and in a Stored read.
+	Resolved []segment.PayloadRef
 }
 
 // ParseEntry reads id, parentId and timestamp from raw by the rule every package

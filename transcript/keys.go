@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/transcriptstore/transcript/segment"
 )
 
 // Segment keys have the layout
@@ -47,6 +49,12 @@ type SegmentInfo struct {
 	Hash uint64
 	// Size is the object size in bytes, when known from a listing.
 	Size int64
+	// Refs, in the description a write returns (AppendSegment, CommitSegment,
+	// CreateSession), lists the payload references the segment was stored with
+	// (segment.Meta.Refs: by entry, offsets in the stored entries), so that the
+	// writer knows its entries' stored forms (StoredForm) without reading them;
+	// nil when every entry is stored whole, and in listings.
+	Refs []segment.PayloadRef
 }
 
 // keyPrefix joins the store prefix and elements into a key prefix ending in "/".

@@ -3,12 +3,14 @@ package transcript_test
 import (
 	"context"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -205,4 +207,96 @@ func TestSameShape(t *testing.T) {
 			require.Equal(t, tc.want, transcript.SameShape(tc.raw, e.Raw, e.Refs))
 		})
 	}
+}
+
+// TestStoredForm: the references a write reports (SegmentInfo.Refs) and those a
+// read that puts the payloads back keeps (Entry.Resolved) are the ones a Stored
+// read returns, and StoredForm turns each entry as written back into its stored
+// bytes with them, reading nothing; references that do not fit the entry give
+// false.
+func TestStoredForm(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, newBucket(t), transcript.Config{PayloadThreshold: testThreshold})
+	shared := imageData(31, 2*testThreshold)
+	two := []byte(`{"type":"message","id":"d","parentId":"c","message":{"role":"user","content":[{"type":"image","data":"` +
+		shared + `"},{"type":"text","text":"and \"this\""},{"type":"image","data":"` + imageData(32, 3*testThreshold) + `"}]}}`)
+	written := [][]byte{
+		entry("a", ""),
+		imageEntry("b", "a", shared),
+		toolEntry("c", "b", strings.Repeat("line \"quoted\"\n\tand more ", 200)),
+		two,
+		entry("e", "d"),
+	}
+	info, err := s.AppendSegment(ctx, ref, written, newWriter(t, "w1"))
+	require.NoError(t, err)
+	stored, err := s.Stored().ReadAll(ctx, ref)
+	require.NoError(t, err)
+	resolved, err := s.ReadAll(ctx, ref)
+	require.NoError(t, err)
+	require.Len(t, stored.Entries, len(written))
+	require.Len(t, resolved.Entries, len(written))
+	sameRefs := func(want, got []transcript.PayloadRef, id string) {
+		require.Len(t, got, len(want), id)
+		for k := range want {
+			require.Equal(t, want[k].Hash, got[k].Hash, id)
+			require.Equal(t, want[k].Off, got[k].Off, id)
+			require.Equal(t, want[k].Size, got[k].Size, id)
+		}
+	}
+	refs := 0
+	for i, st := range stored.Entries {
+		rs := resolved.Entries[i]
+		require.Equal(t, st.ID, rs.ID)
+		require.Equal(t, string(written[st.Pos]), string(rs.Raw), "the read puts the payloads back")
+		require.Empty(t, rs.Refs)
+		sameRefs(st.Refs, rs.Resolved, st.ID)
+		sameRefs(st.Refs, segment.EntryRefs(info.Refs, uint32(st.Pos)), st.ID)
+		got, ok := transcript.StoredForm(rs.Raw, rs.Resolved)
+		require.True(t, ok, st.ID)
+		require.Equal(t, string(st.Raw), string(got), st.ID)
+		refs += len(st.Refs)
+	}
+	require.Equal(t, 4, refs, "b, c and d's two payloads are references")
+
+	d := resolved.Entries[slices.IndexFunc(resolved.Entries, func(e transcript.Entry) bool { return e.ID == "d" })]
+	require.Len(t, d.Resolved, 2)
+	for _, tc := range []struct {
+		name string
+		raw  []byte
+		refs func([]transcript.PayloadRef)
+	}{
+		{"entry cut short", d.Raw[:len(d.Raw)-int(d.Resolved[1].Size)], nil},
+		{"a reference past the end", d.Raw, func(r []transcript.PayloadRef) { r[1].Off = uint32(len(d.Raw)) }},
+		{"a payload past the end", d.Raw, func(r []transcript.PayloadRef) { r[1].Size += uint64(len(d.Raw)) }},
+		{"references out of order", d.Raw, func(r []transcript.PayloadRef) { r[0], r[1] = r[1], r[0] }},
+		{"a huge size", d.Raw, func(r []transcript.PayloadRef) { r[0].Size = 1 << 63 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refs := slices.Clone(d.Resolved)
+			if tc.refs != nil {
+				tc.refs(refs)
+			}
+			_, ok := transcript.StoredForm(tc.raw, refs)
+			require.False(t, ok)
+		})
+	}
+}
+
+// FuzzStoredForm: StoredForm never panics, and whatever it accepts is the
+// entry with each payload's bytes replaced by its reference's text.
+func FuzzStoredForm(f *testing.F) {
+	f.Add([]byte(`{"data":"0123456789abcdef"}`), uint32(9), uint64(16), uint32(80), uint64(1))
+	f.Add([]byte(`{"a":"xy","b":"z"}`), uint32(6), uint64(2), uint32(76), uint64(1))
+	f.Add([]byte(`{}`), uint32(0), uint64(0), uint32(0), uint64(0))
+	f.Fuzz(func(t *testing.T, raw []byte, off1 uint32, size1 uint64, off2 uint32, size2 uint64) {
+		refs := []transcript.PayloadRef{{Off: off1, Size: size1, Hash: [32]byte{1}}, {Off: off2, Size: size2, Hash: [32]byte{2}}}
+		got, ok := transcript.StoredForm(raw, refs)
+		if !ok {
+			return
+		}
+		require.True(t, transcript.SameShape(raw, got, refs), "the stored form has the shape of the entry")
+		for _, r := range refs {
+			require.Equal(t, string(segment.RefText(r.Hash)), string(got[r.Off:int(r.Off)+segment.RefLen]))
+		}
+	})
 }

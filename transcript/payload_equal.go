@@ -80,6 +80,35 @@ func SameShape(raw, stored []byte, refs []segment.PayloadRef) bool {
 	return bytes.Equal(raw[at:], stored[last:])
 }
 
+// StoredForm returns raw, an entry as written that a read returned with its
+// payloads put back, as it was stored with the references refs (its
+// Entry.Resolved: offsets in the stored form): each payload's bytes replaced by
+// the text of its reference. It reads and hashes no payload; it only checks that
+// refs fit raw (in order, within it), else it returns false. The bytes are new:
+// raw is not modified.
+func StoredForm(raw []byte, refs []segment.PayloadRef) ([]byte, bool) {
+	var n uint64 // the payloads' bytes
+	for _, r := range refs {
+		if n += r.Size; r.Size > uint64(len(raw)) || n > uint64(len(raw)) {
+			return nil, false
+		}
+	}
+	out := make([]byte, 0, len(raw)-int(n)+len(refs)*segment.RefLen)
+	at := 0 // in raw
+	for _, r := range refs {
+		// r.Off is where the reference stands in the stored form, which is out
+		// so far, plus the literal bytes before it.
+		lit := int(r.Off) - len(out)
+		if lit < 0 || at+lit+int(r.Size) > len(raw) {
+			return nil, false
+		}
+		out = append(out, raw[at:at+lit]...)
+		out = segment.AppendRefText(out, r.Hash)
+		at += lit + int(r.Size)
+	}
+	return append(out, raw[at:]...), true
+}
+
 // sameRefs reports whether two entries' references stand at the same offsets
 // for the same payloads (their Entry fields may differ).
 func sameRefs(a, b []segment.PayloadRef) bool {

@@ -48,14 +48,15 @@ func (res *MergeResult) payloadItems() []resolveItem {
 	for _, es := range [][]Entry{res.Entries, res.Losers} {
 		for i := range es {
 			if e := &es[i]; len(e.Refs) > 0 {
-				items = append(items, resolveItem{raw: e.Raw, refs: e.Refs, set: func(b []byte) { e.Raw, e.Refs = b, nil }})
+				items = append(items, resolveItem{raw: e.Raw, refs: e.Refs, set: func(b []byte) { e.Raw, e.Refs, e.Resolved = b, nil, e.Refs }})
 			}
 		}
 	}
 	return items
 }
 
-// payloadsResolved: each item's set already dropped its references.
+// payloadsResolved: each item's set already dropped its references (keeping
+// them as Entry.Resolved).
 func (res *MergeResult) payloadsResolved() {}
 
 // payloadItems returns the entries and losers of res that hold references.

@@ -116,7 +116,7 @@ func (s *Store) encodeAt(ref TranscriptRef, meta segment.Meta, entries [][]byte,
 	info := SegmentInfo{
 		Key: segmentKey(s.cfg.Prefix, ref, level, now, w.ID(), meta.Seq, sum),
 		Ref: ref, Level: level, Time: now.Truncate(time.Nanosecond), WriterID: w.ID(),
-		Seq: meta.Seq, Hash: sum, Size: int64(len(data)),
+		Seq: meta.Seq, Hash: sum, Size: int64(len(data)), Refs: meta.Refs,
 	}
 	return SegmentObject{Info: info, Meta: meta, Data: data}, nil
 }

@@ -77,21 +77,25 @@ func (s *Session) appendDefault(ctx context.Context, raws [][]byte, owned bool) 
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
-	s.added(info, fresh)
+	s.added(info, 0, fresh)
 	s.leaf = s.headAfter(s.leaf, fresh)
 	return nil
 }
 
-// added records entries this handle stored as the segment info: they join the
-// cache after the entries held (or, when a full read would not put them there,
-// the next read loads the session afresh).
-func (s *Session) added(info transcript.SegmentInfo, fresh []pi.Entry) {
+// added records entries this handle stored as the segment info, from its entry
+// first on: they join the cache after the entries held (or, when a full read
+// would not put them there, the next read loads the session afresh), with the
+// payload references they were stored with (info.Refs).
+func (s *Session) added(info transcript.SegmentInfo, first int, fresh []pi.Entry) {
 	entries := make([]transcript.Entry, len(fresh))
 	rel := transcript.Origin{Key: s.relKey(info.Key)}
 	for i, e := range fresh {
-		rel.Pos = i
+		rel.Pos = first + i
 		parent, _ := e.ParentID()
-		entries[i] = transcript.Entry{ID: e.ID(), ParentID: parent, Type: e.Type(), Raw: e.Raw(), Segment: info.Key, Pos: i, Origin: rel}
+		entries[i] = transcript.Entry{ID: e.ID(), ParentID: parent, Type: e.Type(), Raw: e.Raw(), Segment: info.Key, Pos: rel.Pos, Origin: rel}
+		if info.Refs != nil {
+			entries[i].Resolved = segment.EntryRefs(info.Refs, uint32(rel.Pos))
+		}
 	}
 	if !s.fits(entries) {
 		s.stale = true

@@ -87,7 +87,7 @@ func (r *Repository) create(ctx context.Context, opts CreateOptions, parent stri
 	}
 	s.strict, s.hs, s.header = opts.Strict, head, h
 	s.byID, s.waiting = map[string][]byte{h.ID(): h.Raw()}, map[string]bool{}
-	s.added(info, batch)
+	s.added(info, 1, batch) // after the header
 	s.have = transcript.NewSegmentSet(info.Key)
 	s.leaf = leaf
 	return s, nil

@@ -102,10 +102,12 @@ func (r *Repository) Fork(ctx context.Context, id, atEntryID string) (*Session, 
 // this repository's owner (a handle of another Repository of the same owner will
 // do). An entry src does not hold gives an *EntryNotFoundError.
 //
-// Large payloads are not copied: when the path holds entries long enough to hold
-// one, src's segments are read as stored (transcript.Store.Stored: no payload is
-// fetched) and the fork's segment keeps the references those entries hold
-// (storedForms), so that no payload is read, hashed or stored again.
+// Large payloads are not copied: the fork's segment keeps the references the
+// path's entries were stored with, so that no payload is read, hashed or stored
+// again. The handle knows them for the entries it read or wrote itself
+// (heldForms): the fork then reads nothing of src but one listing of its
+// segments, which must still hold the segments those entries came from (else,
+// after a compaction say, src's segments are read as stored: storedForms).
 func (r *Repository) ForkSession(ctx context.Context, src *Session, opts ForkOptions) (*Session, error) {
 	src.mu.Lock()
 	var path []pi.Entry
@@ -116,15 +118,88 @@ func (r *Repository) ForkSession(ctx context.Context, src *Session, opts ForkOpt
 	case opts.At != "":
 		path, ok = pi.PathToRoot(src.entries, pi.NewIndex(src.entries), opts.At)
 	}
+	var held []heldRefs
+	if ok {
+		held = src.heldForms(path)
+	}
 	src.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("fork: %w", &EntryNotFoundError{Session: src.id, Entry: opts.At})
 	}
-	stored, err := r.storedForms(ctx, src.ref, path)
+	var stored *storedPath
+	var err error
+	if held != nil {
+		stored, err = r.heldStoredForms(ctx, src.ref, path, held)
+	}
+	if err == nil && stored == nil && (held == nil || !r.heldNoRefs(path, held)) {
+		stored, err = r.storedForms(ctx, src.ref, path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fork session %q: %w", src.id, err)
 	}
 	return r.forkAs(ctx, src, opts, path, stored)
+}
+
+// heldForms returns, for each entry of path (entries of s), the references it
+// was stored with as s knows them (a zero heldRefs: stored whole), or nil when
+// s does not know them: s holds its entries as stored (infoOnly). The caller
+// holds s.mu.
+func (s *Session) heldForms(path []pi.Entry) []heldRefs {
+	if s.infoOnly || len(path) == 0 {
+		return nil
+	}
+	out := make([]heldRefs, len(path))
+	for i, e := range path {
+		out[i] = s.held[e.ID()]
+	}
+	return out
+}
+
+// heldNoRefs reports whether none of the entries of path was stored with a
+// reference, by held (heldForms): the fork then writes them as they are.
+func (r *Repository) heldNoRefs(path []pi.Entry, held []heldRefs) bool {
+	return !slices.ContainsFunc(held, func(h heldRefs) bool { return len(h.refs) > 0 })
+}
+
+// heldStoredForms returns the entries path of session ref as stored, built from
+// their bytes as written and the references held[i] they were stored with
+// (transcript.StoredForm), with the look at the payload marks a copy of them
+// relies on (see transcript's payload_check.go). That look must come before a
+// read of the segments that hold the references; the handle read them before
+// it, so a listing of ref taken after the look stands in for that read: a
+// segment still listed then was there all along (segments are immutable and
+// their keys never reused), and holds the references it held when read. It
+// returns nil (the caller reads the segments) when a segment is no longer
+// listed, or when a held reference does not fit its entry, and nil when no
+// entry holds one.
+func (r *Repository) heldStoredForms(ctx context.Context, ref transcript.TranscriptRef, path []pi.Entry, held []heldRefs) (*storedPath, error) {
+	if r.heldNoRefs(path, held) {
+		return nil, nil
+	}
+	chk, err := r.store.CheckPayloads(ctx, ref.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := r.store.ListSegments(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	listed := make(map[string]bool, len(infos))
+	for _, in := range infos {
+		listed[in.Key] = true
+	}
+	sp := &storedPath{raws: rawsOf(path), refs: make([][]transcript.PayloadRef, len(path)), check: &chk}
+	for i, h := range held {
+		if len(h.refs) == 0 {
+			continue
+		}
+		raw, ok := transcript.StoredForm(sp.raws[i], h.refs)
+		if !ok || !listed[h.segment] {
+			return nil, nil
+		}
+		sp.raws[i], sp.refs[i] = raw, h.refs
+	}
+	return sp, nil
 }
 
 // forkAs creates the fork of src (its id, cwd and mode taken from src unless
@@ -211,7 +286,7 @@ func (r *Repository) storedForms(ctx context.Context, ref transcript.TranscriptR
 func (s *Session) forget() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.entries, s.byID, s.waiting, s.odd, s.unindexed = nil, nil, nil, nil, false
+	s.entries, s.byID, s.waiting, s.odd, s.unindexed, s.held = nil, nil, nil, nil, false, nil
 	s.have, s.frontier = transcript.SegmentSet{}, transcript.Origin{}
 	s.stale = true
 }

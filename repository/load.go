@@ -61,7 +61,7 @@ func (s *Session) load(ctx context.Context) error {
 	s.header, s.entries, s.have = pi.Header{}, make([]pi.Entry, 0, len(entries)), inc.Have
 	// The merge (and asOf, commitOrder) hand over each id once, so add need
 	// not look ids up: the index is built when first needed.
-	s.byID, s.waiting, s.odd, s.unindexed = nil, nil, nil, true
+	s.byID, s.waiting, s.odd, s.unindexed, s.held = nil, nil, nil, true, nil
 	s.frontier, s.updated, s.name = transcript.Origin{}, time.Time{}, ""
 	s.fullAt = time.Time{}
 	if !strict && inc.Full {
@@ -203,6 +203,12 @@ func (s *Session) add(entries []transcript.Entry) {
 		}
 		if s.refs != nil && len(e.Refs) > 0 {
 			s.refs[e.ID] = e.Refs
+		}
+		if len(e.Resolved) > 0 {
+			if s.held == nil {
+				s.held = map[string]heldRefs{}
+			}
+			s.held[e.ID] = heldRefs{segment: e.Segment, refs: e.Resolved}
 		}
 		if e.Origin.Compare(s.frontier) > 0 {
 			s.frontier = e.Origin

@@ -30,6 +30,12 @@ type Session struct {
 	// refs, when not nil, records the payload references of the entries an
 	// infoOnly load holds, by id (a fork copies them: Repository.Fork).
 	refs map[string][]transcript.PayloadRef
+	// held records, by id, where each entry the handle holds with its payloads
+	// put back was stored with references, and which (transcript.Entry.Resolved,
+	// or a write's SegmentInfo.Refs): a fork copies those references without
+	// reading the session again (ForkSession). An entry not in it is stored
+	// whole. Guarded by mu.
+	held map[string]heldRefs
 
 	mu     sync.Mutex
 	strict bool
@@ -58,6 +64,13 @@ type Session struct {
 	// epoch counts the reads after which the sequence is not an extension of
 	// the one before (see Page).
 	epoch uint64
+}
+
+// heldRefs is where an entry was stored with payload references (the key of
+// its segment) and the references (offsets in the stored entry).
+type heldRefs struct {
+	segment string
+	refs    []transcript.PayloadRef
 }
 
 // ID returns the session id.

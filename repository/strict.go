@@ -76,7 +76,7 @@ func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]by
 		// The append committed, and other writers' commits followed.
 		return s.syncHead(ctx, next)
 	}
-	s.added(info, fresh)
+	s.added(info, 0, fresh)
 	s.hs, s.leaf = next, newHead
 	return nil
 }

@@ -38,36 +38,37 @@ func (r *Repository) Create(ctx context.Context, opts CreateOptions) (*Session, 
 		}
 		opts.ID = id.String()
 	}
-	var entries [][]byte
+	var batch []pi.Entry
 	if opts.Name != "" {
 		if err := ValidateName(opts.Name); err != nil {
 			return nil, err
 		}
-		e, err := r.sessionInfo(opts.Name)
+		raw, err := r.sessionInfo(opts.Name)
 		if err != nil {
 			return nil, err
 		}
-		entries = append(entries, e)
+		e, err := pi.ParseEntry(raw)
+		if err != nil {
+			return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
+		}
+		batch = append(batch, e)
 	}
-	return r.create(ctx, opts, "", entries, nil)
+	return r.create(ctx, opts, "", batch, nil)
 }
 
-// create stores a new session: header (with parentSession) and entries in one
+// create stores a new session: header (with parentSession) and batch in one
 // segment, then, for a strict session, its head (transcript.Store.CreateSession).
-// stored, when not nil, is entries as stored (references in place of payloads),
+// batch is entries this repository made or a handle holds (a fork's path), each
+// id once: they are not checked again, and the new handle shares their bytes.
+// stored, when not nil, is batch as stored (references in place of payloads),
 // which the segment holds instead (a fork's: see storedForms).
-func (r *Repository) create(ctx context.Context, opts CreateOptions, parent string, entries [][]byte, stored *storedPath) (*Session, error) {
+func (r *Repository) create(ctx context.Context, opts CreateOptions, parent string, batch []pi.Entry, stored *storedPath) (*Session, error) {
 	s, err := r.newSession(opts.ID)
 	if err != nil {
 		return nil, err
 	}
 	h := pi.NewHeader(opts.ID, r.now(), opts.Cwd, parent)
-	var batch []pi.Entry
-	if len(entries) > 0 {
-		if batch, _, err = r.parseBatch(entries, false); err != nil {
-			return nil, fmt.Errorf("create session %q: %w", opts.ID, err)
-		}
-	}
+	entries := rawsOf(batch)
 	leaf := pi.ActiveLeafID(batch)
 	copts := transcript.CreateOptions{Strict: opts.Strict, Head: leaf}
 	if opts.Strict {

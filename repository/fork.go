@@ -218,7 +218,7 @@ func (r *Repository) forkAs(ctx context.Context, src *Session, opts ForkOptions,
 	if opts.Cwd != "" {
 		cwd = opts.Cwd
 	}
-	return r.create(ctx, CreateOptions{ID: opts.ID, Cwd: cwd, Strict: strict}, src.id, rawsOf(path), stored)
+	return r.create(ctx, CreateOptions{ID: opts.ID, Cwd: cwd, Strict: strict}, src.id, path, stored)
 }
 
 // storedPath is a fork's entries as stored: raws[i] with payload references

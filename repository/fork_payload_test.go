@@ -14,6 +14,7 @@ import (
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
 // payloadLooks is a bucket that counts the GETs and HEADs of payload objects.
@@ -275,4 +276,43 @@ func TestForkSession_FromWhatTheHandleHolds(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkForkSession measures a whole fork of an open session of 64 turns,
+// each an image of 256 KiB (a payload outside its segment) and a reply, one
+// segment per turn, in memory: "held" is ForkSession of the handle that wrote
+// it (it copies the references the handle knows: one listing of the source, no
+// segment read), "read" is Repository.Fork by id (it reads the 64 segments as
+// stored).
+//
+//	go test ./repository -run '^$' -bench ForkSession -cpuprofile cpu.out
+func BenchmarkForkSession(b *testing.B) {
+	ctx := context.Background()
+	e := newEnv(b, membucket.New())
+	r := e.repo(alice)
+	s, err := r.Create(ctx, repository.CreateOptions{Cwd: "/w"})
+	require.NoError(b, err)
+	parent := "null"
+	for turn := range 64 {
+		data := base64.StdEncoding.EncodeToString([]byte(strings.Repeat(fmt.Sprintf("%08d", turn), 256<<10/8)))
+		u, a := fmt.Sprintf("u%d", turn), fmt.Sprintf("a%d", turn)
+		require.NoError(b, s.Append(ctx,
+			fmt.Appendf(nil, `{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-03-01T12:00:00.000Z","message":{"role":"user","content":[{"type":"image","data":%q,"mimeType":"image/png"}]}}`, u, parent, data),
+			fmt.Appendf(nil, `{"type":"message","id":%q,"parentId":%q,"timestamp":"2026-03-01T12:00:01.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}]}}`, a, u)))
+		parent = fmt.Sprintf("%q", a)
+	}
+	b.Run("held", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := r.ForkSession(ctx, s, repository.ForkOptions{Whole: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("read", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := r.Fork(ctx, s.ID(), "a63"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -39,7 +39,12 @@ import (
 //
 // The order matters: a listing taken after the read would miss a mark that was
 // written, and a payload deleted, between the read and the listing (S deleted
-// meanwhile, with its session). Into another namespace the payloads must be
+// meanwhile, with its session). A reader that read S before the listing of the
+// marks (an open session's handle, which knows the references of what it read:
+// Entry.Resolved) may instead list the session after it: S still listed then
+// was there all along (segments are immutable and their keys never reused), so
+// every collector's look in between saw its references, as if S had been read
+// after the listing. Into another namespace the payloads must be
 // copied, so the check there is the full one (copyPayloads).
 
 // PayloadCheck is one look at the deletion marks of a namespace's payloads,

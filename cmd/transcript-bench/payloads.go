@@ -10,12 +10,17 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // payloadAgent is the agent of item 18's sessions.
 const payloadAgent = "imager"
+
+// payloadOwner owns item 18's sessions: a repository (repository.ForkSession,
+// transcript-serve's fork) reads them in its namespace.
+var payloadOwner = repository.Owner{Tenant: "bench", User: "imager"}
 
 // payloadMode is one way item 18 stores its sessions: large payloads outside the
 // segments (the default), or inline (the baseline).
@@ -31,6 +36,8 @@ type payloadFigures struct {
 	forkCounts           counts                // requests of one fork (the mean over the forks)
 	compactedFork        time.Duration         // time of one fork of the compacted session
 	compactedCounts      counts                // its requests
+	heldFork             time.Duration         // time of one fork of an open session (see forkHeld)
+	heldCounts           counts                // its requests
 	cli                  map[string][2]float64 // command -> peak RSS (MiB), seconds
 }
 
@@ -74,6 +81,9 @@ func runPayloads(ctx context.Context, e *env) (ItemResult, error) {
 			"the fork copies references: it reads, hashes and stores no payload; goal ≤ 0.01× inline"),
 		row(18, "requests per fork", "requests", float64(out.forkCounts.Requests()), "inline", float64(in.forkCounts.Requests()), false,
 			fmt.Sprintf("outside: %s; inline: %s", out.forkCounts.describe(), in.forkCounts.describe())),
+		row(18, "time per fork of an open session (repository.ForkSession, as transcript-serve forks)", "s", out.heldFork.Seconds(), "inline",
+			in.heldFork.Seconds(), false, fmt.Sprintf("the uncompacted session held open, %d times; outside: %s; inline (its entries written as a new session): %s; goal ≤ 0.01× inline",
+				min(3, sz.PayloadForks), out.heldCounts.describe(), in.heldCounts.describe())),
 		row(18, "time per fork of the compacted session", "s", out.compactedFork.Seconds(), "inline", in.compactedFork.Seconds(), false,
 			fmt.Sprintf("the same fork after the compaction, %d times; goal ≤ 0.01× inline", min(3, sz.PayloadForks))),
 		row(18, "requests per fork of the compacted session", "requests", float64(out.compactedCounts.Requests()), "inline",
@@ -108,7 +118,11 @@ func (e *env) payloadMode(ctx context.Context, m payloadMode, bin, storeURL stri
 	if err != nil {
 		return f, err
 	}
-	src := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: payloadAgent, SessionID: "source"}
+	ns, err := payloadOwner.Namespace()
+	if err != nil {
+		return f, err
+	}
+	src := transcript.TranscriptRef{Namespace: ns, AgentID: payloadAgent, SessionID: "source"}
 	if f.write, err = timeIt(func() error { return writeImageSession(ctx, s, src, e.cfg.Sizes, w) }); err != nil {
 		return f, err
 	}
@@ -125,6 +139,15 @@ func (e *env) payloadMode(ctx context.Context, m payloadMode, bin, storeURL stri
 		return f, err
 	}
 	f.forkBytes = (after - before) / int64(max(1, forks))
+	if f.heldFork, f.heldCounts, err = e.forkHeld(ctx, cb, s, m, src, min(3, forks), w); err != nil {
+		return f, err
+	}
+	// Those forks are not counted in the bytes stored: the figure stays that
+	// of the session, its forks above and the compaction.
+	held, err := storedBytes(ctx, e.bucket, e.key(sub)+"/")
+	if err != nil {
+		return f, err
+	}
 	if f.compact, err = timeIt(func() error {
 		_, err := s.Compact(ctx, src, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
 		return err
@@ -134,9 +157,10 @@ func (e *env) payloadMode(ctx context.Context, m payloadMode, bin, storeURL stri
 	if f.stored, err = storedBytes(ctx, e.bucket, e.key(sub)+"/"); err != nil {
 		return f, err
 	}
+	f.stored -= held - after
 	e.logf("%s: %.1f MiB stored, %.2f MiB and %v per fork, write %v, compaction %v", m.name, mib(f.stored), mib(f.forkBytes),
 		f.fork.Round(time.Millisecond), f.write.Round(time.Millisecond), f.compact.Round(time.Millisecond))
-	sel := []string{"--store", storeURL, "--agent", payloadAgent}
+	sel := []string{"--store", storeURL, "--ns", ns, "--agent", payloadAgent}
 	for _, r := range []struct {
 		name string
 		args []string
@@ -162,20 +186,70 @@ func (e *env) payloadMode(ctx context.Context, m payloadMode, bin, storeURL stri
 	return f, nil
 }
 
+// forkHeld times n forks of session src held open, as transcript-serve forks
+// a session it serves: with large payloads outside, repository.ForkSession (whole)
+// of a handle opened once beforehand (not timed), which copies the references
+// the handle knows and reads no segment of src. Inline, a repository cannot fork
+// a session larger than a segment (its fork is one segment), so the baseline is
+// the same work a fork of an open session must do there: the entries, read once
+// beforehand, written as a new session (Store.AppendSegments). It returns the
+// mean time and requests of one fork.
+func (e *env) forkHeld(ctx context.Context, cb *counted, s *transcript.Store, m payloadMode, src transcript.TranscriptRef, n int,
+	w *transcript.Writer) (time.Duration, counts, error) {
+	var fork func(i int) error
+	if m.threshold >= 0 {
+		repo, err := repository.New(s, payloadOwner, repository.Config{AgentID: payloadAgent, Writer: w})
+		if err != nil {
+			return 0, counts{}, err
+		}
+		defer repo.Close()
+		sess, err := repo.Open(ctx, src.SessionID)
+		if err != nil {
+			return 0, counts{}, fmt.Errorf("open the source: %w", err)
+		}
+		fork = func(i int) error {
+			_, err := repo.ForkSession(ctx, sess, repository.ForkOptions{ID: fmt.Sprintf("held-fork-%d", i), Whole: true})
+			return err
+		}
+	} else {
+		res, err := s.ReadAll(ctx, src)
+		if err != nil {
+			return 0, counts{}, fmt.Errorf("read the source: %w", err)
+		}
+		raws := make([][]byte, len(res.Entries))
+		for i, en := range res.Entries {
+			raws[i] = en.Raw
+		}
+		fork = func(i int) error {
+			ref := src
+			ref.SessionID = fmt.Sprintf("held-fork-%d", i)
+			_, err := s.AppendSegments(ctx, ref, raws, w)
+			return err
+		}
+	}
+	return timeEach(cb, "fork of the open session", n, fork)
+}
+
 // timeForks forks src n times (forkStored) as sessions named prefix-i, and
 // returns the mean time and requests of one fork.
 func timeForks(ctx context.Context, cb *counted, s *transcript.Store, src transcript.TranscriptRef, prefix string, n int,
 	w *transcript.Writer) (time.Duration, counts, error) {
+	return timeEach(cb, prefix, n, func(i int) error { return forkStored(ctx, s, src, fmt.Sprintf("%s-%d", prefix, i), w) })
+}
+
+// timeEach runs fn(0) to fn(n-1) in turn, and returns the mean time and
+// requests (through cb) of one; an error names what (name) and which.
+func timeEach(cb *counted, name string, n int, fn func(i int) error) (time.Duration, counts, error) {
 	var total counts
 	var sum time.Duration
 	for i := range n {
 		var d time.Duration
 		c, err := cb.measure(func() (err error) {
-			d, err = timeIt(func() error { return forkStored(ctx, s, src, fmt.Sprintf("%s-%d", prefix, i), w) })
+			d, err = timeIt(func() error { return fn(i) })
 			return err
 		})
 		if err != nil {
-			return 0, counts{}, fmt.Errorf("%s %d: %w", prefix, i, err)
+			return 0, counts{}, fmt.Errorf("%s %d: %w", name, i, err)
 		}
 		sum += d
 		total = total.add(c)

@@ -206,9 +206,12 @@ func TestEdge_StalledBody(t *testing.T) {
 			conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
 			require.NoError(t, err)
 			defer conn.Close()
+			// Before the request is sent: the server's BodyTimeout starts when it
+			// handles the request, which can be before this goroutine runs again
+			// after the write (on a loaded machine, by more than the margin below).
+			start := time.Now()
 			_, err = fmt.Fprintf(conn, "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":", tok)
 			require.NoError(t, err)
-			start := time.Now()
 			require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 			require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -109,21 +110,30 @@ func TestFollow_SIGTERM(t *testing.T) {
 	require.NoError(t, err)
 	waitFor(t, "the appended line uploaded", func() bool { return entries() == n+1 })
 
-	var metrics string
-	waitFor(t, "the metrics", func() bool {
+	// The follower counts a batch, and takes the file's lag, after the mirror
+	// accepted it into its outbox, and the mirror's worker may have stored it
+	// (which entries sees) before then: the metrics are polled, within the bound
+	// of waitFor, until they show the second batch handed over.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			return false
+		if !assert.NoError(c, err) {
+			return
 		}
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(resp.Body)
-		metrics = string(data)
-		return resp.StatusCode == 200
-	})
-	for _, m := range []string{"transcript_follow_lines_total", "transcript_follow_segments_total 2", "transcript_follow_lag_bytes 0",
-		"transcript_follow_stuck_files 0", `transcript_follow_files{state="following"} 1`, "transcript_mirror_pending_segments"} {
-		require.Contains(t, metrics, m)
-	}
+		assert.Equal(c, http.StatusOK, resp.StatusCode)
+		var series []string // this program's, without the Go and process metrics
+		for line := range strings.Lines(string(data)) {
+			if strings.HasPrefix(line, "transcript_") {
+				series = append(series, strings.TrimSpace(line))
+			}
+		}
+		metrics := strings.Join(series, "\n")
+		for _, m := range []string{"transcript_follow_lines_total", "transcript_follow_segments_total 2", "transcript_follow_lag_bytes 0",
+			"transcript_follow_stuck_files 0", `transcript_follow_files{state="following"} 1`, "transcript_mirror_pending_segments"} {
+			assert.Contains(c, metrics, m)
+		}
+	}, 20*time.Second, 20*time.Millisecond, "the metrics after the second batch")
 
 	_, err = f.WriteString(entryLine("after-2", "") + "\n")
 	require.NoError(t, err)

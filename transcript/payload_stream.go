@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -171,12 +172,22 @@ func (s *Store) EachResolved(ctx context.Context, ref TranscriptRef, res *LeanRe
 	switch {
 	case fnErr != nil:
 		return fnErr
+	case err != nil && !isContextErr(err):
+		// A fetch's failure that deliver met before the group recorded it (the
+		// fetch closes done before its goroutine returns): the cancel above can
+		// have let another goroutine's context error be the group's first.
+		return fmt.Errorf("read %s: %w", ref, err)
 	case gerr != nil:
 		return fmt.Errorf("read %s: %w", ref, gerr)
 	case err != nil: // the caller's cancellation
 		return fmt.Errorf("read %s: %w", ref, err)
 	}
 	return nil
+}
+
+// isContextErr reports whether err is a context's cancellation or deadline.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // schedule walks idx ahead of the writer: for each entry with references it

@@ -244,6 +244,13 @@ func TestMirror_AwaitQuiescenceReportsPending(t *testing.T) {
 	for range 3 {
 		require.NoError(t, m.Upload(ctx, s.batch(1)))
 	}
+	// What is reported below needs an attempt that failed (after RequestTimeout)
+	// and its retry, which a loaded machine may not reach within the short wait:
+	// the test waits for them first (bounded by ctx).
+	require.Eventually(t, func() bool {
+		st := m.Status()
+		return st.Failures > 0 && st.Retries > 0
+	}, 5*time.Second, time.Millisecond, "an upload attempt timed out and was retried")
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	err := m.AwaitQuiescence(short)

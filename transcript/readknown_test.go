@@ -15,31 +15,55 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
 )
 
-// listGate is a bucket whose listings leave out the key hide, and, when overlap
-// is set, fail unless a GET has started before them (within two seconds): what a
-// read that lists before it fetches cannot pass.
+// listGate is a bucket whose listings leave out the key hide, and, while armed,
+// fail unless a GET has started since it was armed (waiting up to 30 s for one, a
+// bound for a goroutine to be scheduled on a loaded machine under -race, not a
+// measure of speed): what a read that lists before it fetches cannot pass.
 type listGate struct {
 	bucket.Bucket
-	hide    string
-	overlap bool
-	once    sync.Once
-	got     chan struct{}
+	hide string
+	mu   sync.Mutex
+	got  chan struct{} // while armed: closed at the first GET since
 }
 
 func newListGate(inner bucket.Bucket) *listGate {
-	return &listGate{Bucket: inner, got: make(chan struct{})}
+	return &listGate{Bucket: inner}
+}
+
+// arm makes the listings wait for a GET started from now on; disarm ends that.
+func (g *listGate) arm() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.got = make(chan struct{})
+}
+
+func (g *listGate) disarm() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.got = nil
 }
 
 func (g *listGate) Get(ctx context.Context, key string) (rc io.ReadCloser, oi bucket.ObjectInfo, err error) {
-	g.once.Do(func() { close(g.got) })
+	g.mu.Lock()
+	if g.got != nil {
+		select {
+		case <-g.got:
+		default:
+			close(g.got)
+		}
+	}
+	g.mu.Unlock()
 	return g.Bucket.Get(ctx, key)
 }
 
 func (g *listGate) List(ctx context.Context, opts bucket.ListOptions, fn func(bucket.ObjectInfo) error) error {
-	if g.overlap {
+	g.mu.Lock()
+	got := g.got
+	g.mu.Unlock()
+	if got != nil {
 		select {
-		case <-g.got:
-		case <-time.After(2 * time.Second):
+		case <-got:
+		case <-time.After(30 * time.Second):
 			return errors.New("listed before any GET started")
 		}
 	}
@@ -113,9 +137,9 @@ func TestReadAllKnown_SameAsReadAll(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, c.want, ids(want))
 			fb.ResetCounts()
-			gate.overlap = true
+			gate.arm()
 			got, err := s.ReadAllKnown(ctx, ref, st.known)
-			gate.overlap = false
+			gate.disarm()
 			require.NoError(t, err)
 			require.Equal(t, want.Raw(), got.Raw())
 			require.Equal(t, ids(want), ids(got))

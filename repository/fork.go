@@ -131,7 +131,7 @@ func (r *Repository) ForkSession(ctx context.Context, src *Session, opts ForkOpt
 	if held != nil {
 		stored, err = r.heldStoredForms(ctx, src.ref, path, held)
 	}
-	if err == nil && stored == nil && (held == nil || !r.heldNoRefs(path, held)) {
+	if err == nil && stored == nil && (held == nil || !noneHeld(held)) {
 		stored, err = r.storedForms(ctx, src.ref, path)
 	}
 	if err != nil {
@@ -155,9 +155,9 @@ func (s *Session) heldForms(path []pi.Entry) []heldRefs {
 	return out
 }
 
-// heldNoRefs reports whether none of the entries of path was stored with a
-// reference, by held (heldForms): the fork then writes them as they are.
-func (r *Repository) heldNoRefs(path []pi.Entry, held []heldRefs) bool {
+// noneHeld reports whether none of the entries held describes (heldForms) was
+// stored with a reference: the fork then writes them as they are.
+func noneHeld(held []heldRefs) bool {
 	return !slices.ContainsFunc(held, func(h heldRefs) bool { return len(h.refs) > 0 })
 }
 
@@ -173,7 +173,7 @@ func (r *Repository) heldNoRefs(path []pi.Entry, held []heldRefs) bool {
 // listed, or when a held reference does not fit its entry, and nil when no
 // entry holds one.
 func (r *Repository) heldStoredForms(ctx context.Context, ref transcript.TranscriptRef, path []pi.Entry, held []heldRefs) (*storedPath, error) {
-	if r.heldNoRefs(path, held) {
+	if noneHeld(held) {
 		return nil, nil
 	}
 	chk, err := r.store.CheckPayloads(ctx, ref.Namespace)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/pi"
@@ -20,7 +21,10 @@ Usage: transcript ls [flags]
 
 Lists the sessions of --ns (only those of --agent, or the one --session, when given)
 with their entry counts (the session header not counted), segment counts, bytes and last update (the creation time of the
-newest segment). SEGMENTS counts the segments a read of the session uses: once
+newest segment). Sessions are read --parallel at a time, and together at most
+--read-mib MiB of stored segments at once (a session larger than that is read
+alone), so that listing sessions of gigabytes does not need gigabytes per session
+read at once. SEGMENTS counts the segments a read of the session uses: once
 compaction has merged segments into one of the next level, the merged ones are no
 longer read but stay stored until their delete delay has passed, so 'stats' and
 'ls --segments', which count every stored segment, may show more. With --segments
@@ -60,7 +64,13 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	fs, sf := newStoreFlagSet(env, "ls", lsUsage, true)
 	segments := fs.Bool("segments", false, "list the segments of each session")
 	parallel := fs.Int("parallel", cmdcli.DefaultParallel, "sessions read at once")
-	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, nil)
+	readMiB := fs.Int64("read-mib", defaultReadMiB, "stored MiB of the sessions read at once (a larger session is read alone)")
+	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, func() error {
+		if *readMiB < 1 {
+			return usagef("ls: --read-mib must be at least 1")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -71,8 +81,10 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	infos := make([]sessionInfo, len(refs))
 	failed := make([]error, len(refs))
 	stored := s.Stored() // counts need no payload
+	budget := newReadBudget(*readMiB << 20)
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
-		res, err := stored.ReadAll(ctx, ref)
+		res, release, err := budget.readAll(ctx, stored, ref)
+		defer release()
 		if errors.Is(err, bucket.ErrNotFound) && sf.notASession(ctx, s, ref) {
 			failed[i] = errNotASession // not printed, not a problem
 			return nil
@@ -117,6 +129,56 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 		return errProblems
 	}
 	return nil
+}
+
+// defaultReadMiB is the default of ls --read-mib.
+const defaultReadMiB = 256
+
+// readBudget bounds the stored bytes of the sessions read at once: each read
+// takes its session's listed size from it first (all of it, when the session
+// is larger: it is then read alone).
+type readBudget struct {
+	sem *semaphore.Weighted
+	max int64
+}
+
+// newReadBudget returns a budget of limit bytes (at least 1).
+func newReadBudget(limit int64) readBudget {
+	limit = max(limit, 1)
+	return readBudget{sem: semaphore.NewWeighted(limit), max: limit}
+}
+
+// acquire takes n bytes (at most the whole budget) and returns what releases
+// them.
+func (b readBudget) acquire(ctx context.Context, n int64) (func(), error) {
+	n = min(max(n, 1), b.max)
+	if err := b.sem.Acquire(ctx, n); err != nil {
+		return nil, err
+	}
+	return func() { b.sem.Release(n) }, nil
+}
+
+// readAll reads session ref through s (ReadAll) within the budget: it lists the
+// session's segments, takes their stored size, and reads them with that listing
+// in hand (ReadAllKnown: the same result as ReadAll of that listing; it lists
+// again while the GETs run, so the read costs one round trip more than a
+// ReadAll at most). The caller calls release (never nil) once it is done with
+// the result: until then the bytes stay taken.
+func (b readBudget) readAll(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) (res *transcript.MergeResult, release func(), err error) {
+	release = func() {}
+	infos, err := s.ListSegments(ctx, ref)
+	if err != nil {
+		return nil, release, err
+	}
+	var size int64
+	for _, in := range infos {
+		size += in.Size
+	}
+	if release, err = b.acquire(ctx, size); err != nil {
+		return nil, func() {}, err
+	}
+	res, err = s.ReadAllKnown(ctx, ref, infos)
+	return res, release, err
 }
 
 // printSessions prints the sessions read (those without a failure) as a table or as

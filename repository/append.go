@@ -93,9 +93,7 @@ func (s *Session) added(info transcript.SegmentInfo, first int, fresh []pi.Entry
 		rel.Pos = first + i
 		parent, _ := e.ParentID()
 		entries[i] = transcript.Entry{ID: e.ID(), ParentID: parent, Type: e.Type(), Raw: e.Raw(), Segment: info.Key, Pos: rel.Pos, Origin: rel}
-		if info.Refs != nil {
-			entries[i].Resolved = segment.EntryRefs(info.Refs, uint32(rel.Pos))
-		}
+		entries[i].Resolved = info.EntryRefs(rel.Pos)
 	}
 	if !s.fits(entries) {
 		s.stale = true

@@ -57,6 +57,15 @@ type SegmentInfo struct {
 	Refs []segment.PayloadRef
 }
 
+// EntryRefs returns the references of the segment's entry at position pos
+// among Refs (none when it was stored whole).
+func (i SegmentInfo) EntryRefs(pos int) []segment.PayloadRef {
+	if i.Refs == nil || pos < 0 {
+		return nil
+	}
+	return segment.EntryRefs(i.Refs, uint32(pos))
+}
+
 // keyPrefix joins the store prefix and elements into a key prefix ending in "/".
 func keyPrefix(prefix string, elems ...string) string {
 	var b strings.Builder

@@ -250,7 +250,7 @@ func TestStoredForm(t *testing.T) {
 		require.Equal(t, string(written[st.Pos]), string(rs.Raw), "the read puts the payloads back")
 		require.Empty(t, rs.Refs)
 		sameRefs(st.Refs, rs.Resolved, st.ID)
-		sameRefs(st.Refs, segment.EntryRefs(info.Refs, uint32(st.Pos)), st.ID)
+		sameRefs(st.Refs, info.EntryRefs(st.Pos), st.ID)
 		got, ok := transcript.StoredForm(rs.Raw, rs.Resolved)
 		require.True(t, ok, st.ID)
 		require.Equal(t, string(st.Raw), string(got), st.ID)

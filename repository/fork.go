@@ -128,11 +128,14 @@ func (r *Repository) ForkSession(ctx context.Context, src *Session, opts ForkOpt
 	}
 	var stored *storedPath
 	var err error
-	if held != nil {
-		stored, err = r.heldStoredForms(ctx, src.ref, path, held)
-	}
-	if err == nil && stored == nil && (held == nil || !noneHeld(held)) {
+	switch {
+	case held == nil: // the handle does not know: read the source
 		stored, err = r.storedForms(ctx, src.ref, path)
+	case noneHeld(held): // nothing to copy: the entries are written as they are
+	default:
+		if stored, err = r.heldStoredForms(ctx, src.ref, path, held); err == nil && stored == nil {
+			stored, err = r.storedForms(ctx, src.ref, path)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("fork session %q: %w", src.id, err)
@@ -170,12 +173,8 @@ func noneHeld(held []heldRefs) bool {
 // segment still listed then was there all along (segments are immutable and
 // their keys never reused), and holds the references it held when read. It
 // returns nil (the caller reads the segments) when a segment is no longer
-// listed, or when a held reference does not fit its entry, and nil when no
-// entry holds one.
+// listed, or when a held reference does not fit its entry.
 func (r *Repository) heldStoredForms(ctx context.Context, ref transcript.TranscriptRef, path []pi.Entry, held []heldRefs) (*storedPath, error) {
-	if noneHeld(held) {
-		return nil, nil
-	}
 	chk, err := r.store.CheckPayloads(ctx, ref.Namespace)
 	if err != nil {
 		return nil, err

@@ -94,7 +94,7 @@ func (d *Decoder) decodeInto(data []byte, parallel bool, buf []byte) (*Segment, 
 	}
 	payload := data[n:]
 	if uint64(len(buf)) != m.RawLen {
-		buf = make([]byte, m.RawLen)
+		buf = rawBuffer(m.RawLen)
 	}
 	raw, check, err := d.decompress(payload, buf, parallel)
 	if err != nil {
@@ -212,9 +212,28 @@ func (d *Decoder) decompress(payload, buf []byte, parallel bool) ([]byte, *frame
 		}
 	}
 	region := trace.StartRegion(context.Background(), "decompress segment")
-	raw, err := d.zdec.DecodeAll(payload, buf[:0])
+	raw, err := d.zdec.DecodeAll(payload, buf[:0:cap(buf)])
 	region.End()
+	if err == nil && uint64(len(raw)) > rawLen {
+		// Into the spare capacity rawBuffer leaves: past the declared length,
+		// as if the cap had stopped it.
+		err = zstd.ErrDecoderSizeExceeded
+	}
 	return raw, nil, err
+}
+
+// decodeSlack is the spare capacity rawBuffer leaves after the raw length. zstd
+// decodes a block with wide copies that may write a little past its end, and
+// falls back to byte-exact (slower) copies for a block that ends within 32
+// bytes of the buffer's capacity: without the slack, every block that ends a
+// segment (all of a small one) would take the slow copies.
+const decodeSlack = 64
+
+// rawBuffer makes the buffer a segment of n raw bytes is decoded into: length
+// n, with decodeSlack bytes of capacity past it. Entries are cut from it with
+// their capacity at their own end, so the slack never reaches a caller.
+func rawBuffer(n uint64) []byte {
+	return make([]byte, n, n+decodeSlack)
 }
 
 // split cuts verified JSONL into entries. off is the payload offset, used

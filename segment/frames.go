@@ -225,7 +225,13 @@ func (d *Decoder) decodeFrames(payload []byte, spans []frameSpan, buf []byte, ch
 // reports whether it decoded to exactly its declared size there.
 func (d *Decoder) decodeFrame(payload []byte, s frameSpan, buf []byte) bool {
 	defer trace.StartRegion(context.Background(), "decode frame").End()
-	dst := buf[s.out : s.out : s.out+s.size]
+	// The last frame may use buf's spare capacity (see rawBuffer); any other
+	// ends where the next one starts, which another worker may be writing.
+	limit := s.out + s.size
+	if limit == len(buf) {
+		limit = cap(buf)
+	}
+	dst := buf[s.out:s.out:limit]
 	out, err := d.zdec.DecodeAll(payload[s.start:s.end], dst)
 	return err == nil && len(out) == s.size && &out[0] == &buf[s.out]
 }

@@ -97,3 +97,38 @@ func roundTrip(t *testing.T, enc *segment.Encoder, dec *segment.Decoder, entries
 	require.Equal(t, meta, seg.Meta)
 	return data, meta
 }
+
+// TestDecode_EntriesEndAtTheirCapacity decodes segments of one frame and of
+// many, whole and from a reader, and checks that every entry's capacity ends
+// with it: the decode buffer's spare capacity past the raw bytes (left for
+// zstd's wide copies) is never reachable by appending to an entry, and
+// appending to one entry never writes over the next.
+func TestDecode_EntriesEndAtTheirCapacity(t *testing.T) {
+	dec, err := segment.NewDecoder()
+	require.NoError(t, err)
+	defer dec.Close()
+	entries := makeEntries(60, 5)
+	for _, frameSize := range []int{64 << 20, 4096} {
+		enc, err := segment.NewEncoder(segment.WithFrameSize(frameSize))
+		require.NoError(t, err)
+		data, _, err := enc.Encode(sampleMeta(), entries)
+		require.NoError(t, err)
+		require.NoError(t, enc.Close())
+		for _, how := range []string{"Decode", "DecodeFrom"} {
+			t.Run(fmt.Sprintf("frame %d/%s", frameSize, how), func(t *testing.T) {
+				var seg *segment.Segment
+				if how == "Decode" {
+					seg, err = dec.Decode(data)
+				} else {
+					seg, err = dec.DecodeFrom(bytes.NewReader(data), int64(len(data)))
+				}
+				require.NoError(t, err)
+				require.Len(t, seg.Entries, len(entries))
+				for i, e := range seg.Entries {
+					require.Equal(t, len(e), cap(e), "entry %d", i)
+					require.Equal(t, entries[i], e, "entry %d", i)
+				}
+			})
+		}
+	}
+}

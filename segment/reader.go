@@ -78,7 +78,7 @@ func (d *Decoder) decodeFrom(r io.Reader, size int64) (seg *Segment, streamed bo
 	copy(data, metaFrame)
 	// The output buffer is made (and zeroed) now, while the body is on its way,
 	// rather than once the first frame is in.
-	fs := newFrameStream(d, data[n:], make([]byte, m.RawLen))
+	fs := newFrameStream(d, data[n:], rawBuffer(m.RawLen))
 	got := n
 	var rerr error
 	for got < len(data) {

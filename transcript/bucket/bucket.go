@@ -88,6 +88,14 @@ type ListOptions struct {
 	// common-prefix ObjectInfo (IsPrefix true, Key ending in "/"), as S3's
 	// delimiter "/" does.
 	Delimited bool
+	// FirstPage, when positive, asks a backend that lists in pages (S3's
+	// max-keys) to make its first request for at most this many keys and the
+	// rest in full pages. A caller that starts work on each key as it arrives
+	// (a read fetching a session's segments) then has its first keys after a
+	// short request rather than after a page of a thousand. It changes the
+	// requests, never what fn is called with; backends that do not list in
+	// pages ignore it.
+	FirstPage int
 }
 
 // Reader is the read-only half of a bucket.

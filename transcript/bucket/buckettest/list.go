@@ -55,6 +55,21 @@ func (s suite) listLexical(t *testing.T, b bucket.Bucket) {
 			require.Equal(t, tt.want, list(t, b, tt.opts))
 		})
 	}
+	// A first page asked for changes the requests, never the keys: whether it
+	// holds one key, some, all but one, all of them or more, and with the
+	// listing's other options.
+	t.Run("first page", func(t *testing.T) {
+		for _, tt := range tests {
+			for _, first := range []int{1, 2, 3, len(tt.want) - 1, len(tt.want), len(tt.want) + 1} {
+				if first <= 0 {
+					continue
+				}
+				opts := tt.opts
+				opts.FirstPage = first
+				require.Equal(t, tt.want, list(t, b, opts), "%s, first page %d", tt.name, first)
+			}
+		}
+	})
 	t.Run("object info", func(t *testing.T) {
 		err := b.List(t.Context(), bucket.ListOptions{Prefix: "a/b0"}, func(oi bucket.ObjectInfo) error {
 			require.Equal(t, "a/b0", oi.Key)
@@ -141,14 +156,18 @@ func (s suite) listCallbackError(t *testing.T, b bucket.Bucket) {
 		put(t, b, k, []byte(k))
 	}
 	stop := errors.New("stop here")
-	var seen []string
-	err := b.List(t.Context(), bucket.ListOptions{}, func(oi bucket.ObjectInfo) error {
-		seen = append(seen, oi.Key)
-		if len(seen) == 2 {
-			return stop
-		}
-		return nil
-	})
-	require.ErrorIs(t, err, stop)
-	require.Equal(t, []string{"e/1", "e/2"}, seen)
+	// With a first page of one key the error comes in the second page; of two,
+	// at the end of the first.
+	for _, first := range []int{0, 1, 2} {
+		var seen []string
+		err := b.List(t.Context(), bucket.ListOptions{FirstPage: first}, func(oi bucket.ObjectInfo) error {
+			seen = append(seen, oi.Key)
+			if len(seen) == 2 {
+				return stop
+			}
+			return nil
+		})
+		require.ErrorIs(t, err, stop, "first page %d", first)
+		require.Equal(t, []string{"e/1", "e/2"}, seen, "first page %d", first)
+	}
 }

@@ -32,37 +32,59 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions, fn func(buck
 	defer watchdog.Stop()
 
 	var gathered []bucket.ObjectInfo // delimited listings, sorted at the end
-	for oi := range b.client.ListObjectsIter(lctx, b.cfg.Bucket, minio.ListObjectsOptions{
-		Prefix:     opts.Prefix,
-		StartAfter: opts.StartAfter,
-		Recursive:  !opts.Delimited,
-	}) {
-		watchdog.Reset(b.cfg.RequestTimeout)
-		if oi.Err != nil {
-			err := oi.Err
-			if cause := context.Cause(lctx); errors.Is(cause, errListTimeout) {
-				err = fmt.Errorf("%w: %w (%w)", bucket.ErrUnavailable, cause, err)
-			} else {
-				err = classify(ctx, err)
-			}
-			return fmt.Errorf("list %s: %w", opts.Prefix, err)
-		}
+	visit := func(oi minio.ObjectInfo) error {
 		item := info(oi)
 		if opts.Delimited && strings.HasSuffix(oi.Key, "/") {
 			item = bucket.ObjectInfo{Key: oi.Key, IsPrefix: true}
 			if bucket.ValidatePrefix(oi.Key) != nil {
-				continue
+				return nil
 			}
 		} else if bucket.ValidateKey(oi.Key) != nil {
-			continue
+			return nil
 		}
 		if opts.Delimited {
 			gathered = append(gathered, item)
-			continue
+			return nil
 		}
-		if err := fn(item); err != nil {
-			return err
+		return fn(item)
+	}
+	// A first page asked for (opts.FirstPage) is a listing of its own, cut
+	// after that many keys: the iterator sends a request only when the one
+	// before is used up, so stopping there asks for nothing more. The rest
+	// follows its last key in full pages.
+	startAfter, page := opts.StartAfter, 0
+	if opts.FirstPage > 0 && !opts.Delimited {
+		page = opts.FirstPage
+	}
+	for {
+		n, last := 0, ""
+		for oi := range b.client.ListObjectsIter(lctx, b.cfg.Bucket, minio.ListObjectsOptions{
+			Prefix:     opts.Prefix,
+			StartAfter: startAfter,
+			Recursive:  !opts.Delimited,
+			MaxKeys:    page,
+		}) {
+			watchdog.Reset(b.cfg.RequestTimeout)
+			if oi.Err != nil {
+				err := oi.Err
+				if cause := context.Cause(lctx); errors.Is(cause, errListTimeout) {
+					err = fmt.Errorf("%w: %w (%w)", bucket.ErrUnavailable, cause, err)
+				} else {
+					err = classify(ctx, err)
+				}
+				return fmt.Errorf("list %s: %w", opts.Prefix, err)
+			}
+			if err := visit(oi); err != nil {
+				return err
+			}
+			if n, last = n+1, oi.Key; n == page {
+				break
+			}
 		}
+		if page == 0 || n < page || lctx.Err() != nil {
+			break
+		}
+		startAfter, page = last, 0
 	}
 	if err := context.Cause(lctx); err != nil {
 		return fmt.Errorf("list %s: %w", opts.Prefix, classify(ctx, err))

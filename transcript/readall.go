@@ -1,13 +1,16 @@
 package transcript
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime/trace"
+	"slices"
 	"time"
 
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -19,20 +22,9 @@ import (
 func (s *Store) ReadAll(ctx context.Context, ref TranscriptRef) (*MergeResult, error) {
 	ctx, task := trace.NewTask(ctx, "transcript.ReadAll")
 	defer task.End()
-	res, err := readListed(ctx, s, ref, func(infos []SegmentInfo) (*MergeResult, error) {
-		segs, parsed, corrupt, err := s.fetchSessionParsed(ctx, infos, true)
-		if err != nil {
-			return nil, err
-		}
-		var res *MergeResult
-		trace.WithRegion(ctx, "merge entries", func() { res = mergeParsed(infos, segs, parsed) })
-		res.Corrupt = corrupt
-		return res, nil
+	return readResolved(ctx, s, ref, func() (*MergeResult, error) {
+		return relisting(ctx, s, ref, func() (*MergeResult, error) { return s.readStreamed(ctx, ref) })
 	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
 }
 
 // ErrVanished is wrapped when a read kept meeting listed segments that were gone
@@ -58,6 +50,34 @@ func readListedAfter[T asStored](ctx context.Context, s *Store, ref TranscriptRe
 
 // listAndRead is readListedAfter with the entries as stored.
 func listAndRead[T any](ctx context.Context, s *Store, ref TranscriptRef, after string, read func([]SegmentInfo) (T, error)) (T, error) {
+	return relisting(ctx, s, ref, func() (T, error) {
+		var zero T
+		var infos []SegmentInfo
+		var err error
+		region := trace.StartRegion(ctx, "list segments")
+		if after == "" {
+			infos, err = s.ListSegments(ctx, ref)
+		} else {
+			infos, err = s.listSegmentsAfter(ctx, ref, sessionPrefix(s.cfg.Prefix, ref)+after)
+		}
+		region.End()
+		switch {
+		case err != nil:
+			return zero, listFailed{err}
+		case len(infos) == 0 && after == "":
+			return zero, errNoSegments
+		}
+		return read(infos)
+	})
+}
+
+// relisting makes attempts at reading ref, each of which lists the session
+// and reads what it lists, until one succeeds or fails for good. An attempt
+// whose listing failed says so with listFailed, and one that listed no segment
+// with errNoSegments (the session is not found); one that met a listed segment
+// gone (bucket.ErrNotFound) is made again after relistPause, at most
+// Config.MaxRelists times, and then fails with ErrVanished.
+func relisting[T any](ctx context.Context, s *Store, ref TranscriptRef, attempt func() (T, error)) (T, error) {
 	var zero T
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
@@ -66,34 +86,119 @@ func listAndRead[T any](ctx context.Context, s *Store, ref TranscriptRef, after 
 	if !visible {
 		return zero, fmt.Errorf("read %s: %w", ref, bucket.ErrNotFound)
 	}
-	for attempt := 0; ; attempt++ {
-		var infos []SegmentInfo
-		region := trace.StartRegion(ctx, "list segments")
-		if after == "" {
-			infos, err = s.ListSegments(ctx, ref)
-		} else {
-			infos, err = s.listSegmentsAfter(ctx, ref, sessionPrefix(s.cfg.Prefix, ref)+after)
-		}
-		region.End()
-		if err != nil {
-			return zero, err
-		}
-		if len(infos) == 0 && after == "" {
-			return zero, fmt.Errorf("read %s: %w", ref, bucket.ErrNotFound)
-		}
-		out, err := read(infos)
+	for n := 0; ; n++ {
+		out, err := attempt()
+		var lf listFailed
 		switch {
 		case err == nil:
 			return out, nil
+		case errors.As(err, &lf):
+			return zero, lf.err
+		case errors.Is(err, errNoSegments):
+			return zero, fmt.Errorf("read %s: %w", ref, bucket.ErrNotFound)
 		case !errors.Is(err, bucket.ErrNotFound):
 			return zero, fmt.Errorf("read %s: %w", ref, err)
-		case attempt >= s.cfg.MaxRelists:
-			return zero, fmt.Errorf("read %s: %w (%d listings): %v", ref, ErrVanished, attempt+1, err)
+		case n >= s.cfg.MaxRelists:
+			return zero, fmt.Errorf("read %s: %w (%d listings): %v", ref, ErrVanished, n+1, err)
 		}
-		if !sleepCtx(ctx, relistPause(attempt)) {
+		if !sleepCtx(ctx, relistPause(n)) {
 			return zero, fmt.Errorf("read %s: %w", ref, ctx.Err())
 		}
 	}
+}
+
+// listFailed carries the error of an attempt's listing out of relisting as it is.
+type listFailed struct{ err error }
+
+func (l listFailed) Error() string { return l.err.Error() }
+
+// errNoSegments is an attempt's way of saying its listing found no segment.
+var errNoSegments = errors.New("no segments listed")
+
+// streamFirstPage is how many segments a cold read (readStreamed) lists before
+// it starts fetching them: the listing's first request asks for that many keys,
+// and their GETs run while the rest is listed.
+const streamFirstPage = 32
+
+// readStreamed is one attempt of ReadAll: it lists ref's segments and merges
+// them, as listAndRead does, but does not wait for the whole listing before it
+// fetches. The first streamFirstPage segments listed (one short request, see
+// bucket.ListOptions.FirstPage) are fetched while the rest is listed; the rest
+// once the listing is done. On an object store that lists a thousand keys per
+// request and takes its time over each (MinIO reads every object's metadata to
+// list it), a session of hundreds of segments then spends the listing's time
+// fetching rather than waiting. A session of no more segments than that is read
+// as listAndRead reads it. The result is what listAndRead gives of the same
+// listing.
+func (s *Store) readStreamed(ctx context.Context, ref TranscriptRef) (*MergeResult, error) {
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var first []SegmentInfo
+	var ahead fetchedSegs
+	done := make(chan struct{})
+	region := trace.StartRegion(ctx, "list segments")
+	infos, err := s.listSegmentsEach(ctx, ref, "", streamFirstPage, func(in SegmentInfo) {
+		if len(first) == streamFirstPage {
+			return
+		}
+		if first = append(first, in); len(first) == streamFirstPage {
+			go func() {
+				defer close(done)
+				ahead.segs, ahead.parsed, ahead.bad, ahead.err = s.fetchAllParsed(gctx, first, true, true)
+			}()
+		}
+	})
+	region.End()
+	started := len(first) == streamFirstPage
+	if started && (err != nil || !slices.EqualFunc(first, infos[:min(len(infos), len(first))], sameKey)) {
+		// The listing failed, or (which it never should) returned other than it
+		// handed out: what was fetched is dropped.
+		cancel()
+		<-done
+		started = false
+	}
+	switch {
+	case err != nil:
+		return nil, listFailed{err}
+	case len(infos) == 0:
+		return nil, errNoSegments
+	case !started:
+		return s.readInfos(ctx, infos)
+	}
+	var more fetchedSegs
+	more.segs, more.parsed, more.bad, more.err = s.fetchAllParsed(ctx, infos[len(first):], true, true)
+	<-done
+	if err := cmp.Or(ahead.err, more.err); err != nil {
+		return nil, err
+	}
+	segs := append(ahead.segs, more.segs...)
+	parsed := append(ahead.parsed, more.parsed...)
+	corrupt, err := s.sessionCorrupt(infos, segs, append(ahead.bad, more.bad...))
+	if err != nil {
+		return nil, err
+	}
+	return s.mergeRead(ctx, infos, segs, parsed, corrupt), nil
+}
+
+// sameKey reports whether a and b are the same segment.
+func sameKey(a, b SegmentInfo) bool { return a.Key == b.Key }
+
+// readInfos fetches the listed segments infos of one session and merges them.
+func (s *Store) readInfos(ctx context.Context, infos []SegmentInfo) (*MergeResult, error) {
+	segs, parsed, corrupt, err := s.fetchSessionParsed(ctx, infos, true)
+	if err != nil {
+		return nil, err
+	}
+	return s.mergeRead(ctx, infos, segs, parsed, corrupt), nil
+}
+
+// mergeRead merges the fetched segments of a read (see mergeParsed) and
+// records the corrupt ones it skipped.
+func (s *Store) mergeRead(ctx context.Context, infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsedEntry, corrupt []CorruptSegment) *MergeResult {
+	var res *MergeResult
+	trace.WithRegion(ctx, "merge entries", func() { res = mergeParsed(infos, segs, parsed) })
+	res.Corrupt = corrupt
+	return res
 }
 
 // relistPause is how long a read waits before listing again after its attempt-th

@@ -113,10 +113,7 @@ func (s *Store) readKnown(ctx context.Context, ref TranscriptRef, known []Segmen
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", ref, err)
 	}
-	var res *MergeResult
-	trace.WithRegion(ctx, "merge entries", func() { res = mergeParsed(infos, segs, parsed) })
-	res.Corrupt = corrupt
-	return res, nil
+	return s.mergeRead(ctx, infos, segs, parsed, corrupt), nil
 }
 
 // pick lays out, in the order of the listing infos, the segments fetched ahead

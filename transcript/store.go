@@ -255,12 +255,19 @@ func (s *Store) ListSegments(ctx context.Context, ref TranscriptRef) ([]SegmentI
 // after a key never proves that nothing older is missing: an incremental reader
 // uses ReadNew, which lists the whole session from time to time.
 func (s *Store) listSegmentsAfter(ctx context.Context, ref TranscriptRef, startAfter string) ([]SegmentInfo, error) {
+	return s.listSegmentsEach(ctx, ref, startAfter, 0, nil)
+}
+
+// listSegmentsEach is listSegmentsAfter that also hands each segment it returns
+// to each (when not nil) as soon as the listing reaches it, in the order of the
+// result, and passes firstPage to the bucket (bucket.ListOptions.FirstPage).
+func (s *Store) listSegmentsEach(ctx context.Context, ref TranscriptRef, startAfter string, firstPage int, each func(SegmentInfo)) ([]SegmentInfo, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {
 		return nil, err
 	}
 	var out []SegmentInfo
-	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sessionPrefix(s.cfg.Prefix, ref), StartAfter: startAfter},
+	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sessionPrefix(s.cfg.Prefix, ref), StartAfter: startAfter, FirstPage: firstPage},
 		func(oi bucket.ObjectInfo) error {
 			info, err := ParseKey(s.cfg.Prefix, oi.Key)
 			if err != nil {
@@ -268,6 +275,9 @@ func (s *Store) listSegmentsAfter(ctx context.Context, ref TranscriptRef, startA
 			}
 			info.Size = oi.Size
 			out = append(out, info)
+			if each != nil && !s.hidden(info) {
+				each(info)
+			}
 			return nil
 		})
 	if err != nil {

@@ -267,6 +267,13 @@ func (e Entry) ID() string { return e.id }
 // ParentID returns the entry's "parentId" and true, or "" and false for a root.
 func (e Entry) ParentID() (string, bool) { return e.parentID, e.hasPar }
 
+// Links returns what ParseLinks reads of the entry's line: a caller that has
+// parsed an entry hands these on instead of having the line scanned again.
+func (e Entry) Links() Links {
+	parent, _ := e.ParentID()
+	return Links{ID: e.ID(), ParentID: parent, Timestamp: e.Timestamp(), Type: e.Type()}
+}
+
 // Timestamp returns the entry's ISO-8601 "timestamp" ("" if absent).
 func (e Entry) Timestamp() string {
 	if e.spans == nil && e.raw != nil { // EntryOfLinks

@@ -50,7 +50,7 @@ func TestScanEntryIsParseEntry(t *testing.T) {
 }
 
 // FuzzScanEntry: ScanEntry, and EntryOfLinks of ScanLinks, agree with
-// ParseEntry on every line of valid JSON.
+// ParseEntry on every line of valid JSON, and Entry.Links with ScanLinks.
 func FuzzScanEntry(f *testing.F) {
 	for _, tc := range scanCases {
 		f.Add([]byte(tc.line))
@@ -79,6 +79,10 @@ func requireSameEntry(t *testing.T, line []byte) {
 	}
 	if werr == nil {
 		require.Equal(t, want.Type(), links.Type)
+		require.Equal(t, links, want.Links(), "Entry.Links is what ScanLinks reads")
+		if strict, err := pi.ParseLinks(line); err == nil {
+			require.Equal(t, strict, want.Links(), "Entry.Links is what ParseLinks reads")
+		}
 	}
 	lazy, lzerr := pi.EntryOfLinks(line, links)
 	require.Equal(t, werr == nil, lzerr == nil, "ParseEntry: %v, EntryOfLinks: %v", werr, lzerr)

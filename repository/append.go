@@ -73,7 +73,7 @@ func (s *Session) appendDefault(ctx context.Context, raws [][]byte, owned bool) 
 	if err != nil || len(fresh) == 0 {
 		return err
 	}
-	info, err := s.repo.store.AppendSegment(ctx, s.ref, rawsOf(fresh), s.repo.writer)
+	info, err := s.repo.store.AppendParsed(ctx, s.ref, parsedOf(fresh), s.repo.writer)
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
@@ -179,6 +179,16 @@ func (s *Session) fresh(batch []pi.Entry, at []int) ([]pi.Entry, error) {
 		inBatch[e.ID()] = true
 	}
 	return out, nil
+}
+
+// parsedOf hands entries to the store with what parseBatch read of them, so
+// that the store does not scan and validate them a second time.
+func parsedOf(entries []pi.Entry) []transcript.ParsedEntry {
+	out := make([]transcript.ParsedEntry, len(entries))
+	for i, e := range entries {
+		out[i] = transcript.ParsedEntry{Raw: e.Raw(), Links: e.Links()}
+	}
+	return out
 }
 
 func rawsOf(entries []pi.Entry) [][]byte {

@@ -63,7 +63,7 @@ func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]by
 			s.id, transcript.ErrConflict, ErrStaleHead, expected, cur.Entry)
 	}
 	newHead := s.headAfter(cur.Entry, fresh)
-	info, next, err := r.store.CommitSegment(ctx, s.ref, cur, rawsOf(fresh), r.writer, newHead, s.summaryAfter(cur.Summary, fresh))
+	info, next, err := r.store.CommitParsed(ctx, s.ref, cur, parsedOf(fresh), r.writer, newHead, s.summaryAfter(cur.Summary, fresh))
 	switch {
 	case errors.Is(err, bucket.ErrNotFound):
 		return notFound(s.id)

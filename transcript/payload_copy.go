@@ -67,7 +67,7 @@ func (s *Store) appendStored(ctx context.Context, ref TranscriptRef, from string
 	var runs []copyRun
 	at := 0
 	for _, run := range SplitBatch(raws, 0) {
-		r, meta, err := s.newMeta(ref, run, w, 0)
+		r, meta, err := s.newMeta(ref, run, nil, w, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -101,7 +101,7 @@ func (s *Store) appendCopied(ctx context.Context, ref TranscriptRef, from string
 	if len(refs) != len(entries) {
 		return SegmentInfo{}, fmt.Errorf("copy references: %d reference lists for %d entries", len(refs), len(entries))
 	}
-	r, meta, err := s.newMeta(ref, entries, w, 0)
+	r, meta, err := s.newMeta(ref, entries, nil, w, 0)
 	if err != nil {
 		return SegmentInfo{}, err
 	}

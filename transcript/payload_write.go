@@ -262,7 +262,7 @@ type extractedSegment struct {
 // compressing them: neither they nor their payloads are encoded until
 // putPrepared stores them.
 func (s *Store) prepareExtracted(ref TranscriptRef, entries [][]byte, fs []found, w *Writer) (extractedSegment, error) {
-	ref, meta, err := s.newMeta(ref, entries, w, 0)
+	ref, meta, err := s.newMeta(ref, entries, nil, w, 0)
 	if err != nil {
 		return extractedSegment{}, err
 	}

@@ -109,7 +109,18 @@ func (s *Store) CreateSession(ctx context.Context, ref TranscriptRef, entries []
 // leaves the segment uncommitted for DeleteUncommitted: readers of the head
 // never see it.
 func (s *Store) CommitSegment(ctx context.Context, ref TranscriptRef, prev Head, entries [][]byte, w *Writer, entry string, sum *Summary) (SegmentInfo, Head, error) {
-	info, err := s.AppendSegment(ctx, ref, entries, w)
+	return s.commit(ctx, ref, prev, entry, sum, func() (SegmentInfo, error) { return s.AppendSegment(ctx, ref, entries, w) })
+}
+
+// CommitParsed is CommitSegment of entries their caller has parsed, written
+// as AppendParsed writes them.
+func (s *Store) CommitParsed(ctx context.Context, ref TranscriptRef, prev Head, entries []ParsedEntry, w *Writer, entry string, sum *Summary) (SegmentInfo, Head, error) {
+	return s.commit(ctx, ref, prev, entry, sum, func() (SegmentInfo, error) { return s.AppendParsed(ctx, ref, entries, w) })
+}
+
+// commit is CommitSegment with the segment written by write.
+func (s *Store) commit(ctx context.Context, ref TranscriptRef, prev Head, entry string, sum *Summary, write func() (SegmentInfo, error)) (SegmentInfo, Head, error) {
+	info, err := write()
 	if err != nil {
 		return SegmentInfo{}, Head{}, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -28,7 +29,18 @@ type SegmentObject struct {
 // The segment holds the entries as given: PutSegment takes out their payloads when
 // it stores it (see payload.go), under the same key.
 func (s *Store) PrepareSegment(ref TranscriptRef, entries [][]byte, w *Writer) (SegmentObject, error) {
-	return s.prepare(ref, entries, w, 0, nil, nil, segment.Group{}, nil)
+	return s.prepareLevel0(ref, entries, nil, w)
+}
+
+// prepareLevel0 is PrepareSegment; links, when not nil, are the entries' links
+// as their caller read them by the rule of ParseEntry (see AppendParsed), which
+// the metadata is made of instead of a parse of each entry.
+func (s *Store) prepareLevel0(ref TranscriptRef, entries [][]byte, links []pi.Links, w *Writer) (SegmentObject, error) {
+	ref, meta, err := s.newMeta(ref, entries, links, w, 0)
+	if err != nil {
+		return SegmentObject{}, err
+	}
+	return s.encodeAs(ref, meta, entries, w)
 }
 
 // prepare encodes entries as a segment of the given level. A compacted segment
@@ -37,7 +49,7 @@ func (s *Store) PrepareSegment(ref TranscriptRef, entries [][]byte, w *Writer) (
 // not nil, holds the payload references of each entry (entries as stored, as a
 // Stored read returns them and compaction copies them).
 func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level int, inputs []string, origins []segment.Origin, group segment.Group, refs [][]segment.PayloadRef) (SegmentObject, error) {
-	ref, meta, err := s.newMeta(ref, entries, w, level)
+	ref, meta, err := s.newMeta(ref, entries, nil, w, level)
 	if err != nil {
 		return SegmentObject{}, err
 	}
@@ -49,8 +61,9 @@ func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level in
 // newMeta checks entries (each one JSON object with a string id, within the entry
 // limit) and returns the metadata of a segment of them at level, written by w:
 // ids, times, an entry index above level 0, and the writer's next sequence
-// number.
-func (s *Store) newMeta(ref TranscriptRef, entries [][]byte, w *Writer, level int) (TranscriptRef, segment.Meta, error) {
+// number. links, when not nil, are what the caller read of each entry by the
+// rule of ParseEntry: the entries are then taken as checked, not parsed again.
+func (s *Store) newMeta(ref TranscriptRef, entries [][]byte, links []pi.Links, w *Writer, level int) (TranscriptRef, segment.Meta, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
 		return ref, segment.Meta{}, err
@@ -64,6 +77,9 @@ func (s *Store) newMeta(ref TranscriptRef, entries [][]byte, w *Writer, level in
 	if len(entries) == 0 {
 		return ref, segment.Meta{}, ErrEmptySegment
 	}
+	if links != nil && len(links) != len(entries) {
+		return ref, segment.Meta{}, fmt.Errorf("prepare segment: %d links for %d entries", len(links), len(entries))
+	}
 	meta := segment.Meta{WriterID: w.ID(), Level: uint8(level)}
 	if level > 0 {
 		meta.Index = make([]segment.IndexEntry, len(entries))
@@ -72,8 +88,10 @@ func (s *Store) newMeta(ref TranscriptRef, entries [][]byte, w *Writer, level in
 		if err := segment.CheckEntrySize(len(raw)); err != nil {
 			return ref, segment.Meta{}, fmt.Errorf("prepare segment: entry %d: %w", i, err)
 		}
-		e, err := ParseEntry(raw)
-		if err != nil {
+		var e Entry
+		if links != nil {
+			e = entryOf(raw, links[i])
+		} else if e, err = ParseEntry(raw); err != nil {
 			return ref, segment.Meta{}, fmt.Errorf("prepare segment: entry %d: %w", i, err)
 		}
 		if meta.Index != nil {
@@ -239,12 +257,41 @@ func (s *Store) sameWritten(stored, data []byte) bool {
 // description. Payloads of at least Config.PayloadThreshold bytes are stored first,
 // as payload objects, and the segment keeps references to them (see PutSegment).
 func (s *Store) AppendSegment(ctx context.Context, ref TranscriptRef, entries [][]byte, w *Writer) (SegmentInfo, error) {
+	return s.appendLevel0(ctx, ref, entries, nil, w)
+}
+
+// ParsedEntry is an entry its caller has parsed by the rule ParseEntry applies
+// (pi.ParseLinks; pi.ParseEntry applies it too), with the links it read.
+type ParsedEntry struct {
+	Raw   []byte
+	Links pi.Links
+}
+
+// AppendParsed is AppendSegment for a caller that has already parsed each
+// entry by the rule of ParseEntry (a repository validates every append): the
+// store takes the entries' ids, parents and times from their Links instead of
+// scanning and validating each entry a second time. It still checks each
+// entry's size. The segment's metadata records what the links say, so a caller
+// that did not read them from the entries by that rule must use AppendSegment.
+// An entry holding a payload (Config.PayloadThreshold) is parsed in its stored
+// form as AppendSegment parses it.
+func (s *Store) AppendParsed(ctx context.Context, ref TranscriptRef, entries []ParsedEntry, w *Writer) (SegmentInfo, error) {
+	raws := make([][]byte, len(entries))
+	links := make([]pi.Links, len(entries))
+	for i, e := range entries {
+		raws[i], links[i] = e.Raw, e.Links
+	}
+	return s.appendLevel0(ctx, ref, raws, links, w)
+}
+
+// appendLevel0 is AppendSegment; links as in prepareLevel0.
+func (s *Store) appendLevel0(ctx context.Context, ref TranscriptRef, entries [][]byte, links []pi.Links, w *Writer) (SegmentInfo, error) {
 	if t := s.payloadThreshold(); t > 0 {
 		if fs := findPayloads(entries, t); len(fs) > 0 {
 			return s.appendExtracted(ctx, ref, entries, fs, w)
 		}
 	}
-	obj, err := s.PrepareSegment(ref, entries, w)
+	obj, err := s.prepareLevel0(ref, entries, links, w)
 	if err != nil {
 		return SegmentInfo{}, err
 	}

@@ -127,8 +127,8 @@ const streamFirstPage = 32
 // once the listing is done. On an object store that lists a thousand keys per
 // request and takes its time over each (MinIO reads every object's metadata to
 // list it), a session of hundreds of segments then spends the listing's time
-// fetching rather than waiting. A session of no more segments than that is read
-// as listAndRead reads it. The result is what listAndRead gives of the same
+// fetching rather than waiting. A session of fewer segments is read as
+// listAndRead reads it. The result is what listAndRead gives of the same
 // listing.
 func (s *Store) readStreamed(ctx context.Context, ref TranscriptRef) (*MergeResult, error) {
 	gctx, cancel := context.WithCancel(ctx)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/trace"
-	"slices"
 	"time"
 
 	"github.com/transcriptstore/transcript/segment"
@@ -150,21 +149,20 @@ func (s *Store) readStreamed(ctx context.Context, ref TranscriptRef) (*MergeResu
 	})
 	region.End()
 	started := len(first) == streamFirstPage
-	if started && (err != nil || !slices.EqualFunc(first, infos[:min(len(infos), len(first))], sameKey)) {
-		// The listing failed, or (which it never should) returned other than it
-		// handed out: what was fetched is dropped.
-		cancel()
-		<-done
-		started = false
-	}
 	switch {
 	case err != nil:
+		if started {
+			cancel() // what was fetched is dropped
+			<-done
+		}
 		return nil, listFailed{err}
 	case len(infos) == 0:
 		return nil, errNoSegments
 	case !started:
 		return s.readInfos(ctx, infos)
 	}
+	// listSegmentsEach handed out the listing's first segments in its order:
+	// first is infos[:len(first)].
 	var more fetchedSegs
 	more.segs, more.parsed, more.bad, more.err = s.fetchAllParsed(ctx, infos[len(first):], true, true)
 	<-done
@@ -179,9 +177,6 @@ func (s *Store) readStreamed(ctx context.Context, ref TranscriptRef) (*MergeResu
 	}
 	return s.mergeRead(ctx, infos, segs, parsed, corrupt), nil
 }
-
-// sameKey reports whether a and b are the same segment.
-func sameKey(a, b SegmentInfo) bool { return a.Key == b.Key }
 
 // readInfos fetches the listed segments infos of one session and merges them.
 func (s *Store) readInfos(ctx context.Context, infos []SegmentInfo) (*MergeResult, error) {

@@ -3,6 +3,7 @@ package segment
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -23,13 +24,19 @@ type Segment struct {
 }
 
 // Decoder decodes and verifies segments. It is safe for concurrent use;
-// create one and share it. All calls share one *zstd.Decoder through its
+// create one and share it. All calls share its *zstd.Decoders through their
 // concurrency-safe DecodeAll.
 type Decoder struct {
 	opts decoderOptions
 	// limit is the effective cap on uncompressed bytes per segment.
 	limit uint64
 	zdec  *zstd.Decoder
+	// zsole decodes a payload that is one frame with a content checksum. It
+	// skips zstd's check of that checksum: the checksum is the low 32 bits of
+	// the xxhash64 of the frame's content, which for one frame is the JSONL's
+	// xxhash64 the segment's metadata declares, so decompress checks both
+	// from one pass over the JSONL instead of two (see soleFrameChecksum).
+	zsole *zstd.Decoder
 }
 
 // NewDecoder returns a Decoder configured by opts.
@@ -46,16 +53,22 @@ func NewDecoder(opts ...DecoderOption) (*Decoder, error) {
 	}
 	limit := min(uint64(o.maxSegmentSize), o.maxMemory)
 	window := max(limit, zstd.MinWindowSize)
-	zdec, err := zstd.NewReader(nil,
+	zopts := []zstd.DOption{
 		zstd.WithDecoderConcurrency(0), // one block decoder per GOMAXPROCS for DecodeAll
 		zstd.WithDecoderMaxMemory(limit),
 		zstd.WithDecoderMaxWindow(window),
 		zstd.WithDecodeAllCapLimit(true), // never decode past the declared length
-	)
+	}
+	zdec, err := zstd.NewReader(nil, zopts...)
 	if err != nil {
 		return nil, fmt.Errorf("segment: new zstd decoder: %w", err)
 	}
-	return &Decoder{opts: o, limit: limit, zdec: zdec}, nil
+	zsole, err := zstd.NewReader(nil, append(zopts, zstd.IgnoreChecksum(true))...)
+	if err != nil {
+		zdec.Close()
+		return nil, fmt.Errorf("segment: new zstd decoder: %w", err)
+	}
+	return &Decoder{opts: o, limit: limit, zdec: zdec, zsole: zsole}, nil
 }
 
 // ReadMeta parses and verifies only the leading metadata frame of data,
@@ -96,7 +109,7 @@ func (d *Decoder) decodeInto(data []byte, parallel bool, buf []byte) (*Segment, 
 	if uint64(len(buf)) != m.RawLen {
 		buf = rawBuffer(m.RawLen)
 	}
-	raw, check, err := d.decompress(payload, buf, parallel)
+	raw, check, sum, err := d.decompress(payload, buf, parallel)
 	if err != nil {
 		switch {
 		case errors.Is(err, zstd.ErrDecoderSizeExceeded):
@@ -109,7 +122,14 @@ func (d *Decoder) decodeInto(data []byte, parallel bool, buf []byte) (*Segment, 
 		}
 		return nil, corrupt(n, err, "decompress")
 	}
-	return d.verify(m, n, raw, check)
+	return d.verify(m, n, raw, check, sum)
+}
+
+// rawSum is the xxhash64 of a segment's JSONL when decompress computed it
+// (ok), which verify then need not compute again.
+type rawSum struct {
+	v  uint64
+	ok bool
 }
 
 // readMeta parses the metadata frame at the start of data and checks the
@@ -142,12 +162,15 @@ func checkLength(m Meta, n int, size uint64) error {
 // framing, index) and cuts it into entries. n is the payload offset, used
 // for error reports. check, if not nil, holds what the frame workers already
 // hashed and cut (see frameCheck); verify does the rest itself.
-func (d *Decoder) verify(m Meta, n int, raw []byte, check *frameCheck) (*Segment, error) {
+func (d *Decoder) verify(m Meta, n int, raw []byte, check *frameCheck, sum rawSum) (*Segment, error) {
 	defer trace.StartRegion(context.Background(), "verify segment").End()
 	if uint64(len(raw)) != m.RawLen {
 		return nil, corrupt(n, nil, "zstd data decompresses to %d bytes, metadata declares %d", len(raw), m.RawLen)
 	}
 	got, hashed, entries := check.result(m.EntryCount)
+	if sum.ok {
+		got, hashed = sum.v, true
+	}
 	if !hashed {
 		got = xxhash.Sum64(raw)
 	}
@@ -200,26 +223,59 @@ func (d *Decoder) checkRefs(m Meta, n int, entries [][]byte) error {
 // Decode reports.
 //
 // Frames decoded in parallel are also hashed and cut as they finish; the
-// frameCheck returned says how far that went (nil for one stream).
-func (d *Decoder) decompress(payload, buf []byte, parallel bool) ([]byte, *frameCheck, error) {
+// frameCheck returned says how far that went (nil for one stream). Data that
+// is one frame with a content checksum is hashed once, after its one call:
+// that hash checks the frame's checksum here, and is returned for verify to
+// check the JSONL's.
+func (d *Decoder) decompress(payload, buf []byte, parallel bool) ([]byte, *frameCheck, rawSum, error) {
 	rawLen := uint64(len(buf))
 	if parallel {
 		if spans, ok := splitFrames(payload, rawLen); ok {
 			check := newFrameCheck(buf, d.opts.maxEntrySize)
 			if d.decodeFrames(payload, spans, buf, check) {
-				return buf, check, nil
+				return buf, check, rawSum{}, nil
 			}
 		}
 	}
+	zdec := d.zdec
+	want, sole := soleFrameChecksum(payload)
+	if sole {
+		zdec = d.zsole
+	}
 	region := trace.StartRegion(context.Background(), "decompress segment")
-	raw, err := d.zdec.DecodeAll(payload, buf[:0:cap(buf)])
+	raw, err := zdec.DecodeAll(payload, buf[:0:cap(buf)])
 	region.End()
 	if err == nil && uint64(len(raw)) > rawLen {
 		// Into the spare capacity rawBuffer leaves: past the declared length,
 		// as if the cap had stopped it.
 		err = zstd.ErrDecoderSizeExceeded
 	}
-	return raw, nil, err
+	if err != nil || !sole {
+		return raw, nil, rawSum{}, err
+	}
+	// The check zsole skipped, made from the hash verify needs anyway.
+	sum := xxhash.Sum64(raw)
+	if uint32(sum) != want {
+		return nil, nil, rawSum{}, zstd.ErrCRCMismatch
+	}
+	return raw, nil, rawSum{sum, true}, nil
+}
+
+// soleFrameChecksum returns the content checksum of payload when payload is
+// one standard zstd frame that ends with one (its Content_Checksum_Flag set):
+// the frame's last 4 bytes, the low 32 bits of the xxhash64 of its content,
+// little-endian. A payload of several frames, a frame without a checksum or
+// one whose headers do not walk to its end is left to the checking decoder.
+func soleFrameChecksum(payload []byte) (uint32, bool) {
+	_, hdr, crc, st := parseFrameHeader(payload)
+	if st != walkDone || !crc {
+		return 0, false
+	}
+	end, st := walkBlocks(payload, hdr)
+	if st != walkDone || len(payload)-end != 4 {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(payload[end:]), true
 }
 
 // decodeSlack is the spare capacity rawBuffer leaves after the raw length. zstd
@@ -262,8 +318,9 @@ func (d *Decoder) split(raw []byte, count uint32, off int) ([][]byte, error) {
 	return entries, nil
 }
 
-// Close releases the zstd decoder. The Decoder must not be used afterwards.
+// Close releases the zstd decoders. The Decoder must not be used afterwards.
 func (d *Decoder) Close() error {
 	d.zdec.Close()
+	d.zsole.Close()
 	return nil
 }

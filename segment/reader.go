@@ -115,7 +115,7 @@ func (d *Decoder) decodeFrom(r io.Reader, size int64) (seg *Segment, streamed bo
 		seg, err = d.decodeInto(data, true, fs.raw)
 		return seg, false, err
 	}
-	seg, err = d.verify(m, n, fs.raw, fs.check)
+	seg, err = d.verify(m, n, fs.raw, fs.check, rawSum{})
 	return seg, true, err
 }
 

@@ -1,6 +1,9 @@
 package transcript_test
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -128,4 +131,50 @@ func BenchmarkAppendParsed(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestPrepareParsed_SameAsPrepareSegments prepares one batch large enough to be
+// cut into several segments with PrepareSegments and with PrepareParsed (the
+// links a tree read of its entries): each run gets its own entries' links, so
+// the segments' metadata is the same; links that differ from the bytes show
+// they were used instead of a parse; a count of links that does not match the
+// entries is refused.
+func TestPrepareParsed_SameAsPrepareSegments(t *testing.T) {
+	s := newStore(t, membucket.New(), transcript.Config{PayloadThreshold: -1})
+	w := newWriter(t, "w")
+	// Five entries of 30 KiB: segments of two, two and one within a target
+	// of 64 KiB.
+	transcript.SetSegmentTarget(s, 64<<10)
+	pad := strings.Repeat("x", 30<<10)
+	raws := [][]byte{entry("m0", "")}
+	for i := range 5 {
+		raws = append(raws, toolEntry(fmt.Sprintf("t%d", i), "m0", pad))
+	}
+	ps := parsed(t, raws)
+	links := make([]pi.Links, len(ps))
+	for i, p := range ps {
+		links[i] = p.Links
+	}
+	plain, err := s.PrepareSegments(ref, raws, w)
+	require.NoError(t, err)
+	require.Greater(t, len(plain), 2, "the batch is cut into several segments")
+	got, err := s.PrepareParsed(ref, raws, links, w)
+	require.NoError(t, err)
+	require.Len(t, got, len(plain))
+	for i := range plain {
+		pm, gm := plain[i].Meta, got[i].Meta
+		require.Equal(t, []any{pm.FirstID, pm.LastID, pm.MinTime, pm.MaxTime, pm.EntryCount, pm.RawLen, pm.Checksum},
+			[]any{gm.FirstID, gm.LastID, gm.MinTime, gm.MaxTime, gm.EntryCount, gm.RawLen, gm.Checksum}, "segment %d", i)
+	}
+
+	told := slices.Clone(links)
+	told[len(told)-1].ID = "told"
+	got, err = s.PrepareParsed(ref, raws, told, w)
+	require.NoError(t, err)
+	require.Equal(t, "told", got[len(got)-1].Meta.LastID, "the metadata is the links', not a second parse's")
+
+	_, err = s.PrepareParsed(ref, raws, links[1:], w)
+	require.ErrorContains(t, err, "links for")
+	_, err = s.PrepareParsed(ref, nil, nil, w)
+	require.ErrorIs(t, err, transcript.ErrEmptySegment)
 }

@@ -16,3 +16,7 @@ const PayloadWindow = payloadWindow
 // SetResolveWindow sets the payload bytes EachResolved of s fetches ahead, so
 // that tests fill the window with a few small payloads.
 func SetResolveWindow(s *Store, n int64) { s.resolveWindow = n }
+
+// SetSegmentTarget sets the size at which PrepareSegments, PrepareParsed and
+// AppendSegments cut a batch into several segments.
+func SetSegmentTarget(s *Store, n int64) { s.segmentTarget = n }

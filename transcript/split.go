@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
 )
 
@@ -37,13 +38,36 @@ func SplitBatch(entries [][]byte, maxBytes int64) [][][]byte {
 // size can be stored. Nothing is written; an entry the store cannot hold fails the
 // whole batch.
 func (s *Store) PrepareSegments(ref TranscriptRef, entries [][]byte, w *Writer) ([]SegmentObject, error) {
+	return s.prepareRuns(ref, entries, nil, w)
+}
+
+// PrepareParsed is PrepareSegments for a caller that has already parsed each
+// entry by the rule of ParseEntry, as AppendParsed is AppendSegment's: the
+// segments' metadata is made of links (links[i] what the caller read of
+// entries[i]) instead of a second parse of each entry. A caller that did not
+// read them from the entries by that rule must use PrepareSegments.
+func (s *Store) PrepareParsed(ref TranscriptRef, entries [][]byte, links []pi.Links, w *Writer) ([]SegmentObject, error) {
+	if len(links) != len(entries) {
+		return nil, fmt.Errorf("prepare segments: %d links for %d entries", len(links), len(entries))
+	}
+	return s.prepareRuns(ref, entries, links, w)
+}
+
+// prepareRuns is PrepareSegments; links, when not nil, as in prepareLevel0.
+func (s *Store) prepareRuns(ref TranscriptRef, entries [][]byte, links []pi.Links, w *Writer) ([]SegmentObject, error) {
 	if len(entries) == 0 {
 		return nil, ErrEmptySegment
 	}
-	runs := SplitBatch(entries, 0)
+	runs := SplitBatch(entries, s.segmentTarget)
 	objs := make([]SegmentObject, 0, len(runs))
+	start := 0
 	for _, run := range runs {
-		obj, err := s.PrepareSegment(ref, run, w)
+		var runLinks []pi.Links
+		if links != nil {
+			runLinks = links[start : start+len(run)]
+		}
+		start += len(run)
+		obj, err := s.prepareLevel0(ref, run, runLinks, w)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +96,7 @@ func (s *Store) AppendSegments(ctx context.Context, ref TranscriptRef, entries [
 		x       extractedSegment
 		extract bool
 	}
-	runs := SplitBatch(entries, 0)
+	runs := SplitBatch(entries, s.segmentTarget)
 	steps := make([]step, len(runs))
 	threshold := s.payloadThreshold()
 	for i, run := range runs {

@@ -89,6 +89,10 @@ type Store struct {
 	// resolveWindow bounds the payload bytes EachResolved fetches ahead:
 	// DefaultResolveWindow when zero; tests lower it.
 	resolveWindow int64
+	// segmentTarget is the JSONL size at which a batch is cut into several
+	// level-0 segments (SplitBatch): segment.DefaultTargetSegmentSize when zero;
+	// tests lower it.
+	segmentTarget int64
 }
 
 // New returns a Store over cfg.Bucket.

@@ -9,7 +9,8 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// Upload encodes b.Entries as one segment of b.Ref, appends it durably to the
+// Upload encodes b.Entries as one segment of b.Ref (taking b.Links, when set, as
+// what a parse of each entry would read), appends it durably to the
 // outbox journal and enqueues it for upload; it returns once the record is durable
 // (concurrent Uploads share one fsync), without waiting on the store. A batch
 // without entries is a no-op. Upload does not keep b.Entries after it returns; the
@@ -35,7 +36,7 @@ func (m *Mirror) Upload(ctx context.Context, b sessiontree.Batch) error {
 			return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
 		}
 	}
-	objs, err := m.cfg.Store.PrepareSegments(b.Ref, b.Entries, m.cfg.Writer)
+	objs, err := m.prepare(b)
 	if err != nil {
 		if permanentBatch(err) {
 			m.refuseBatch(b.Ref, len(b.Entries), err)
@@ -53,6 +54,17 @@ func (m *Mirror) Upload(ctx context.Context, b sessiontree.Batch) error {
 	}
 	m.acceptedBatch(b.Ref)
 	return nil
+}
+
+// prepare validates and encodes b as one or more level-0 segments. The links a
+// tree read of its entries when it appended them (b.Links) are taken instead
+// of a second parse of each entry; a batch without them, or with a number that
+// does not match its entries, is parsed.
+func (m *Mirror) prepare(b sessiontree.Batch) ([]transcript.SegmentObject, error) {
+	if b.Links != nil && len(b.Links) == len(b.Entries) {
+		return m.cfg.Store.PrepareParsed(b.Ref, b.Entries, b.Links, m.cfg.Writer)
+	}
+	return m.cfg.Store.PrepareSegments(b.Ref, b.Entries, m.cfg.Writer)
 }
 
 // accept appends one prepared segment to the outbox journal and enqueues it.

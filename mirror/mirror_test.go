@@ -587,3 +587,47 @@ func TestMirror_JournalRecordCopiedElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// TestMirror_UploadTakesBatchLinks checks that Upload makes a segment's
+// metadata from the links a tree hands over with its batch instead of parsing
+// the entries again (links that differ from the bytes show which was used),
+// and parses a batch whose links do not match its entries in number.
+func TestMirror_UploadTakesBatchLinks(t *testing.T) {
+	store := newStore(t, membucket.New(), "")
+	m := newMirror(t, store, t.TempDir(), nil)
+	ctx := ctxTimeout(t, 10*time.Second)
+	s := newSession("a", "s")
+	lastIDs := func() []string {
+		t.Helper()
+		require.NoError(t, m.AwaitQuiescence(ctx))
+		res, err := store.ReadAll(ctx, s.ref)
+		require.NoError(t, err)
+		var out []string
+		for _, seg := range res.Segments {
+			meta, err := store.ReadSegmentMeta(ctx, seg.Key)
+			require.NoError(t, err)
+			out = append(out, meta.LastID)
+		}
+		return out
+	}
+	linksOf := func(b sessiontree.Batch) []pi.Links {
+		var out []pi.Links
+		for _, raw := range b.Entries {
+			e, err := pi.ParseEntry(raw)
+			require.NoError(t, err)
+			out = append(out, e.Links())
+		}
+		return out
+	}
+
+	b := s.batch(3)
+	b.Links = linksOf(b)
+	b.Links[2].ID = "told"
+	require.NoError(t, m.Upload(ctx, b))
+	require.Equal(t, []string{"told"}, lastIDs(), "the metadata is the links', not a second parse's")
+
+	b = s.batch(2)
+	b.Links = linksOf(b)[:1]
+	require.NoError(t, m.Upload(ctx, b))
+	require.Equal(t, []string{"told", s.ids[len(s.ids)-1]}, lastIDs(), "links that do not match are not taken")
+}

@@ -72,10 +72,15 @@ func (t *Tree) flushUpload(ctx context.Context) error {
 	b := Batch{Ref: t.ref, Files: t.files, Entries: make([][]byte, 0, len(t.pendingUpload)+1)}
 	if !t.headerUploaded {
 		b.Entries = append(b.Entries, t.header.Raw())
+	} else {
+		b.Links = make([]pi.Links, 0, len(t.pendingUpload))
 	}
 	n := len(t.pendingUpload)
 	for _, i := range t.pendingUpload {
 		b.Entries = append(b.Entries, t.entries[i].Raw())
+		if b.Links != nil {
+			b.Links = append(b.Links, t.entries[i].Links())
+		}
 	}
 	t.mu.Unlock()
 

@@ -529,3 +529,39 @@ func TestFlush_LeafMovedBackBeforeACompaction(t *testing.T) {
 		})
 	}
 }
+
+// TestFlush_BatchCarriesLinks checks that a batch of entries hands the uploader
+// what the tree read of each one when it appended it (the links pi.ParseEntry
+// reads), so that the uploader need not parse them again; and that the first
+// batch, led by the session header (not an entry), carries none.
+func TestFlush_BatchCarriesLinks(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	up := &recorder{}
+	cfg.Uploader = up
+	tr, err := sessiontree.New(cfg, who, "a", "s", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	u, err := tr.AppendMessage(msg(userMsg, "1"))
+	require.NoError(t, err)
+	_, err = tr.AppendMessage(msg(assistantMsg, "2", "p", "m"))
+	require.NoError(t, err)
+	require.NoError(t, tr.Flush(ctx))
+	require.Len(t, up.batches, 1)
+	require.Nil(t, up.batches[0].Links, "the header leads the first batch")
+
+	l, err := tr.AppendLabel(u.ID(), "start")
+	require.NoError(t, err)
+	r, err := tr.AppendRaw([]byte(`{"type":"custom","id":"c1","parentId":"` + l.ID() + `","timestamp":"2026-09-25T22:00:09.000Z","customType":"x"}`))
+	require.NoError(t, err)
+	require.NoError(t, tr.Flush(ctx))
+	require.Len(t, up.batches, 2)
+	b := up.batches[1]
+	require.Len(t, b.Links, len(b.Entries))
+	for i, raw := range b.Entries {
+		e, err := pi.ParseEntry(raw)
+		require.NoError(t, err)
+		require.Equal(t, e.Links(), b.Links[i], "entry %d", i)
+	}
+	require.Equal(t, []string{l.ID(), r.ID()}, []string{b.Links[0].ID, b.Links[1].ID})
+	require.Equal(t, "2026-09-25T22:00:09.000Z", b.Links[1].Timestamp)
+}

@@ -3,6 +3,7 @@ package sessiontree
 import (
 	"context"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -15,6 +16,12 @@ type Batch struct {
 	// were never handed over before; entries loaded from the log or the store are
 	// never in a batch. The slice and its bytes must not be modified by the receiver.
 	Entries [][]byte
+	// Links, when not nil, holds what the tree read of each entry when it
+	// appended it (Links[i] of Entries[i], by pi.ParseEntry's rule), so that an
+	// uploader need not parse the entries again. It is nil for a batch that
+	// carries the session header (not an entry). A caller that builds a Batch
+	// itself leaves it nil unless it read the links by that rule.
+	Links []pi.Links
 	// Files are the tree's local files. An uploader that ReadsLocalFiles uploads
 	// the context file and the log; the others ignore them.
 	Files Files

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -71,7 +72,7 @@ func flushAll(ctx context.Context, reps []*replica, turns int) error {
 					for t := range turns {
 						for s := f; s < len(r.sessions); s += mirror.DefaultWorkers {
 							ref := transcript.TranscriptRef{AgentID: "bench", SessionID: fmt.Sprintf("r%d-s%03d", i, s)}
-							if err := r.m.Upload(fctx, sessiontree.Batch{Ref: ref, Entries: r.sessions[s][t]}); err != nil {
+							if err := r.m.Upload(fctx, sessiontree.Batch{Ref: ref, Entries: r.sessions[s][t], Links: r.links[s][t]}); err != nil {
 								return err
 							}
 						}
@@ -128,6 +129,32 @@ type replica struct {
 	store    *transcript.Store
 	m        *mirror.Mirror
 	sessions [][][][]byte
+	// links[s][t] is what a SessionTree read of the entries of turn t of
+	// session s when it appended them (pi.ParseEntry), which its flush hands
+	// the mirror with the batch (sessiontree.Batch.Links): parsed once before
+	// the item, as a tree parses each entry when it is appended, not when it
+	// flushes.
+	links [][][]pi.Links
+}
+
+// turnLinks parses each entry of each turn as a SessionTree's append does. The
+// first turn, led by the session header (not an entry), gets none, as a tree's
+// first batch.
+func turnLinks(turns [][][]byte) ([][]pi.Links, error) {
+	out := make([][]pi.Links, len(turns))
+	for t, turn := range turns {
+		if t == 0 {
+			continue
+		}
+		for _, raw := range turn {
+			e, err := pi.ParseEntry(raw)
+			if err != nil {
+				return nil, err
+			}
+			out[t] = append(out[t], e.Links())
+		}
+	}
+	return out, nil
 }
 
 // take returns the objects recorded so far and forgets them.
@@ -173,7 +200,12 @@ func runReplicas(ctx context.Context, e *env) (ItemResult, error) {
 		}
 		defer r.m.Close(context.WithoutCancel(ctx))
 		for s := range sz.ReplicaSessions {
-			r.sessions = append(r.sessions, session(fmt.Sprintf("r%d-s%03d", i, s), uint64(i*10000+s), sz.ReplicaTurns))
+			turns := session(fmt.Sprintf("r%d-s%03d", i, s), uint64(i*10000+s), sz.ReplicaTurns)
+			links, err := turnLinks(turns)
+			if err != nil {
+				return res, err
+			}
+			r.sessions, r.links = append(r.sessions, turns), append(r.links, links)
 		}
 		reps[i] = r
 	}

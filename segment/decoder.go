@@ -229,7 +229,9 @@ func (d *Decoder) checkRefs(m Meta, n int, entries [][]byte) error {
 // check the JSONL's.
 func (d *Decoder) decompress(payload, buf []byte, parallel bool) ([]byte, *frameCheck, rawSum, error) {
 	rawLen := uint64(len(buf))
-	if parallel {
+	// One frame cannot be split, so its headers are walked once, here.
+	want, sole := soleFrameChecksum(payload)
+	if parallel && !sole {
 		if spans, ok := splitFrames(payload, rawLen); ok {
 			check := newFrameCheck(buf, d.opts.maxEntrySize)
 			if d.decodeFrames(payload, spans, buf, check) {
@@ -238,7 +240,6 @@ func (d *Decoder) decompress(payload, buf []byte, parallel bool) ([]byte, *frame
 		}
 	}
 	zdec := d.zdec
-	want, sole := soleFrameChecksum(payload)
 	if sole {
 		zdec = d.zsole
 	}
@@ -262,20 +263,17 @@ func (d *Decoder) decompress(payload, buf []byte, parallel bool) ([]byte, *frame
 }
 
 // soleFrameChecksum returns the content checksum of payload when payload is
-// one standard zstd frame that ends with one (its Content_Checksum_Flag set):
-// the frame's last 4 bytes, the low 32 bits of the xxhash64 of its content,
-// little-endian. A payload of several frames, a frame without a checksum or
-// one whose headers do not walk to its end is left to the checking decoder.
+// one standard zstd frame (parseFrame) that ends with one (its
+// Content_Checksum_Flag set): the frame's last 4 bytes, the low 32 bits of the
+// xxhash64 of its content, little-endian. A payload of several frames, a frame
+// without a checksum or one whose headers do not walk to its end is left to the
+// checking decoder.
 func soleFrameChecksum(payload []byte) (uint32, bool) {
-	_, hdr, crc, st := parseFrameHeader(payload)
-	if st != walkDone || !crc {
+	_, n, ok := parseFrame(payload)
+	if !ok || n != len(payload) || payload[4]&fhdChecksum == 0 {
 		return 0, false
 	}
-	end, st := walkBlocks(payload, hdr)
-	if st != walkDone || len(payload)-end != 4 {
-		return 0, false
-	}
-	return binary.LittleEndian.Uint32(payload[end:]), true
+	return binary.LittleEndian.Uint32(payload[n-4:]), true
 }
 
 // decodeSlack is the spare capacity rawBuffer leaves after the raw length. zstd

@@ -2,6 +2,8 @@ package transcript
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/transcriptstore/transcript/segment"
@@ -10,7 +12,10 @@ import (
 // BenchmarkMerge measures the merge alone, on segments already decoded: one
 // compacted segment of 10,000 entries with its index (the common open), and
 // the same entries in 100 level-0 segments parsed ahead, as ReadAll hands them
-// over. Every id is distinct, as in a session nobody wrote twice.
+// over. Every id is distinct, as in a session nobody wrote twice. In
+// level0x100-skewed the segments' key times wrap every 60 segments, as keys of
+// replicas whose clocks disagree do: the keys then sort in another order than
+// the entries' chain, and the merge has to reorder most entries.
 func BenchmarkMerge(b *testing.B) {
 	const n = 10000
 	raws := make([][]byte, n)
@@ -28,6 +33,9 @@ func BenchmarkMerge(b *testing.B) {
 	key := func(level, i int) string {
 		return fmt.Sprintf("p/a/s/L%d/20260101T00%02d%02d.000000000Z-w-%016x-%016x.jsonl.zst", level, i/60, i%60, i, i)
 	}
+	skewed := func(level, i int) string {
+		return fmt.Sprintf("p/a/s/L%d/20260101T00%02d%02d.000000000Z-w-%016x-%016x.jsonl.zst", level, 0, i%60, i, i)
+	}
 	b.Run("compacted", func(b *testing.B) {
 		infos := []SegmentInfo{{Key: key(1, 0), Level: 1}}
 		segs := []*segment.Segment{{Meta: segment.Meta{Level: 1, Index: index}, Entries: raws}}
@@ -38,23 +46,31 @@ func BenchmarkMerge(b *testing.B) {
 			}
 		}
 	})
-	b.Run("level0x100", func(b *testing.B) {
+	level0 := func(b *testing.B, key func(level, i int) string) {
 		const per = n / 100
+		// Segment i holds entries [i*per, (i+1)*per); they are listed in key order.
+		listed := make([]int, 100)
+		for i := range listed {
+			listed[i] = i
+		}
+		slices.SortFunc(listed, func(a, b int) int { return strings.Compare(key(0, a), key(0, b)) })
 		infos := make([]SegmentInfo, 100)
 		segs := make([]*segment.Segment, 100)
-		for i := range segs {
-			infos[i] = SegmentInfo{Key: key(0, i)}
-			segs[i] = &segment.Segment{Entries: raws[i*per : (i+1)*per]}
+		for k, i := range listed {
+			infos[k] = SegmentInfo{Key: key(0, i)}
+			segs[k] = &segment.Segment{Entries: raws[i*per : (i+1)*per]}
 		}
 		b.ReportAllocs()
 		for b.Loop() {
 			ahead := make([][]parsedEntry, len(segs))
-			for i := range ahead {
-				ahead[i] = parsed[i*per : (i+1)*per]
+			for k, i := range listed {
+				ahead[k] = parsed[i*per : (i+1)*per]
 			}
 			if res := mergeParsed(infos, segs, ahead); len(res.Entries) != n {
 				b.Fatalf("%d entries", len(res.Entries))
 			}
 		}
-	})
+	}
+	b.Run("level0x100", func(b *testing.B) { level0(b, key) })
+	b.Run("level0x100-skewed", func(b *testing.B) { level0(b, skewed) })
 }

@@ -7,9 +7,9 @@ package transcript
 // it, so that what it derives from the order (the active leaf) is what ReadAll
 // of the same entries gives. entries is not modified.
 func CanonicalOrder(entries []Entry) ([]Entry, int) {
-	sorted, moved := sortByOrigin(entries)
+	ordered, cycles, moved := mergeOrder(entries, nil)
 	if !moved {
-		sorted = append([]Entry(nil), entries...)
+		ordered = append([]Entry(nil), entries...)
 	}
-	return parentsFirst(sorted, nil)
+	return ordered, cycles
 }

@@ -242,10 +242,6 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 	}
 	slices.SortFunc(res.Losers, func(a, b Entry) int { return a.Origin.Compare(b.Origin) })
 	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return a.DroppedOrigin.Compare(b.DroppedOrigin) })
-	sorted, moved := sortByOrigin(res.Entries)
-	if moved {
-		byID = nil // parentsFirst indexes the new order
-	}
-	res.Entries, res.Cycles = parentsFirst(sorted, byID)
+	res.Entries, res.Cycles, _ = mergeOrder(res.Entries, byID)
 	return res
 }

@@ -2,7 +2,6 @@ package transcript
 
 import (
 	"cmp"
-	"container/heap"
 	"slices"
 
 	"github.com/transcriptstore/transcript/segment"
@@ -135,7 +134,7 @@ func topoOrder(par []int32) (order []int32, cycles int) {
 	ready := &minHeap[int32]{}
 	for k, p := range par {
 		if p < 0 {
-			heap.Push(ready, int32(k))
+			ready.push(int32(k))
 		}
 	}
 	order = make([]int32, 0, n)
@@ -148,9 +147,9 @@ func topoOrder(par []int32) (order []int32, cycles int) {
 				next++
 			}
 			cycles++
-			heap.Push(ready, int32(next))
+			ready.push(int32(next))
 		}
-		k := heap.Pop(ready).(int32)
+		k := ready.pop()
 		if placed[k] {
 			continue
 		}
@@ -158,21 +157,28 @@ func topoOrder(par []int32) (order []int32, cycles int) {
 		order = append(order, k)
 		for _, c := range kids[start[k]:start[k+1]] {
 			if !placed[c] {
-				heap.Push(ready, c)
+				ready.push(c)
 			}
 		}
 	}
 	return order, cycles
 }
 
-// sortByOrigin sorts entries by origin; moved reports whether it changed their
-// order.
-func sortByOrigin(entries []Entry) (sorted []Entry, moved bool) {
+// mergeOrder returns entries in merge order, sorted by origin (rankOrigins,
+// originSort) and then parents first (topoOrder), and the parent cycles it
+// broke. byID, when not nil, maps every id to its index in entries, whose ids
+// are then distinct (what the merge builds); nil means mergeOrder indexes the
+// ids itself, the last of equal ids in origin order standing for them. entries
+// is not modified: moved is false when it is in merge order already and
+// returned as is; otherwise the result is a new slice, made once whatever the
+// two orders moved.
+func mergeOrder(entries []Entry, byID map[string]int) (ordered []Entry, cycles int, moved bool) {
+	n := len(entries)
 	// Each entry's number of origin key, looked up once per run of one key
 	// (entries of one origin come together).
 	num := map[string]int32{}
 	var keys []string
-	of := make([]int32, len(entries))
+	of := make([]int32, n)
 	for i, e := range entries {
 		if i > 0 && e.Origin.Key == entries[i-1].Origin.Key {
 			of[i] = of[i-1]
@@ -187,72 +193,108 @@ func sortByOrigin(entries []Entry) (sorted []Entry, moved bool) {
 		of[i] = k
 	}
 	rank := rankOrigins(keys)
-	perm := originSort(len(entries), func(i int) uint64 {
-		return originKey(rank[of[i]], entries[i].Origin.Pos)
-	})
-	if perm == nil {
-		return entries, false
-	}
-	out := make([]Entry, len(entries))
-	for k, i := range perm {
-		out[k] = entries[i]
-	}
-	return out, true
-}
-
-// parentsFirst puts entries (sorted by origin) in merge order (topoOrder) and
-// returns the cycles it broke. byID indexes entries; nil means it builds it.
-func parentsFirst(entries []Entry, byID map[string]int) ([]Entry, int) {
-	distinct := true // the merge's entries have distinct ids
-	if byID == nil {
-		byID = make(map[string]int, len(entries))
-		for i, e := range entries {
-			byID[e.ID] = i
+	sorted := originSort(n, func(i int) uint64 { return originKey(rank[of[i]], entries[i].Origin.Pos) })
+	of, rank = nil, nil
+	// at(k) is the index in entries of the entry at sorted place k; place[i]
+	// the sorted place of entries[i] (nil when both are the identity).
+	at := func(k int) int { return k }
+	var place []int32
+	if sorted != nil {
+		at = func(k int) int { return int(sorted[k]) }
+		place = make([]int32, n)
+		for k, i := range sorted {
+			place[i] = int32(k)
 		}
-		distinct = len(byID) == len(entries)
 	}
-	par := make([]int32, len(entries))
-	for i := range entries {
-		e := &entries[i]
-		par[i] = -1
+	distinct, byPlace := true, false
+	if byID == nil {
+		byID = make(map[string]int, n)
+		for k := range n {
+			byID[entries[at(k)].ID] = k
+		}
+		distinct, byPlace = len(byID) == n, true
+	}
+	// par[k] is the sorted place of the parent of the entry at place k, -1 for
+	// a root (no parentId, or one that names no entry or the entry itself).
+	par := make([]int32, n)
+	for k := range n {
+		e := &entries[at(k)]
+		par[k] = -1
 		switch {
 		case e.ParentID == "":
-		case distinct && i > 0 && entries[i-1].ID == e.ParentID:
+		case distinct && k > 0 && entries[at(k-1)].ID == e.ParentID:
 			// The common case, a child right after its parent: with distinct
-			// ids, byID gives i-1 too.
-			par[i] = int32(i - 1)
+			// ids, byID gives place k-1 too.
+			par[k] = int32(k - 1)
 		default:
-			if p, ok := byID[e.ParentID]; ok && p != i {
-				par[i] = int32(p)
+			p, ok := byID[e.ParentID]
+			if ok && !byPlace && place != nil {
+				p = int(place[p])
+			}
+			if ok && p != k {
+				par[k] = int32(p)
 			}
 		}
 	}
+	place = nil
 	order, cycles := topoOrder(par)
-	if order == nil {
-		return entries, 0
+	if sorted == nil && order == nil {
+		return entries, 0, false
 	}
-	out := make([]Entry, len(entries))
-	for k, i := range order {
-		out[k] = entries[i]
+	ordered = make([]Entry, n)
+	for m := range ordered {
+		k := m
+		if order != nil {
+			k = int(order[m])
+		}
+		ordered[m] = entries[at(k)]
 	}
-	return out, cycles
+	return ordered, cycles, true
 }
 
-// minHeap is a container/heap of ordered values, smallest first: the merge
-// places the ready entry with the smallest merge index next.
+// minHeap is a binary heap of ordered values, smallest first: the merge places
+// the ready entry with the smallest merge index next. Its methods are typed, so
+// that a push does not box its value into an interface (container/heap would
+// allocate for each int32 past 255).
 type minHeap[T cmp.Ordered] []T
 
 func (h minHeap[T]) Len() int { return len(h) }
 
-func (h minHeap[T]) Less(i, j int) bool { return h[i] < h[j] }
+// push adds x.
+func (h *minHeap[T]) push(x T) {
+	*h = append(*h, x)
+	a := *h
+	for j := len(a) - 1; j > 0; {
+		i := (j - 1) / 2
+		if a[i] <= a[j] {
+			break
+		}
+		a[i], a[j] = a[j], a[i]
+		j = i
+	}
+}
 
-func (h minHeap[T]) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-
-func (h *minHeap[T]) Push(x any) { *h = append(*h, x.(T)) }
-
-func (h *minHeap[T]) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+// pop removes and returns the smallest value; the heap must not be empty.
+func (h *minHeap[T]) pop() T {
+	a := *h
+	n := len(a) - 1
+	x := a[0]
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j+1 < n && a[j+1] < a[j] {
+			j++
+		}
+		if a[i] <= a[j] {
+			break
+		}
+		a[i], a[j] = a[j], a[i]
+		i = j
+	}
+	*h = a
 	return x
 }

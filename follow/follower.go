@@ -156,9 +156,14 @@ func (f *Follower) tick(ctx context.Context, due []*tracked) {
 func (f *Follower) handOver(ctx context.Context, uploads []*batch) {
 	var g errgroup.Group
 	g.SetLimit(f.cfg.Parallel)
+	parsed, _ := f.cfg.Uploader.(ParsedUploader)
 	for _, b := range uploads {
 		g.Go(func() error {
-			b.err = f.cfg.Uploader.Upload(ctx, b.t.ref, b.entries)
+			if parsed != nil && len(b.links) == len(b.entries) {
+				b.err = parsed.UploadParsed(ctx, b.t.ref, b.entries, b.links)
+			} else {
+				b.err = f.cfg.Uploader.Upload(ctx, b.t.ref, b.entries)
+			}
 			return nil
 		})
 	}

@@ -3,6 +3,7 @@ package follow
 import (
 	"context"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -21,6 +22,18 @@ type Uploader interface {
 	// in the store yet, in the order they were accepted. An entry leaves this
 	// list only once the store holds it.
 	Pending(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
+}
+
+// ParsedUploader is an Uploader that also takes what the follower read of each
+// line it hands over, so that the store does not parse the lines a second
+// time to describe them. The follower reads every line by pi.ParseLinks' rule
+// before it hands it over; it calls UploadParsed instead of Upload when its
+// Uploader has it.
+type ParsedUploader interface {
+	Uploader
+	// UploadParsed is Upload of entries whose links the follower read:
+	// links[i] is pi.ParseLinks of entries[i], and len(links) == len(entries).
+	UploadParsed(ctx context.Context, ref transcript.TranscriptRef, entries [][]byte, links []pi.Links) error
 }
 
 // Store reads what the bucket holds of a session.

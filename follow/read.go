@@ -22,7 +22,8 @@ import (
 // segment, and where the file's offset moves once they are handed over.
 type batch struct {
 	t       *tracked
-	entries [][]byte // the lines to hand over, without their newlines
+	entries [][]byte   // the lines to hand over, without their newlines
+	links   []pi.Links // links[i] is what pi.ParseLinks read of entries[i]
 	// lines counts the complete lines read; stored those the store or the
 	// uploader held already; bytes the bytes of entries.
 	lines, stored int
@@ -262,7 +263,7 @@ func (f *Follower) takeLine(b *batch, line []byte, off int64) {
 		return // Pi skips blank lines too
 	}
 	var why string
-	e, err := transcript.ParseEntry(line)
+	e, err := pi.ParseLinks(line)
 	switch {
 	case segment.CheckEntrySize(len(line)) != nil:
 		why = fmt.Sprintf("over the store's entry limit (%d bytes)", segment.DefaultMaxEntrySize)
@@ -290,6 +291,7 @@ func (f *Follower) takeLine(b *batch, line []byte, off int64) {
 		}
 	}
 	b.entries = append(b.entries, line)
+	b.links = append(b.links, e)
 	b.bytes += int64(len(line))
 }
 

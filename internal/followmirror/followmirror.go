@@ -12,6 +12,7 @@ import (
 
 	"github.com/transcriptstore/transcript/follow"
 	"github.com/transcriptstore/transcript/mirror"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -25,8 +26,8 @@ type Uploader struct {
 }
 
 var (
-	_ follow.Uploader = (*Uploader)(nil)
-	_ follow.Store    = (*Uploader)(nil)
+	_ follow.ParsedUploader = (*Uploader)(nil)
+	_ follow.Store          = (*Uploader)(nil)
 )
 
 // Config configures Open. Writer and OutboxDir are required.
@@ -58,6 +59,13 @@ func Open(s *transcript.Store, cfg Config) (*Uploader, error) {
 // they are durable there.
 func (u *Uploader) Upload(ctx context.Context, ref transcript.TranscriptRef, entries [][]byte) error {
 	return u.m.Upload(ctx, sessiontree.Batch{Ref: ref, Entries: entries})
+}
+
+// UploadParsed is Upload of entries whose links the follower read (links[i]
+// is pi.ParseLinks of entries[i]): the mirror describes the segment with them
+// instead of parsing every line again.
+func (u *Uploader) UploadParsed(ctx context.Context, ref transcript.TranscriptRef, entries [][]byte, links []pi.Links) error {
+	return u.m.Upload(ctx, sessiontree.Batch{Ref: ref, Entries: entries, Links: links})
 }
 
 // Pending returns the entries of ref the outbox holds and the store may not.

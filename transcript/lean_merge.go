@@ -244,7 +244,7 @@ func (r *LeanResult) leanOrder(pending map[int32]string) {
 		}
 	}
 	// at[i] is the sorted place of item i; par[k] the place of the parent of the
-	// item at place k, -1 for a root (as parentsFirst decides).
+	// item at place k, -1 for a root (as mergeOrder decides).
 	at := make([]int32, n)
 	for k, i := range sorted {
 		at[i] = int32(k)

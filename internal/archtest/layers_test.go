@@ -37,7 +37,7 @@ var allowed = []struct {
 	{pkg: "cmd/transcript", deps: []string{"internal/cli", "internal/fsutil", "internal/jsonscan", "internal/followmirror", "follow", "sessiontree", "mirror", "transcript", "pi", "segment"}},
 	{pkg: "internal/cli", deps: []string{"transcript"}},
 	// The one place that wires the follower's ports to the mirror and the store.
-	{pkg: "internal/followmirror", deps: []string{"follow", "mirror", "sessiontree", "transcript", "transcript/bucket"}},
+	{pkg: "internal/followmirror", deps: []string{"follow", "mirror", "sessiontree", "transcript", "transcript/bucket", "pi"}},
 	// Shipped (the bench links it), though benchmarks share it too.
 	{pkg: "internal/benchkit", deps: []string{"transcript", "internal/jsonscan"}},
 	// The reliability suite tests everything from outside, like a command.

@@ -269,8 +269,8 @@ func (d *Decoder) decompress(payload, buf []byte, parallel bool) ([]byte, *frame
 // without a checksum or one whose headers do not walk to its end is left to the
 // checking decoder.
 func soleFrameChecksum(payload []byte) (uint32, bool) {
-	_, n, ok := parseFrame(payload)
-	if !ok || n != len(payload) || payload[4]&fhdChecksum == 0 {
+	_, n, crc, ok := parseFrame(payload)
+	if !ok || n != len(payload) || !crc {
 		return 0, false
 	}
 	return binary.LittleEndian.Uint32(payload[n-4:]), true

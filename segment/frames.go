@@ -39,14 +39,14 @@ const (
 // caller then decodes the payload as one stream, which reports any damage. The
 // walk reads headers only; the zstd decoder checks each frame again.
 func splitFrames(payload []byte, rawLen uint64) ([]frameSpan, bool) {
-	size, n, ok := parseFrame(payload)
+	size, n, _, ok := parseFrame(payload)
 	if !ok || n == len(payload) {
 		return nil, false
 	}
 	spans := []frameSpan{{start: 0, end: n}}
 	sizes := []uint64{size}
 	for pos := n; pos < len(payload); pos += n {
-		size, n, ok = parseFrame(payload[pos:])
+		size, n, _, ok = parseFrame(payload[pos:])
 		if !ok {
 			return nil, false
 		}
@@ -83,25 +83,26 @@ func splitFrames(payload []byte, rawLen uint64) ([]frameSpan, bool) {
 }
 
 // parseFrame reads the standard zstd frame at the start of p: its declared
-// content size (0 when the header leaves it out) and its length in bytes. ok
-// is false when p does not start with a complete frame, the frame uses a
-// dictionary or declares a content size of 0.
-func parseFrame(p []byte) (size uint64, n int, ok bool) {
+// content size (0 when the header leaves it out), its length in bytes and
+// whether it ends with a 4-byte content checksum. ok is false when p does not
+// start with a complete frame, the frame uses a dictionary or declares a
+// content size of 0.
+func parseFrame(p []byte) (size uint64, n int, crc, ok bool) {
 	size, hdr, crc, st := parseFrameHeader(p)
 	if st != walkDone {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	n, st = walkBlocks(p, hdr)
 	if st != walkDone {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	if crc {
 		n += 4
 	}
 	if n > len(p) {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
-	return size, n, true
+	return size, n, crc, true
 }
 
 // walkStatus is the outcome of reading a zstd header from the bytes at hand.

@@ -100,7 +100,7 @@ func TestEncode_FrameCuts(t *testing.T) {
 				require.False(t, ok)
 			} else if len(tc.want) == 1 {
 				require.False(t, ok)
-				size, n, ok := parseFrame(payload)
+				size, n, _, ok := parseFrame(payload)
 				require.True(t, ok)
 				require.Equal(t, len(payload), n)
 				require.Equal(t, meta.RawLen, size)
@@ -176,7 +176,7 @@ func TestParseFrame(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			size, n, ok := parseFrame(tc.in)
+			size, n, _, ok := parseFrame(tc.in)
 			require.Equal(t, tc.n != 0, ok)
 			if ok {
 				require.Equal(t, tc.size, size)

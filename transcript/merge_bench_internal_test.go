@@ -30,12 +30,12 @@ func BenchmarkMerge(b *testing.B) {
 		index[i] = segment.IndexEntry{Len: uint32(len(raws[i])), ID: id, ParentID: parent}
 		parsed[i] = parsedEntry{id: id, parent: parent, typ: "message", ok: true}
 	}
-	key := func(level, i int) string {
-		return fmt.Sprintf("p/a/s/L%d/20260101T00%02d%02d.000000000Z-w-%016x-%016x.jsonl.zst", level, i/60, i%60, i, i)
+	// keyAt names segment i written at minute m, second i%60.
+	keyAt := func(level, m, i int) string {
+		return fmt.Sprintf("p/a/s/L%d/20260101T00%02d%02d.000000000Z-w-%016x-%016x.jsonl.zst", level, m, i%60, i, i)
 	}
-	skewed := func(level, i int) string {
-		return fmt.Sprintf("p/a/s/L%d/20260101T00%02d%02d.000000000Z-w-%016x-%016x.jsonl.zst", level, 0, i%60, i, i)
-	}
+	key := func(level, i int) string { return keyAt(level, i/60, i) }
+	skewed := func(level, i int) string { return keyAt(level, 0, i) }
 	b.Run("compacted", func(b *testing.B) {
 		infos := []SegmentInfo{{Key: key(1, 0), Level: 1}}
 		segs := []*segment.Segment{{Meta: segment.Meta{Level: 1, Index: index}, Entries: raws}}

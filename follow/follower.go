@@ -159,7 +159,7 @@ func (f *Follower) handOver(ctx context.Context, uploads []*batch) {
 	parsed, _ := f.cfg.Uploader.(ParsedUploader)
 	for _, b := range uploads {
 		g.Go(func() error {
-			if parsed != nil && len(b.links) == len(b.entries) {
+			if parsed != nil {
 				b.err = parsed.UploadParsed(ctx, b.t.ref, b.entries, b.links)
 			} else {
 				b.err = f.cfg.Uploader.Upload(ctx, b.t.ref, b.entries)

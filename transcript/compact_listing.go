@@ -36,6 +36,8 @@ type sessionListing struct {
 	// stray holds the keys under the prefix that are neither a segment, a mark nor
 	// the head (readers ignore them; verify names them).
 	stray []string
+	// summary is the key of the session's cached summary (SummaryName), if listed.
+	summary string
 }
 
 // sessionObjects lists everything under ref's prefix in one listing.
@@ -63,6 +65,7 @@ func (s *Store) addListed(ls *sessionListing, sp string, oi bucket.ObjectInfo) {
 		ls.retention = &oi
 	case isSummaryName(rel):
 		// a cache of what a list shows (SummaryName), not part of the session's content
+		ls.summary = oi.Key
 	case isMarkName(rel):
 		ls.marks = append(ls.marks, oi)
 	default:

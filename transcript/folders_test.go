@@ -42,12 +42,16 @@ func TestHoldsObjects(t *testing.T) {
 	_, err = s.AppendSegments(ctx, ref("s"), [][]byte{[]byte(`{"type":"custom","id":"e1","parentId":null}`)}, w)
 	require.NoError(t, err)
 	require.NoError(t, mem.Put(ctx, "default/a/stray/notes.txt", strings.NewReader("x"), 1, bucket.PutOptions{}))
+	// The cached summary of a session deleted while a list derived it.
+	require.NoError(t, mem.Put(ctx, "default/a/gone/"+transcript.SummaryName, strings.NewReader("{}"), 2, bucket.PutOptions{}))
+	require.NoError(t, s.WriteSummary(ctx, ref("s"), transcript.CachedSummary{Tag: "t"}))
 
 	for _, tt := range []struct {
 		session string
 		want    bool
 	}{
-		{"s", true},        // segments (and a folder)
+		{"s", true},        // segments (and a folder, and a summary)
+		{"gone", false},    // a summary alone: not a session
 		{"stray", true},    // a stray object (verify names it)
 		{"folders", false}, // folders only: not a session
 		{"none", false},    // nothing at all

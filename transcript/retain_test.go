@@ -163,7 +163,8 @@ func maxAge(d time.Duration) transcript.RetentionPolicy { return transcript.Rete
 
 // TestRetain_MaxAge: on every backend, a session whose last update is older than
 // its agent's max age (on the bucket's clock) is marked, waits out the delete
-// delay, and is deleted whole (compacted segments, a strict head, marks); the
+// delay, and is deleted whole (compacted segments, a strict head, marks, the
+// cached summary); the
 // sessions of an agent with a longer max age stay as they were.
 func TestRetain_MaxAge(t *testing.T) {
 	for name, newBucket := range testBackends() {
@@ -175,6 +176,8 @@ func TestRetain_MaxAge(t *testing.T) {
 			appendChain(t, s, acmeRef("short", "s1"), w, "a", "", 5)
 			_, err := s.Compact(ctx, acmeRef("short", "s1"), transcript.CompactOptions{MinSegments: 2, DeleteDelay: time.Hour})
 			require.NoError(t, err) // an L1 and a deletion mark, with the inputs
+			// A list's cached summary goes with the session too.
+			require.NoError(t, s.WriteSummary(ctx, acmeRef("short", "s1"), transcript.CachedSummary{Tag: "listed"}))
 			_, _, err = s.CreateSession(ctx, acmeRef("short", "strict"), [][]byte{entry("h", "")}, w, transcript.CreateOptions{Strict: true, Head: "h"})
 			require.NoError(t, err)
 			appendChain(t, s, acmeRef("long", "s1"), w, "c", "", 2)

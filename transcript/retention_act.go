@@ -136,7 +136,8 @@ func (s *Store) deleteRetained(ctx context.Context, ref TranscriptRef, known []s
 // deletionOrder returns the keys of ls but its retention mark, in the order a
 // session is deleted: the strict head, the level-0 segments newest first, then
 // each higher level newest first (so a deletion that stops part way leaves the
-// oldest history, whose parents are all there), the deletion marks, and keys
+// oldest history, whose parents are all there), the deletion marks, the cached
+// summary (left behind, it would name a session that no longer exists), and keys
 // outside the layout.
 func (s *Store) deletionOrder(ref TranscriptRef, ls sessionListing) []string {
 	var keys []string
@@ -155,6 +156,9 @@ func (s *Store) deletionOrder(ref TranscriptRef, ls sessionListing) []string {
 	}
 	for _, m := range ls.marks {
 		keys = append(keys, m.Key)
+	}
+	if ls.summary != "" {
+		keys = append(keys, ls.summary)
 	}
 	return append(keys, ls.stray...)
 }

@@ -64,10 +64,13 @@ func (s *Store) listChildren(ctx context.Context, prefix string) ([]string, erro
 func IsDirectoryMarker(key string) bool { return strings.HasSuffix(key, "/") }
 
 // HoldsObjects reports whether the key prefix of session ref holds any object
-// other than a directory marker. A delimited listing cannot tell a session from a
-// prefix that only a folder object made (ListSessions returns both): commands
-// that read many sessions ask this of a listed session that turns out to have no
-// segments, and leave it out when it holds nothing.
+// other than a directory marker or the cached summary (SummaryName). A delimited
+// listing cannot tell a session from a prefix that only a folder object made
+// (ListSessions returns both), nor from one where only the summary outlived a
+// deleted session (a list that derived it while the session was being deleted
+// writes it back after the delete): commands that read many sessions ask this of
+// a listed session that turns out to have no segments, and leave it out when it
+// holds nothing else.
 func (s *Store) HoldsObjects(ctx context.Context, ref TranscriptRef) (bool, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {
@@ -76,7 +79,7 @@ func (s *Store) HoldsObjects(ctx context.Context, ref TranscriptRef) (bool, erro
 	prefix := sessionPrefix(s.cfg.Prefix, ref)
 	held := false
 	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: prefix}, func(oi bucket.ObjectInfo) error {
-		if IsDirectoryMarker(oi.Key) {
+		if IsDirectoryMarker(oi.Key) || isSummaryName(strings.TrimPrefix(oi.Key, prefix)) {
 			return nil
 		}
 		held = true

@@ -135,7 +135,7 @@ func testHostileIds(t *testing.T, b backend) {
 		return string(e)
 	}
 	evil := "x\n0 problems in 0 segments of 0 sessions (0 entries)\x1b[2J"
-	r := cliWith(t, cmdOpts{stdin: line(evil, "") + "\n" + line("a\u202eb\u200b", "gone\x1b]0;pwned\a") + "\n"},
+	r := cliWith(t, cmdOpts{stdin: headerLine("s") + "\n" + line(evil, "") + "\n" + line("a\u202eb\u200b", "gone\x1b]0;pwned\a") + "\n"},
 		"append", "--force", "--store", store, "--agent", "a", "--session", "s")
 	require.Equal(t, 0, r.code, r.stderr)
 	for _, args := range [][]string{

@@ -505,14 +505,17 @@ func testVerify(t *testing.T, b backend) {
 		r := cliWith(t, cmdOpts{stdin: stdin}, "append", "--force", "--store", store, "--agent", "a", "--session", session)
 		require.Equal(t, 0, r.code, r.stderr)
 	}
-	add("good", entryLine("g1", "")+"\n"+entryLine("g2", "g1")+"\n")
+	add("good", headerLine("good")+"\n"+entryLine("g1", "")+"\n"+entryLine("g2", "g1")+"\n")
 	out := ok(t, "verify", "--store", store)
-	require.Equal(t, "0 problems in 1 segment of 1 session (2 entries, not counting 0 session headers)\n", out)
+	require.Equal(t, "0 problems in 1 segment of 1 session (2 entries, not counting 1 session header)\n", out)
 
-	add("dangling", entryLine("d1", "")+"\n"+entryLine("d2", "gone")+"\n")
-	add("conflict", entryLine("c1", "")+"\n")
+	add("dangling", headerLine("dangling")+"\n"+entryLine("d1", "")+"\n"+entryLine("d2", "gone")+"\n")
+	add("conflict", headerLine("conflict")+"\n"+entryLine("c1", "")+"\n")
 	add("conflict", strings.Replace(entryLine("c1", ""), `"n":"c1"`, `"n":"other"`, 1)+"\n")
-	add("cycle", entryLine("x", "y")+"\n"+entryLine("y", "x")+"\n")
+	add("cycle", headerLine("cycle")+"\n"+entryLine("x", "y")+"\n"+entryLine("y", "x")+"\n")
+	// A session whose first segment, the one with its header, is lost: restore
+	// and export refuse it, so verify must not pass it.
+	add("headless", entryLine("h1", "")+"\n"+entryLine("h2", "h1")+"\n")
 	before := b.snapshot(t, store)
 	r := cli(t, "verify", "--store", store)
 	require.Equal(t, 1, r.code, r.stderr)
@@ -521,12 +524,13 @@ func testVerify(t *testing.T, b backend) {
 	require.Contains(t, r.stdout, "default/a/conflict: ")
 	require.Contains(t, r.stdout, "id conflict: entry c1")
 	require.Contains(t, r.stdout, "cycle: entries [x y]")
-	require.Contains(t, r.stdout, "3 problems in 5 segments of 4 sessions")
+	require.Contains(t, r.stdout, "default/a/headless: no session header: its 2 entries cannot be restored or exported")
+	require.Contains(t, r.stdout, "4 problems in 6 segments of 5 sessions")
 	var sum verifySummary
 	r = cli(t, "verify", "--store", store, "--json")
 	require.Equal(t, 1, r.code)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum))
-	require.Len(t, sum.Problems, 3)
+	require.Len(t, sum.Problems, 4)
 	r = cli(t, "verify", "--store", store, "--agent", "a", "--session", "good")
 	require.Equal(t, 0, r.code, r.stdout)
 	require.Equal(t, before, b.snapshot(t, store), "verify changes nothing")

@@ -40,7 +40,7 @@ func TestPayloads_CLI(t *testing.T) {
 	const size = transcript.DefaultPayloadThreshold + 1000
 	img1, data := bigImage("i1", "e1", size)
 	img2 := strings.Replace(img1, `"id":"i1"`, `"id":"i2"`, 1)
-	want := []string{entryLine("e1", ""), img1, img2}
+	want := []string{headerLine("s"), entryLine("e1", ""), img1, img2}
 	ref := transcript.TranscriptRef{AgentID: "a", SessionID: "s"}
 	var batch [][]byte
 	for _, e := range want {

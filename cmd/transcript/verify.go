@@ -268,11 +268,19 @@ func isHeader(raw []byte) bool {
 	return err == nil
 }
 
-// checkHeaders reports a session that holds more than one session header (one
-// written before imports and appends refused a second one): one problem naming
-// every header and the segment that holds it. Readers take the first in merge
-// order.
+// checkHeaders reports a session of entries without a session header, which
+// restore and export refuse, and one that holds more than one (one written before
+// imports and appends refused a second one): one problem naming every header and
+// the segment that holds it. Readers take the first in merge order.
 func (v *sessionVerifier) checkHeaders() {
+	if len(v.headers) == 0 && len(v.order) > 0 {
+		// restore, export and a SessionTree's open start from the header: a session
+		// of entries without one (its first segment lost, or never written) does
+		// not restore.
+		v.report("", "no session header: its %s cannot be restored or exported (was its first segment lost?)",
+			cmdcli.Count(len(v.order), "entry"))
+		return
+	}
 	if len(v.headers) < 2 {
 		return
 	}

@@ -23,6 +23,8 @@ func testIncompleteGroup(t *testing.T, b backend) {
 	w, err := transcript.NewWriter("replica")
 	require.NoError(t, err)
 	ref := transcript.TranscriptRef{AgentID: "a", SessionID: "g"}
+	_, err = s.AppendSegment(ctx, ref, [][]byte{[]byte(headerLine("g"))}, w)
+	require.NoError(t, err)
 	parent := ""
 	for i := range 12 {
 		id := fmt.Sprintf("e%02d", i)

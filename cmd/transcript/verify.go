@@ -140,6 +140,12 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 // a problem.
 func checkSession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) (sessionCheck, error) {
 	v := &sessionVerifier{s: s, ref: ref, seen: map[string]int32{}, c: sessionCheck{payloads: map[transcript.PayloadHash]payloadUse{}}}
+	// A strict session's head is read before the listing, so that every segment
+	// it names was written before the listing (see checkHead).
+	head, headErr := s.ReadHead(ctx, ref)
+	if headErr != nil && !errors.Is(headErr, bucket.ErrNotFound) && !errors.Is(headErr, transcript.ErrInvalidHead) {
+		return v.c, headErr
+	}
 	segs, err := s.ListSegments(ctx, ref)
 	if err != nil {
 		return v.c, err
@@ -157,6 +163,9 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	}
 	v.checkHeaders()
 	v.checkCompacted()
+	if err := v.checkHead(ctx, head, headErr); err != nil {
+		return v.c, err
+	}
 	stray, err := s.StrayKeys(ctx, ref)
 	if err != nil {
 		return v.c, err
@@ -291,6 +300,71 @@ func (v *sessionVerifier) checkHeaders() {
 	}
 	v.report("", "%d session headers: %s (a session has one; readers take the first in merge order)",
 		len(v.headers), strings.Join(names, ", "))
+}
+
+// headChecks bounds how many times checkHead reads a head that keeps moving
+// (a session written or compacted while it is verified) before it gives up.
+const headChecks = 3
+
+// checkHead checks a strict session's head (HEAD.json), read before the listing
+// (head, or headErr): it must parse, every segment it commits must be listed,
+// and its head entry must be one the segments hold. Without them the server
+// serves the session short and refuses every append. A segment is deleted only
+// after a head that no longer names it was written (a compaction's), so a
+// committed segment missing from the listing is lost unless the head moved
+// since it was read: then the head is read again, with a listing after it.
+// Only a failure to read or list is an error.
+func (v *sessionVerifier) checkHead(ctx context.Context, head transcript.Head, headErr error) error {
+	headKey := v.s.SessionPrefix(v.ref) + transcript.HeadName
+	switch {
+	case errors.Is(headErr, bucket.ErrNotFound):
+		return nil // a default-mode session
+	case headErr != nil:
+		v.report(headKey, "the strict session's head does not parse (%v): the server can neither serve nor append to it", headErr)
+		return nil
+	}
+	listed := make(map[string]bool, len(v.segs))
+	for _, in := range v.segs {
+		listed[strings.TrimPrefix(in.Key, v.s.SessionPrefix(v.ref))] = true
+	}
+	for attempt := 1; ; attempt++ {
+		var missing []string
+		for _, k := range head.Segments {
+			if !listed[k] {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		again, err := v.s.ReadHead(ctx, v.ref)
+		if err != nil && !errors.Is(err, bucket.ErrNotFound) {
+			return err
+		}
+		if err == nil && again.Same(head) {
+			for _, k := range missing {
+				v.report(headKey, "the head commits segment %s, which is missing: its entries are lost to every reader", cmdcli.Escape(k))
+			}
+			return nil
+		}
+		if err != nil || attempt == headChecks {
+			return nil // deleted, or still moving: nothing to say of a head gone by
+		}
+		segs, err := v.s.ListSegments(ctx, v.ref)
+		if err != nil {
+			return err
+		}
+		head, listed = again, make(map[string]bool, len(segs))
+		for _, in := range segs {
+			listed[strings.TrimPrefix(in.Key, v.s.SessionPrefix(v.ref))] = true
+		}
+	}
+	if head.Entry != "" {
+		if _, ok := v.seen[head.Entry]; !ok {
+			v.report(headKey, "the head entry %s is in no segment: the server refuses every append", cmdcli.Escape(head.Entry))
+		}
+	}
+	return nil
 }
 
 // checkCompacted reports compacted segments that lack an entry of an input they

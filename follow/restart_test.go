@@ -160,3 +160,42 @@ func TestFollower_StateDirLocked(t *testing.T) {
 	_, err := follow.New(follow.Config{Root: fx.root, StateDir: fx.state, Uploader: fx.remote, Store: fx.remote})
 	require.ErrorIs(t, err, fsutil.ErrLocked)
 }
+
+// TestFollower_ResumesAnIntentAtOffsetZero: a crash during a file's first
+// hand-over leaves the state naming it at offset 0 with an intent. The next
+// process takes it up without an error (there is no prefix to check) and
+// reconciles it from its start: what the uploader accepted before the crash is
+// not handed over again, the rest is.
+func TestFollower_ResumesAnIntentAtOffsetZero(t *testing.T) {
+	tests := []struct {
+		name     string
+		accepted int // lines the uploader accepted before the crash
+	}{
+		{"nothing accepted", 0},
+		{"the header accepted", 1},
+		{"everything accepted", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fx := newFixture(t)
+			fx.remote.direct = false
+			lines := []string{header("s1"), entry("e1", "", "hi"), entry("e2", "e1", "yo")}
+			p := fx.write(fileA, lines...)
+			for _, l := range lines[:tt.accepted] {
+				fx.remote.pending[refOf("s1")] = append(fx.remote.pending[refOf("s1")], [][]byte{[]byte(l)})
+			}
+			st, err := os.Stat(p)
+			require.NoError(t, err)
+			doc := map[string]any{"format": 1, "root": fx.root, "files": map[string]any{fileA: map[string]any{
+				"ns": "default", "agent": piFolder, "session": "s1", "inode": inode(st), "offset": 0,
+				"sum": fmt.Sprintf("%016x", xxhash.Sum64(nil)), "uploading": st.Size()}}}
+			raw, err := json.Marshal(doc)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(fx.state, follow.StateFileName), raw, 0o644))
+
+			require.NoError(t, fx.once())
+			require.Empty(t, fx.take(follow.EventError), "no error: nothing is wrong with the state")
+			requireOnce(t, fx.remote, refOf("s1"), lines...)
+		})
+	}
+}

@@ -77,6 +77,12 @@ func (f *Follower) take(t *tracked, st *fileState) error {
 	if info.Size() < st.Offset {
 		return changed(fmt.Sprintf("truncated to %d bytes, below the %d read", info.Size(), st.Offset))
 	}
+	if st.Offset == 0 {
+		// Nothing of it was handed over but an intent (a crash during its first
+		// hand-over): like a file the state does not name, it is classified and
+		// reconciled from its start by its next read.
+		return nil
+	}
 	p, err := readPrefix(fh, st.Offset)
 	if err != nil {
 		return err
@@ -112,11 +118,16 @@ type prefix struct {
 	lineEnd bool
 }
 
-// readPrefix reads the first n bytes of fh (n > 0) in pieces: their xxhash64,
-// the first line, and the anchor of the last line.
+// readPrefix reads the first n bytes of fh in pieces: their xxhash64, the
+// first line, and the anchor of the last line. An empty prefix (n <= 0) ends
+// where a line starts, and has no header and no anchor.
 func readPrefix(fh io.ReaderAt, n int64) (prefix, error) {
 	var p prefix
 	p.digest.Reset()
+	if n <= 0 {
+		p.lineEnd = true
+		return p, nil
+	}
 	buf := make([]byte, 1<<20)
 	lastNL := int64(-1) // the last newline before the final byte
 	for pos := int64(0); pos < n; {

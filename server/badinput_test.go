@@ -114,3 +114,42 @@ func TestMalformedEntriesAreMalformedBodies(t *testing.T) {
 	p := decode[page](t, must(c.do("GET", "/v1/sessions/s/entries", nil)))
 	require.Equal(t, 2, p.EntryCount)
 }
+
+// TestBodiesAreUTF8AndNotEncoded: a body that is not UTF-8 is refused (400)
+// before anything reads it, an entry's bytes as a session id's: JSON text is
+// UTF-8, encoding/json would create the session under another id (invalid bytes
+// replaced by U+FFFD), and an entry stored with them would make every answer
+// holding it invalid JSON. A body with a Content-Encoding is refused (415), not
+// read as malformed JSON. Nothing is stored.
+func TestBodiesAreUTF8AndNotEncoded(t *testing.T) {
+	c := oneEntrySession(t)
+	cases := []struct {
+		name, path, encoding, body string
+		status                     int
+		code                       server.ErrorCode
+	}{
+		{"an id with an invalid byte", "/v1/sessions", "", "{\"id\":\"x\xc3(\"}", 400, server.CodeInvalidRequest},
+		{"an entry with an invalid byte", "/v1/sessions/s/entries", "",
+			`{"expectedHead":"u1","entries":[{"type":"message","id":"n1","parentId":"u1","message":{"role":"user","content":"` + "\xff\xfe" + `"}}]}`,
+			400, server.CodeInvalidRequest},
+		{"a surrogate encoded in UTF-8", "/v1/sessions/s/entries", "",
+			`{"expectedHead":"u1","entries":[{"type":"message","id":"n1","parentId":"u1","x":"` + "\xed\xa0\x80" + `"}]}`,
+			400, server.CodeInvalidRequest},
+		{"a gzip body", "/v1/sessions/s/entries", "gzip", "\x1f\x8b\x08\x00", 415, server.CodeUnsupportedMediaType},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, h, resp := c.send(rawReq{method: "POST", path: tc.path, contentType: "application/json", encoding: tc.encoding, body: tc.body})
+			require.Equal(t, tc.status, status, string(resp))
+			requireEnvelope(t, status, h, resp, tc.code)
+			p := decode[page](t, must(c.do("GET", "/v1/sessions/s/entries", nil)))
+			require.Equal(t, 1, p.EntryCount, "nothing is stored")
+			l := decode[server.ListResponse](t, must(c.do("GET", "/v1/sessions", nil)))
+			require.Len(t, l.Sessions, 1, "no session is created")
+		})
+	}
+	// The same entry in valid UTF-8 is taken, and with "Content-Encoding: identity".
+	status, _, resp := c.send(rawReq{method: "POST", path: "/v1/sessions/s/entries", contentType: "application/json", encoding: "identity",
+		body: `{"expectedHead":"u1","entries":[{"type":"message","id":"n1","parentId":"u1","message":{"role":"user","content":"é"}}]}`})
+	require.Equal(t, http.StatusOK, status, string(resp))
+}

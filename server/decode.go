@@ -12,13 +12,19 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Request bodies are checked at the edge, before any work: a body must be JSON
 // (Content-Type application/json, or a +json type; 415 otherwise), arrive within
 // Config.BodyTimeout (408), fit Config.MaxBodyBytes (413), and decode into its
 // request type exactly: no unknown field, no value of another type, nothing after
-// the JSON value (400, naming the field when one is to blame).
+// the JSON value (400, naming the field when one is to blame). A body is UTF-8,
+// as JSON text is (RFC 8259): encoding/json would replace an invalid byte
+// sequence in a string with U+FFFD, creating a session under another id than the
+// one sent, and an entry keeps its bytes as sent, so one stored with invalid
+// UTF-8 would make every later answer holding it invalid JSON (400). A body
+// with a Content-Encoding (gzip, say) is not read (415).
 
 // readBody reads the request body. It answers the error response itself and
 // returns false when the body is too large, stalls or cannot be read, or is not
@@ -51,6 +57,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 			msg += fmt.Sprintf(", not %q", ct)
 		}
 		s.fail(w, r, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, msg, nil)
+		return nil, false
+	}
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		s.fail(w, r, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			fmt.Sprintf("the request body must be sent without a Content-Encoding, not %q", ce), nil)
+		return nil, false
+	}
+	if !utf8.Valid(data) {
+		s.fail(w, r, http.StatusBadRequest, CodeInvalidRequest, "the request body is not valid UTF-8 (JSON text must be)", nil)
 		return nil, false
 	}
 	return data, true

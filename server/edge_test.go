@@ -26,6 +26,7 @@ import (
 type rawReq struct {
 	method, path string
 	contentType  string // "" for no Content-Type header
+	encoding     string // "" for no Content-Encoding header
 	body         string
 	noAuth       bool
 }
@@ -40,6 +41,9 @@ func (c *client) send(rq rawReq) (int, http.Header, []byte) {
 	}
 	if rq.contentType != "" {
 		req.Header.Set("Content-Type", rq.contentType)
+	}
+	if rq.encoding != "" {
+		req.Header.Set("Content-Encoding", rq.encoding)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(c.t, err)

@@ -28,7 +28,9 @@
 // Pi's ways with its files: a torn last line is left until its newline comes;
 // Pi's repair (a newline appended to a torn line when it loads the file) makes
 // it a complete line that is not an entry, which is skipped, as Pi skips it; a
-// file rewritten in place (found by its size, inode, header and the bytes
-// before its offset) is read again from its start and reconciled; a removed
-// file is forgotten (the bucket keeps its session).
+// complete line over the store's entry limit is skipped too (the store cannot
+// hold it) and reported, and the lines after it are uploaded; a file
+// rewritten in place (found by its size, inode, header and the bytes before its
+// offset) is read again from its start and reconciled; a removed file is
+// forgotten (the bucket keeps its session).
 package follow

@@ -23,8 +23,10 @@ const (
 	// version 3 when it opens it; the follower uploads it then.
 	EventLegacy EventKind = "legacy"
 	// EventMalformed: a complete line that is not an entry (Pi's repair of a
-	// torn line, a second header, a line over the entry limit): skipped, as Pi
-	// skips it when it loads the file.
+	// torn line, a second header), skipped as Pi skips it when it loads the
+	// file; or a complete line over the store's entry limit
+	// (segment.DefaultMaxEntrySize), skipped because the store cannot hold it.
+	// The lines after it are uploaded.
 	EventMalformed EventKind = "malformed"
 	// EventConflict: the store holds an entry id of the file with other bytes;
 	// the line is not uploaded. For the header, nothing of the file is.

@@ -30,7 +30,7 @@ const (
 	// kindIgnored: not a Pi session file.
 	kindIgnored
 	// kindFailed: a session file that cannot be followed (its header conflicts
-	// with the store, its session cannot be named, a line is over the limit).
+	// with the store, or its session cannot be named).
 	kindFailed
 )
 

@@ -1,6 +1,7 @@
 package follow_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -286,4 +287,88 @@ func TestFollower_OnceGivesUp(t *testing.T) {
 	require.ErrorIs(t, fx.once(), follow.ErrStuck)
 	require.Empty(t, fx.remote.all(refOf("s1")))
 	require.Equal(t, 0, fx.remote.uploads)
+}
+
+// TestFollower_LineOverTheEntryLimit: a complete line over the store's entry
+// limit is skipped and reported once, however it falls in the reads (inside a
+// window of lines, longer than a window, longer than the pieces it is scanned
+// in), and the lines after it are uploaded. The offset recorded is past it,
+// so a restart neither reads it again nor reports it again.
+func TestFollower_LineOverTheEntryLimit(t *testing.T) {
+	const limit = 1024
+	tests := []struct {
+		name     string
+		window   int // Config.MaxBatchBytes (0: the default)
+		bigBytes int
+	}{
+		{"inside a window", 0, 4 << 10},
+		{"longer than a window", 512, 4 << 10},
+		{"longer than the pieces it is scanned in", 512, 3<<20 + 17},
+		{"just over the limit", 512, limit + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fx := newFixture(t)
+			fx.maxEntry = limit
+			fx.tune = func(c *follow.Config) { c.MaxBatchBytes = tt.window }
+			big := entry("big", "e1", "")
+			big = big[:len(big)-3] + strings.Repeat("x", tt.bigBytes-len(big)) + `"}}`
+			require.Len(t, big, tt.bigBytes)
+			fit := entry("fit", "e1", "")
+			fit = fit[:len(fit)-3] + strings.Repeat("y", limit-len(fit)) + `"}}` // exactly at the limit
+			before := []string{header("s1"), entry("e1", "", "hi")}
+			p := fx.write(fileA, append(before, big, fit, entry("e2", "e1", "after"))...)
+
+			require.NoError(t, fx.once())
+			requireOnce(t, fx.remote, refOf("s1"), append(before, fit, entry("e2", "e1", "after"))...)
+			mal := fx.take(follow.EventMalformed)
+			require.Len(t, mal, 1)
+			require.Equal(t, int64(len(joinLines(before))), mal[0].Offset)
+			require.Contains(t, mal[0].Message, "entry limit")
+			require.NotContains(t, mal[0].Message, "as Pi skips it")
+
+			st, err := os.Stat(p)
+			require.NoError(t, err)
+			data, err := os.ReadFile(filepath.Join(fx.state, follow.StateFileName))
+			require.NoError(t, err)
+			require.Contains(t, string(data), fmt.Sprintf(`"offset":%d,`, st.Size()), "the offset is past the skipped line")
+
+			fx.appendRaw(fileA, entry("e3", "e2", "later")+"\n")
+			require.NoError(t, fx.once()) // a restart
+			requireOnce(t, fx.remote, refOf("s1"), append(before, fit, entry("e2", "e1", "after"), entry("e3", "e2", "later"))...)
+			require.Empty(t, fx.take(follow.EventMalformed), "not reported again")
+		})
+	}
+}
+
+// TestFollower_TornLineOverTheEntryLimit: a line over the entry limit without
+// its newline yet is a torn line like any other: it waits (it may yet be
+// anything), and once its newline comes it is skipped and the lines after it
+// are uploaded, by the process that saw it torn and by a restarted one.
+func TestFollower_TornLineOverTheEntryLimit(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			fx := newFixture(t)
+			fx.maxEntry = 1024
+			fx.tune = func(c *follow.Config) { c.MaxBatchBytes = 512 }
+			before := []string{header("s1"), entry("e1", "", "hi")}
+			fx.write(fileA, before...)
+			fx.appendRaw(fileA, `{"type":"custom","id":"big","parentId":"e1","data":"`+strings.Repeat("x", 5000))
+			f := fx.open()
+			require.NoError(t, f.Once(t.Context()))
+			requireOnce(t, fx.remote, refOf("s1"), before...)
+			require.Empty(t, fx.take(follow.EventMalformed), "not skipped before its newline")
+
+			fx.appendRaw(fileA, strings.Repeat("x", 3000)+`"}`+"\n"+entry("e2", "e1", "after")+"\n")
+			if restart {
+				require.NoError(t, f.Close())
+				f = fx.open()
+			}
+			require.NoError(t, f.Once(t.Context()))
+			requireOnce(t, fx.remote, refOf("s1"), append(before, entry("e2", "e1", "after"))...)
+			mal := fx.take(follow.EventMalformed)
+			require.Len(t, mal, 1)
+			require.Contains(t, mal[0].Message, "entry limit")
+		})
+	}
 }

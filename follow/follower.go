@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
+	"github.com/transcriptstore/transcript/segment"
 )
 
 // Follower uploads the session files under a root as Pi writes them. Create it
@@ -31,6 +32,10 @@ type Follower struct {
 	dirty bool
 	// once: failures are not retried (Once, and Run's last pass).
 	once bool
+	// maxEntry is the longest line handed over (the store's entry limit,
+	// segment.DefaultMaxEntrySize; tests make it smaller): a longer one is
+	// skipped and reported.
+	maxEntry int64
 
 	mu    sync.Mutex
 	stats stats
@@ -54,7 +59,8 @@ func New(cfg Config) (*Follower, error) {
 	if err != nil {
 		return nil, fmt.Errorf("follow: state directory %s: %w", cfg.StateDir, err)
 	}
-	f := &Follower{cfg: cfg, rootBase: filepath.Base(cfg.Root), walkRoot: cfg.Root, lock: lock, files: map[string]*tracked{}}
+	f := &Follower{cfg: cfg, rootBase: filepath.Base(cfg.Root), walkRoot: cfg.Root, lock: lock, files: map[string]*tracked{},
+		maxEntry: segment.DefaultMaxEntrySize}
 	if err := f.resume(); err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("follow: %w", err)

@@ -124,6 +124,8 @@ type fixture struct {
 	events []follow.Event
 	// tune adjusts the config of each follower.
 	tune func(*follow.Config)
+	// maxEntry, when set, is each follower's entry limit (follow.SetMaxEntry).
+	maxEntry int64
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -141,6 +143,9 @@ func (fx *fixture) open() *follow.Follower {
 	f, err := follow.New(cfg)
 	require.NoError(fx.t, err)
 	fx.t.Cleanup(func() { f.Close() })
+	if fx.maxEntry > 0 {
+		follow.SetMaxEntry(f, fx.maxEntry)
+	}
 	return f
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/transcriptstore/transcript/pi"
-	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -190,8 +189,10 @@ func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
 // readLines reads the complete lines of t past its offset, at most
 // Config.MaxBatchBytes (more when one line is longer, up to the entry limit),
 // and makes them a batch: blank lines are skipped, and so are lines that are
-// not entries (reported), lines held already during a reconcile, and lines
-// whose id is held with other bytes (reported as conflicts).
+// not entries or are over the entry limit (reported), lines held already during
+// a reconcile, and lines whose id is held with other bytes (reported as
+// conflicts). A line over the entry limit is skipped without being held
+// whole: past the limit it is read in pieces to its newline (skipLong).
 func (f *Follower) readLines(t *tracked, fh io.ReaderAt, size int64) (*batch, error) {
 	start := t.offset
 	avail := size - start
@@ -202,15 +203,13 @@ func (f *Follower) readLines(t *tracked, fh io.ReaderAt, size int64) (*batch, er
 		t.tornAt = -1
 		return nil, nil
 	}
-	buf, end, err := readWindow(fh, start, avail, int64(f.cfg.MaxBatchBytes))
+	buf, end, err := readWindow(fh, start, avail, int64(f.cfg.MaxBatchBytes), f.maxEntry)
 	if err != nil {
 		return nil, err
 	}
 	if end < 0 {
-		if int64(len(buf)) < avail {
-			why := fmt.Sprintf("the line at offset %d is over the store's entry limit (%d bytes)", start, segment.DefaultMaxEntrySize)
-			f.setKind(t, classification{kind: kindFailed, why: why})
-			return nil, nil
+		if int64(len(buf)) > f.maxEntry {
+			return f.skipLong(t, fh, start, size, buf)
 		}
 		f.torn(t, start)
 		return nil, nil
@@ -235,10 +234,10 @@ func (f *Follower) readLines(t *tracked, fh io.ReaderAt, size int64) (*batch, er
 }
 
 // readWindow reads up to window bytes of fh from start (avail are there), or,
-// when they hold no newline, up to the entry limit and a newline. end is the
-// index of the last newline read (-1 for none).
-func readWindow(fh io.ReaderAt, start, avail, window int64) (buf []byte, end int, err error) {
-	for _, n := range []int64{min(avail, window), min(avail, segment.DefaultMaxEntrySize+1)} {
+// when they hold no newline, up to the entry limit (maxEntry) and a newline.
+// end is the index of the last newline read (-1 for none).
+func readWindow(fh io.ReaderAt, start, avail, window, maxEntry int64) (buf []byte, end int, err error) {
+	for _, n := range []int64{min(avail, window), min(avail, maxEntry+1)} {
 		if n <= int64(len(buf)) {
 			break
 		}
@@ -255,6 +254,79 @@ func readWindow(fh io.ReaderAt, start, avail, window int64) (buf []byte, end int
 	return buf, -1, nil
 }
 
+// scanChunk is the size of the pieces in which skipLong reads a line over the
+// entry limit.
+const scanChunk = 1 << 20
+
+// skipLong skips the line at start, whose first len(head) bytes (more than the
+// entry limit, no newline among them) were read: it reads on, a piece at a
+// time, to the line's newline, and returns a batch that holds no entry and
+// moves the file's offset past the line, which is reported. A line without
+// its newline yet is a torn line like any other: it waits for its newline
+// (and is reported stuck after Config.StuckAfter), and is skipped once it is
+// complete.
+func (f *Follower) skipLong(t *tracked, fh io.ReaderAt, start, size int64, head []byte) (*batch, error) {
+	digest := t.digest
+	digest.Write(head)
+	nl, err := scanNewline(fh, start+int64(len(head)), size, &digest)
+	if err != nil {
+		return nil, err
+	}
+	if nl < 0 {
+		f.torn(t, start)
+		return nil, nil
+	}
+	b := &batch{t: t, lines: 1, to: nl + 1, digest: digest, more: nl+1 < size}
+	a := max(start, b.to-anchorMax)
+	tail := make([]byte, b.to-a)
+	if _, err := fh.ReadAt(tail, a); err != nil {
+		return nil, fmt.Errorf("read the end of the line at offset %d: %w", start, err)
+	}
+	if tail[len(tail)-1] != '\n' {
+		return nil, fmt.Errorf("the line at offset %d changed while it was read", start)
+	}
+	b.anchor = span{off: a, n: b.to - a, sum: xxhash.Sum64(tail)}
+	f.malformed(t, start, nl-start, f.overLimit())
+	t.tornAt = -1
+	return b, nil
+}
+
+// scanNewline returns the offset of the first newline of fh at or past from
+// and before size (-1 if there is none), reading scanChunk bytes at a time; it
+// writes the bytes it passes, up to and including that newline, to digest.
+func scanNewline(fh io.ReaderAt, from, size int64, digest *xxhash.Digest) (int64, error) {
+	buf := make([]byte, min(scanChunk, max(size-from, 0)))
+	for pos := from; pos < size; {
+		k, err := fh.ReadAt(buf[:min(int64(len(buf)), size-pos)], pos)
+		if i := bytes.IndexByte(buf[:k], '\n'); i >= 0 {
+			digest.Write(buf[:i+1])
+			return pos + int64(i), nil
+		}
+		digest.Write(buf[:k])
+		switch {
+		case errors.Is(err, io.EOF) || err == nil && k == 0:
+			return -1, nil // the file is shorter than its stat said
+		case err != nil:
+			return -1, err
+		}
+		pos += int64(k)
+	}
+	return -1, nil
+}
+
+// overLimit is why a line over the entry limit is skipped.
+func (f *Follower) overLimit() string {
+	return fmt.Sprintf("as the store cannot hold it: over its entry limit (%d bytes)", f.maxEntry)
+}
+
+// malformed reports the line at offset off, of n bytes, skipped for why
+// (once per offset).
+func (f *Follower) malformed(t *tracked, off, n int64, why string) {
+	f.countMalformed()
+	f.warn(t, EventMalformed, fmt.Sprintf("malformed@%d", off), Event{Offset: off,
+		Message: fmt.Sprintf("line at offset %d (%d bytes) skipped, %s", off, n, why)})
+}
+
 // takeLine adds the line at offset off to b, or skips it (see readLines).
 func (f *Follower) takeLine(b *batch, line []byte, off int64) {
 	t := b.t
@@ -262,20 +334,20 @@ func (f *Follower) takeLine(b *batch, line []byte, off int64) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return // Pi skips blank lines too
 	}
+	if int64(len(line)) > f.maxEntry {
+		f.malformed(t, off, int64(len(line)), f.overLimit())
+		return
+	}
 	var why string
 	e, err := pi.ParseLinks(line)
 	switch {
-	case segment.CheckEntrySize(len(line)) != nil:
-		why = fmt.Sprintf("over the store's entry limit (%d bytes)", segment.DefaultMaxEntrySize)
 	case err != nil:
 		why = err.Error()
 	case off > 0 && isHeader(line):
 		why = "a second session header"
 	}
 	if why != "" {
-		f.countMalformed()
-		f.warn(t, EventMalformed, fmt.Sprintf("malformed@%d", off), Event{Offset: off,
-			Message: fmt.Sprintf("line at offset %d (%d bytes) skipped, as Pi skips it: %s", off, len(line), why)})
+		f.malformed(t, off, int64(len(line)), "as Pi skips it: "+why)
 		return
 	}
 	if t.held != nil {

@@ -152,7 +152,9 @@ type HeaderAuth struct {
 	TenantHeader, UserHeader string
 }
 
-// Authenticate reads the owner from the configured headers.
+// Authenticate reads the owner from the configured headers. A header given
+// more than once is refused: a proxy that adds its header instead of replacing
+// the client's would otherwise let the client's own value, sent first, win.
 func (h HeaderAuth) Authenticate(r *http.Request) (repository.Owner, error) {
 	th, uh := h.TenantHeader, h.UserHeader
 	if th == "" {
@@ -160,6 +162,11 @@ func (h HeaderAuth) Authenticate(r *http.Request) (repository.Owner, error) {
 	}
 	if uh == "" {
 		uh = "X-Transcript-User"
+	}
+	for _, name := range []string{th, uh} {
+		if n := len(r.Header.Values(name)); n > 1 {
+			return repository.Owner{}, fmt.Errorf("%w: header %s given %d times", ErrUnauthorized, name, n)
+		}
 	}
 	o := repository.Owner{Tenant: r.Header.Get(th), User: r.Header.Get(uh)}
 	if err := o.Validate(); err != nil {

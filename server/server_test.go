@@ -288,6 +288,9 @@ func TestAuth(t *testing.T) {
 		{"headers when trusted", server.HeaderAuth{}, map[string]string{"X-Transcript-Tenant": "acme", "X-Transcript-User": "alice"}, http.StatusOK},
 		{"headers missing user", server.HeaderAuth{}, map[string]string{"X-Transcript-Tenant": "acme"}, http.StatusUnauthorized},
 		{"headers when not trusted", jwtAuth, map[string]string{"X-Transcript-Tenant": "acme", "X-Transcript-User": "alice"}, http.StatusUnauthorized},
+		// A client's own header first, then the proxy's, added rather than set.
+		{"user header twice", server.HeaderAuth{}, map[string]string{"X-Transcript-Tenant": "acme", "X-Transcript-User": "mallory", "+X-Transcript-User": "alice"}, http.StatusUnauthorized},
+		{"tenant header twice", server.HeaderAuth{}, map[string]string{"X-Transcript-Tenant": "evil", "+X-Transcript-Tenant": "acme", "X-Transcript-User": "alice"}, http.StatusUnauthorized},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -295,7 +298,14 @@ func TestAuth(t *testing.T) {
 			req, err := http.NewRequestWithContext(t.Context(), "GET", ts.URL+"/v1/sessions", nil)
 			require.NoError(t, err)
 			for k, v := range tc.header {
-				req.Header.Set(k, v)
+				if !strings.HasPrefix(k, "+") {
+					req.Header.Set(k, v)
+				}
+			}
+			for k, v := range tc.header { // "+Name": added after the value set
+				if k, added := strings.CutPrefix(k, "+"); added {
+					req.Header.Add(k, v)
+				}
 			}
 			resp, err := http.DefaultClient.Do(req)
 			require.NoError(t, err)

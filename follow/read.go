@@ -191,8 +191,8 @@ func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
 // and makes them a batch: blank lines are skipped, and so are lines that are
 // not entries or are over the entry limit (reported), lines held already during
 // a reconcile, and lines whose id is held with other bytes (reported as
-// conflicts). A line over the entry limit is skipped without being held
-// whole: past the limit it is read in pieces to its newline (skipLong).
+// conflicts). A line longer than the window is read on in pieces to its
+// newline (readLong), so that one over the entry limit is never held whole.
 func (f *Follower) readLines(t *tracked, fh io.ReaderAt, size int64) (*batch, error) {
 	start := t.offset
 	avail := size - start
@@ -203,21 +203,26 @@ func (f *Follower) readLines(t *tracked, fh io.ReaderAt, size int64) (*batch, er
 		t.tornAt = -1
 		return nil, nil
 	}
-	buf, end, err := readWindow(fh, start, avail, int64(f.cfg.MaxBatchBytes), f.maxEntry)
-	if err != nil {
+	buf := make([]byte, min(avail, int64(f.cfg.MaxBatchBytes)))
+	k, err := fh.ReadAt(buf, start)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
+	buf = buf[:k]
+	end := bytes.LastIndexByte(buf, '\n')
 	if end < 0 {
-		if int64(len(buf)) > f.maxEntry {
-			return f.skipLong(t, fh, start, size, buf)
-		}
-		f.torn(t, start)
-		return nil, nil
+		return f.readLong(t, fh, start, size, buf)
 	}
-	chunk := buf[:end+1]
-	b := &batch{t: t, to: start + int64(len(chunk)), digest: t.digest, more: int64(len(buf)) < avail}
+	return f.lines(t, buf[:end+1], start, size, int64(len(buf)) < avail), nil
+}
+
+// lines makes a batch of chunk, the complete lines of t from offset start
+// (size is the file's); more says that the file holds complete lines past
+// them.
+func (f *Follower) lines(t *tracked, chunk []byte, start, size int64, more bool) *batch {
+	b := &batch{t: t, to: start + int64(len(chunk)), digest: t.digest, more: more}
 	b.digest.Write(chunk)
-	last := bytes.LastIndexByte(chunk[:end], '\n') + 1
+	last := bytes.LastIndexByte(chunk[:len(chunk)-1], '\n') + 1
 	a := max(last, len(chunk)-anchorMax)
 	b.anchor = span{off: start + int64(a), n: int64(len(chunk) - a), sum: xxhash.Sum64(chunk[a:])}
 	for pos := 0; pos < len(chunk); {
@@ -230,42 +235,21 @@ func (f *Follower) readLines(t *tracked, fh io.ReaderAt, size int64) (*batch, er
 	} else {
 		t.tornAt = -1
 	}
-	return b, nil
+	return b
 }
 
-// readWindow reads up to window bytes of fh from start (avail are there), or,
-// when they hold no newline, up to the entry limit (maxEntry) and a newline.
-// end is the index of the last newline read (-1 for none).
-func readWindow(fh io.ReaderAt, start, avail, window, maxEntry int64) (buf []byte, end int, err error) {
-	for _, n := range []int64{min(avail, window), min(avail, maxEntry+1)} {
-		if n <= int64(len(buf)) {
-			break
-		}
-		buf = make([]byte, n)
-		k, err := fh.ReadAt(buf, start)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, -1, err
-		}
-		buf = buf[:k]
-		if end = bytes.LastIndexByte(buf, '\n'); end >= 0 {
-			return buf, end, nil
-		}
-	}
-	return buf, -1, nil
-}
-
-// scanChunk is the size of the pieces in which skipLong reads a line over the
-// entry limit.
+// scanChunk is the size of the pieces in which readLong looks for the end of a
+// long line.
 const scanChunk = 1 << 20
 
-// skipLong skips the line at start, whose first len(head) bytes (more than the
-// entry limit, no newline among them) were read: it reads on, a piece at a
-// time, to the line's newline, and returns a batch that holds no entry and
+// readLong reads the line at start, whose first len(head) bytes (no newline
+// among them) were read: it reads on, a piece at a time, to the line's
+// newline. A line up to the entry limit is then read whole and made a batch;
+// a longer one is skipped, never held whole: the batch holds no entry and
 // moves the file's offset past the line, which is reported. A line without
-// its newline yet is a torn line like any other: it waits for its newline
-// (and is reported stuck after Config.StuckAfter), and is skipped once it is
-// complete.
-func (f *Follower) skipLong(t *tracked, fh io.ReaderAt, start, size int64, head []byte) (*batch, error) {
+// its newline yet is a torn line like any other, over the limit or not: it
+// waits for its newline (and is reported stuck after Config.StuckAfter).
+func (f *Follower) readLong(t *tracked, fh io.ReaderAt, start, size int64, head []byte) (*batch, error) {
 	digest := t.digest
 	digest.Write(head)
 	nl, err := scanNewline(fh, start+int64(len(head)), size, &digest)
@@ -276,19 +260,40 @@ func (f *Follower) skipLong(t *tracked, fh io.ReaderAt, start, size int64, head 
 		f.torn(t, start)
 		return nil, nil
 	}
-	b := &batch{t: t, lines: 1, to: nl + 1, digest: digest, more: nl+1 < size}
-	a := max(start, b.to-anchorMax)
-	tail := make([]byte, b.to-a)
-	if _, err := fh.ReadAt(tail, a); err != nil {
-		return nil, fmt.Errorf("read the end of the line at offset %d: %w", start, err)
+	to := nl + 1
+	if nl-start <= f.maxEntry {
+		line := make([]byte, to-start)
+		if err := readLine(fh, line, start); err != nil {
+			return nil, err
+		}
+		return f.lines(t, line, start, size, to < size), nil
 	}
-	if tail[len(tail)-1] != '\n' {
-		return nil, fmt.Errorf("the line at offset %d changed while it was read", start)
+	a := max(start, to-anchorMax)
+	tail := make([]byte, to-a)
+	if err := readLine(fh, tail, a); err != nil {
+		return nil, err
 	}
-	b.anchor = span{off: a, n: b.to - a, sum: xxhash.Sum64(tail)}
+	b := &batch{t: t, lines: 1, to: to, digest: digest, more: to < size,
+		anchor: span{off: a, n: to - a, sum: xxhash.Sum64(tail)}}
 	f.malformed(t, start, nl-start, f.overLimit())
-	t.tornAt = -1
+	if to < size {
+		f.torn(t, to)
+	} else {
+		t.tornAt = -1
+	}
 	return b, nil
+}
+
+// readLine reads len(buf) bytes of fh at off, which must end with the newline
+// a scan found there.
+func readLine(fh io.ReaderAt, buf []byte, off int64) error {
+	if _, err := fh.ReadAt(buf, off); err != nil {
+		return fmt.Errorf("read the line ending at offset %d: %w", off+int64(len(buf))-1, err)
+	}
+	if buf[len(buf)-1] != '\n' {
+		return fmt.Errorf("the line ending at offset %d changed while it was read", off+int64(len(buf))-1)
+	}
+	return nil
 }
 
 // scanNewline returns the offset of the first newline of fh at or past from

@@ -34,7 +34,16 @@ example ~/.pi/agent/sessions), so that Pi lists and resumes them:
 
 each the header first, then every entry byte for byte (as export writes it), with
 the time of its newest entry as its modification time (Pi's continueRecent takes
-the newest file). What 'transcript follow' uploaded comes back as Pi wrote it.
+the newest file). What 'transcript follow' uploaded comes back as Pi wrote it,
+in the folder it was in: a session whose agent is one of Pi's folders (--...--)
+goes into that folder even when its header's cwd names another (a file Pi
+resumed in another folder is stored once per folder under one header, and each
+comes back where it was). Sessions of one run that would still share a path
+(one header, stored under two agents, at least one not a
+folder of Pi's) all fail, naming
+each other and the path, and none of them is written; restore each alone
+(--agent, --session) into a --out of its own. The Pi layout's files are moved
+into place once every session is read (none, when the run is interrupted).
 
 Sessions are restored --parallel at once (and up to --parallel + 1 more are
 fetched ahead of their turn), with a progress bar when stderr is a terminal. It is resumable: a session whose files exist and are identical to what the
@@ -80,6 +89,9 @@ type restoreOutcome int
 const (
 	outcomeRestored restoreOutcome = iota
 	outcomeSkipped
+	// outcomeDeferred: the session is prepared and a later step of the run
+	// says what became of it (piRestore.place).
+	outcomeDeferred
 )
 
 func runRestore(ctx context.Context, env *cliEnv, args []string) error {
@@ -129,31 +141,28 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
 	var mu sync.Mutex
-	restoreOne, prefetch := restoreSession, sessionTreePrefetch(*out)
+	restoreOne := func(ctx context.Context, r sessiontree.StoreReader, ref transcript.TranscriptRef) (restoreOutcome, int, int64, error) {
+		return restoreSession(ctx, r, ref, *out, scratch, *force)
+	}
+	prefetch := sessionTreePrefetch(*out)
+	var piRun *piRestore
 	if *layout == layoutPi {
-		restoreOne, prefetch = restorePiSession, func(transcript.TranscriptRef) bool { return true }
+		piRun = &piRestore{out: *out, scratch: scratch, force: *force}
+		restoreOne, prefetch = piRun.prepare, func(transcript.TranscriptRef) bool { return true }
 	}
 	err = forEachListedSession(ctx, s, *parallel, refs, sf.Agent, prefetch, func(ctx context.Context, ref transcript.TranscriptRef, r sessiontree.StoreReader) error {
-		outcome, entries, n, err := restoreOne(ctx, r, ref, *out, scratch, *force)
+		outcome, entries, n, err := restoreOne(ctx, r, ref)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
 		absent := errors.Is(err, bucket.ErrNotFound) && sf.notASession(ctx, s, ref)
 		mu.Lock()
 		defer mu.Unlock()
-		switch {
-		case absent:
+		if absent {
 			sum.Sessions-- // only directory markers: nothing to restore, nothing failed
-		case err != nil:
-			sum.Failed++
-			sum.Failures = append(sum.Failures, restoreFailure{Session: ref.String(), Error: err.Error()})
-		case outcome == outcomeSkipped:
-			sum.Skipped++
-		default:
-			sum.Restored++
-			sum.Bytes += n
+		} else {
+			sum.add(ref, outcome, entries, n, err)
 		}
-		sum.Entries += entries
 		if bar != nil {
 			_ = bar.Add(1)
 		}
@@ -164,6 +173,13 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if err != nil && ctx.Err() == nil {
 		return err
+	}
+	if piRun != nil && err == nil {
+		// Interrupted, nothing is placed: which sessions share a path is known
+		// only once all are read (the Pi layout is rebuilt whole anyway).
+		for _, c := range piRun.place() {
+			sum.add(c.ref, c.outcome, c.entries, c.size, c.err)
+		}
 	}
 	sum.Interrupted = err != nil
 	sum.Seconds = time.Since(start).Seconds()
@@ -177,6 +193,25 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		return errProblems
 	}
 	return nil
+}
+
+// add counts a session restore is done with: its outcome (nothing yet when
+// deferred), or its error.
+func (sum *restoreSummary) add(ref transcript.TranscriptRef, outcome restoreOutcome, entries int, n int64, err error) {
+	switch {
+	case err != nil:
+		sum.Failed++
+		sum.Failures = append(sum.Failures, restoreFailure{Session: ref.String(), Error: err.Error()})
+		return
+	case outcome == outcomeDeferred:
+		return
+	case outcome == outcomeSkipped:
+		sum.Skipped++
+	default:
+		sum.Restored++
+		sum.Bytes += n
+	}
+	sum.Entries += entries
 }
 
 // print writes the summary: the failures and a line, or one JSON object.

@@ -9,9 +9,13 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/transcriptstore/transcript/follow"
 	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/internal/jsonscan"
 	"github.com/transcriptstore/transcript/pi"
@@ -37,6 +41,20 @@ var errNotPiPlaceable = errors.New("cannot place the session in Pi's layout")
 // getDefaultSessionDir and newSession). The cwd must be absolute (Pi records
 // the resolved cwd); a Unix one is cleaned as Node's path.resolve does.
 func piSessionPath(h pi.Header) (string, error) {
+	dir, err := piSessionDir(h)
+	if err != nil {
+		return "", err
+	}
+	name, err := piSessionName(h)
+	if err != nil {
+		return "", err
+	}
+	return dir + "/" + name, nil
+}
+
+// piSessionDir is the folder of Pi's sessions root that the cwd of header h
+// names ("--<cwd>--", see piSessionPath).
+func piSessionDir(h pi.Header) (string, error) {
 	cwd := h.Cwd()
 	switch {
 	case strings.HasPrefix(cwd, "/"):
@@ -48,14 +66,85 @@ func piSessionPath(h pi.Header) (string, error) {
 	if strings.HasPrefix(cwd, "/") || strings.HasPrefix(cwd, `\`) {
 		cwd = cwd[1:] // Pi drops one leading separator
 	}
-	dir := "--" + piDirReplacer.Replace(cwd) + "--"
-	name := strings.NewReplacer(":", "-", ".", "-").Replace(h.Timestamp()) + "_" + h.ID() + ".jsonl"
-	for _, el := range []string{dir, name} {
-		if strings.ContainsAny(el, "/\\\x00") || len(el) > 255 {
-			return "", fmt.Errorf("%w: %q is not a file name", errNotPiPlaceable, el)
-		}
+	return piFileName("--" + piDirReplacer.Replace(cwd) + "--")
+}
+
+// piSessionName is the name Pi gives the file of the session of header h
+// ("<timestamp>_<id>.jsonl", see piSessionPath).
+func piSessionName(h pi.Header) (string, error) {
+	return piFileName(strings.NewReplacer(":", "-", ".", "-").Replace(h.Timestamp()) + "_" + h.ID() + ".jsonl")
+}
+
+// piFileName returns el when it is one element of a path, else an error
+// wrapping errNotPiPlaceable.
+func piFileName(el string) (string, error) {
+	if strings.ContainsAny(el, "/\\\x00") || len(el) > 255 || el == "." || el == ".." {
+		return "", fmt.Errorf("%w: %q is not a file name", errNotPiPlaceable, el)
 	}
-	return dir + "/" + name, nil
+	return el, nil
+}
+
+// piAgentFolder returns the folder of Pi's sessions root that agent names,
+// when agent is the name 'transcript follow' gives such a folder: a name
+// "--...--" that follow.PartName maps to agent (the folder itself, or with the
+// %XX escapes of PartName read back; a name PartName shortened cannot be read
+// back). It is false for any other agent (follow --agent, other writers).
+func piAgentFolder(agent string) (string, bool) {
+	folder, ok := unescapePart(agent)
+	if !ok || len(folder) < 4 || !strings.HasPrefix(folder, "--") || !strings.HasSuffix(folder, "--") {
+		return "", false
+	}
+	if _, err := piFileName(folder); err != nil {
+		return "", false
+	}
+	if part, err := follow.PartName(folder); err != nil || part != agent {
+		return "", false
+	}
+	return folder, true
+}
+
+// unescapePart reads back the %XX escapes of follow.PartName (every "%" of
+// its result starts one); false when s holds a "%" that does not.
+func unescapePart(s string) (string, bool) {
+	if !strings.Contains(s, "%") {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", false
+		}
+		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", false
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	return b.String(), true
+}
+
+// piPlace is where restore --layout pi writes the session ref of header h,
+// relative to Pi's sessions root: in the folder the session was stored from,
+// when its agent names one of Pi's folders (piAgentFolder), else in the folder
+// of the header's cwd (piSessionPath). A session file moved to another folder
+// and resumed there by Pi (pi --session FILE) is stored once per folder under
+// one header; each comes back where it was, and a follower started on the
+// restored root finds each as the session it is.
+func piPlace(h pi.Header, ref transcript.TranscriptRef) (string, error) {
+	folder, ok := piAgentFolder(ref.AgentID)
+	if !ok {
+		return piSessionPath(h)
+	}
+	name, err := piSessionName(h)
+	if err != nil {
+		return "", err
+	}
+	return folder + "/" + name, nil
 }
 
 var (
@@ -65,19 +154,55 @@ var (
 	piDirReplacer = strings.NewReplacer("/", "-", `\`, "-", ":", "-")
 )
 
-// restorePiSession writes ref as Pi's own file under out (piSessionPath): the
-// header first, then every entry in merge order, byte for byte, as export
-// writes it; its modification time is that of its newest entry, so that Pi's
-// continueRecent (the newest file) resumes the session Pi would have. The file
-// is built in scratch and moved into place, unless out holds an identical one;
-// a different one whose entries the session lacks is replaced only with force.
+// piRestore is one run of restore --layout pi into out. Its sessions are read
+// and their files built in scratch first (prepare, --parallel at once), and
+// moved into place together once every session is read (place): two sessions
+// of the run that belong at one path (piPlace) are found before either is
+// written, and both fail instead of racing for the path, where the one written
+// last would replace the other's file, or fail as if that file held entries of
+// its own.
+type piRestore struct {
+	out, scratch string
+	force        bool
+
+	mu     sync.Mutex
+	claims []piClaim
+}
+
+// piClaim is a session prepared for its path in Pi's layout.
+type piClaim struct {
+	ref transcript.TranscriptRef
+	// rel is where the session belongs, relative to out ("/"-separated).
+	rel string
+	// tmp is its file, built in scratch, to be moved to rel (outcomeRestored).
+	tmp     string
+	outcome restoreOutcome
+	entries int
+	size    int64
+	// err is why the session cannot be restored; it is not placed.
+	err error
+}
+
+// errPiPathShared is wrapped when sessions of one restore belong at the same
+// path of Pi's layout.
+var errPiPathShared = errors.New("sessions of the restore belong at one path of Pi's layout")
+
+// prepare reads ref and builds its file in scratch, unless out holds an
+// identical one at the session's path (then it is to be skipped); a
+// different one whose entries the session lacks fails it unless force is set.
+// A session that has a path is not counted yet: it returns outcomeDeferred and
+// place says what became of it. An error is returned only for a session
+// without a path (it cannot be read, or its header cannot be placed).
 //
-// The session is read as stored and its payloads put back as the file is
-// written (as restoreLean does), unless a reference could change what the file
-// holds: the kind of an entry (sessiontree.ClassifyStored), a "timestamp" or
-// the header's "cwd" (piStoredFields); then, or when a payload turns out not to
-// be a JSON string's contents, it is read with its payloads.
-func restorePiSession(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, out, scratch string, force bool) (restoreOutcome, int, int64, error) {
+// The file is the header first, then every entry in merge order, byte for
+// byte, as export writes it; its modification time is that of its newest
+// entry, so that Pi's continueRecent (the newest file) resumes the session
+// Pi would have. The session is read as stored and its payloads put back as
+// the file is written (as restoreLean does), unless a reference could change
+// what the file holds: the kind of an entry (sessiontree.ClassifyStored), a
+// "timestamp" or the header's "cwd" (piStoredFields); then, or when a payload
+// turns out not to be a JSON string's contents, it is read with its payloads.
+func (p *piRestore) prepare(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef) (restoreOutcome, int, int64, error) {
 	lr, ok := s.(leanReader)
 	if !ok {
 		return 0, 0, 0, fmt.Errorf("restore %s: %T cannot read a session lean", ref, s)
@@ -90,18 +215,25 @@ func restorePiSession(ctx context.Context, s sessiontree.StoreReader, ref transc
 		return 0, 0, 0, err
 	}
 	boundHeap(res.Size() + payloadWindow(res))
+	c, err := piClaim{}, sessiontree.ErrNotPlain
 	if kinds, ok := sessiontree.ClassifyStored(res, piStoredFields...); ok {
 		sess := leanSessionOf(res, func(i int) (sessiontree.RawKind, error) { return kinds[i], nil }, nil)
-		outcome, n, size, err := restorePiFile(ctx, lr, sess, ref, out, scratch, force)
-		if !errors.Is(err, sessiontree.ErrNotPlain) {
-			return outcome, n, size, err
-		}
+		c, err = p.build(ctx, lr, sess, ref)
 	}
-	if res, err = lr.ReadLean(ctx, ref); err != nil {
+	if errors.Is(err, sessiontree.ErrNotPlain) {
+		if res, err = lr.ReadLean(ctx, ref); err != nil {
+			return 0, 0, 0, err
+		}
+		boundHeap(res.Size())
+		c, err = p.build(ctx, lr, newLeanSession(res, nil), ref)
+	}
+	if err != nil {
 		return 0, 0, 0, err
 	}
-	boundHeap(res.Size())
-	return restorePiFile(ctx, lr, newLeanSession(res, nil), ref, out, scratch, force)
+	p.mu.Lock()
+	p.claims = append(p.claims, c)
+	p.mu.Unlock()
+	return outcomeDeferred, 0, 0, nil
 }
 
 // piStoredFields are the top-level fields beside an entry's kind whose values
@@ -109,52 +241,146 @@ func restorePiSession(ctx context.Context, s sessiontree.StoreReader, ref transc
 // timestamp) and its modification time (the entries' timestamps).
 var piStoredFields = []string{"timestamp", "cwd"}
 
-// restorePiFile is restorePiSession of the session sess, its payloads put back
-// by src as the file is written (none when sess was read with them).
-func restorePiFile(ctx context.Context, src sessiontree.PayloadSource, sess *leanSession, ref transcript.TranscriptRef, out, scratch string, force bool) (restoreOutcome, int, int64, error) {
+// build is prepare of the session sess, its payloads put back by src as the
+// file is written (none when sess was read with them). It returns an error
+// when the session has no path, or wrapping sessiontree.ErrNotPlain when sess
+// must be read with its payloads; any other failure is the claim's.
+func (p *piRestore) build(ctx context.Context, src sessiontree.PayloadSource, sess *leanSession, ref transcript.TranscriptRef) (piClaim, error) {
 	res := sess.res
 	if sess.header < 0 {
-		return 0, 0, 0, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
+		return piClaim{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
 	h, err := pi.ParseHeader(res.Raw(sess.header))
 	if err != nil {
-		return 0, 0, 0, err
+		return piClaim{}, err
 	}
-	rel, err := piSessionPath(h)
+	rel, err := piPlace(h, ref)
 	if err != nil {
-		return 0, 0, 0, err
+		return piClaim{}, err
 	}
-	dest := filepath.Join(out, filepath.FromSlash(rel))
-	tmp := filepath.Join(scratch, ref.Namespace+"~"+ref.AgentID+"~"+ref.SessionID+".jsonl")
-	defer os.Remove(tmp)
-	if err := fsutil.WriteFileAtomic(tmp, false, func(w io.Writer) error { _, err := sess.writeExportResolved(ctx, w, src, ref); return err }); err != nil {
-		return 0, 0, 0, err
+	c := piClaim{ref: ref, rel: rel, entries: sess.n}
+	dest := filepath.Join(p.out, filepath.FromSlash(rel))
+	tmp, err := os.CreateTemp(p.scratch, "pi-*.jsonl")
+	if err != nil {
+		c.err = err
+		return c, nil
 	}
+	_ = tmp.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	err = fsutil.WriteFileAtomic(tmp.Name(), false, func(w io.Writer) error { _, err := sess.writeExportResolved(ctx, w, src, ref); return err })
+	if errors.Is(err, sessiontree.ErrNotPlain) {
+		return piClaim{}, err
+	}
+	c.err = err
+	if c.err == nil {
+		c.outcome, c.err = p.check(tmp.Name(), dest, sess)
+	}
+	if c.err == nil && c.outcome == outcomeRestored {
+		c.err = datePiFile(tmp.Name(), sess, h)
+	}
+	if c.err == nil && c.outcome == outcomeRestored {
+		c.tmp, c.size, keep = tmp.Name(), fileSize(tmp.Name()), true
+	}
+	return c, nil
+}
+
+// check says whether the file built at tmp is to replace dest (outcomeRestored)
+// or dest holds the same bytes (outcomeSkipped); a dest holding entries sess
+// lacks is an error wrapping errLocalOnly unless p.force is set.
+func (p *piRestore) check(tmp, dest string, sess *leanSession) (restoreOutcome, error) {
 	same, err := sameFile(tmp, dest)
-	if err != nil || same {
-		return outcomeSkipped, sess.n, 0, err
+	if err != nil {
+		return 0, err
 	}
-	if !force {
+	if same {
+		return outcomeSkipped, nil
+	}
+	if !p.force {
 		if err := checkNoLocalOnly(dest, sess.has); err != nil {
-			return 0, 0, 0, err
+			return 0, err
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		return 0, 0, 0, err
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil { // as Pi creates its files
-		return 0, 0, 0, err
+	return outcomeRestored, nil
+}
+
+// datePiFile gives the file at path Pi's mode and the time of the session's
+// newest entry (newestEntryTime).
+func datePiFile(path string, sess *leanSession, h pi.Header) error {
+	if err := os.Chmod(path, 0o644); err != nil { // as Pi creates its files
+		return err
 	}
 	if t := newestEntryTime(sess, h); !t.IsZero() {
-		if err := os.Chtimes(tmp, t, t); err != nil {
-			return 0, 0, 0, err
+		return os.Chtimes(path, t, t)
+	}
+	return nil
+}
+
+// place moves the files prepare built into place and returns every session it
+// prepared, in the order of their paths, with what became of it. Sessions
+// that belong at one path all fail (errPiPathShared), and none of them is
+// written: which of them Pi should find there is not for restore to guess.
+func (p *piRestore) place() []piClaim {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	claims := p.claims
+	sort.Slice(claims, func(i, j int) bool {
+		if claims[i].rel != claims[j].rel {
+			return claims[i].rel < claims[j].rel
 		}
+		return claims[i].ref.String() < claims[j].ref.String()
+	})
+	for i := 0; i < len(claims); {
+		j := i + 1
+		for j < len(claims) && claims[j].rel == claims[i].rel {
+			j++
+		}
+		group := claims[i:j]
+		if len(group) > 1 {
+			shared := piPathShared(filepath.Join(p.out, filepath.FromSlash(group[0].rel)), group)
+			for k := range group {
+				if group[k].tmp != "" {
+					_ = os.Remove(group[k].tmp)
+				}
+				group[k].tmp, group[k].size, group[k].err = "", 0, shared
+			}
+		} else if c := &group[0]; c.err == nil && c.outcome == outcomeRestored {
+			c.err = moveIntoPlace(c.tmp, filepath.Join(p.out, filepath.FromSlash(c.rel)))
+		}
+		i = j
 	}
-	size := fileSize(tmp)
+	p.claims = nil
+	return claims
+}
+
+// piPathShared is the error of the sessions of group, which all belong at dest.
+func piPathShared(dest string, group []piClaim) error {
+	names := make([]string, len(group))
+	for k, c := range group {
+		names[k] = c.ref.String()
+	}
+	all := "all"
+	if len(names) == 2 {
+		all = "both"
+	}
+	return fmt.Errorf("%w: %s and %s %s belong at %s (one session header, stored %d times); none of them is restored: restore each alone (--agent A --session S) into a --out of its own",
+		errPiPathShared, strings.Join(names[:len(names)-1], ", "), names[len(names)-1], all, dest, len(group))
+}
+
+// moveIntoPlace renames the file tmp to dest, creating dest's folder, and
+// syncs the folder.
+func moveIntoPlace(tmp, dest string) error {
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return err
+	}
 	if err := os.Rename(tmp, dest); err != nil {
-		return 0, 0, 0, err
+		return err
 	}
-	return outcomeRestored, sess.n, size, fsutil.SyncDir(filepath.Dir(dest))
+	return fsutil.SyncDir(filepath.Dir(dest))
 }
 
 // newestEntryTime is the latest "timestamp" of the session's entries (Pi

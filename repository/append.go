@@ -3,6 +3,7 @@ package repository
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -29,10 +30,12 @@ func (s *Session) Append(ctx context.Context, entries ...[]byte) error {
 	if !s.asOf.IsZero() {
 		return fmt.Errorf("append to session %q: %w", s.id, ErrReadOnly)
 	}
-	if s.strict {
-		return s.appendStrict(ctx, s.hs.Entry, entries, false)
+	if !s.strict {
+		if err := s.appendDefault(ctx, entries, false); !errors.Is(err, errBecameStrict) {
+			return err
+		}
 	}
-	return s.appendDefault(ctx, entries, false)
+	return s.appendStrict(ctx, s.hs.Entry, entries, false)
 }
 
 // AppendOwned appends entries as AppendIf with expectedHead does in strict mode,
@@ -47,11 +50,19 @@ func (s *Session) AppendOwned(ctx context.Context, expectedHead string, entries 
 	if !s.asOf.IsZero() {
 		return fmt.Errorf("append to session %q: %w", s.id, ErrReadOnly)
 	}
-	if s.strict {
-		return s.appendStrict(ctx, expectedHead, entries, true)
+	if !s.strict {
+		if err := s.appendDefault(ctx, entries, true); !errors.Is(err, errBecameStrict) {
+			return err
+		}
 	}
-	return s.appendDefault(ctx, entries, true)
+	return s.appendStrict(ctx, expectedHead, entries, true)
 }
+
+// errBecameStrict is appendDefault's answer when the whole listing it starts
+// with showed a strict head (the handle was loaded while a strict create was
+// between its first segment and its head, see load): the handle is strict now,
+// and the append is to be made as a strict one, nothing written.
+var errBecameStrict = errors.New("the session turned out to be strict")
 
 // appendDefault is Append in default mode; owned: raws are handed over (see
 // parseBatch).
@@ -68,6 +79,9 @@ func (s *Session) appendDefault(ctx context.Context, raws [][]byte, owned bool) 
 	}
 	if err != nil {
 		return err
+	}
+	if s.strict {
+		return errBecameStrict
 	}
 	fresh, err := s.fresh(batch, at)
 	if err != nil || len(fresh) == 0 {

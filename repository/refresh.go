@@ -76,6 +76,14 @@ func (s *Session) catchUp(ctx context.Context, full bool) error {
 	if err != nil {
 		return fmt.Errorf("session %q: %w", s.id, err)
 	}
+	if inc.HeadListed {
+		// Loaded while a strict create was between its first segment and its
+		// head (see load), the handle took the session for a default-mode one;
+		// a whole listing (every append's, and one every RefreshListing) shows
+		// the head: the session is read again as strict, before an append
+		// writes a segment that no head would ever commit.
+		return s.load(ctx)
+	}
 	if inc.Full {
 		s.fullAt = now
 	}

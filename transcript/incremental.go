@@ -39,11 +39,24 @@ type Increment struct {
 	// Missing lists, relative to the session, the segments a strict session's
 	// head names that do not exist (ReadCommitted): the session is damaged.
 	Missing []string
+	// HeadListed reports whether a whole listing (Full, by ReadNew) showed the
+	// session's strict head object (HeadName). A strict create writes its first
+	// segment before its head: a reader that read the session as a default-mode
+	// one in between learns here, at no cost, that it is strict.
+	HeadListed bool
 	// Via maps each segment ReadCommitted read in place of a compacted segment
 	// the head names (one of its level-0 inputs) to that compacted segment, both
 	// relative to the session: a reader that orders entries by the place in the
 	// head of the segment they were read from gives these that segment's place.
 	Via map[string]string
+}
+
+// noteHead records whether the whole listing the increment was read from showed
+// a strict head (HeadListed).
+func (inc *Increment) noteHead(listed bool) {
+	if inc != nil {
+		inc.HeadListed = listed
+	}
 }
 
 // Changed reports whether the increment holds entries or changes the held set.

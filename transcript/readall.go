@@ -53,9 +53,10 @@ func listAndRead[T any](ctx context.Context, s *Store, ref TranscriptRef, after 
 		var zero T
 		var infos []SegmentInfo
 		var err error
+		head := false
 		region := trace.StartRegion(ctx, "list segments")
 		if after == "" {
-			infos, err = s.ListSegments(ctx, ref)
+			infos, err = s.listSegmentsHead(ctx, ref, "", 0, nil, &head)
 		} else {
 			infos, err = s.listSegmentsAfter(ctx, ref, sessionPrefix(s.cfg.Prefix, ref)+after)
 		}
@@ -66,9 +67,17 @@ func listAndRead[T any](ctx context.Context, s *Store, ref TranscriptRef, after 
 		case len(infos) == 0 && after == "":
 			return zero, errNoSegments
 		}
-		return read(infos)
+		out, err := read(infos)
+		if n, ok := any(out).(headNoter); ok && err == nil && after == "" {
+			n.noteHead(head)
+		}
+		return out, err
 	})
 }
+
+// headNoter is a read result that records whether the whole listing it was read
+// from showed the session's strict head object (Increment.HeadListed).
+type headNoter interface{ noteHead(listed bool) }
 
 // relisting makes attempts at reading ref, each of which lists the session
 // and reads what it lists, until one succeeds or fails for good. An attempt

@@ -266,15 +266,25 @@ func (s *Store) listSegmentsAfter(ctx context.Context, ref TranscriptRef, startA
 // to each (when not nil) as soon as the listing reaches it, in the order of the
 // result, and passes firstPage to the bucket (bucket.ListOptions.FirstPage).
 func (s *Store) listSegmentsEach(ctx context.Context, ref TranscriptRef, startAfter string, firstPage int, each func(SegmentInfo)) ([]SegmentInfo, error) {
+	return s.listSegmentsHead(ctx, ref, startAfter, firstPage, each, nil)
+}
+
+// listSegmentsHead is listSegmentsEach that, when head is not nil, sets *head to
+// whether the listing showed the session's strict head object (HeadName).
+func (s *Store) listSegmentsHead(ctx context.Context, ref TranscriptRef, startAfter string, firstPage int, each func(SegmentInfo), head *bool) ([]SegmentInfo, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {
 		return nil, err
 	}
 	var out []SegmentInfo
-	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sessionPrefix(s.cfg.Prefix, ref), StartAfter: startAfter, FirstPage: firstPage},
+	sp := sessionPrefix(s.cfg.Prefix, ref)
+	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sp, StartAfter: startAfter, FirstPage: firstPage},
 		func(oi bucket.ObjectInfo) error {
 			info, err := ParseKey(s.cfg.Prefix, oi.Key)
 			if err != nil {
+				if head != nil && oi.Key == sp+HeadName {
+					*head = true
+				}
 				return nil // a mark, a head object or a stray file: not a segment
 			}
 			info.Size = oi.Size

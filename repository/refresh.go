@@ -60,7 +60,10 @@ func (s *Session) reload(ctx context.Context) error {
 // only a full listing tells).
 func (s *Session) catchUp(ctx context.Context, full bool) error {
 	have, now := s.have, time.Now()
-	if full || now.Sub(s.fullAt) >= RefreshListing {
+	// A session of one segment is listed whole every time (as cheap as listing
+	// what is new): it may be a strict create caught between its first segment
+	// and its head (see load), whose whole listing shows the head once written.
+	if full || now.Sub(s.fullAt) >= RefreshListing || have.Len() <= 1 {
 		have = have.Reconcile()
 	}
 	inc, err := s.repo.store.ReadNew(ctx, s.ref, have)

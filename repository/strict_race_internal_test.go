@@ -82,6 +82,20 @@ func TestStrictCreateSeenHalfWay(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, s.Strict(), "no head yet: a default-mode session as far as anyone can tell")
 		commit()
+		require.NoError(t, s.Refresh(ctx), "a session of one segment is listed whole at once")
+		require.True(t, s.Strict())
+	})
+
+	t.Run("head lands after the load of a longer session", func(t *testing.T) {
+		_, store, repo, ref, commit := setup(t)
+		w, err := transcript.NewWriter("other")
+		require.NoError(t, err)
+		_, err = store.AppendSegment(ctx, ref, [][]byte{[]byte(`{"type":"custom","id":"c1","parentId":null,"customType":"x"}`)}, w)
+		require.NoError(t, err)
+		s, err := repo.Open(ctx, "s")
+		require.NoError(t, err)
+		require.False(t, s.Strict())
+		commit()
 		s.mu.Lock()
 		s.fullAt = s.fullAt.Add(-RefreshListing) // its next refresh lists the session whole
 		s.mu.Unlock()

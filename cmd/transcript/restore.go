@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/schollz/progressbar/v3"
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
@@ -50,8 +52,12 @@ fetched ahead of their turn), with a progress bar when stderr is a terminal. It 
 bucket holds is skipped; files that differ are replaced, unless their log holds
 entries the bucket lacks (then the session fails; --force replaces them anyway).
 Beside the two files, {session}.segments names the segments they hold (and
-{session}.origins where each entry was first stored): while the files are unchanged since it was written, a later run fetches only the segments
-they lack and appends their entries (a session with none is skipped). The Pi
+{session}.origins where each entry was first stored); restore stamps each file
+with a checksum of its bytes (the nanoseconds of its modification time): while
+both files bear their stamps, a later run fetches only the segments they lack
+and appends their entries (a session with none is skipped); files changed in any
+way (lines swapped, say) are rebuilt whole, and skipped only if then identical,
+byte for byte. The Pi
 layout is rebuilt whole, and a file identical to what the bucket holds is skipped.
 Prints the failures and a summary (--json: a JSON object) on stdout.
 
@@ -269,7 +275,10 @@ func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcri
 		identical = identical && same
 	}
 	if identical {
-		return outcomeSkipped, r.entries, 0, moveStoredSet(r.files, dest)
+		if err := moveStoredSet(r.files, dest); err != nil {
+			return 0, 0, 0, err
+		}
+		return outcomeSkipped, r.entries, 0, stampFiles(dest)
 	}
 	if !force {
 		if err := checkNoLocalOnly(files[0].to, r.has); err != nil {
@@ -288,7 +297,10 @@ func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcri
 			return 0, 0, 0, err
 		}
 	}
-	return outcomeRestored, r.entries, size, moveStoredSet(r.files, dest)
+	if err := moveStoredSet(r.files, dest); err != nil {
+		return 0, 0, 0, err
+	}
+	return outcomeRestored, r.entries, size, stampFiles(dest)
 }
 
 // moveStoredSet moves the origins file and then the segments file of from into
@@ -310,16 +322,22 @@ func moveIfExists(from, to string) error {
 }
 
 // restoreIncremental brings the files of ref under out up to date by fetching only
-// the segments they do not hold, when a segments file beside them says which they
-// hold and they are unchanged since it was written (ok is false otherwise: restore
-// then rebuilds the session). It reports the session skipped when nothing was new.
+// the segments they do not hold, when they bear the stamp restore left on them
+// (filesStamped: their bytes are those it wrote) and a segments file beside them
+// says which segments they hold and was written for them (ok is false otherwise:
+// restore then rebuilds the session, and calls it identical only if its files
+// hold the same bytes). It reports the session skipped when nothing was new.
 func restoreIncremental(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, out string) (outcome restoreOutcome, entries int, n int64, ok bool, err error) {
+	dest := sessiontree.FilesOf(out, ref)
+	if !filesStamped(dest) {
+		return 0, 0, 0, false, nil
+	}
 	who := sessiontree.Identity{Namespace: ref.Namespace}
 	tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out, Store: s}, who, ref.AgentID, ref.SessionID)
 	if err != nil || !rep.Clean() || !tree.SegmentsFileCurrent() || tree.HeldSegments() == 0 {
 		return 0, 0, 0, false, nil
 	}
-	before := fileSize(tree.LogPath()) + fileSize(tree.ContextPath())
+	before, stamped := fileSize(tree.LogPath())+fileSize(tree.ContextPath()), modTimes(dest)
 	pulled, err := tree.Pull(ctx)
 	if err != nil {
 		return 0, 0, 0, true, err
@@ -330,10 +348,84 @@ func restoreIncremental(ctx context.Context, s sessiontree.StoreReader, ref tran
 	if _, err := tree.MergeLog(ctx); err != nil {
 		return 0, 0, 0, true, err
 	}
+	if now := modTimes(dest); !now[0].Equal(stamped[0]) || !now[1].Equal(stamped[1]) {
+		if err := stampFiles(dest); err != nil {
+			return 0, 0, 0, true, err
+		}
+	}
 	if pulled.Added == 0 {
 		return outcomeSkipped, tree.Len(), 0, true, nil
 	}
 	return outcomeRestored, tree.Len(), fileSize(tree.LogPath()) + fileSize(tree.ContextPath()) - before, true, nil
+}
+
+// The content stamp. Restore leaves the log and the context file of a session
+// stamped: the nanoseconds of each file's modification time are the xxhash64 of
+// its bytes modulo 1e9 (the seconds are the time it was stamped). A later run
+// takes the files as it left them, and fetches only the segments they lack,
+// only while both stamps match their bytes: a change of the files that keeps
+// their sizes (two lines swapped, say) is then seen as one, even when the
+// modification time is put back. A file system that keeps no nanoseconds never
+// matches (every run reads each session whole, as the first did). The stamp
+// needs no file beside the session's and is lost by any write.
+
+// contentStamp is the nanoseconds of the stamp of the file at path: the
+// xxhash64 of its bytes, read once in pieces, modulo 1e9.
+func contentStamp(path string) (int, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer file.Close()
+	h := xxhash.New()
+	if _, err := io.Copy(h, file); err != nil {
+		return 0, fmt.Errorf("checksum %s: %w", path, err)
+	}
+	return int(h.Sum64() % 1e9), nil
+}
+
+// stampFiles stamps the log and the context file of f (see contentStamp).
+func stampFiles(f sessiontree.Files) error {
+	now := time.Now().Unix()
+	for _, path := range []string{f.Log, f.Context} {
+		ns, err := contentStamp(path)
+		if err != nil {
+			return err
+		}
+		t := time.Unix(now, int64(ns))
+		if err := os.Chtimes(path, t, t); err != nil {
+			return fmt.Errorf("stamp %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// filesStamped reports whether the log and the context file of f bear the
+// stamp of their bytes (see contentStamp); false when one cannot be read.
+func filesStamped(f sessiontree.Files) bool {
+	for _, path := range []string{f.Log, f.Context} {
+		st, err := os.Stat(path)
+		if err != nil {
+			return false
+		}
+		ns, err := contentStamp(path)
+		if err != nil || st.ModTime().Nanosecond() != ns {
+			return false
+		}
+	}
+	return true
+}
+
+// modTimes returns the modification times of the log and the context file of
+// f (zero for one that cannot be read).
+func modTimes(f sessiontree.Files) [2]time.Time {
+	var ts [2]time.Time
+	for i, path := range []string{f.Log, f.Context} {
+		if st, err := os.Stat(path); err == nil {
+			ts[i] = st.ModTime()
+		}
+	}
+	return ts
 }
 
 // fileSize returns the size of the file at path, 0 if it cannot be read.

@@ -26,8 +26,10 @@ import (
 // dies (no stale lock file to clean up). Readers take no lock: rename is atomic,
 // so GetWithETag sees the old or the new file. One lock per bucket serialises all
 // conditional writes of a directory; they are small and rare (a session head per
-// strict append), so that is cheap. The lock is not taken by Put and Delete: a
-// create-only Put cannot overwrite, but a Delete racing a PutIf may be undone by it.
+// strict append), so that is cheap. Delete takes it too, so that a PutIf that
+// checked its condition before a Delete cannot write the object back after it
+// (a session's head would outlive the session's deletion); Put does not: a
+// create-only Put cannot overwrite.
 // The ETag is the hex MD5 of the file's bytes, as S3 gives a single-PUT object.
 // Local file systems support flock; some network file systems do not. Where the
 // platform has no flock (not unix), PutIf fails with an error wrapping
@@ -80,6 +82,9 @@ func (b *Bucket) PutIf(ctx context.Context, key string, r io.Reader, size int64,
 		return "", fmt.Errorf("put %s: object exists: %w", key, bucket.ErrPreconditionFailed)
 	case etagOf(cur) != cond.IfMatch:
 		return "", fmt.Errorf("put %s: etag is not %s: %w", key, cond.IfMatch, bucket.ErrPreconditionFailed)
+	}
+	if b.condWritten != nil {
+		b.condWritten()
 	}
 	// Under the lock the condition holds; write as Put (link, create-only) or as
 	// Replace (rename). A plain Put that created the key meanwhile wins.

@@ -65,6 +65,9 @@ const TempPrefix = ".tmp-"
 // concurrent use, also by several processes sharing the directory.
 type Bucket struct {
 	root string
+	// condWritten, when set (by tests), runs in PutIf once the condition has
+	// been checked under the lock, before the write.
+	condWritten func()
 }
 
 // New opens the bucket rooted at dir, creating the directory if needed. It does not
@@ -126,9 +129,19 @@ func (b *Bucket) Stat(ctx context.Context, key string) (bucket.ObjectInfo, error
 	return info(key, fi), nil
 }
 
-// Delete removes key's file and prunes the directories it leaves empty.
+// Delete removes key's file and prunes the directories it leaves empty. It
+// holds the lock of conditional writes (see cond.go) while it removes the file,
+// so that a PutIf that checked its condition before cannot write the object back
+// after it is deleted.
 func (b *Bucket) Delete(ctx context.Context, key string) error {
 	if err := check(ctx, key); err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	unlock, err := b.lock(ctx)
+	switch {
+	case err == nil:
+		defer unlock()
+	case !errors.Is(err, errors.ErrUnsupported): // no flock: no PutIf either
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	name := b.path(key)

@@ -108,10 +108,12 @@ func (r *Repository) sessionInfo(name string) ([]byte, error) {
 }
 
 // Delete removes every object of session id (segments of all levels, deletion
-// marks, the head). Afterwards every reader gets bucket.ErrNotFound. A session that does
-// not exist, or is another owner's, gives bucket.ErrNotFound. A default-mode append
-// racing the delete may leave its segment behind (a strict one cannot commit: its
-// head write fails, and it removes its segment).
+// marks, the head: transcript.Store.Delete). Afterwards every reader gets
+// bucket.ErrNotFound. A session that does not exist, or is another owner's, gives
+// bucket.ErrNotFound. A default-mode append racing the delete may leave its
+// segment behind (a strict one cannot commit: its head write fails, and it
+// removes its segment); segments without the session's header are no session
+// (load), so such a leftover does not bring it back.
 func (r *Repository) Delete(ctx context.Context, id string) error {
 	s, err := r.newSession(id)
 	if err != nil {

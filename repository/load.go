@@ -66,6 +66,12 @@ func (s *Session) load(ctx context.Context) error {
 	if len(entries) == 0 && (!strict || !s.asOf.IsZero()) {
 		return notFound(s.id) // nothing by then (a strict head commits its first segment)
 	}
+	if !strict && !holdsHeader(entries) {
+		// Segments without the session's header are what appends racing the
+		// session's deletion left behind (no writer starts a session without
+		// its header): not a session, and appends must not bring it back.
+		return notFound(s.id)
+	}
 	prev := s.entries
 	s.strict, s.hs, s.broken, s.stale = strict, hs, nil, false
 	s.header, s.entries, s.have = pi.Header{}, make([]pi.Entry, 0, len(entries)), inc.Have
@@ -86,6 +92,21 @@ func (s *Session) load(ctx context.Context) error {
 		s.epoch++
 	}
 	return nil
+}
+
+// holdsHeader reports whether entries hold a session header. It is the first
+// entry in merge order in every session a writer started, so the scan stops
+// there; an entry of another type is not parsed.
+func holdsHeader(entries []transcript.Entry) bool {
+	for _, e := range entries {
+		if e.Type != "" && e.Type != pi.TypeSession {
+			continue
+		}
+		if _, err := pi.ParseHeader(e.Raw); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // extends reports whether entries begin with prev, id for id: the sequence

@@ -122,3 +122,37 @@ func TestStrictCreateSeenHalfWay(t *testing.T) {
 		require.Equal(t, "e1", hs.Entry, "and committed")
 	})
 }
+
+// TestSegmentsWithoutHeaderAreNoSession: what appends racing a session's
+// deletion leave behind (segments of entries without the session's header) is
+// not a session: it opens as not found (so no handle appends to it) and a list
+// leaves it out, so that no append brings a deleted session back.
+func TestSegmentsWithoutHeaderAreNoSession(t *testing.T) {
+	ctx := context.Background()
+	store, err := transcript.New(transcript.Config{Bucket: membucket.New()})
+	require.NoError(t, err)
+	defer store.Close()
+	repos, err := NewService(store, Config{})
+	require.NoError(t, err)
+	repo, err := repos.Repository(Owner{Tenant: "acme", User: "alice"})
+	require.NoError(t, err)
+	defer repo.Close()
+	ref := transcript.TranscriptRef{Namespace: repo.Namespace(), AgentID: DefaultAgentID, SessionID: "gone"}
+	w, err := transcript.NewWriter("late")
+	require.NoError(t, err)
+	_, err = store.AppendSegment(ctx, ref, [][]byte{[]byte(`{"type":"message","id":"w1","parentId":"root","message":{"role":"user","content":"x"}}`)}, w)
+	require.NoError(t, err)
+
+	_, err = repo.Open(ctx, "gone")
+	require.ErrorIs(t, err, bucket.ErrNotFound)
+	list, err := repo.ListPage(ctx, ListOptions{})
+	require.NoError(t, err)
+	require.Empty(t, list.Sessions)
+
+	// The same with its header is a session.
+	_, err = store.AppendSegment(ctx, ref, [][]byte{[]byte(`{"type":"session","version":3,"id":"gone","timestamp":"2026-03-01T12:00:00.000Z","cwd":"/w"}`)}, w)
+	require.NoError(t, err)
+	s, err := repo.Open(ctx, "gone")
+	require.NoError(t, err)
+	require.Equal(t, "/w", s.Header().Cwd())
+}

@@ -377,23 +377,48 @@ func (s *Store) DecodeSegment(data []byte) (*segment.Segment, error) {
 
 // Delete removes every object of ref (segments of all levels and anything else under
 // the session's prefix). Deleting a session that does not exist is not an error.
+// A strict session's head goes last: while it exists, a reader takes the session
+// for the strict one it is (with segments missing: damaged) rather than for a
+// default-mode session of the segments left, which an append would extend. It
+// lists the prefix again after deleting what it listed, and deletes what landed
+// meanwhile (segments of appends that were in flight), up to deleteRounds
+// listings in all.
 func (s *Store) Delete(ctx context.Context, ref TranscriptRef) error {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {
 		return err
 	}
-	var keys []string
-	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sessionPrefix(s.cfg.Prefix, ref)}, func(oi bucket.ObjectInfo) error {
-		keys = append(keys, oi.Key)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("delete %s: %w", ref, err)
-	}
-	for _, k := range keys {
-		if err := s.cfg.Bucket.Delete(ctx, k); err != nil {
+	head := sessionPrefix(s.cfg.Prefix, ref) + HeadName
+	for range deleteRounds {
+		var keys []string
+		hasHead := false
+		err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sessionPrefix(s.cfg.Prefix, ref)}, func(oi bucket.ObjectInfo) error {
+			if oi.Key == head {
+				hasHead = true
+				return nil
+			}
+			keys = append(keys, oi.Key)
+			return nil
+		})
+		if hasHead {
+			keys = append(keys, head)
+		}
+		if err != nil {
 			return fmt.Errorf("delete %s: %w", ref, err)
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		for _, k := range keys {
+			if err := s.cfg.Bucket.Delete(ctx, k); err != nil {
+				return fmt.Errorf("delete %s: %w", ref, err)
+			}
 		}
 	}
 	return nil
 }
+
+// deleteRounds bounds the listings of one Delete: appends that keep coming
+// could otherwise keep it going. What lands after the last is left to the
+// readers' rule for segments without the session's header.
+const deleteRounds = 3

@@ -120,8 +120,12 @@ func (r *Repository) summary(ctx context.Context, id string) (*SessionInfo, erro
 		info := infoOf(id, *hs.Summary, hs.Entry)
 		info.Strict = true
 		return &info, nil
-	case err == nil, errors.Is(err, transcript.ErrInvalidHead):
-		return r.derived(ctx, s) // a head of format 1 (or a damaged one: Open says how)
+	case err == nil:
+		return r.derived(ctx, s) // a head of format 1
+	case errors.Is(err, transcript.ErrInvalidHead):
+		// A damaged head: the session is listed by its id alone (Open says
+		// what is wrong), rather than failing the owner's whole list.
+		return &SessionInfo{ID: id, Strict: true}, nil
 	case !errors.Is(err, bucket.ErrNotFound):
 		return nil, fmt.Errorf("session %q: %w", id, err)
 	}

@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"sync/atomic"
@@ -155,4 +156,36 @@ func TestSegmentsWithoutHeaderAreNoSession(t *testing.T) {
 	s, err := repo.Open(ctx, "gone")
 	require.NoError(t, err)
 	require.Equal(t, "/w", s.Header().Cwd())
+}
+
+// TestListPage_DamagedHead: a strict session whose head object does not parse
+// is listed by its id alone; the owner's other sessions are listed as ever,
+// rather than the whole list failing. Opening it says what is wrong.
+func TestListPage_DamagedHead(t *testing.T) {
+	ctx := context.Background()
+	store, err := transcript.New(transcript.Config{Bucket: membucket.New()})
+	require.NoError(t, err)
+	defer store.Close()
+	repos, err := NewService(store, Config{})
+	require.NoError(t, err)
+	repo, err := repos.Repository(Owner{Tenant: "acme", User: "alice"})
+	require.NoError(t, err)
+	defer repo.Close()
+	for _, id := range []string{"bad", "good"} {
+		_, err := repo.Create(ctx, CreateOptions{ID: id, Cwd: "/w", Strict: true})
+		require.NoError(t, err)
+	}
+	ref := transcript.TranscriptRef{Namespace: repo.Namespace(), AgentID: DefaultAgentID, SessionID: "bad"}
+	garbage := []byte("{garbage")
+	require.NoError(t, store.Bucket().Replace(ctx, store.SessionPrefix(ref)+transcript.HeadName, bytes.NewReader(garbage), int64(len(garbage)), bucket.PutOptions{}))
+
+	page, err := repo.ListPage(ctx, ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Sessions, 2)
+	require.Equal(t, SessionInfo{ID: "bad", Strict: true}, page.Sessions[0])
+	require.Equal(t, "/w", page.Sessions[1].Cwd)
+
+	_, err = repo.Open(ctx, "bad")
+	require.ErrorIs(t, err, ErrHeadMismatch)
+	require.ErrorIs(t, err, transcript.ErrInvalidHead)
 }

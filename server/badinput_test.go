@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/server"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
 // oneEntrySession serves session "s" of one entry, "u1", with entries limited
@@ -152,4 +155,27 @@ func TestBodiesAreUTF8AndNotEncoded(t *testing.T) {
 	status, _, resp := c.send(rawReq{method: "POST", path: "/v1/sessions/s/entries", contentType: "application/json", encoding: "identity",
 		body: `{"expectedHead":"u1","entries":[{"type":"message","id":"n1","parentId":"u1","message":{"role":"user","content":"é"}}]}`})
 	require.Equal(t, http.StatusOK, status, string(resp))
+}
+
+// TestDamagedHead: a strict session whose head object does not parse answers
+// 500 invalid_session saying so (not that its head does not match its
+// entries), and the owner's list still answers, naming it by its id.
+func TestDamagedHead(t *testing.T) {
+	mem := membucket.New()
+	ts := newServerWith(t, mem, server.Config{}, repository.Config{})
+	c := ts.as(t, "acme", "alice")
+	must(c.do("POST", "/v1/sessions", map[string]any{"id": "bad", "cwd": "/w"}))
+	must(c.do("POST", "/v1/sessions", map[string]any{"id": "good", "cwd": "/w"}))
+	garbage := []byte("{garbage")
+	require.NoError(t, mem.Replace(t.Context(), "acme~alice/default/bad/HEAD.json", bytes.NewReader(garbage), int64(len(garbage)), bucket.PutOptions{}))
+
+	status, h, resp := c.send(rawReq{method: "GET", path: "/v1/sessions/bad"})
+	require.Equal(t, http.StatusInternalServerError, status, string(resp))
+	e := requireEnvelope(t, status, h, resp, server.CodeInvalidSession)
+	require.Contains(t, e.Error.Message, "HEAD.json")
+
+	l := decode[server.ListResponse](t, must(c.do("GET", "/v1/sessions", nil)))
+	require.Len(t, l.Sessions, 2)
+	require.Equal(t, "bad", l.Sessions[0].ID)
+	require.Equal(t, "/w", l.Sessions[1].Cwd)
 }

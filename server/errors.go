@@ -128,8 +128,10 @@ func (s *Server) failStore(w http.ResponseWriter, r *http.Request, err error) {
 		s.fail(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, "the entries are over the size of one segment", err)
 	case errors.Is(err, bucket.ErrExists):
 		s.fail(w, r, http.StatusConflict, CodeExists, "session already exists", err)
+	case errors.Is(err, repository.ErrHeadMismatch) && errors.Is(err, transcript.ErrInvalidHead):
+		s.fail(w, r, http.StatusInternalServerError, CodeInvalidSession, "the session's head object (HEAD.json) is damaged; transcript verify names it", err)
 	case errors.Is(err, repository.ErrHeadMismatch):
-		s.fail(w, r, http.StatusInternalServerError, CodeInvalidSession, "the session's head does not match its entries", err)
+		s.fail(w, r, http.StatusInternalServerError, CodeInvalidSession, "the session's head does not match its entries (a committed segment is missing or damaged); transcript verify names it", err)
 	case errors.Is(err, pi.ErrInvalidEntry):
 		s.fail(w, r, http.StatusBadRequest, CodeInvalidEntry, err.Error(), err)
 	case errors.Is(err, repository.ErrInvalid):

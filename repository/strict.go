@@ -53,14 +53,24 @@ func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]by
 	if s.broken != nil {
 		return fmt.Errorf("append: %w", s.broken)
 	}
+	cur := s.hs
+	stale := func() error {
+		return fmt.Errorf("append to session %q: %w: %w: expected head %q, committed head %q",
+			s.id, transcript.ErrConflict, ErrStaleHead, expected, cur.Entry)
+	}
 	fresh, err := s.fresh(batch, at)
+	var ee *EntryError
+	if errors.As(err, &ee) && ee.RefersTo != "" && cur.Entry != expected {
+		// A parent the session lacks, from a writer whose head is not the
+		// committed one: its view is stale (the session was deleted and created
+		// again, say), which it can act on; the unknown parent follows from that.
+		return stale()
+	}
 	if err != nil || len(fresh) == 0 {
 		return err
 	}
-	cur := s.hs
 	if cur.Entry != expected {
-		return fmt.Errorf("append to session %q: %w: %w: expected head %q, committed head %q",
-			s.id, transcript.ErrConflict, ErrStaleHead, expected, cur.Entry)
+		return stale()
 	}
 	newHead := s.headAfter(cur.Entry, fresh)
 	info, next, err := r.store.CommitParsed(ctx, s.ref, cur, parsedOf(fresh), r.writer, newHead, s.summaryAfter(cur.Summary, fresh))

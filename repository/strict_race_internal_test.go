@@ -189,3 +189,33 @@ func TestListPage_DamagedHead(t *testing.T) {
 	require.ErrorIs(t, err, ErrHeadMismatch)
 	require.ErrorIs(t, err, transcript.ErrInvalidHead)
 }
+
+// TestAppendIf_StaleHeadBeforeUnknownParent: an append whose expected head is
+// not the committed one is refused as stale (the writer can read the session
+// again and retry) even when its entries name a parent the session lacks, as
+// after the session was deleted and created again; with the committed head as
+// expected, the unknown parent is what is refused.
+func TestAppendIf_StaleHeadBeforeUnknownParent(t *testing.T) {
+	ctx := context.Background()
+	store, err := transcript.New(transcript.Config{Bucket: membucket.New()})
+	require.NoError(t, err)
+	defer store.Close()
+	repos, err := NewService(store, Config{})
+	require.NoError(t, err)
+	repo, err := repos.Repository(Owner{Tenant: "acme", User: "alice"})
+	require.NoError(t, err)
+	defer repo.Close()
+	s, err := repo.Create(ctx, CreateOptions{ID: "s", Strict: true})
+	require.NoError(t, err)
+	require.NoError(t, s.Append(ctx, []byte(`{"type":"custom","id":"a","parentId":null,"customType":"x"}`)))
+
+	orphan := []byte(`{"type":"custom","id":"x","parentId":"old","customType":"x"}`)
+	err = s.AppendIf(ctx, "old", orphan)
+	require.ErrorIs(t, err, ErrStaleHead)
+
+	err = s.AppendIf(ctx, "a", orphan)
+	var ee *EntryError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, "old", ee.RefersTo)
+	require.NotErrorIs(t, err, ErrStaleHead)
+}

@@ -18,14 +18,7 @@ import (
 // the load sees it: a conflicting id and an unknown parent are refused.
 func TestIndexAfterLoadIsWhatAddBuilds(t *testing.T) {
 	ctx := context.Background()
-	store, err := transcript.New(transcript.Config{Bucket: membucket.New()})
-	require.NoError(t, err)
-	defer store.Close()
-	repos, err := NewService(store, Config{})
-	require.NoError(t, err)
-	repo, err := repos.Repository(Owner{Tenant: "acme", User: "alice"})
-	require.NoError(t, err)
-	defer repo.Close()
+	store, repo := newAliceRepo(t, membucket.New())
 	w, err := transcript.NewWriter("foreign")
 	require.NoError(t, err)
 	ref := transcript.TranscriptRef{Namespace: repo.Namespace(), AgentID: DefaultAgentID, SessionID: "s"}

@@ -31,6 +31,21 @@ func (b *beforeList) List(ctx context.Context, opts bucket.ListOptions, fn func(
 	return b.Bucket.List(ctx, opts, fn)
 }
 
+// newAliceRepo returns a store over b and the repository of owner acme/alice on
+// it, both closed when the test ends.
+func newAliceRepo(t *testing.T, b bucket.Bucket) (*transcript.Store, *Repository) {
+	t.Helper()
+	store, err := transcript.New(transcript.Config{Bucket: b})
+	require.NoError(t, err)
+	t.Cleanup(func() { store.Close() })
+	repos, err := NewService(store, Config{})
+	require.NoError(t, err)
+	repo, err := repos.Repository(Owner{Tenant: "acme", User: "alice"})
+	require.NoError(t, err)
+	t.Cleanup(func() { repo.Close() })
+	return store, repo
+}
+
 // TestStrictCreateSeenHalfWay: a strict create writes the session's first
 // segment, then its head. A handle loaded between the two must not go on
 // taking the session for a default-mode one, whose appends no head would ever
@@ -44,14 +59,7 @@ func TestStrictCreateSeenHalfWay(t *testing.T) {
 	header := []byte(`{"type":"session","version":3,"id":"s","timestamp":"2026-03-01T12:00:00.000Z","cwd":"/w"}`)
 	setup := func(t *testing.T) (*beforeList, *transcript.Store, *Repository, transcript.TranscriptRef, func()) {
 		b := &beforeList{Bucket: membucket.New()}
-		store, err := transcript.New(transcript.Config{Bucket: b})
-		require.NoError(t, err)
-		t.Cleanup(func() { store.Close() })
-		repos, err := NewService(store, Config{})
-		require.NoError(t, err)
-		repo, err := repos.Repository(Owner{Tenant: "acme", User: "alice"})
-		require.NoError(t, err)
-		t.Cleanup(func() { repo.Close() })
+		store, repo := newAliceRepo(t, b)
 		ref := transcript.TranscriptRef{Namespace: repo.Namespace(), AgentID: DefaultAgentID, SessionID: "s"}
 		b.under = store.SessionPrefix(ref)
 		w, err := transcript.NewWriter("creator")
@@ -130,14 +138,7 @@ func TestStrictCreateSeenHalfWay(t *testing.T) {
 // leaves it out, so that no append brings a deleted session back.
 func TestSegmentsWithoutHeaderAreNoSession(t *testing.T) {
 	ctx := context.Background()
-	store, err := transcript.New(transcript.Config{Bucket: membucket.New()})
-	require.NoError(t, err)
-	defer store.Close()
-	repos, err := NewService(store, Config{})
-	require.NoError(t, err)
-	repo, err := repos.Repository(Owner{Tenant: "acme", User: "alice"})
-	require.NoError(t, err)
-	defer repo.Close()
+	store, repo := newAliceRepo(t, membucket.New())
 	ref := transcript.TranscriptRef{Namespace: repo.Namespace(), AgentID: DefaultAgentID, SessionID: "gone"}
 	w, err := transcript.NewWriter("late")
 	require.NoError(t, err)
@@ -163,14 +164,7 @@ func TestSegmentsWithoutHeaderAreNoSession(t *testing.T) {
 // rather than the whole list failing. Opening it says what is wrong.
 func TestListPage_DamagedHead(t *testing.T) {
 	ctx := context.Background()
-	store, err := transcript.New(transcript.Config{Bucket: membucket.New()})
-	require.NoError(t, err)
-	defer store.Close()
-	repos, err := NewService(store, Config{})
-	require.NoError(t, err)
-	repo, err := repos.Repository(Owner{Tenant: "acme", User: "alice"})
-	require.NoError(t, err)
-	defer repo.Close()
+	store, repo := newAliceRepo(t, membucket.New())
 	for _, id := range []string{"bad", "good"} {
 		_, err := repo.Create(ctx, CreateOptions{ID: id, Cwd: "/w", Strict: true})
 		require.NoError(t, err)
@@ -197,14 +191,7 @@ func TestListPage_DamagedHead(t *testing.T) {
 // expected, the unknown parent is what is refused.
 func TestAppendIf_StaleHeadBeforeUnknownParent(t *testing.T) {
 	ctx := context.Background()
-	store, err := transcript.New(transcript.Config{Bucket: membucket.New()})
-	require.NoError(t, err)
-	defer store.Close()
-	repos, err := NewService(store, Config{})
-	require.NoError(t, err)
-	repo, err := repos.Repository(Owner{Tenant: "acme", User: "alice"})
-	require.NoError(t, err)
-	defer repo.Close()
+	_, repo := newAliceRepo(t, membucket.New())
 	s, err := repo.Create(ctx, CreateOptions{ID: "s", Strict: true})
 	require.NoError(t, err)
 	require.NoError(t, s.Append(ctx, []byte(`{"type":"custom","id":"a","parentId":null,"customType":"x"}`)))

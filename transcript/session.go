@@ -57,9 +57,14 @@ func (s *Store) SessionExists(ctx context.Context, ref TranscriptRef) (bool, err
 // opts.Strict, a head committing that segment. A session that exists (a segment
 // or a head) gives an error wrapping bucket.ErrExists and writes nothing. Two
 // creates of one strict session racing each other are decided by the head's
-// create-only write: the loser's segment is deleted and it gets bucket.ErrExists;
-// two default-mode creates may both succeed (their segments are siblings). It
-// returns the segment and, when strict, the head as stored.
+// create-only write: the loser's segment is deleted and it gets bucket.ErrExists.
+// A default-mode create lists the session once its segment is written: when
+// another segment sorts first (another create's, which readers take the header
+// of), it deletes its own and gets bucket.ErrExists too. Two creates can still
+// both succeed when one's key sorts first but its segment lands after the
+// other's listing (their headers are then siblings, and readers take the
+// first): only strict mode settles a create race exactly. It returns the
+// segment and, when strict, the head as stored.
 func (s *Store) CreateSession(ctx context.Context, ref TranscriptRef, entries [][]byte, w *Writer, opts CreateOptions) (SegmentInfo, Head, error) {
 	exists, err := s.SessionExists(ctx, ref)
 	if err != nil {
@@ -78,6 +83,14 @@ func (s *Store) CreateSession(ctx context.Context, ref TranscriptRef, entries []
 		return SegmentInfo{}, Head{}, fmt.Errorf("create %s: %w", ref.Norm(), err)
 	}
 	if !opts.Strict {
+		infos, err := s.ListSegments(ctx, ref)
+		if err != nil {
+			return SegmentInfo{}, Head{}, fmt.Errorf("create %s: %w", ref.Norm(), err)
+		}
+		if len(infos) > 0 && infos[0].Key != info.Key {
+			_ = s.cfg.Bucket.Delete(ctx, info.Key) // best effort: a second header is harmless
+			return SegmentInfo{}, Head{}, fmt.Errorf("create %s: %w: created at the same time by another writer", ref.Norm(), bucket.ErrExists)
+		}
 		return info, Head{}, nil
 	}
 	h, err := s.WriteHead(ctx, ref, Head{}, Head{}.Commit(info.Key, opts.Head, stamped(opts.Summary, info)))

@@ -58,6 +58,33 @@ func (s *Store) listChildren(ctx context.Context, prefix string) ([]string, erro
 	return out, nil
 }
 
+// StrayObjects returns the keys of the objects directly under the key prefix
+// of namespace (agent "") or of one of its agents: nothing of the store's layout
+// is there (sessions, agents and the payload store are prefixes below them), so
+// such an object is a file another tool dropped, which readers never see.
+// Directory markers do not count. A store bound to another namespace sees
+// nothing.
+func (s *Store) StrayObjects(ctx context.Context, namespace, agent string) ([]string, error) {
+	nsPrefix, prefix, visible, err := s.namespaceListing(namespace, agent)
+	if err != nil || !visible {
+		return nil, err
+	}
+	if agent == "" {
+		prefix = nsPrefix
+	}
+	var out []string
+	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: prefix, Delimited: true}, func(oi bucket.ObjectInfo) error {
+		if !oi.IsPrefix && !IsDirectoryMarker(oi.Key) {
+			out = append(out, oi.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrapKey("list", prefix, err)
+	}
+	return out, nil
+}
+
 // IsDirectoryMarker reports whether key is a "folder" object: a key ending in "/",
 // which S3 consoles and some S3 tools create so that a prefix shows as a folder.
 // Such a key is never a segment, mark or head; the store ignores it.

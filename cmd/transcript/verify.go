@@ -113,6 +113,11 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		sum.Problems = append(sum.Problems, c.problems...)
 	}
 	sum.Problems = append(sum.Problems, payloads.problems...)
+	stray, err := strayProblems(ctx, s, sf)
+	if err != nil {
+		return err
+	}
+	sum.Problems = append(sum.Problems, stray...)
 	if sf.json {
 		if err := writeJSON(env.stdout, sum); err != nil {
 			return err
@@ -133,6 +138,42 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		return errProblems
 	}
 	return nil
+}
+
+// strayProblems names the objects directly under the namespace's key prefix
+// and its agents' (those verify covers: none when --session narrows it to one
+// session, only the agent's with --agent), which no part of the layout puts
+// there.
+func strayProblems(ctx context.Context, s *transcript.Store, sf *storeFlags) ([]verifyProblem, error) {
+	if sf.Session != "" {
+		return nil, nil
+	}
+	type level struct{ where, agent string }
+	var levels []level
+	if sf.Agent == "" {
+		levels = append(levels, level{sf.Namespace, ""})
+		agents, err := s.ListAgents(ctx, sf.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range agents {
+			levels = append(levels, level{sf.Namespace + "/" + a, a})
+		}
+	} else {
+		levels = append(levels, level{sf.Namespace + "/" + sf.Agent, sf.Agent})
+	}
+	var problems []verifyProblem
+	for _, l := range levels {
+		keys, err := s.StrayObjects(ctx, sf.Namespace, l.agent)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			problems = append(problems, verifyProblem{Session: l.where, Key: k,
+				Problem: "not part of the store's key layout, outside every session (readers ignore it)"})
+		}
+	}
+	return problems, nil
 }
 
 // checkSession reads and checks every segment of ref, then the tree their entries

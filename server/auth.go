@@ -83,8 +83,13 @@ func (a *JWTAuth) methods() []string {
 }
 
 // key picks the verification key by the token's algorithm; WithValidMethods has
-// already refused any algorithm without a configured key.
+// already refused any algorithm without a configured key. A token whose header
+// lists critical extensions ("crit") is refused: the server understands none,
+// and RFC 7515 (4.1.11) says such a token must then be rejected.
 func (a *JWTAuth) key(t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		return nil, errors.New(`the token's header names critical extensions ("crit"), which this server does not understand`)
+	}
 	switch t.Method.(type) {
 	case *jwt.SigningMethodHMAC:
 		return a.HMACKey, nil

@@ -263,6 +263,10 @@ func TestAuth(t *testing.T) {
 	}
 	none, err := jwt.NewWithClaims(jwt.SigningMethodNone, claims(nil)).SignedString(jwt.UnsafeAllowNoneSignatureType)
 	require.NoError(t, err)
+	critical := jwt.NewWithClaims(jwt.SigningMethodHS256, claims(nil))
+	critical.Header["crit"] = []string{"exp-ext"}
+	crit, err := critical.SignedString(testKey)
+	require.NoError(t, err)
 	b := membucket.New()
 	jwtAuth := &server.JWTAuth{HMACKey: testKey, PublicKey: rsaKey.Public()}
 	edAuth := &server.JWTAuth{PublicKey: edPub}
@@ -282,6 +286,7 @@ func TestAuth(t *testing.T) {
 		{"expired", jwtAuth, map[string]string{"Authorization": "Bearer " + sign(jwt.SigningMethodHS256, testKey, claims(func(c jwt.MapClaims) { c["exp"] = now.Add(-time.Hour).Unix() }))}, http.StatusUnauthorized},
 		{"no expiry", jwtAuth, map[string]string{"Authorization": "Bearer " + sign(jwt.SigningMethodHS256, testKey, claims(func(c jwt.MapClaims) { delete(c, "exp") }))}, http.StatusUnauthorized},
 		{"alg none", jwtAuth, map[string]string{"Authorization": "Bearer " + none}, http.StatusUnauthorized},
+		{"critical extension", jwtAuth, map[string]string{"Authorization": "Bearer " + crit}, http.StatusUnauthorized},
 		{"HS256 unconfigured", edAuth, map[string]string{"Authorization": "Bearer " + sign(jwt.SigningMethodHS256, testKey, claims(nil))}, http.StatusUnauthorized},
 		{"no tenant", jwtAuth, map[string]string{"Authorization": "Bearer " + sign(jwt.SigningMethodHS256, testKey, claims(func(c jwt.MapClaims) { delete(c, "tenant") }))}, http.StatusUnauthorized},
 		{"tenant not a string", jwtAuth, map[string]string{"Authorization": "Bearer " + sign(jwt.SigningMethodHS256, testKey, claims(func(c jwt.MapClaims) { c["tenant"] = 7 }))}, http.StatusUnauthorized},

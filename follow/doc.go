@@ -10,7 +10,9 @@
 // Version 1 and 2 files wait until Pi migrates them (Pi rewrites them in place
 // as version 3 when it opens them, giving version 1 entries new random ids), so
 // that the store holds only what Pi's file holds afterwards. Other files are
-// ignored and reported once.
+// ignored and reported once. A symbolic link to a directory directly under the
+// root is a session folder named after the link, as Pi takes it; links that
+// would walk a directory twice are ignored (see Follower.rescan).
 //
 // Exactly once. The follower keeps a small state file (state.go): per file, the
 // bytes of complete lines handed over (the offset), the checksum of those bytes

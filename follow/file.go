@@ -68,7 +68,10 @@ type tracked struct {
 	rel  string // path relative to the root, slash-separated
 	path string // absolute path
 	kind fileKind
-	ref  transcript.TranscriptRef
+	// ignoreWhy, when not "", is why the walk ignores the entry without
+	// opening it (a symbolic link to a directory it does not follow).
+	ignoreWhy string
+	ref       transcript.TranscriptRef
 	// headerID is the id of the file's header (kindFollowing).
 	headerID string
 

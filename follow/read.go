@@ -39,6 +39,25 @@ type batch struct {
 // new file, starts a reconcile, and reads the complete lines past the file's
 // offset. It returns nil when there is nothing to hand over or commit.
 func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
+	// Stat before opening: opening a named pipe would block until a writer
+	// comes.
+	st, err := os.Stat(t.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		f.removed(t)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.ignoreWhy != "" || !st.Mode().IsRegular() {
+		t.observe(st)
+		why := t.ignoreWhy
+		if why == "" {
+			why = irregular(t.path, st)
+		}
+		f.setKind(t, classification{kind: kindIgnored, why: why})
+		return nil, nil
+	}
 	fh, err := os.Open(t.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		f.removed(t)
@@ -48,13 +67,12 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 		return nil, err
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
+	if st, err = fh.Stat(); err != nil {
 		return nil, err
 	}
 	t.observe(st)
 	if !st.Mode().IsRegular() {
-		f.setKind(t, classification{kind: kindIgnored, why: "not a regular file"})
+		f.setKind(t, classification{kind: kindIgnored, why: irregular(t.path, st)})
 		return nil, nil
 	}
 	switch t.kind {
@@ -81,6 +99,28 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 		}
 	}
 	return f.readLines(t, fh, st.Size())
+}
+
+// irregular says what the entry at p, which st (followed through links)
+// shows is not a regular file, is: why it is ignored.
+func irregular(p string, st fs.FileInfo) string {
+	var what string
+	switch m := st.Mode(); {
+	case m.IsDir():
+		what = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	default:
+		what = "an irregular file"
+	}
+	if lst, err := os.Lstat(p); err == nil && lst.Mode()&fs.ModeSymlink != 0 {
+		what = "a symbolic link to " + what
+	}
+	return what + ": not a session file"
 }
 
 // classifyFile reads a new file's first line and makes it a followed session

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,6 +86,16 @@ func hidden(rel string) bool {
 // rescan walks the root: it watches every directory, schedules new files at
 // once and changed ones after delay, and schedules the files it did not find
 // (their read reports them removed). It reports a root that does not exist.
+//
+// A symbolic link to a directory directly under the root is a session folder
+// like a real one, as Pi takes it (Pi lists such folders and reaches their
+// files through the link): it is walked and watched through the link, and its
+// files are named after the link (the folder name Pi uses). A link is not
+// followed when its directory overlaps the root (is the root, an ancestor of
+// it, or inside it) or the directory of a link followed before it (links are
+// taken in name order), so that no file is followed twice and no walk loops;
+// a link to a directory deeper down is not followed either. Such links are
+// ignored and reported once, saying why.
 func (f *Follower) rescan(w *watcher, delay time.Duration) error {
 	now := f.cfg.Now()
 	seen := make(map[string]bool, len(f.files))
@@ -92,6 +103,50 @@ func (f *Follower) rescan(w *watcher, delay time.Duration) error {
 		f.walkRoot = r
 	}
 	root := f.walkRoot
+	stateDirs := []string{f.cfg.StateDir}
+	if r, err := filepath.EvalSymlinks(f.cfg.StateDir); err == nil && r != f.cfg.StateDir {
+		stateDirs = append(stateDirs, r)
+	}
+	// skip reports whether the walk leaves out the entry at p: hidden, or the
+	// state directory.
+	skip := func(p string, d fs.DirEntry) bool {
+		return strings.HasPrefix(d.Name(), ".") || slices.Contains(stateDirs, p)
+	}
+	// track notes the file at p (path through the link) as rel; why, when not
+	// "", is why it is ignored without being opened.
+	track := func(p, rel string, d fs.DirEntry, why string) {
+		seen[rel] = true
+		t, ok := f.files[rel]
+		switch {
+		case !ok:
+			t = newTracked(f.cfg.Root, rel)
+			t.ignoreWhy = why
+			f.files[rel] = t
+			t.schedule(now)
+			return
+		case t.ignoreWhy != why:
+			t.ignoreWhy = why
+			t.schedule(now)
+			return
+		}
+		info, err := d.Info()
+		if d.Type()&fs.ModeSymlink != 0 {
+			info, err = os.Stat(p) // the linked file's size and time, not the link's
+		}
+		if err == nil && t.observe(info) {
+			f.behind(t, now)
+			t.schedule(now.Add(delay))
+		}
+	}
+	// linkedDir reports whether the entry at p is a symbolic link to a directory.
+	linkedDir := func(p string, d fs.DirEntry) bool {
+		if d.Type()&fs.ModeSymlink == 0 {
+			return false
+		}
+		st, err := os.Stat(p)
+		return err == nil && st.IsDir()
+	}
+	var links []string // the links to directories directly under the root, in name order
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == root {
@@ -99,7 +154,7 @@ func (f *Follower) rescan(w *watcher, delay time.Duration) error {
 			}
 			return nil // gone meanwhile, or unreadable: the next rescan tries again
 		}
-		if p != root && (strings.HasPrefix(d.Name(), ".") || p == f.cfg.StateDir) {
+		if p != root && skip(p, d) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -114,20 +169,69 @@ func (f *Follower) rescan(w *watcher, delay time.Duration) error {
 			return nil
 		}
 		rel = filepath.ToSlash(rel)
-		seen[rel] = true
-		if t, ok := f.files[rel]; !ok {
-			f.files[rel] = newTracked(f.cfg.Root, rel)
-			f.files[rel].schedule(now)
-		} else if info, err := d.Info(); err == nil && t.observe(info) {
-			f.behind(t, now)
-			t.schedule(now.Add(delay))
+		switch {
+		case linkedDir(p, d) && filepath.Dir(p) == root:
+			links = append(links, p)
+		case linkedDir(p, d):
+			track(p, rel, d, errNestedLink)
+		default:
+			track(p, rel, d, "")
 		}
 		return nil
 	})
-	for rel, t := range f.files {
-		if !seen[rel] {
-			t.schedule(now)
+	var followed []linked // the links followed
+	for _, link := range links {
+		name := filepath.Base(link)
+		dir, lerr := filepath.EvalSymlinks(link)
+		if lerr != nil {
+			continue // gone meanwhile: the next rescan tries again
 		}
+		if why := linkOverlap(dir, root, followed); why != "" {
+			if d, err := os.Lstat(link); err == nil {
+				track(link, name, fs.FileInfoToDirEntry(d), why)
+			}
+			continue
+		}
+		followed = append(followed, linked{name: name, dir: dir})
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil // gone meanwhile, or unreadable: the next rescan tries again
+			}
+			in, rerr := filepath.Rel(dir, p)
+			if rerr != nil {
+				return nil
+			}
+			via := filepath.Join(link, in) // the path through the link, as Pi opens it
+			if p != dir && skip(p, d) {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() {
+				f.watch(w, via)
+				return nil
+			}
+			rel := name + "/" + filepath.ToSlash(in)
+			if linkedDir(p, d) {
+				track(via, rel, d, errNestedLink)
+			} else {
+				track(via, rel, d, "")
+			}
+			return nil
+		})
+	}
+	for rel, t := range f.files {
+		if seen[rel] {
+			continue
+		}
+		if st, err := os.Stat(t.path); err == nil && st.IsDir() && t.kind != kindFollowing {
+			// A link the walk now follows as a folder, or a file replaced by a
+			// directory: nothing to read or report.
+			delete(f.files, rel)
+			continue
+		}
+		t.schedule(now)
 	}
 	f.checkStuck(now)
 	f.snapshot()
@@ -135,6 +239,37 @@ func (f *Follower) rescan(w *watcher, delay time.Duration) error {
 		return fmt.Errorf("root %s: %w", f.cfg.Root, err)
 	}
 	return err
+}
+
+// errNestedLink is why a symbolic link to a directory below a session folder
+// is ignored.
+const errNestedLink = "a symbolic link to a directory inside a session folder: only the folders directly under the root are followed through symbolic links"
+
+// linked is a symbolic link to a session folder that the walk follows.
+type linked struct {
+	name string // the link's name
+	dir  string // its directory, resolved
+}
+
+// linkOverlap returns why the link to dir (resolved) directly under root
+// (resolved) is not followed, "" when it is: dir overlaps the root or the
+// directory of a link followed before it.
+func linkOverlap(dir, root string, followed []linked) string {
+	within := func(a, b string) bool { // a is b or inside it
+		return a == b || strings.HasPrefix(a, strings.TrimSuffix(b, string(os.PathSeparator))+string(os.PathSeparator))
+	}
+	switch {
+	case within(root, dir):
+		return fmt.Sprintf("a symbolic link to %s, which holds the sessions root: not followed (it would walk the root again)", dir)
+	case within(dir, root):
+		return fmt.Sprintf("a symbolic link to %s, inside the sessions root: not followed (that folder is followed under its own name)", dir)
+	}
+	for _, o := range followed {
+		if within(dir, o.dir) || within(o.dir, dir) {
+			return fmt.Sprintf("a symbolic link to %s, which overlaps %s, the folder of link %s: not followed (a file is followed under one folder: the first link's, by name)", dir, o.dir, o.name)
+		}
+	}
+	return ""
 }
 
 // behind notes that t changed: since when it holds bytes not handed over.
@@ -170,7 +305,9 @@ func (f *Follower) onFSEvent(w *watcher, ev fsnotify.Event) {
 		return
 	}
 	if ev.Has(fsnotify.Create) {
-		if st, err := os.Lstat(ev.Name); err == nil && st.IsDir() {
+		// A new directory, or a link to one (a linked session folder): the
+		// rescan decides whether and how it is followed.
+		if st, err := os.Stat(ev.Name); err == nil && st.IsDir() {
 			_ = f.rescan(w, f.cfg.BatchInterval)
 			return
 		}

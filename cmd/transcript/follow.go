@@ -31,6 +31,9 @@ A name that is not a valid id is escaped (%XX), and shortened with a hash when
 over 128 bytes. Pi files of version 1 or 2 are left until Pi migrates them
 (it rewrites them as version 3 when it opens them); 'transcript import' stores
 a file nobody will open again. Other files are ignored, reported once.
+A symbolic link directly under ROOT to a directory elsewhere is a folder like
+a real one, named after the link (as Pi takes it); a link that would walk the
+root or another link's directory again is ignored, reported once.
 
 It survives Pi and itself: a torn last line waits for its newline; Pi's repair
 of a torn line (a newline appended when it loads the file) is skipped as Pi

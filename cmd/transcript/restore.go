@@ -40,7 +40,10 @@ the newest file). What 'transcript follow' uploaded comes back as Pi wrote it,
 in the folder it was in: a session whose agent is one of Pi's folders (--...--)
 goes into that folder even when its header's cwd names another (a file Pi
 resumed in another folder is stored once per folder under one header, and each
-comes back where it was). Sessions of one run that would still share a path
+comes back where it was). A header that names no folder of Pi's (no cwd, a relative
+one, or one whose folder name would be over 255 bytes) goes into the folder its agent
+names ({agent}/, as follow names a folder; Pi opens it by its path); one whose
+timestamp and id name no file fails: restore it with --layout sessiontree. Sessions of one run that would still share a path
 (one header, stored under two agents, at least one not a
 folder of Pi's) all fail, naming
 each other and the path, and none of them is written; restore each alone

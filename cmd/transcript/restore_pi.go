@@ -31,7 +31,8 @@ const (
 )
 
 // errNotPiPlaceable is wrapped when a session's header does not say where Pi
-// keeps it (its cwd or its id cannot make Pi's path).
+// keeps it (its cwd or its id cannot make Pi's path; piPlace falls back to
+// the agent's folder for the cwd).
 var errNotPiPlaceable = errors.New("cannot place the session in Pi's layout")
 
 // piSessionPath is where Pi keeps the session of header h, relative to its
@@ -129,22 +130,56 @@ func unescapePart(s string) (string, bool) {
 }
 
 // piPlace is where restore --layout pi writes the session ref of header h,
-// relative to Pi's sessions root: in the folder the session was stored from,
-// when its agent names one of Pi's folders (piAgentFolder), else in the folder
-// of the header's cwd (piSessionPath). A session file moved to another folder
-// and resumed there by Pi (pi --session FILE) is stored once per folder under
-// one header; each comes back where it was, and a follower started on the
-// restored root finds each as the session it is.
+// relative to Pi's sessions root, in a file named as Pi names it
+// (piSessionName). The folder is, first that applies:
+//
+//   - the folder the session was stored from, when its agent names one of
+//     Pi's folders (piAgentFolder). A session file moved to another folder and
+//     resumed there by Pi (pi --session FILE) is stored once per folder under
+//     one header; each comes back where it was, and a follower started on the
+//     restored root finds each as the session it is;
+//   - the folder of the header's cwd (piSessionDir), where Pi looks for it;
+//   - else, when the header names no folder (no cwd, "", a relative one, not a
+//     string, or one whose folder name would be over 255 bytes: Pi was run with
+//     --session-dir), the folder its agent names (piFallbackFolder), which
+//     follow names the agent of a folder that is not Pi's, so that such a
+//     session also comes back where it was. Pi opens it there by its path.
+//
+// It fails, wrapping errNotPiPlaceable, only when the header's timestamp and
+// id cannot name a file.
 func piPlace(h pi.Header, ref transcript.TranscriptRef) (string, error) {
-	folder, ok := piAgentFolder(ref.AgentID)
-	if !ok {
-		return piSessionPath(h)
-	}
 	name, err := piSessionName(h)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w (the header's timestamp and id name no file): restore it with --layout sessiontree, or export it (transcript export --agent %s --session %s)",
+			err, ref.AgentID, ref.SessionID)
+	}
+	folder, ok := piAgentFolder(ref.AgentID)
+	if !ok {
+		if folder, err = piSessionDir(h); err != nil {
+			folder = piFallbackFolder(ref.AgentID)
+		}
 	}
 	return folder + "/" + name, nil
+}
+
+// piFallbackFolder is the folder of Pi's sessions root that restore --layout
+// pi gives a session of agent when neither the agent nor the header's cwd
+// names one of Pi's folders (see piPlace): the folder 'transcript follow'
+// names agent (the agent with the %XX escapes of follow.PartName read back),
+// when PartName maps it back to agent and it is not hidden, else agent itself
+// (an agent id is one file name, never hidden: transcript.ValidatePart).
+func piFallbackFolder(agent string) string {
+	folder, ok := unescapePart(agent)
+	if !ok || strings.HasPrefix(folder, ".") {
+		return agent
+	}
+	if _, err := piFileName(folder); err != nil {
+		return agent
+	}
+	if part, err := follow.PartName(folder); err != nil || part != agent {
+		return agent
+	}
+	return folder
 }
 
 var (

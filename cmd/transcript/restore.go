@@ -50,6 +50,10 @@ each other and the path, and none of them is written; restore each alone
 (--agent, --session) into a --out of its own. The Pi layout's files are moved
 into place once every session is read (none, when the run is interrupted).
 
+Files are built in a hidden scratch directory of DIR (.restore-*), removed when
+the run ends; one left by a run that was killed (kill -9, a crash) is removed by
+the next run into DIR, and one a running restore holds (flock) is left alone.
+
 Sessions are restored --parallel at once (and up to --parallel + 1 more are
 fetched ahead of their turn), with a progress bar when stderr is a terminal. It is resumable: a session whose files exist and are identical to what the
 bucket holds is skipped; files that differ are replaced, unless their log holds
@@ -130,12 +134,13 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	// One scratch directory for the run (sessions have distinct paths in it): a
-	// session's files are written there and then moved into place.
-	scratch, err := os.MkdirTemp(*out, ".restore-")
+	// session's files are written there and then moved into place. Those of
+	// earlier runs killed before they could remove theirs go first.
+	scratch, doneScratch, err := newScratch(*out)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(scratch)
+	defer doneScratch()
 
 	var bar *progressbar.ProgressBar
 	if !sf.json && isTerminal(env.stderr) {

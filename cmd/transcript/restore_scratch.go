@@ -20,7 +20,8 @@ import (
 // kernel drops the lock when the process dies, however it dies. The directory
 // is made as ".restore.new-*", locked and only then renamed ".restore-*"
 // (the lock goes with the directory), so a ".restore-*" that another run can
-// lock has no live owner: that run removes it. One it cannot lock (its owner
+// lock has no live owner: that run removes it (only a name os.MkdirTemp
+// makes, the prefix and decimal digits, is taken for a scratch directory). One it cannot lock (its owner
 // is running, or the file system has no flock) is left alone. A ".restore.new-*"
 // (a run killed in the instant between making and locking it) is removed once
 // it is older than scratchNewGrace and can be locked. A scratch directory of
@@ -54,8 +55,8 @@ func removeStaleScratch(out string) {
 			continue
 		}
 		switch {
-		case strings.HasPrefix(name, scratchPrefix):
-		case strings.HasPrefix(name, scratchNewPrefix):
+		case isScratchName(name, scratchPrefix):
+		case isScratchName(name, scratchNewPrefix):
 			info, err := e.Info()
 			if err != nil || time.Since(info.ModTime()) < scratchNewGrace {
 				continue
@@ -71,4 +72,20 @@ func removeStaleScratch(out string) {
 		_ = os.RemoveAll(dir)
 		unlock()
 	}
+}
+
+// isScratchName reports whether name is prefix and the decimal digits
+// os.MkdirTemp puts after it: a folder a user named ".restore-old", say, is
+// never taken for a restore's scratch.
+func isScratchName(name, prefix string) bool {
+	digits, ok := strings.CutPrefix(name, prefix)
+	if !ok || digits == "" {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

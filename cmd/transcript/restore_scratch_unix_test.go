@@ -18,7 +18,8 @@ import (
 // lock, or a lock their process dropped by dying), and leaves alone those of
 // restores still running (a flock held on the directory, or made by
 // newScratch as a concurrent restore makes its own), a ".restore.new-*" just
-// made, a symbolic link and what is not a scratch directory.
+// made, a symbolic link and what is not a scratch directory (a name
+// os.MkdirTemp does not make).
 func TestRestore_RemovesDeadScratch(t *testing.T) {
 	store := fileBackend().fresh(t)
 	ok(t, "import", "--store", store, "--agent", "coder", "--session", "s1", fixtureV3)
@@ -52,6 +53,7 @@ func TestRestore_RemovesDeadScratch(t *testing.T) {
 			require.NoError(t, os.Chtimes(stale, old, old))
 			fresh := mk(scratchNewPrefix + "2") // being made by a restore this instant
 			other := mk(".restorex")            // not a scratch directory
+			named := mk(".restore-old")         // nor a folder a user named so
 			target := t.TempDir()
 			require.NoError(t, os.WriteFile(filepath.Join(target, "keep"), nil, 0o644))
 			link := filepath.Join(out, ".restore-link")
@@ -66,13 +68,14 @@ func TestRestore_RemovesDeadScratch(t *testing.T) {
 			for _, f := range []string{
 				filepath.Join(held, "sub", "pi-1.jsonl"), filepath.Join(running, "pi-2.jsonl"),
 				filepath.Join(fresh, "sub", "pi-1.jsonl"), filepath.Join(other, "sub", "pi-1.jsonl"),
+				filepath.Join(named, "sub", "pi-1.jsonl"),
 				filepath.Join(target, "keep"),
 			} {
 				require.FileExists(t, f)
 			}
 			_, err = os.Lstat(link)
 			require.NoError(t, err)
-			require.ElementsMatch(t, []string{".restore-1003", ".restore-link", filepath.Base(running), ".restore.new-2", ".restorex"}, hiddenNames(t, out),
+			require.ElementsMatch(t, []string{".restore-1003", ".restore-link", filepath.Base(running), ".restore.new-2", ".restorex", ".restore-old"}, hiddenNames(t, out),
 				"the run removed its own scratch")
 
 			// Once their owners are gone, the next run removes them.
@@ -81,7 +84,7 @@ func TestRestore_RemovesDeadScratch(t *testing.T) {
 			r = cli(t, "restore", "--layout", layout, "--out", out, "--store", store)
 			require.Equal(t, 0, r.code, r.stdout+r.stderr)
 			require.NoDirExists(t, held)
-			require.ElementsMatch(t, []string{".restore-link", ".restore.new-2", ".restorex"}, hiddenNames(t, out))
+			require.ElementsMatch(t, []string{".restore-link", ".restore.new-2", ".restorex", ".restore-old"}, hiddenNames(t, out))
 		})
 	}
 }

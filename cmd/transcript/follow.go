@@ -43,6 +43,14 @@ the bucket. The state (bytes uploaded per file and their checksum) and the
 outbox (lines handed over, not yet in the bucket) live in --state-dir: a
 restart after a crash resumes there, uploading no line twice and skipping none.
 
+A store that cannot be reached at start (down, unreachable, timing out or
+answering 503: a laptop offline at boot) is waited for: follow says so once
+("waiting", with the error), tries again after 1s, 2s, 4s... and every 30s at
+most, and starts following when it answers ("ready"); Pi's files keep what it
+writes meanwhile. SIGTERM while waiting exits 0 at once. A missing bucket,
+refused credentials or a bad URL fail at once, and so does --once. Once
+running, follow rides out outages in its outbox.
+
 On a terminal it prints a line per upload; --json prints every event as a JSON
 object per line (and a last "summary" object). Warnings go to stderr. With
 --metrics-addr it serves Prometheus metrics on /metrics: lines read, entries

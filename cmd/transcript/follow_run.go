@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,15 +19,17 @@ import (
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/internal/followmirror"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // followRoot runs the follower on root with the flags' store and options, then
 // stops the outbox (waiting --drain-timeout for its uploads) and prints the
 // summary.
 func followRoot(ctx context.Context, env *cliEnv, sf *storeFlags, o followOptions, root string, w *transcript.Writer) error {
-	s, err := sf.openStoreToWrite(ctx)
-	if err != nil {
-		return err
+	out := &followOutput{env: env, json: sf.json, progress: !sf.json && isTerminal(env.stderr)}
+	s, err := openFollowStore(ctx, sf, out, o.once)
+	if err != nil || s == nil {
+		return err // s == nil: stopped while waiting for the store
 	}
 	defer s.Close()
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -34,7 +37,6 @@ func followRoot(ctx context.Context, env *cliEnv, sf *storeFlags, o followOption
 	if err != nil {
 		return fmt.Errorf("follow: %w", err)
 	}
-	out := &followOutput{env: env, json: sf.json, progress: !sf.json && isTerminal(env.stderr)}
 	fl, err := follow.New(follow.Config{Root: root, StateDir: o.stateDir, Uploader: up, Store: up,
 		Namespace: sf.Namespace, Agent: sf.Agent, BatchInterval: o.batch, RescanInterval: o.rescan,
 		StuckAfter: o.stuckAfter, DrainTimeout: o.drain, NoWatch: o.noWatch, OnEvent: out.event})
@@ -81,6 +83,82 @@ func followRoot(ctx context.Context, env *cliEnv, sf *storeFlags, o followOption
 		return err
 	}
 	return runErr // Run returns nil after SIGTERM or SIGINT
+}
+
+// The bounds of waiting for a store that cannot be reached at start: the first
+// retry comes followRetryMin after the first failure, each next one twice as
+// late, at most followRetryMax.
+var (
+	followRetryMin = time.Second
+	followRetryMax = 30 * time.Second
+)
+
+// The events follow adds to the follower's: it waits for the store at start,
+// and the store answered after a wait.
+const (
+	eventWaiting follow.EventKind = "waiting"
+	eventReady   follow.EventKind = "ready"
+)
+
+// openFollowStore opens --store for follow. A store that is unavailable (not
+// reached, timing out, or answering 503) is waited for, unless once: reported
+// by one "waiting" event, then tried again with a growing interval (up to
+// followRetryMax) until it answers, reported by a "ready" event. It returns a
+// nil store and no error when ctx ends while waiting. Any other failure (a
+// missing bucket, refused credentials, a bad URL) is returned at once.
+//
+// Following waits for the store rather than filling the outbox meanwhile: the
+// mirror needs the opened store, and every file the follower has not followed
+// before is reconciled against the store before its first line goes to the
+// outbox, so little could be followed without it; Pi's files keep what it
+// writes meanwhile, and are read from the offsets the state file recorded.
+func openFollowStore(ctx context.Context, sf *storeFlags, out *followOutput, once bool) (*transcript.Store, error) {
+	delay := followRetryMin
+	var since time.Time
+	for {
+		s, err := sf.openStoreToWrite(ctx)
+		switch {
+		case err == nil:
+			if !since.IsZero() {
+				out.event(follow.Event{Kind: eventReady, Time: time.Now(),
+					Message: fmt.Sprintf("the store answers, after %v: following", time.Since(since).Round(time.Second))})
+			}
+			return s, nil
+		case ctx.Err() != nil:
+			return nil, nil // SIGTERM or SIGINT: nothing was followed yet
+		case once || !storeUnavailable(err):
+			return nil, err
+		case since.IsZero():
+			since = time.Now()
+			out.event(follow.Event{Kind: eventWaiting, Time: since, Message: fmt.Sprintf(
+				"%v: waiting for the store, trying again every %v at most; following starts when it answers (Pi's files keep what it writes meanwhile)",
+				err, followRetryMax)})
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil
+		case <-t.C:
+		}
+		delay = min(2*delay, followRetryMax)
+	}
+}
+
+// storeUnavailable reports whether err, from opening a store, says that it
+// could not answer now (bucket.ErrUnavailable, or a network error) rather
+// than that it refused: a missing bucket, refused credentials or a bad URL
+// are not waited for.
+func storeUnavailable(err error) bool {
+	var usage *cmdcli.UsageError
+	var nerr net.Error
+	switch {
+	case errors.Is(err, bucket.ErrNotFound), errors.Is(err, bucket.ErrAccessDenied), errors.As(err, &usage):
+		return false
+	case errors.Is(err, bucket.ErrUnavailable), errors.As(err, &nerr), errors.Is(err, syscall.ECONNREFUSED):
+		return true
+	}
+	return false
 }
 
 // serveFollowMetrics serves the collectors (and the process's and the Go

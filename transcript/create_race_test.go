@@ -2,6 +2,7 @@ package transcript_test
 
 import (
 	"context"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -13,37 +14,45 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
-// listBarriers makes the listings of a bucket meet in pairs: the first two
-// wait for each other, then the next two, so two writers that each list, write
-// and list again both write before either lists again.
-type listBarriers struct {
+// putBarriers makes the writes of a bucket meet in pairs: each Put waits until
+// two have begun, and returns once both are done. Two writers that each check,
+// write and list again have then both checked before either writes, and both
+// written before either lists again, whatever else they list.
+type putBarriers struct {
 	bucket.Bucket
-	mu    sync.Mutex
-	calls int
-	gates [2]chan struct{}
+	began, done sync.WaitGroup
 }
 
-func newListBarriers(b bucket.Bucket) *listBarriers {
-	return &listBarriers{Bucket: b, gates: [2]chan struct{}{make(chan struct{}), make(chan struct{})}}
+func newPutBarriers(b bucket.Bucket) *putBarriers {
+	p := &putBarriers{Bucket: b}
+	p.began.Add(2)
+	p.done.Add(2)
+	return p
 }
 
-func (b *listBarriers) List(ctx context.Context, opts bucket.ListOptions, fn func(bucket.ObjectInfo) error) error {
-	b.mu.Lock()
-	b.calls++
-	n := b.calls
-	b.mu.Unlock()
-	if n <= 4 {
-		gate := b.gates[(n-1)/2]
-		if n%2 == 0 {
-			close(gate)
-		}
-		select {
-		case <-gate:
-		case <-time.After(10 * time.Second):
-			return context.DeadlineExceeded
-		}
+func (b *putBarriers) Put(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions) error {
+	b.began.Done()
+	if !waitGroup(&b.began) {
+		return context.DeadlineExceeded
 	}
-	return b.Bucket.List(ctx, opts, fn)
+	err := b.Bucket.Put(ctx, key, r, size, opts)
+	b.done.Done()
+	if !waitGroup(&b.done) {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+// waitGroup waits for wg, at most 10 seconds; false when it ran out.
+func waitGroup(wg *sync.WaitGroup) bool {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	select {
+	case <-ch:
+		return true
+	case <-time.After(10 * time.Second):
+		return false
+	}
 }
 
 // TestStore_CreateSessionDefaultRace: of two default-mode creates of one
@@ -53,7 +62,7 @@ func (b *listBarriers) List(ctx context.Context, opts bucket.ListOptions, fn fun
 // created a session whose header is another's.
 func TestStore_CreateSessionDefaultRace(t *testing.T) {
 	ctx := t.Context()
-	s := newStore(t, newListBarriers(membucket.New()), transcript.Config{})
+	s := newStore(t, newPutBarriers(membucket.New()), transcript.Config{})
 	type result struct {
 		info transcript.SegmentInfo
 		err  error

@@ -88,7 +88,7 @@ func followRoot(ctx context.Context, env *cliEnv, sf *storeFlags, o followOption
 // The bounds of waiting for a store that cannot be reached at start: the first
 // retry comes followRetryMin after the first failure, each next one twice as
 // late, at most followRetryMax.
-var (
+const (
 	followRetryMin = time.Second
 	followRetryMax = 30 * time.Second
 )

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -77,4 +78,35 @@ func PartName(name string) (string, error) {
 		return "", err
 	}
 	return out, nil
+}
+
+// NameOfPart reads back the name PartName mapped to part: its %XX escapes
+// undone. It is false when part is not what PartName makes of the name read
+// back: a "%" that starts no escape, an escape PartName would not write, or
+// most names it shortened (their hash does not round-trip).
+func NameOfPart(part string) (string, bool) {
+	name := part
+	if strings.Contains(part, "%") {
+		var b strings.Builder
+		for i := 0; i < len(part); i++ {
+			if part[i] != '%' {
+				b.WriteByte(part[i])
+				continue
+			}
+			if i+2 >= len(part) {
+				return "", false
+			}
+			v, err := strconv.ParseUint(part[i+1:i+3], 16, 8)
+			if err != nil {
+				return "", false
+			}
+			b.WriteByte(byte(v))
+			i += 2
+		}
+		name = b.String()
+	}
+	if again, err := PartName(name); err != nil || again != part {
+		return "", false
+	}
+	return name, true
 }

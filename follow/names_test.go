@@ -82,3 +82,20 @@ func TestDefaultRoot(t *testing.T) {
 		require.Equal(t, tt.want, got, tt.env)
 	}
 }
+
+// TestNameOfPart: every name PartName does not shorten is read back from its
+// part; a part that holds a "%" starting no escape, or that PartName would
+// not make of what it reads back as (an escape it would not write), is not.
+func TestNameOfPart(t *testing.T) {
+	for _, name := range []string{"--home-u-proj--", "a%b", "x.log", ".hidden", "a/b\\c", "gc", "tab\there", "\xff"} {
+		part, err := follow.PartName(name)
+		require.NoError(t, err)
+		got, ok := follow.NameOfPart(part)
+		require.True(t, ok, "%q -> %q", name, part)
+		require.Equal(t, name, got)
+	}
+	for _, part := range []string{"a%", "a%4", "a%zz", "%61", "%2E%2E"} {
+		_, ok := follow.NameOfPart(part)
+		require.False(t, ok, part)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -87,46 +86,28 @@ func piFileName(el string) (string, error) {
 
 // piAgentFolder returns the folder of Pi's sessions root that agent names,
 // when agent is the name 'transcript follow' gives such a folder: a name
-// "--...--" that follow.PartName maps to agent (the folder itself, or with the
-// %XX escapes of PartName read back; a name PartName shortened cannot be read
-// back). It is false for any other agent (follow --agent, other writers).
+// "--...--" that follow.PartName maps to agent (follow.NameOfPart; a name
+// PartName shortened cannot be read back). It is false for any other agent
+// (follow --agent, other writers).
 func piAgentFolder(agent string) (string, bool) {
-	folder, ok := unescapePart(agent)
+	folder, ok := followedFolder(agent)
 	if !ok || len(folder) < 4 || !strings.HasPrefix(folder, "--") || !strings.HasSuffix(folder, "--") {
-		return "", false
-	}
-	if _, err := piFileName(folder); err != nil {
-		return "", false
-	}
-	if part, err := follow.PartName(folder); err != nil || part != agent {
 		return "", false
 	}
 	return folder, true
 }
 
-// unescapePart reads back the %XX escapes of follow.PartName (every "%" of
-// its result starts one); false when s holds a "%" that does not.
-func unescapePart(s string) (string, bool) {
-	if !strings.Contains(s, "%") {
-		return s, true
+// followedFolder is the folder name follow.PartName made agent of
+// (follow.NameOfPart), when that is one element of a path; false otherwise.
+func followedFolder(agent string) (string, bool) {
+	folder, ok := follow.NameOfPart(agent)
+	if !ok {
+		return "", false
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+2 >= len(s) {
-			return "", false
-		}
-		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
-		if err != nil {
-			return "", false
-		}
-		b.WriteByte(byte(v))
-		i += 2
+	if _, err := piFileName(folder); err != nil {
+		return "", false
 	}
-	return b.String(), true
+	return folder, true
 }
 
 // piPlace is where restore --layout pi writes the session ref of header h,
@@ -165,21 +146,13 @@ func piPlace(h pi.Header, ref transcript.TranscriptRef) (string, error) {
 // piFallbackFolder is the folder of Pi's sessions root that restore --layout
 // pi gives a session of agent when neither the agent nor the header's cwd
 // names one of Pi's folders (see piPlace): the folder 'transcript follow'
-// names agent (the agent with the %XX escapes of follow.PartName read back),
-// when PartName maps it back to agent and it is not hidden, else agent itself
-// (an agent id is one file name, never hidden: transcript.ValidatePart).
+// names agent (followedFolder), when it is not hidden, else agent itself (an
+// agent id is one file name, never hidden: transcript.ValidatePart).
 func piFallbackFolder(agent string) string {
-	folder, ok := unescapePart(agent)
-	if !ok || strings.HasPrefix(folder, ".") {
-		return agent
+	if folder, ok := followedFolder(agent); ok && !strings.HasPrefix(folder, ".") {
+		return folder
 	}
-	if _, err := piFileName(folder); err != nil {
-		return agent
-	}
-	if part, err := follow.PartName(folder); err != nil || part != agent {
-		return agent
-	}
-	return folder
+	return agent
 }
 
 var (

@@ -12,8 +12,8 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
-// deleteRecorder records the keys deleted, in order, and runs a hook once,
-// after the first listing.
+// deleteRecorder records the keys deleted, in order (a batch's in its order),
+// and runs a hook once, after the first listing.
 type deleteRecorder struct {
 	bucket.Bucket
 	mu        sync.Mutex
@@ -38,6 +38,13 @@ func (b *deleteRecorder) Delete(ctx context.Context, key string) error {
 	b.deleted = append(b.deleted, key)
 	b.mu.Unlock()
 	return b.Bucket.Delete(ctx, key)
+}
+
+func (b *deleteRecorder) DeleteBatch(ctx context.Context, keys []string) error {
+	b.mu.Lock()
+	b.deleted = append(b.deleted, keys...)
+	b.mu.Unlock()
+	return b.Bucket.DeleteBatch(ctx, keys)
 }
 
 // TestDelete_HeadLastAndWhatLandedMeanwhile: on every backend, Delete removes a

@@ -400,17 +400,17 @@ func (s *Store) Delete(ctx context.Context, ref TranscriptRef) error {
 			keys = append(keys, oi.Key)
 			return nil
 		})
-		if hasHead {
-			keys = append(keys, head)
-		}
 		if err != nil {
 			return fmt.Errorf("delete %s: %w", ref, err)
 		}
-		if len(keys) == 0 {
+		if len(keys) == 0 && !hasHead {
 			return nil
 		}
-		for _, k := range keys {
-			if err := s.cfg.Bucket.Delete(ctx, k); err != nil {
+		if err := s.deleteKeys(ctx, keys); err != nil {
+			return fmt.Errorf("delete %s: %w", ref, err)
+		}
+		if hasHead {
+			if err := s.cfg.Bucket.Delete(ctx, head); err != nil {
 				return fmt.Errorf("delete %s: %w", ref, err)
 			}
 		}

@@ -35,20 +35,19 @@ func (s *Session) load(ctx context.Context) error {
 		return fmt.Errorf("open session %q: %w", s.id, headError(err))
 	}
 	var inc *transcript.Increment
-	if strict {
-		hs, inc, err = s.store().ReadCommitted(ctx, s.ref, hs, transcript.SegmentSet{})
-	} else {
+	if !strict {
 		inc, err = s.view().ReadNew(ctx, s.ref, transcript.SegmentSet{})
 		if err == nil && inc.HeadListed && s.asOf.IsZero() {
 			// A strict create writes its first segment, then its head: the head
 			// read above fell between the two (another request creating the
 			// session, or a create that lost to another), the listing after it
 			// did not. Read the session as what it is.
-			if hs, err = s.repo.store.ReadHead(ctx, s.ref); err == nil {
-				strict = true
-				hs, inc, err = s.store().ReadCommitted(ctx, s.ref, hs, transcript.SegmentSet{})
-			}
+			hs, err = s.repo.store.ReadHead(ctx, s.ref)
+			strict = err == nil
 		}
+	}
+	if strict {
+		hs, inc, err = s.store().ReadCommitted(ctx, s.ref, hs, transcript.SegmentSet{})
 	}
 	if errors.Is(err, bucket.ErrNotFound) {
 		return notFound(s.id)

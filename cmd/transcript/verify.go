@@ -356,7 +356,8 @@ const headChecks = 3
 // since it was read: then the head is read again, with a listing after it.
 // Only a failure to read or list is an error.
 func (v *sessionVerifier) checkHead(ctx context.Context, head transcript.Head, headErr error) error {
-	headKey := v.s.SessionPrefix(v.ref) + transcript.HeadName
+	prefix := v.s.SessionPrefix(v.ref)
+	headKey := prefix + transcript.HeadName
 	switch {
 	case errors.Is(headErr, bucket.ErrNotFound):
 		return nil // a default-mode session
@@ -364,10 +365,14 @@ func (v *sessionVerifier) checkHead(ctx context.Context, head transcript.Head, h
 		v.report(headKey, "the strict session's head does not parse (%v): the server can neither serve nor append to it", headErr)
 		return nil
 	}
-	listed := make(map[string]bool, len(v.segs))
-	for _, in := range v.segs {
-		listed[strings.TrimPrefix(in.Key, v.s.SessionPrefix(v.ref))] = true
+	relKeys := func(segs []transcript.SegmentInfo) map[string]bool {
+		m := make(map[string]bool, len(segs))
+		for _, in := range segs {
+			m[strings.TrimPrefix(in.Key, prefix)] = true
+		}
+		return m
 	}
+	listed := relKeys(v.segs)
 	for attempt := 1; ; attempt++ {
 		var missing []string
 		for _, k := range head.Segments {
@@ -395,10 +400,7 @@ func (v *sessionVerifier) checkHead(ctx context.Context, head transcript.Head, h
 		if err != nil {
 			return err
 		}
-		head, listed = again, make(map[string]bool, len(segs))
-		for _, in := range segs {
-			listed[strings.TrimPrefix(in.Key, v.s.SessionPrefix(v.ref))] = true
-		}
+		head, listed = again, relKeys(segs)
 	}
 	if head.Entry != "" {
 		if _, ok := v.seen[head.Entry]; !ok {

@@ -13,9 +13,6 @@ import (
 
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
-	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
-	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
 // swapLastLines swaps the last two lines of the file at path: its size stays,
@@ -39,12 +36,7 @@ func swapLastLines(t *testing.T, path string) {
 // skipped without a fetch; files whose stamp is lost are read whole once.
 func TestRestoreSession_IdenticalMeansSameBytes(t *testing.T) {
 	ctx := context.Background()
-	cb := faultbucket.Wrap(membucket.New())
-	s, err := transcript.New(transcript.Config{Bucket: cb})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	w, err := transcript.NewWriter("writer")
-	require.NoError(t, err)
+	cb, s, w := countedStore(t)
 	src, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Direct{Store: s, Writer: w}},
 		sessiontree.Identity{}, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)

@@ -20,16 +20,24 @@ import (
 // gets counts GETs of b since the last call.
 func gets(b *faultbucket.Bucket) int { return int(b.TakeCounts().Get) }
 
-// A restore into a directory it restored before fetches only the segments written
-// since, unless the files changed meanwhile.
-func TestRestoreSession_Incremental(t *testing.T) {
-	ctx := context.Background()
+// countedStore returns a store on a counting memory bucket, the bucket, and a
+// writer; the store is closed when the test ends.
+func countedStore(t *testing.T) (*faultbucket.Bucket, *transcript.Store, *transcript.Writer) {
+	t.Helper()
 	cb := faultbucket.Wrap(membucket.New())
 	s, err := transcript.New(transcript.Config{Bucket: cb})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	w, err := transcript.NewWriter("writer")
 	require.NoError(t, err)
+	return cb, s, w
+}
+
+// A restore into a directory it restored before fetches only the segments written
+// since, unless the files changed meanwhile.
+func TestRestoreSession_Incremental(t *testing.T) {
+	ctx := context.Background()
+	cb, s, w := countedStore(t)
 	src, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Direct{Store: s, Writer: w}},
 		sessiontree.Identity{}, "agent", "s", sessiontree.HeaderOptions{})
 	require.NoError(t, err)
@@ -100,12 +108,7 @@ func entryIDs(entries []sessiontree.Entry) []string {
 // A whole restore lists the namespace once, and restores every session from it.
 func TestForEachListedSession_OneListing(t *testing.T) {
 	ctx := context.Background()
-	cb := faultbucket.Wrap(membucket.New())
-	s, err := transcript.New(transcript.Config{Bucket: cb})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	w, err := transcript.NewWriter("writer")
-	require.NoError(t, err)
+	cb, s, w := countedStore(t)
 	var refs []transcript.TranscriptRef
 	for _, sid := range []string{"a", "b", "c", "d"} {
 		tree, err := sessiontree.New(sessiontree.Config{Root: t.TempDir(), NoSync: true, Uploader: &mirror.Direct{Store: s, Writer: w}},

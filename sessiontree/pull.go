@@ -18,7 +18,10 @@ import (
 // bytes) the tree keeps the one ReadAll keeps, the earliest stored, and reports
 // the conflict (a version that lost to another stored one and not to the tree's
 // is the store's own conflict, not reported here); a local version not yet
-// handed to the uploader is always kept. A "session" entry is the header.
+// handed to the uploader is always kept. A "session" entry is the header: a
+// tree that has not written its own header anywhere yet (New, before its first
+// Flush, while another replica stored the session) takes the stored one, so
+// that it never uploads a second header.
 //
 // When the pull changed what the tree holds from the store (entries, origins,
 // versions) and the tree has no local entries waiting for upload, the active
@@ -71,7 +74,12 @@ func (t *Tree) mergeStored(vs []storedVersion) LoadReport {
 		e, err := ParseEntry(raw)
 		if err != nil {
 			if h, herr := pi.ParseHeader(raw); herr == nil {
-				if t.header.IsZero() {
+				if t.header.IsZero() || !t.headerWritten() {
+					// The stored header is the session's. A tree that has
+					// written its own nowhere yet (New, before its first
+					// Flush: another replica stored the session meanwhile)
+					// takes it, so that it never uploads a second header
+					// that conflicts with the first.
 					t.header = h
 				}
 				if bytes.Equal(h.Raw(), t.header.Raw()) {
@@ -117,6 +125,12 @@ func (t *Tree) mergeStored(vs []storedVersion) LoadReport {
 		t.placeLeaf(set, replaced)
 	}
 	return rep
+}
+
+// headerWritten reports whether the tree's header went anywhere: into a local
+// file or to the uploader. t.mu is held.
+func (t *Tree) headerWritten() bool {
+	return t.headerUploaded || t.headerInLog || t.headerInCtx
 }
 
 func without(xs []int, x int) []int {

@@ -2,7 +2,6 @@ package sessiontree
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/transcriptstore/transcript/pi"
@@ -23,9 +22,13 @@ import (
 // local files, which are never uploaded again; an uploader that ReadsLocalFiles
 // (the legacy mirror) gets them written first instead.
 //
-// A failed upload returns an error and keeps those entries pending (the next
-// Flush hands them over again) while the local files are still written, with
-// exactly one copy of each entry. With nothing pending Flush does nothing.
+// A failed upload (an outbox that is full, a store that is down for an uploader
+// that writes to it directly) returns an error and writes nothing locally: the
+// entries stay pending in memory, and the next Flush hands them over again and
+// writes them, one copy of each. Written now, they would exist only in the local
+// files, which a restarted process counts as uploaded (see Load): they would
+// never reach the store, and the entries appended after them would be stored
+// hanging from parents the store lacks. With nothing pending Flush does nothing.
 func (t *Tree) Flush(ctx context.Context) error {
 	t.ioMu.Lock()
 	defer t.ioMu.Unlock()
@@ -38,11 +41,10 @@ func (t *Tree) Flush(ctx context.Context) error {
 		}
 		return t.flushUpload(ctx)
 	}
-	upErr := t.flushUpload(ctx)
-	if err := t.flushLocal(); err != nil {
-		return errors.Join(upErr, err)
+	if err := t.flushUpload(ctx); err != nil {
+		return err
 	}
-	return upErr
+	return t.flushLocal()
 }
 
 func (t *Tree) flushLocal() error {

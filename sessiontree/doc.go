@@ -29,11 +29,13 @@
 //
 // Append only buffers. Nothing is written — no file, no segment — until the first
 // Flush, which the runtime calls after the first assistant message. Each Flush
-// appends the pending entries to the log and the context file (fsync per file and
-// flush) and then hands exactly the locally created entries that were never handed
-// over before to the configured Uploader, as one Batch. The first batch of a
-// session starts with the header line so that a bucket alone can restore it.
-// Entries that came from the log or from the store are never uploaded.
+// hands exactly the locally created entries that were never handed over before to
+// the configured Uploader, as one Batch, and then appends the pending entries to
+// the log and the context file (fsync per file and flush); a hand-over that fails
+// writes nothing, so no entry exists only in the local files (an uploader that
+// reads the local files gets them written first). The first batch of a session
+// starts with the header line so that a bucket alone can restore it. Entries that
+// came from the log or from the store are never uploaded.
 //
 // # Concurrency
 //

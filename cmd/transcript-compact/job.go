@@ -75,6 +75,9 @@ type summary struct {
 	PayloadsDeleted     int   `json:"payloadsDeleted"`
 	PayloadBytesDeleted int64 `json:"payloadBytesDeleted"`
 	PayloadsPending     int   `json:"payloadsPending"`
+	// payloadsFailed counts the namespaces whose payload collection failed (their
+	// errors are in Errors): the run then has a problem, as for a failed session.
+	payloadsFailed int
 	// Uncommitted counts segments of strict sessions deleted because no head
 	// commits them (transcript.CompactResult.Uncommitted).
 	Uncommitted int `json:"uncommittedDeletions"`
@@ -88,6 +91,14 @@ type summary struct {
 
 	// Retention is set when a retention policy was applied (retention.go).
 	Retention *retentionSummary `json:"retention,omitempty"`
+}
+
+// problems reports whether the run had a problem that makes the job exit 1 (and
+// keeps it from counting as a success in the pushed metrics): a session that
+// failed, a namespace whose payloads could not be collected, or a retention
+// failure or late write.
+func (s *summary) problems() bool {
+	return s.SessionsFailed > 0 || s.payloadsFailed > 0 || s.Retention.problems() > 0
 }
 
 // skippedSession is a session the job left as it was (or left some levels of)

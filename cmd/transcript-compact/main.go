@@ -18,8 +18,9 @@
 // --ns, --agent, --session; see internal/cli); a store that does not exist is "not
 // found" and nothing is created.
 //
-// Exit codes: 0 success, 1 some session failed (the others were still processed) or
-// the store was not found, 2 usage error.
+// Exit codes: 0 success, 1 some session, or the collection of a namespace's
+// payloads, failed (the others were still processed) or the store was not found,
+// 2 usage error.
 package main
 
 import (
@@ -167,7 +168,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	} else {
 		printSummary(stdout, sum)
 	}
-	if sum.SessionsFailed > 0 || sum.Retention.problems() > 0 {
+	if sum.problems() {
 		return cli.ErrProblems
 	}
 	return nil

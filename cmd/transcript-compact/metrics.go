@@ -70,7 +70,7 @@ func pushMetrics(ctx context.Context, url string, sum *summary, shard, shards in
 	gauge("duration_seconds", "How long the last run took.", sum.DurationSeconds)
 	end := float64(time.Now().Unix())
 	gauge("last_completion_timestamp_seconds", "When the last run ended (Unix time).", end)
-	if runErr == nil && sum.SessionsFailed == 0 && sum.Retention.problems() == 0 {
+	if runErr == nil && !sum.problems() {
 		gauge("last_success_timestamp_seconds", "When the last run without a problem ended (Unix time).", end)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -13,7 +13,7 @@ import (
 // sessions: once per job (shard 0 of a sharded run) and only when no --agent or
 // --session narrows the job, since a payload may be referenced from any session
 // of its namespace. A namespace that fails is reported and does not stop the
-// others.
+// others; the job then exits 1.
 func (j *job) collectPayloads(ctx context.Context, sum *summary) error {
 	if j.shard != 0 || j.agent != "" || j.session != "" {
 		return nil
@@ -37,6 +37,7 @@ func (j *job) collectPayloads(ctx context.Context, sum *summary) error {
 		sum.PayloadBytesDeleted += res.DeletedBytes
 		sum.PayloadsPending += res.Pending
 		if err != nil {
+			sum.payloadsFailed++
 			sum.Errors = append(sum.Errors, fmt.Sprintf("payloads of namespace %s: %v", ns, err))
 			fmt.Fprintf(j.errOut, "payloads of namespace %s: %s\n", ns, cli.Escape(err.Error()))
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // TestJob_CollectsPayloads: the job marks the payload object of a deleted session
@@ -57,6 +59,50 @@ func TestJob_CollectsPayloads(t *testing.T) {
 			res, err := s.ReadAll(ctx, kept)
 			require.NoError(t, err)
 			require.Equal(t, [][]byte{image("b", 1)}, res.Raw())
+		})
+	}
+}
+
+// TestJob_PayloadCollectionFailureExits1: when the collection of a namespace's
+// payloads fails (here: a segment whose metadata does not verify, so its
+// references cannot be known and nothing may be deleted), the job names the
+// namespace and exits 1, and a pushed run is no success; it used to list the
+// error in the summary and exit 0. Whether the failing segment's own session is
+// compacted (it is not here: one segment) does not matter.
+func TestJob_PayloadCollectionFailureExits1(t *testing.T) {
+	for name, newURL := range stores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			url := newURL(t)
+			s := openStore(t, url)
+			data := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("p", transcript.DefaultPayloadThreshold)))
+			img := []byte(fmt.Sprintf(`{"type":"message","id":"a","parentId":null,"timestamp":"2026-09-25T22:29:10.000Z","message":{"role":"user","content":[{"type":"image","data":%q,"mimeType":"image/png"}]}}`, data))
+			_, err := s.AppendSegment(ctx, transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "img"}, [][]byte{img}, transcript.NewRandomWriter())
+			require.NoError(t, err)
+			junk := []byte("not a segment")
+			key := "acme/coder/bad/L0/20261203T000000.000000000Z-evil-0000000000000001-0000000000000000.jsonl.zst"
+			if s.Prefix() != "" {
+				key = s.Prefix() + "/" + key
+			}
+			require.NoError(t, s.Bucket().Put(ctx, key,
+				bytes.NewReader(junk), int64(len(junk)), bucket.PutOptions{}))
+			for _, tc := range []struct {
+				name string
+				args []string
+			}{
+				{"text", nil},
+				{"json", []string{"--json"}},
+				{"dry run", []string{"--json", "--dry-run"}},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					r := runBinary(t, ctx, append([]string{"--store", url, "--delete-delay", "0"}, tc.args...)...)
+					require.Equal(t, 1, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+					require.Contains(t, r.stderr, "payloads of namespace acme")
+					if len(tc.args) > 0 {
+						require.NotEmpty(t, r.summary(t).Errors)
+					}
+				})
+			}
 		})
 	}
 }

@@ -26,7 +26,8 @@ type job struct {
 	// Work.
 	parallel int
 	opts     transcript.CompactOptions
-	// Reporting: plan lines (dry run) and problems go to out and errOut.
+	// Reporting: plan lines (dry run) go to out (stdout, or stderr with --json,
+	// so that stdout holds the summary alone), problems to errOut.
 	out, errOut io.Writer
 	progress    progress
 	mu          sync.Mutex // guards the summary while sessions run

@@ -118,6 +118,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return cli.Usagef("unexpected arguments %q", fs.Args())
 	}
 	j.namespace, j.agent, j.session = sf.Namespace, sf.Agent, sf.Session
+	if jsonOut {
+		j.out = stderr // the dry run's plan: stdout holds the summary alone
+	}
 	var err error
 	if j.shard, j.shards, err = parseShard(shard); err != nil {
 		return cli.Usagef("%v", err)

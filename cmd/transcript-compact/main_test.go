@@ -209,6 +209,33 @@ func TestJob_DryRunChangesNothing(t *testing.T) {
 	require.Equal(t, before, snapshot(t, s.Bucket()))
 }
 
+// TestJob_DryRunJSON: with --json, stdout holds the summary alone, one JSON
+// object, whatever the dry run plans (compactions, deletions, retention); the
+// plan lines go to stderr. The compaction plan used to go to stdout before the
+// summary, so a script could not parse it.
+func TestJob_DryRunJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		plan string // a line the plan holds
+	}{
+		{"compaction", nil, "plan acme/coder/s000: 6 L0 segments"},
+		{"full", []string{"--full"}, "plan acme/coder/s000: 6 L0 segments"},
+		{"retention", []string{"--keep-last", "1"}, "retention plan acme/coder/s000: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := "file://" + t.TempDir()
+			s := openStore(t, url)
+			populate(t, s, 6, 2)
+			r := runBinary(t, context.Background(), append([]string{"--store", url, "--dry-run", "--delete-delay", "0", "--json"}, tc.args...)...)
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, 1, strings.Count(r.stdout, "\n"), "stdout: %s", r.stdout)
+			require.True(t, r.summary(t).DryRun)
+			require.Contains(t, r.stderr, tc.plan)
+		})
+	}
+}
+
 func TestJob_Selection(t *testing.T) {
 	url := "file://" + t.TempDir()
 	s := openStore(t, url)

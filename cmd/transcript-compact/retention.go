@@ -166,6 +166,9 @@ func (j *job) recordRetention(sum *summary, res transcript.RetentionResult, err 
 	case transcript.RetentionMarked, transcript.RetentionPending:
 		j.retained[res.Ref] = true // to be deleted: not worth compacting
 	case transcript.RetentionDeleted:
+		// Gone, or in a dry run still there: either way nothing to compact, and a
+		// dry run plans what the run would do.
+		j.retained[res.Ref] = true
 		rs.ObjectsDeleted += res.Objects
 		rs.BytesDeleted += res.Bytes
 	}

@@ -196,6 +196,46 @@ func TestJob_RetentionSkipsCompaction(t *testing.T) {
 	require.Equal(t, 1, infos[len(infos)-1].Level, "the kept session is compacted")
 }
 
+// TestJob_RetentionDryRunPlansWhatTheRunDoes: a dry run's compaction plan
+// leaves out the sessions its retention would delete, as the real run (which
+// deletes them first) does; it used to plan their compaction too, so its counts
+// differed from the run's. Both a deletion at once and one whose mark is due.
+func TestJob_RetentionDryRunPlansWhatTheRunDoes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delay string
+		mark  bool // run once first to write the retention marks
+	}{
+		{"delete at once", "0", false},
+		{"mark due", "1ms", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			url := "file://" + t.TempDir()
+			s := openStore(t, url)
+			writeSessions(t, s, "coder", 3, 2)
+			args := []string{"--store", url, "--keep-last", "1", "--min-segments", "2", "--delete-delay", tc.delay, "--json"}
+			if tc.mark {
+				r := runBinary(t, ctx, append(args, "--min-segments", "9")...)
+				require.Equal(t, 0, r.code, r.stderr)
+				require.Equal(t, 2, r.summary(t).Retention.Marked)
+				time.Sleep(5 * time.Millisecond)
+			}
+			dry := runBinary(t, ctx, append(args, "--dry-run")...)
+			require.Equal(t, 0, dry.code, dry.stderr)
+			real := runBinary(t, ctx, args...)
+			require.Equal(t, 0, real.code, real.stderr)
+			d, r := dry.summary(t), real.summary(t)
+			require.Equal(t, 2, d.Retention.Deleted)
+			require.Equal(t, r.Retention.Deleted, d.Retention.Deleted)
+			require.Equal(t, 1, r.SessionsCompacted, "the kept session")
+			require.Equal(t, r.SessionsCompacted, d.SessionsCompacted, "dry run stdout: %s", dry.stdout)
+			require.Equal(t, r.SegmentsIn, d.SegmentsIn)
+			require.Empty(t, grepLines(dry.stderr, "plan acme/coder/s000"), "a session the dry run deletes is not planned")
+		})
+	}
+}
+
 // TestJob_RetentionShards: with --shard, each agent's sessions are decided by
 // exactly one worker (keep-last ranks them together), so the workers together
 // decide every session once, and agree with one worker.

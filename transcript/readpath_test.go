@@ -68,6 +68,10 @@ var readPaths = []readPath{
 		_, inc, err := s.ReadCommitted(ctx, ref, h, transcript.SegmentSet{})
 		return incRaws(inc, err)
 	}},
+	{"ReadLeanCommitted", func(ctx context.Context, s *transcript.Store, h transcript.Head) ([][]byte, error) {
+		_, res, err := s.ReadLeanCommitted(ctx, ref, h)
+		return leanRaws(res, err)
+	}},
 	{"Listed.ReadNew", func(ctx context.Context, s *transcript.Store, _ transcript.Head) ([][]byte, error) {
 		return listedRead(ctx, s, false, func(l *transcript.Listed) ([][]byte, error) {
 			return incRaws(l.ReadNew(ctx, l.Ref(), transcript.SegmentSet{}))

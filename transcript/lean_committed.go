@@ -1,0 +1,141 @@
+package transcript
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/trace"
+	"slices"
+	"strings"
+
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// Reading a session as what it is. A strict session (one with a head object) is
+// the segments its head commits, never every segment listed: a segment that a
+// losing append wrote, which no head commits (DeleteUncommitted removes it
+// later), is not part of it. Package repository reads a strict session with
+// ReadHead and ReadCommitted; a reader of whole sessions held lean (the command
+// line's) uses ListSegmentsHead to tell the two modes apart from the listing
+// it needs anyway, and ReadLeanCommitted for a strict one.
+
+// ListSegmentsHead is ListSegments that also reports whether the listing showed
+// ref's strict head object (HeadName), at no extra request: the session is
+// strict when it did (read its head with ReadHead, and the segments the head
+// commits with ReadLeanCommitted or ReadCommitted), default-mode otherwise (read
+// the segments listed, Listed). A strict create writes its first segment before
+// its head, so a listing between the two shows a session of one segment and no
+// head, as a repository's load does.
+func (s *Store) ListSegmentsHead(ctx context.Context, ref TranscriptRef) ([]SegmentInfo, bool, error) {
+	var head bool
+	infos, err := s.listSegmentsHead(ctx, ref, "", 0, nil, &head)
+	return infos, head, err
+}
+
+// ReadLeanCommitted reads strict session ref as its head h (from ReadHead)
+// commits it, lean: the segments h names, union-merged and ordered as ReadLean
+// orders the same segments (the result of ReadLean through View(h.Committed())),
+// without listing the session. A named segment that is gone (a compaction
+// replaced it, and deleted it after its delete delay) makes it read the head
+// again and start over from the newer head, at most Config.MaxRelists times (then
+// the error wraps ErrVanished); it returns the head it read from. A segment that
+// is gone while the head still names it makes the read fail: the head commits
+// entries that no reader can have (verify reports it). The error says so and
+// does not wrap bucket.ErrNotFound, which means a session that does not exist
+// (as it does when the head itself is gone). The payloads are put back
+// (readResolved) unless the store is Stored.
+func (s *Store) ReadLeanCommitted(ctx context.Context, ref TranscriptRef, h Head) (Head, *LeanResult, error) {
+	ctx, task := trace.NewTask(ctx, "transcript.ReadLeanCommitted")
+	defer task.End()
+	ref, visible, err := s.checkRef(ref)
+	if err != nil {
+		return h, nil, err
+	}
+	if !visible {
+		return h, nil, fmt.Errorf("read %s: %w", ref, bucket.ErrNotFound)
+	}
+	res, err := readResolved(ctx, s, ref, func() (*LeanResult, error) {
+		var res *LeanResult
+		var err error
+		h, res, err = s.readLeanHeads(ctx, ref, h)
+		return res, err
+	})
+	if err != nil {
+		return h, nil, err
+	}
+	return h, res, nil
+}
+
+// readLeanHeads is ReadLeanCommitted with the entries as stored: it reads from
+// h, and from a newer head each time a segment h names is gone, and returns the
+// head it read from.
+func (s *Store) readLeanHeads(ctx context.Context, ref TranscriptRef, h Head) (Head, *LeanResult, error) {
+	for attempt := 0; ; attempt++ {
+		infos, err := s.committedInfos(ref, h)
+		if err != nil {
+			return h, nil, fmt.Errorf("read %s: %w", ref, err)
+		}
+		segs, corrupt, err := s.fetchSession(ctx, infos)
+		if err == nil {
+			res := leanMerge(infos, segs)
+			res.Corrupt = corrupt
+			return h, res, nil
+		}
+		if !errors.Is(err, bucket.ErrNotFound) {
+			return h, nil, fmt.Errorf("read %s: %w", ref, err)
+		}
+		cur, herr := s.ReadHead(ctx, ref)
+		if herr != nil {
+			return h, nil, herr // gone too: the session was deleted
+		}
+		if cur.Same(h) {
+			return h, nil, s.missingCommitted(ctx, ref, h, infos, err)
+		}
+		if attempt >= s.cfg.MaxRelists {
+			return h, nil, fmt.Errorf("read %s: %w (%d heads)", ref, ErrVanished, attempt+1)
+		}
+		h = cur
+	}
+}
+
+// committedInfos returns the segments h names, in key order (the order ReadLean
+// fetches and merges a listing in). A name that is not a segment key wraps
+// ErrInvalidHead.
+func (s *Store) committedInfos(ref TranscriptRef, h Head) ([]SegmentInfo, error) {
+	infos := make([]SegmentInfo, 0, len(h.Segments))
+	seen := make(map[string]bool, len(h.Segments))
+	for _, rel := range h.Segments {
+		if seen[rel] {
+			continue
+		}
+		seen[rel] = true
+		info, err := ParseKey(s.cfg.Prefix, s.sessionKey(ref, rel))
+		if err != nil {
+			return nil, fmt.Errorf("%w: head names %q: %w", ErrInvalidHead, rel, err)
+		}
+		infos = append(infos, info)
+	}
+	slices.SortFunc(infos, func(a, b SegmentInfo) int { return strings.Compare(a.Key, b.Key) })
+	return infos, nil
+}
+
+// missingCommitted is the error of a read of the segments head h commits (infos)
+// that met one that is gone (err) while h is still the head: it names the
+// segments that are missing, and wraps neither err nor bucket.ErrNotFound.
+func (s *Store) missingCommitted(ctx context.Context, ref TranscriptRef, h Head, infos []SegmentInfo, err error) error {
+	var missing []string
+	for _, in := range infos {
+		_, serr := s.cfg.Bucket.Stat(ctx, in.Key)
+		switch {
+		case errors.Is(serr, bucket.ErrNotFound):
+			missing = append(missing, sessionRelKey(in.Key))
+		case serr != nil:
+			return fmt.Errorf("read %s: %w", ref, serr)
+		}
+	}
+	if len(missing) == 0 {
+		return fmt.Errorf("read %s: its head (%s, version %d) commits a segment that is missing: %v", ref, HeadName, h.Version, err)
+	}
+	return fmt.Errorf("read %s: its head (%s, version %d) commits segments that are missing: %s (%d of %d)",
+		ref, HeadName, h.Version, strings.Join(missing, ", "), len(missing), len(infos))
+}

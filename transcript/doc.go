@@ -53,7 +53,9 @@
 // CreateSession stores a session's first segment and its head, CommitSegment a
 // segment and the head that commits it, so that of writers committing from one
 // head exactly one wins (the others get ErrConflict); readers of the session read
-// the segments the head names (ReadCommitted). Compact compacts a strict session
+// the segments the head names (ReadCommitted, or ReadLeanCommitted held lean), and
+// a reader of whole sessions tells a strict one from the listing it reads anyway
+// (ListSegmentsHead, Listed.HeadListed). Compact compacts a strict session
 // through the same conditional write, replacing the names of the segments it merged
 // by its output's, so the head stays O(levels) in size; the head also carries the
 // session's Summary. Package repository builds strict mode on these operations.

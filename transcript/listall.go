@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -21,22 +22,36 @@ import (
 // the listing and is returned as is. A store bound to another namespace sees
 // nothing.
 func (s *Store) ListSessionSegments(ctx context.Context, namespace, agent string, fn func(ref TranscriptRef, infos []SegmentInfo) error) error {
+	return s.listSessionSegments(ctx, namespace, agent, func(ref TranscriptRef, infos []SegmentInfo, _ bool) error {
+		return fn(ref, infos)
+	})
+}
+
+// listSessionSegments is ListSessionSegments that also tells fn whether the
+// listing showed the session's strict head object (HeadName). A session's keys
+// are contiguous in the listing, so the head is the last one listed before the
+// session's first segment (HEAD.json sorts before L…/) or before its flush.
+func (s *Store) listSessionSegments(ctx context.Context, namespace, agent string, fn func(ref TranscriptRef, infos []SegmentInfo, head bool) error) error {
 	_, prefix, visible, err := s.namespaceListing(namespace, agent)
 	if err != nil || !visible {
 		return err
 	}
 	var cur []SegmentInfo
+	headOf, curHead := "", false // the session prefix of the last head listed; whether cur's was
 	flush := func() error {
 		if len(cur) == 0 {
 			return nil
 		}
-		infos := cur
+		infos, head := cur, curHead || headOf == sessionPrefix(s.cfg.Prefix, cur[0].Ref)
 		cur = nil
-		return fn(infos[0].Ref, infos)
+		return fn(infos[0].Ref, infos, head)
 	}
 	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: prefix}, func(oi bucket.ObjectInfo) error {
 		info, err := ParseKey(s.cfg.Prefix, oi.Key)
 		if err != nil {
+			if k, ok := strings.CutSuffix(oi.Key, "/"+HeadName); ok {
+				headOf = k + "/"
+			}
 			return nil // a mark, a head object or a stray file: not a segment
 		}
 		info.Size = oi.Size
@@ -44,6 +59,9 @@ func (s *Store) ListSessionSegments(ctx context.Context, namespace, agent string
 			if err := flush(); err != nil {
 				return err
 			}
+		}
+		if len(cur) == 0 {
+			curHead = headOf == sessionPrefix(s.cfg.Prefix, info.Ref)
 		}
 		cur = append(cur, info)
 		return nil
@@ -92,6 +110,8 @@ type Listed struct {
 	mu    sync.Mutex
 	infos []SegmentInfo
 	ahead *fetchedAhead // the listed segments, fetched ahead of the read
+	// head: the listing showed the session's strict head object (HeadListed).
+	head bool
 }
 
 // fetchedAhead is the result of fetching a listed session's segments ahead of
@@ -110,6 +130,13 @@ func (s *Store) Listed(ref TranscriptRef, infos []SegmentInfo) *Listed {
 
 // Ref returns the session the listing is of.
 func (l *Listed) Ref() TranscriptRef { return l.ref }
+
+// HeadListed reports whether the listing showed the session's strict head
+// object (HeadName), as ListSegmentsHead does: only the readers of
+// ForEachListedSession know it; one made by Store.Listed says false. The
+// reads of a Listed read the segments listed, whatever the session is; a reader
+// of a strict session reads it by its head (ReadHead, ReadLeanCommitted).
+func (l *Listed) HeadListed() bool { return l.head }
 
 // ReadNew reads what have lacks, from the listing in hand the first time it is
 // asked about the listed session.
@@ -144,7 +171,9 @@ func (s *Store) ForEachListedSession(ctx context.Context, namespace, agent strin
 // work (decoding, merging, writing) thus leaves no GET slot idle, and at most
 // 2 × parallel + 1 sessions are held at once. Prefetch suits a caller that
 // reads every listed session whole (a restore into empty directories); a
-// session fetched ahead and then not read lean costs its GETs for nothing.
+// session fetched ahead and then not read lean costs its GETs for nothing. A
+// strict session (Listed.HeadListed) is not fetched ahead: its reader reads the
+// segments its head commits, not those listed.
 func (s *Store) ForEachListedSessionAhead(ctx context.Context, namespace, agent string, parallel int, prefetch func(ref TranscriptRef) bool, fn func(ctx context.Context, l *Listed) error) error {
 	parallel = max(1, parallel)
 	// The sessions' reads share parallel × Config.ReadConcurrency GET slots: a
@@ -161,9 +190,10 @@ func (s *Store) ForEachListedSessionAhead(ctx context.Context, namespace, agent 
 	work := make(chan *Listed, queue)
 	g.Go(func() error {
 		defer close(work)
-		return s.ListSessionSegments(gctx, namespace, agent, func(ref TranscriptRef, infos []SegmentInfo) error {
+		return s.listSessionSegments(gctx, namespace, agent, func(ref TranscriptRef, infos []SegmentInfo, head bool) error {
 			l := shared.Listed(ref, infos)
-			if prefetch != nil && prefetch(l.ref) {
+			l.head = head
+			if prefetch != nil && !head && prefetch(l.ref) {
 				a := &fetchedAhead{done: make(chan struct{})}
 				l.ahead = a
 				// Its error is the session's, reported by its read, not the run's.

@@ -10,7 +10,8 @@ const catUsage = `
 Usage: transcript cat [flags]
 
 Prints the entries of the session --agent/--session of --ns, union-merged from all
-its segments, as JSONL on stdout (the session header first, parents before
+its segments (a strict session's: those its head commits, as transcript-serve
+reads it), as JSONL on stdout (the session header first, parents before
 children). Conflicts (one id, two contents) are reported on stderr.
 
 Examples:

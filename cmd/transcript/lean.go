@@ -17,8 +17,9 @@ import (
 )
 
 // readLean reads the session named by the flags with Store.ReadLean (the same
-// entries and order as ReadAll, at a fraction of the memory); a session without
-// segments is an error that says "not found".
+// entries and order as ReadAll, at a fraction of the memory), a strict session
+// as its head commits it (sessionReader); a session without segments is an
+// error that says "not found".
 func (f *storeFlags) readLean(ctx context.Context, cmd string) (*transcript.LeanResult, transcript.TranscriptRef, error) {
 	ref, err := f.ref(cmd)
 	if err != nil {
@@ -30,7 +31,7 @@ func (f *storeFlags) readLean(ctx context.Context, cmd string) (*transcript.Lean
 	}
 	defer s.Close()
 	tightenGC(oneSessionGCPercent)
-	res, err := s.ReadLean(ctx, ref)
+	res, err := newSessionReader(s, ref).ReadLean(ctx, ref)
 	if errors.Is(err, bucket.ErrNotFound) {
 		return nil, ref, errSessionNotFound(ref)
 	}

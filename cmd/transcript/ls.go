@@ -162,11 +162,14 @@ func (b readBudget) acquire(ctx context.Context, n int64) (func(), error) {
 // session's segments, takes their stored size, and reads them with that listing
 // in hand (ReadAllKnown: the same result as ReadAll of that listing; it lists
 // again while the GETs run, so the read costs one round trip more than a
-// ReadAll at most). The caller calls release (never nil) once it is done with
-// the result: until then the bytes stay taken.
+// ReadAll at most). A strict session (the listing showed its head) is read as
+// its head commits it instead, as the server reads it (ReadHead, then
+// ReadCommitted: the segments it names, without listing again). The caller
+// calls release (never nil) once it is done with the result: until then the
+// bytes stay taken.
 func (b readBudget) readAll(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) (res *transcript.MergeResult, release func(), err error) {
 	release = func() {}
-	infos, err := s.ListSegments(ctx, ref)
+	infos, strict, err := s.ListSegmentsHead(ctx, ref)
 	if err != nil {
 		return nil, release, err
 	}
@@ -177,8 +180,33 @@ func (b readBudget) readAll(ctx context.Context, s *transcript.Store, ref transc
 	if release, err = b.acquire(ctx, size); err != nil {
 		return nil, func() {}, err
 	}
-	res, err = s.ReadAllKnown(ctx, ref, infos)
+	if !strict {
+		res, err = s.ReadAllKnown(ctx, ref, infos)
+		return res, release, err
+	}
+	res, err = readCommitted(ctx, s, ref, infos)
 	return res, release, err
+}
+
+// readCommitted reads strict session ref, listed as infos, as its head commits
+// it (see sessionReader), with the stored size of each segment the listing
+// showed.
+func readCommitted(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, infos []transcript.SegmentInfo) (*transcript.MergeResult, error) {
+	r := newSessionReader(s, ref)
+	inc, err := r.readCommitted(ctx)
+	if err != nil {
+		return nil, err
+	}
+	size := make(map[string]int64, len(infos))
+	for _, in := range infos {
+		size[in.Key] = in.Size
+	}
+	for i := range inc.Segments {
+		if n, ok := size[inc.Segments[i].Key]; ok {
+			inc.Segments[i].Size = n
+		}
+	}
+	return inc.MergeResult, nil
 }
 
 // printSessions prints the sessions read (those without a failure) as a table or as

@@ -50,6 +50,9 @@ each other and the path, and none of them is written; restore each alone
 (--agent, --session) into a --out of its own. The Pi layout's files are moved
 into place once every session is read (none, when the run is interrupted).
 
+A strict session (one transcript-serve created) is restored as its head commits
+it, as the server reads it: a segment no head commits is not part of it.
+
 Files are built in a hidden scratch directory of DIR (.restore-*), removed when
 the run ends; one left by a run that was killed (kill -9, a crash) is removed by
 the next run into DIR, and one a running restore holds (flock) is left alone.
@@ -62,7 +65,8 @@ Beside the two files, {session}.segments names the segments they hold (and
 {session}.origins where each entry was first stored); restore stamps each file
 with a checksum of its bytes (the nanoseconds of its modification time): while
 both files bear their stamps, a later run fetches only the segments they lack
-and appends their entries (a session with none is skipped); files changed in any
+and appends their entries (a session with none is skipped; a strict session, only
+while its head names every segment they hold, else it is read whole); files changed in any
 way (lines swapped, say) are rebuilt whole, and skipped only if then identical,
 byte for byte. The Pi
 layout is rebuilt whole, and a file identical to what the bucket holds is skipped.
@@ -347,6 +351,9 @@ func restoreIncremental(ctx context.Context, s sessiontree.StoreReader, ref tran
 	}
 	before, stamped := fileSize(tree.LogPath())+fileSize(tree.ContextPath()), modTimes(dest)
 	pulled, err := tree.Pull(ctx)
+	if errors.Is(err, errHeldUnnamed) {
+		return 0, 0, 0, false, nil // a strict session the files may hold more of: rebuilt
+	}
 	if err != nil {
 		return 0, 0, 0, true, err
 	}
@@ -481,9 +488,10 @@ func sessionTreePrefetch(out string) func(ref transcript.TranscriptRef) bool {
 }
 
 // forEachListedSession runs fn for every session of refs, parallel at a time, with
-// a reader of the session that uses one recursive listing of the namespace (of
-// agent, when set) instead of a listing per session (Store.ForEachListedSession);
-// a session of refs that the listing did not show is read from the store as usual.
+// a reader of the session (a sessionReader: a strict session as its head commits
+// it) that uses one recursive listing of the namespace (of agent, when set)
+// instead of a listing per session (Store.ForEachListedSession); a session of
+// refs that the listing did not show is listed on its own.
 // When wholly is set, the sessions of refs it says are read whole are fetched
 // ahead (Store.ForEachListedSessionAhead).
 func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int, refs []transcript.TranscriptRef, agent string,
@@ -493,7 +501,7 @@ func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int
 		return nil
 	}
 	if len(refs) == 1 { // its own listing is smaller than the namespace's
-		return fn(ctx, refs[0], s)
+		return fn(ctx, refs[0], newSessionReader(s, refs[0]))
 	}
 	var mu sync.Mutex
 	want := make(map[transcript.TranscriptRef]bool, len(refs))
@@ -517,7 +525,7 @@ func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int
 		if !ok {
 			return nil
 		}
-		return fn(ctx, l.Ref(), l)
+		return fn(ctx, l.Ref(), listedSessionReader(l))
 	})
 	if err != nil {
 		return err
@@ -529,6 +537,6 @@ func forEachListedSession(ctx context.Context, s *transcript.Store, parallel int
 		}
 	}
 	return forEachSession(ctx, parallel, rest, func(ctx context.Context, _ int, ref transcript.TranscriptRef) error {
-		return fn(ctx, ref, s)
+		return fn(ctx, ref, newSessionReader(s, ref))
 	})
 }

@@ -186,7 +186,8 @@ func restoreTree(ctx context.Context, s sessiontree.StoreReader, ref transcript.
 const exportUsage = `
 Usage: transcript export [flags]
 
-Writes the session --agent/--session of --ns, union-merged from the store, as a Pi v3
+Writes the session --agent/--session of --ns, union-merged from the store (a strict
+session: the segments its head commits, as transcript-serve reads it), as a Pi v3
 session file (header line first, then the entries) to stdout or to --out FILE
 (written atomically), which Pi opens as is.
 

@@ -19,7 +19,8 @@ const treeUsage = `
 Usage: transcript tree [flags]
 
 Draws the tree of the session --agent/--session of --ns, union-merged from the
-store, like 'git log --graph' from the root down: one line per entry with its short
+store (a strict session: the segments its head commits), like 'git log --graph'
+from the root down: one line per entry with its short
 id, type, a short content, the writer (replica) that stored it (found in the level-0
 segments still stored; once compaction has deleted them, the compactor with the
 level), and its label.
@@ -62,19 +63,21 @@ func runTree(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer s.Close()
 	s = s.Stored() // no payload is fetched: large texts show as such
-	res, err := s.ReadAll(ctx, ref)
+	r := newSessionReader(s, ref)
+	res, err := r.ReadLean(ctx, ref) // a strict session as its head commits it
 	if errors.Is(err, bucket.ErrNotFound) {
 		return errSessionNotFound(ref)
 	}
 	if err != nil {
 		return err
 	}
-	origin, err := entryWriters(ctx, s, ref, res)
+	origin, err := entryWriters(ctx, s, ref, res, r.committedL0)
 	if err != nil {
 		return err
 	}
 	var nodes []treeNode
-	for _, e := range res.Entries {
+	for i := range res.Len() {
+		e := res.Entry(i)
 		writer, ok := origin[e.ID]
 		if !ok {
 			writer = "?"
@@ -103,11 +106,16 @@ func runTree(ctx context.Context, env *cliEnv, args []string) error {
 // entryWriters maps each entry id to the writer of the first level-0 segment that
 // holds it. Entries the merge took from a compacted segment are looked up in the
 // level-0 inputs that are still stored (compaction deletes them only after a delay);
-// entries whose inputs are gone are missing from the map.
-func entryWriters(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, res *transcript.MergeResult) (map[string]string, error) {
+// entries whose inputs are gone are missing from the map. committed, when it
+// gives a set, narrows the lookup to the level-0 segments it holds (a strict
+// session's committed ones: one no head commits holds no entry of the session,
+// though it may hold an id of one).
+func entryWriters(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, res *transcript.LeanResult,
+	committed func(ctx context.Context) (map[string]bool, error)) (map[string]string, error) {
 	out := map[string]string{}
 	compacted := false
-	for _, e := range res.Entries {
+	for i := range res.Len() {
+		e := res.Entry(i)
 		info, err := transcript.ParseKey(s.Prefix(), e.Segment)
 		if err == nil && info.Level == 0 {
 			out[e.ID] = info.WriterID
@@ -118,12 +126,16 @@ func entryWriters(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	if !compacted {
 		return out, nil
 	}
+	keep, err := committed(ctx)
+	if err != nil {
+		return nil, err
+	}
 	segs, err := s.ListSegments(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
 	for _, info := range segs {
-		if info.Level != 0 {
+		if info.Level != 0 || keep != nil && !keep[info.Key] {
 			continue
 		}
 		seg, err := s.ReadSegment(ctx, info.Key)
@@ -139,6 +151,66 @@ func entryWriters(ctx context.Context, s *transcript.Store, ref transcript.Trans
 		}
 	}
 	return out, nil
+}
+
+// maxInputDepth bounds how many levels of compacted segments committedL0
+// follows down to level 0 (as many as a session of millions of turns has).
+const maxInputDepth = 8
+
+// committedL0 returns the keys of the level-0 segments a strict session's head
+// commits, after a read: those it names, and the inputs of the compacted ones
+// it names as their metadata frames name them (ranged GETs), down to level 0;
+// a compacted input that is gone is gone with its own inputs. It returns nil
+// for a default-mode session, every level-0 segment of which is its.
+func (r *sessionReader) committedL0(ctx context.Context) (map[string]bool, error) {
+	if !r.strict || r.head == nil {
+		return nil, nil
+	}
+	prefix := r.s.SessionPrefix(r.ref)
+	keep := map[string]bool{}
+	var walk func(rel string, depth int) error
+	walk = func(rel string, depth int) error {
+		key := prefix + rel
+		info, err := transcript.ParseKey(r.s.Prefix(), key)
+		switch {
+		case err != nil:
+			return nil // verify names it
+		case info.Level == 0:
+			keep[key] = true
+			return nil
+		case depth == maxInputDepth:
+			return nil
+		}
+		m, err := r.s.ReadSegmentMeta(ctx, key)
+		if errors.Is(err, bucket.ErrNotFound) || errors.Is(err, segment.ErrCorrupt) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, in := range m.Inputs {
+			if err := walk(relKey(in), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, rel := range r.head.Segments {
+		if err := walk(rel, 0); err != nil {
+			return nil, err
+		}
+	}
+	return keep, nil
+}
+
+// relKey returns a segment key relative to its session: its last two
+// elements ("L0/{name}.jsonl.zst"), however the key was prefixed.
+func relKey(key string) string {
+	i := strings.LastIndexByte(key, '/')
+	if i <= 0 {
+		return key
+	}
+	return key[strings.LastIndexByte(key[:i], '/')+1:]
 }
 
 // shortID returns the first 8 bytes of an id, escaped for the terminal.

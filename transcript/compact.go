@@ -23,6 +23,12 @@ const DefaultDeleteDelay = 10 * time.Minute
 // again (see Config.MaxRelists); use it for tests and buckets nobody reads.
 const DeleteAtOnce time.Duration = -1
 
+// SkipSessionDeleted, as CompactResult.Skipped, says that every input of a
+// compaction was deleted while it merged them, so its output was deleted too and
+// the session left as it is: the session was deleted (a retention run,
+// Store.Delete), or another compaction, whose output holds them, deleted them.
+const SkipSessionDeleted = "its segments were deleted while it merged them: its output was deleted"
+
 // ErrCompactInput is wrapped by Compact errors about an input it cannot compact
 // without losing something: a segment that fails verification, or an entry without
 // a usable id. The session is left as it was.
@@ -272,7 +278,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 		return res, err
 	}
 	merged, err := s.compactLevels(ctx, st, opts, &res)
-	if err != nil {
+	if err != nil || res.Skipped == SkipSessionDeleted {
 		return res, err
 	}
 	marks = append(append(marks, resumed...), merged...)
@@ -363,10 +369,17 @@ func (s *Store) compactLevels(ctx context.Context, st *compactState, opts Compac
 		if err != nil {
 			return false, err
 		}
-		res.Compactions = append(res.Compactions, c)
 		if opts.DryRun {
+			res.Compactions = append(res.Compactions, c)
 			return true, nil
 		}
+		if gone, err := s.dropIfInputsGone(ctx, live, c); err != nil || gone {
+			if gone {
+				res.Skipped = SkipSessionDeleted
+			}
+			return false, err
+		}
+		res.Compactions = append(res.Compactions, c)
 		m, err := s.markInputs(ctx, st.ref, c.Output.Key, live, opts, res)
 		if err != nil {
 			return false, err
@@ -378,6 +391,35 @@ func (s *Store) compactLevels(ctx context.Context, st *compactState, opts Compac
 		return nil, err
 	}
 	return added, nil
+}
+
+// dropIfInputsGone deletes the output of c, just stored, when none of its
+// inputs live exists any more, and reports whether it did. They were deleted
+// while this run merged them: by a retention run or Store.Delete, and the output
+// would bring the deleted session back, whole and unmarked; or by another
+// compaction, whose output holds them. Either way the output holds nothing that
+// is meant to be kept. A deletion of the session that has not reached the input
+// found here lists the session after its deletes and removes the output then
+// (docs/RETENTION.md). One HEAD when the first input is there (retention deletes
+// the oldest segments last).
+func (s *Store) dropIfInputsGone(ctx context.Context, live []SegmentInfo, c Compaction) (bool, error) {
+	for _, in := range live {
+		_, err := s.cfg.Bucket.Stat(ctx, in.Key)
+		if err == nil {
+			return false, nil
+		}
+		if !errors.Is(err, bucket.ErrNotFound) {
+			return false, fmt.Errorf("look for input %s: %w", in.Key, err)
+		}
+	}
+	keys := make([]string, len(c.Outputs))
+	for i, out := range c.Outputs {
+		keys[i] = out.Key
+	}
+	if err := s.deleteKeys(ctx, keys); err != nil {
+		return false, fmt.Errorf("delete the output of deleted inputs: %w", err)
+	}
+	return true, nil
 }
 
 // markInputs schedules the deletion of the inputs of the compaction whose output

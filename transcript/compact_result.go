@@ -47,7 +47,8 @@ type CompactResult struct {
 	// SkippedRecent reports a session left alone for CompactOptions.OlderThan.
 	SkippedRecent bool
 	// Skipped, when not empty, says why Compact left a strict session (or its
-	// levels from some level up) as it was: SkipCommitOrder or SkipHeadMoved.
+	// levels from some level up) as it was: SkipCommitOrder or SkipHeadMoved; or
+	// any session: SkipSessionDeleted.
 	Skipped string
 	// Uncommitted counts segments of a strict session deleted because its head
 	// does not commit them and they are CompactOptions.UncommittedAge old: the

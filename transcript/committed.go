@@ -60,24 +60,49 @@ func (s *Store) ReadCommitted(ctx context.Context, ref TranscriptRef, h Head, ha
 // h, and from a newer head each time a segment h names is gone, and returns the
 // head it read from.
 func (s *Store) readCommittedHeads(ctx context.Context, ref TranscriptRef, h Head, have SegmentSet) (Head, *Increment, error) {
+	var inc *Increment
+	var gone []string
+	h, missing, err := s.fromHeads(ctx, ref, h, func(h Head) (bool, error) {
+		var err error
+		inc, gone, err = s.readCommittedOnce(ctx, ref, h, have)
+		return len(gone) > 0, err
+	})
+	if err != nil {
+		return h, nil, err
+	}
+	if missing {
+		inc.Missing = gone
+	}
+	return h, inc, nil
+}
+
+// fromHeads makes attempts at reading strict session ref from its head: once
+// reads what head h commits and reports whether a segment h names is gone.
+// Then the head is read again: a newer one (a compaction replaced the segment
+// and deleted it after its delete delay) gets another attempt, at most
+// Config.MaxRelists in all (then the error wraps ErrVanished); while h is still
+// the head, the segment is missing (missing is set, and the caller says what
+// that means for its read). It returns the head the last attempt read from. An
+// error of once is wrapped; one of reading the head (gone too: the session was
+// deleted) is returned as is.
+func (s *Store) fromHeads(ctx context.Context, ref TranscriptRef, h Head, once func(Head) (gone bool, err error)) (_ Head, missing bool, _ error) {
 	for attempt := 0; ; attempt++ {
-		inc, gone, err := s.readCommittedOnce(ctx, ref, h, have)
+		gone, err := once(h)
 		if err != nil {
-			return h, nil, fmt.Errorf("read %s: %w", ref, err)
+			return h, false, fmt.Errorf("read %s: %w", ref, err)
 		}
-		if len(gone) == 0 {
-			return h, inc, nil
+		if !gone {
+			return h, false, nil
 		}
 		cur, err := s.ReadHead(ctx, ref)
 		if err != nil {
-			return h, nil, err
+			return h, false, err
 		}
 		if cur.Same(h) {
-			inc.Missing = gone
-			return h, inc, nil
+			return h, true, nil
 		}
 		if attempt >= s.cfg.MaxRelists {
-			return h, nil, fmt.Errorf("read %s: %w (%d heads)", ref, ErrVanished, attempt+1)
+			return h, false, fmt.Errorf("read %s: %w (%d heads)", ref, ErrVanished, attempt+1)
 		}
 		h = cur
 	}

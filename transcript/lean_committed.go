@@ -67,35 +67,36 @@ func (s *Store) ReadLeanCommitted(ctx context.Context, ref TranscriptRef, h Head
 }
 
 // readLeanHeads is ReadLeanCommitted with the entries as stored: it reads from
-// h, and from a newer head each time a segment h names is gone, and returns the
-// head it read from.
+// h, and from a newer head each time a segment h names is gone (fromHeads), and
+// returns the head it read from.
 func (s *Store) readLeanHeads(ctx context.Context, ref TranscriptRef, h Head) (Head, *LeanResult, error) {
-	for attempt := 0; ; attempt++ {
-		infos, err := s.committedInfos(ref, h)
-		if err != nil {
-			return h, nil, fmt.Errorf("read %s: %w", ref, err)
+	var res *LeanResult
+	var infos []SegmentInfo
+	var goneErr error
+	h, missing, err := s.fromHeads(ctx, ref, h, func(h Head) (bool, error) {
+		var err error
+		if infos, err = s.committedInfos(ref, h); err != nil {
+			return false, err
 		}
 		segs, corrupt, err := s.fetchSession(ctx, infos)
-		if err == nil {
-			res := leanMerge(infos, segs)
-			res.Corrupt = corrupt
-			return h, res, nil
+		if errors.Is(err, bucket.ErrNotFound) {
+			goneErr = err
+			return true, nil
 		}
-		if !errors.Is(err, bucket.ErrNotFound) {
-			return h, nil, fmt.Errorf("read %s: %w", ref, err)
+		if err != nil {
+			return false, err
 		}
-		cur, herr := s.ReadHead(ctx, ref)
-		if herr != nil {
-			return h, nil, herr // gone too: the session was deleted
-		}
-		if cur.Same(h) {
-			return h, nil, s.missingCommitted(ctx, ref, h, infos, err)
-		}
-		if attempt >= s.cfg.MaxRelists {
-			return h, nil, fmt.Errorf("read %s: %w (%d heads)", ref, ErrVanished, attempt+1)
-		}
-		h = cur
+		res = leanMerge(infos, segs)
+		res.Corrupt = corrupt
+		return false, nil
+	})
+	switch {
+	case err != nil:
+		return h, nil, err
+	case missing:
+		return h, nil, s.missingCommitted(ctx, ref, h, infos, goneErr)
 	}
+	return h, res, nil
 }
 
 // committedInfos returns the segments h names, in key order (the order ReadLean

@@ -127,6 +127,7 @@ func (t *Tree) winsOver(i int, o transcript.Origin) bool {
 // is held.
 func (t *Tree) replaceVersion(i int, e Entry, o transcript.Origin) {
 	t.entries[i] = e
+	t.entriesChanged() // another version may name another parent
 	t.setOrigin(i, o)
 	if t.flags[i]&(inLog|inCtx) != 0 {
 		if t.replaced == nil {

@@ -232,3 +232,54 @@ func setAside(path string, noSync bool) error {
 	}
 	return fsutil.SyncDir(filepath.Dir(path))
 }
+
+// lastEntry returns the entry on the last complete line of the file at path,
+// reading only the end of the file; false when the file cannot be read, holds
+// no complete line, or its last one is no entry (a header, say).
+func lastEntry(path string) (Entry, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Entry{}, false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Entry{}, false
+	}
+	// end is just past the last "\n" (an unterminated tail is no complete
+	// line), start just past the one before it.
+	end, ok := lastNewline(f, st.Size(), MaxLineBytes+1)
+	if !ok {
+		return Entry{}, false
+	}
+	end++
+	start, ok := lastNewline(f, end-1, MaxLineBytes+1)
+	if ok {
+		start++
+	} else if end-1 > MaxLineBytes {
+		return Entry{}, false
+	}
+	line := make([]byte, end-1-start)
+	if _, err := f.ReadAt(line, start); err != nil {
+		return Entry{}, false
+	}
+	e, err := ParseEntry(line)
+	return e, err == nil
+}
+
+// lastNewline returns the offset of the last "\n" of f before offset before,
+// looking back at most limit bytes; false when there is none.
+func lastNewline(f *os.File, before, limit int64) (int64, bool) {
+	buf := make([]byte, 64<<10)
+	for pos := before; pos > 0 && before-pos < limit; {
+		n := min(int64(len(buf)), pos)
+		if _, err := f.ReadAt(buf[:n], pos-n); err != nil && !errors.Is(err, io.EOF) {
+			return 0, false
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return pos - n + int64(i), true
+		}
+		pos -= n
+	}
+	return 0, false
+}

@@ -101,10 +101,11 @@ func (t *Tree) flushUpload(ctx context.Context) error {
 }
 
 func (t *Tree) flushLocalLocked() error {
+	t.refreshCycles()
 	if len(t.replaced) > 0 {
 		return t.rewriteLocalFiles()
 	}
-	if len(t.pendingLocal) == 0 && len(t.ctxPending) == 0 && !t.rewriteCtx {
+	if len(t.pendingLocal) == 0 && len(t.ctxPending) == 0 && !t.rewriteCtx && t.cyc.on == nil {
 		return nil
 	}
 	if len(t.pendingLocal) > 0 || !t.headerInLog {
@@ -124,7 +125,13 @@ func (t *Tree) flushLocalLocked() error {
 	if keep := t.contextRewrite(); keep != nil {
 		return t.rewriteContext(keep)
 	}
+	if t.cyc.on != nil && t.ctxHoldsCycle() {
+		// An entry of the file is on a cycle now (a pull brought the entry
+		// that closes it): the file is written again without it.
+		return t.rewriteContext(t.ctxKeep())
+	}
 	t.rewriteCtx, t.leafJumped = false, false
+	t.dropCycleEntries()
 	if len(t.ctxPending) > 0 || !t.headerInCtx {
 		buf := t.lines(!t.headerInCtx, t.ctxPending)
 		if err := writeAppend(t.files.Context, buf, t.cfg.NoSync); err != nil {
@@ -140,11 +147,15 @@ func (t *Tree) flushLocalLocked() error {
 }
 
 // rewriteContext replaces the context file with the header and the entries keep
-// keeps (see contextRewrite). t.mu is held.
+// keeps (see contextRewrite), but for those on a parent cycle (cycles.go), which
+// it clears in keep. t.mu is held.
 func (t *Tree) rewriteContext(keep []bool) error {
 	var kept []int
 	for i, k := range keep {
-		if k {
+		if k && t.onCycle(i) {
+			keep[i] = false
+		}
+		if keep[i] {
 			kept = append(kept, i)
 		}
 	}
@@ -229,11 +240,42 @@ func (t *Tree) lacks(need []bool) bool {
 		pending[i] = true
 	}
 	for i, k := range need {
-		if k && t.flags[i]&inCtx == 0 && !pending[i] {
+		if k && t.flags[i]&inCtx == 0 && !pending[i] && !t.onCycle(i) {
 			return true
 		}
 	}
 	return false
+}
+
+// ctxKeep keeps what the context file holds and what is about to be appended
+// to it. t.mu is held.
+func (t *Tree) ctxKeep() []bool {
+	keep := make([]bool, len(t.entries))
+	for i := range keep {
+		keep[i] = t.flags[i]&inCtx != 0
+	}
+	for _, i := range t.ctxPending {
+		keep[i] = true
+	}
+	return keep
+}
+
+// dropCycleEntries takes the entries on a parent cycle out of those about to
+// be appended to the context file (cycles.go); they stay in the log. t.mu is
+// held.
+func (t *Tree) dropCycleEntries() {
+	if t.cyc.on == nil {
+		return
+	}
+	kept := t.ctxPending[:0]
+	for _, i := range t.ctxPending {
+		if t.onCycle(i) {
+			t.ctxPartial = true // in the log, left out of the context file
+			continue
+		}
+		kept = append(kept, i)
+	}
+	t.ctxPending = kept
 }
 
 // logKeep keeps every entry the log holds: the context file of a path without

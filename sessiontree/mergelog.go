@@ -145,6 +145,7 @@ func (t *Tree) applyLogMerge(m logMerge, rep *LoadReport) {
 	}
 	oldLeaf := t.leaf
 	t.entries, t.flags, t.byID = entries, flags, byID
+	t.entriesChanged()
 	t.pendingLocal, t.pendingUpload, t.ctxPending = pl, pu, cp
 	t.stored.canon.valid = false // it holds indices of the old order
 	if oldLeaf >= 0 {

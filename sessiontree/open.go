@@ -62,37 +62,112 @@ func Load(ctx context.Context, cfg Config, who Identity, agentID, sessionID stri
 		}
 	}
 	t.recomputeLeaf()
-	if t.activePathTruncated() {
+	merged := t.activePathTruncated()
+	if merged {
 		// The context file was rewritten after a compaction: it holds what the model
 		// reads, but the thinking level and model of the context come from the whole
 		// path, which only the log still has. Complete the tree from the log so the
 		// context is exactly the one Pi builds from the full file.
-		logRep, err := t.MergeLog(ctx)
-		if err != nil {
+		if err := t.mergeLogReport(ctx, &rep); err != nil {
 			return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 		}
-		rep.TornBytes += logRep.TornBytes
-		rep.Malformed = append(rep.Malformed, logRep.Malformed...)
-		rep.Conflicts = append(rep.Conflicts, logRep.Conflicts...)
 	}
-	t.leafFromSegmentsFile()
+	if err := t.leafFromLog(ctx, &rep, merged); err != nil {
+		return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
+	}
+	if err := t.leafFromSegmentsFile(ctx, &rep); err != nil {
+		return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
+	}
 	return t, rep, nil
 }
 
 // leafFromSegmentsFile sets the active leaf recorded in the segments file when
 // that file describes the local files as they are (see segmentsFile.leaf): a pull
 // may have left the leaf on an entry before the files' last one, which the order
-// of the files alone cannot tell.
-func (t *Tree) leafFromSegmentsFile() {
+// of the files alone cannot tell. A leaf the context file lacks is an entry on a
+// parent cycle, which only the log holds (cycles.go): the log is merged first.
+func (t *Tree) leafFromSegmentsFile(ctx context.Context, rep *LoadReport) error {
 	f := readSegmentsFile(t.files.Segments)
 	if !f.leafKnown || f.sizes == "" || f.sizes != t.localSizes() {
-		return
+		return nil
 	}
 	if f.leaf == "" {
 		t.leaf = -1
-	} else if i, ok := t.byID[f.leaf]; ok && t.entries[i].Type() != pi.TypeLeaf {
+		return nil
+	}
+	if _, ok := t.byID[f.leaf]; !ok {
+		if err := t.mergeLogReport(ctx, rep); err != nil {
+			return err
+		}
+	}
+	if i, ok := t.byID[f.leaf]; ok && t.entries[i].Type() != pi.TypeLeaf {
 		t.leaf = i
 	}
+	return nil
+}
+
+// leafFromLog gives the tree the active leaf it had before the files were
+// loaded when the context file left it out for lying on a parent cycle
+// (cycles.go): the log holds the tree's order, and its active leaf is the
+// tree's. It reads only the end of the log unless its last line is an entry the
+// context file lacks, or a "leaf" entry whose target it lacks; then it reads
+// the log, and merges it only when its active leaf is on a cycle (a flush that
+// crashed between the two files also leaves the context file without the
+// log's last entries: that tree is loaded as before, and MergeLog adds them).
+// merged says the log is merged already.
+func (t *Tree) leafFromLog(ctx context.Context, rep *LoadReport, merged bool) error {
+	if !merged {
+		e, ok := lastEntry(t.files.Log)
+		if !ok {
+			return nil
+		}
+		_, held := t.byID[e.ID()]
+		if e.Type() == pi.TypeLeaf {
+			if target, ok := e.StringField("targetId"); ok {
+				_, has := t.byID[target]
+				held = held && has
+			}
+		}
+		if held || !t.logLeafOnCycle() {
+			return nil
+		}
+		if err := t.mergeLogReport(ctx, rep); err != nil {
+			return err
+		}
+	}
+	t.refreshCycles()
+	if i, ok := pi.ActiveLeaf(t.entries, t.byID); ok && t.onCycle(i) {
+		t.jumpLeaf(i)
+	}
+	return nil
+}
+
+// logLeafOnCycle reports whether the active leaf of the log's entries lies on
+// a parent cycle of them; false when the log cannot be read.
+func (t *Tree) logLeafOnCycle() bool {
+	data, err := os.ReadFile(t.files.Log)
+	if err != nil {
+		return false
+	}
+	d, _, err := decodeSession(data, false)
+	if err != nil {
+		return false
+	}
+	i, ok := pi.ActiveLeaf(d.entries, pi.NewIndex(d.entries))
+	on := pi.OnParentCycleOf(d.entries)
+	return ok && on != nil && on[i]
+}
+
+// mergeLogReport is MergeLog, adding what it found to rep.
+func (t *Tree) mergeLogReport(ctx context.Context, rep *LoadReport) error {
+	logRep, err := t.MergeLog(ctx)
+	if err != nil {
+		return err
+	}
+	rep.TornBytes += logRep.TornBytes
+	rep.Malformed = append(rep.Malformed, logRep.Malformed...)
+	rep.Conflicts = append(rep.Conflicts, logRep.Conflicts...)
+	return nil
 }
 
 // loadFromLog loads the tree from the log alone, for a context file that holds no

@@ -28,7 +28,8 @@ type RestoredSession struct {
 	Files Files
 	// Entries is the number of Pi entries written (the header not counted).
 	Entries int
-	// Size is the size in bytes of each of the two files (they are equal).
+	// Size is the size in bytes of the log (the context file's too, unless it
+	// leaves out entries on a parent cycle).
 	Size int64
 }
 
@@ -82,7 +83,8 @@ type PayloadSource interface {
 // names res.Held(), the segments whose entries they hold, with the origin of
 // each entry (so that a Tree loaded from them orders what it pulls later as
 // ReadAll does, see canonical.go). That is what Restore
-// followed by Flush writes. Like Restore, it refuses to run when the context file
+// followed by Flush writes (the context file without the entries on a parent
+// cycle, see cycles.go). Like Restore, it refuses to run when the context file
 // exists. A session without a header is ErrNoHeader, and nothing is written.
 // res must hold its payloads (a read that is not Stored); WriteRestoredStored
 // takes a session as stored.
@@ -296,15 +298,39 @@ func writeRestoredKinds(cfg Config, who Identity, agentID, sessionID string, res
 			}
 		}
 	}
-	files, size, err := writeRestored(cfg, who, agentID, sessionID, writeLog, segmentsFile{have: res.Held()}, origins)
+	// The context file is Pi's file: it leaves out the entries on a parent
+	// cycle, as a Tree's Flush does (cycles.go); the log keeps them.
+	var skip func(line int) bool
+	if on := OnParentCycleLean(res, func(i int) bool { return kinds[i] == RawEntry || kinds[i] == RawLeaf }); on != nil {
+		skip = func(line int) bool { return line > 0 && on[idx[line]] }
+	}
+	files, size, err := writeRestored(cfg, who, agentID, sessionID, writeLog, skip, segmentsFile{have: res.Held()}, origins)
 	return RestoredSession{Files: files, Entries: n, Size: size}, err
 }
 
+// OnParentCycleLean is pi.OnParentCycle of the entries of res that written
+// reports as lines of a session file (a header is not one): it marks, by merge
+// index, those on a parent cycle as Pi follows parentId (an entry naming
+// itself too), nil for none.
+func OnParentCycleLean(res *transcript.LeanResult, written func(i int) bool) []bool {
+	return pi.OnParentCycle(res.Len(), func(i int) (int, bool) {
+		if !written(i) {
+			return 0, false
+		}
+		if p, ok := res.Parent(i); ok {
+			return p, written(p)
+		}
+		// The merge links no entry to itself: a self-parent is read here.
+		return i, res.Entry(i).ParentID == res.ID(i)
+	})
+}
+
 // writeRestored writes the log with writeLog and the context file as its copy
-// (writeLogAndCopy), then the origins file with origins (already grouped by
-// key, streamed: see writeOriginsGrouped), and then seg, the segments file (its
-// sizes and origins filled in); it returns the size of each of the two files.
-func writeRestored(cfg Config, who Identity, agentID, sessionID string, writeLog func(w io.Writer) (int64, error), seg segmentsFile, origins iter.Seq[originRecord]) (Files, int64, error) {
+// (writeLogAndCopy) without the lines skip reports (nil: none), then the
+// origins file with origins (already grouped by key, streamed: see
+// writeOriginsGrouped), and then seg, the segments file (its sizes and origins
+// filled in); it returns the size of the log.
+func writeRestored(cfg Config, who Identity, agentID, sessionID string, writeLog func(w io.Writer) (int64, error), skip func(line int) bool, seg segmentsFile, origins iter.Seq[originRecord]) (Files, int64, error) {
 	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return Files{}, 0, err
@@ -320,12 +346,12 @@ func writeRestored(cfg Config, who Identity, agentID, sessionID string, writeLog
 	if err := os.Remove(files.Segments); err != nil && !os.IsNotExist(err) {
 		return files, 0, fmt.Errorf("restore %s: remove stale segments file: %w", t.ref, err)
 	}
-	size, err := writeLogAndCopy(files.Log, files.Context, writeLog, cfg.NoSync)
+	size, ctxSize, err := writeLogAndCopy(files.Log, files.Context, writeLog, skip, cfg.NoSync)
 	if err != nil {
 		return files, 0, fmt.Errorf("restore %s: %w", t.ref, err)
 	}
 	// The sizes are those just written: no need to stat the files again.
-	seg.sizes = sizesLine(size, size)
+	seg.sizes = sizesLine(size, ctxSize)
 	if seg.originsSize, seg.originsSum, err = writeOriginsGrouped(files.Origins, origins, cfg.NoSync); err != nil {
 		return files, 0, fmt.Errorf("save origins of %s: %w", t.ref, err)
 	}
@@ -341,8 +367,9 @@ func writeRestored(cfg Config, who Identity, agentID, sessionID string, writeLog
 // The copy is the kernel's (os.File.ReadFrom: copy_file_range on Linux), so the
 // bytes are produced once. On an error neither file is put in place; a crash
 // leaves at most a log and a temporary file, which the next restore writes
-// over. It returns the size of each file.
-func writeLogAndCopy(log, ctxFile string, write func(w io.Writer) (int64, error), noSync bool) (size int64, err error) {
+// over. It returns the size of each file. The lines skip reports (counted from
+// 0, the header) are left out of the copy, which is then made line by line.
+func writeLogAndCopy(log, ctxFile string, write func(w io.Writer) (int64, error), skip func(line int) bool, noSync bool) (size, ctxSize int64, err error) {
 	tmpLog, tmpCtx := restoreTemp(log), restoreTemp(ctxFile)
 	defer func() {
 		if err != nil {
@@ -352,22 +379,27 @@ func writeLogAndCopy(log, ctxFile string, write func(w io.Writer) (int64, error)
 	}()
 	lf, err := os.OpenFile(tmpLog, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return 0, fmt.Errorf("create %s: %w", tmpLog, err)
+		return 0, 0, fmt.Errorf("create %s: %w", tmpLog, err)
 	}
 	defer lf.Close()
 	if size, err = write(lf); err != nil {
-		return 0, fmt.Errorf("write %s: %w", log, err)
+		return 0, 0, fmt.Errorf("write %s: %w", log, err)
 	}
 	if err := syncUnless(lf, noSync); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := os.Rename(tmpLog, log); err != nil {
-		return 0, fmt.Errorf("rename %s: %w", tmpLog, err)
+		return 0, 0, fmt.Errorf("rename %s: %w", tmpLog, err)
 	}
 	if _, err := lf.Seek(0, io.SeekStart); err != nil {
-		return 0, fmt.Errorf("read back %s: %w", log, err)
+		return 0, 0, fmt.Errorf("read back %s: %w", log, err)
 	}
+	ctxSize = size
 	err = writeFile(tmpCtx, noSync, func(f *os.File) error {
+		if skip != nil {
+			ctxSize, err = copyLines(f, lf, skip)
+			return err
+		}
 		n, err := f.ReadFrom(lf)
 		if err == nil && n != size {
 			err = fmt.Errorf("copied %d bytes of %d", n, size)
@@ -375,15 +407,36 @@ func writeLogAndCopy(log, ctxFile string, write func(w io.Writer) (int64, error)
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("copy %s: %w", log, err)
+		return 0, 0, fmt.Errorf("copy %s: %w", log, err)
 	}
 	if err := os.Rename(tmpCtx, ctxFile); err != nil {
-		return 0, fmt.Errorf("rename %s: %w", tmpCtx, err)
+		return 0, 0, fmt.Errorf("rename %s: %w", tmpCtx, err)
 	}
 	if noSync {
-		return size, nil
+		return size, ctxSize, nil
 	}
-	return size, fsutil.SyncDir(filepath.Dir(ctxFile))
+	return size, ctxSize, fsutil.SyncDir(filepath.Dir(ctxFile))
+}
+
+// copyLines copies the lines of r to w but those skip reports (by number, from
+// 0), and returns the bytes written.
+func copyLines(w io.Writer, r io.Reader, skip func(line int) bool) (int64, error) {
+	br := bufio.NewReaderSize(r, restoreChunk)
+	bw := bufio.NewWriterSize(w, restoreChunk)
+	var n int64
+	for line := 0; ; line++ {
+		l, err := br.ReadBytes('\n')
+		if len(l) > 0 && !skip(line) {
+			bw.Write(l)
+			n += int64(len(l))
+		}
+		if err == io.EOF {
+			return n, bw.Flush()
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
 }
 
 // restoreTemp is the name a restore writes the file at path under before it

@@ -55,6 +55,9 @@ type Tree struct {
 	// move costs no check.
 	ctxPartial bool
 	stored     storeState
+	// cyc: which entries lie on a parent cycle, which the context file leaves
+	// out (cycles.go).
+	cyc cycleState
 }
 
 func newTree(cfg Config, who Identity, agentID, sessionID string) (*Tree, error) {
@@ -107,6 +110,7 @@ func (t *Tree) Header() Header {
 
 // add appends e to the tree (caller holds mu and has checked the id is new).
 func (t *Tree) add(e Entry, flags uint8) int {
+	t.noteAdd(e)
 	i := len(t.entries)
 	t.entries = append(t.entries, e)
 	t.flags = append(t.flags, flags)

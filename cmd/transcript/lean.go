@@ -58,6 +58,9 @@ type leanSession struct {
 	kind   []uint8
 	header int // merge index of the first session header; -1 for none
 	n      int // Pi entries (kindEntry and kindLeaf)
+	// omit, when not nil, marks the Pi entries writeExport leaves out
+	// (leaveOutCycles).
+	omit []bool
 }
 
 // newLeanSession classifies the entries of res; skipped, when not nil, is told
@@ -92,11 +95,12 @@ func leanSessionOf(res *transcript.LeanResult, kindOf func(i int) (sessiontree.R
 	return s
 }
 
-// entries yields the bytes of every Pi entry (kindEntry and kindLeaf) in order.
+// entries yields the bytes of every Pi entry (kindEntry and kindLeaf) that
+// writeExport writes, in order.
 func (s *leanSession) entries() iter.Seq[[]byte] {
 	return func(yield func([]byte) bool) {
-		for i, k := range s.kind {
-			if (k == kindEntry || k == kindLeaf) && !yield(s.res.Raw(i)) {
+		for i := range s.kind {
+			if s.isPi(i) && (s.omit == nil || !s.omit[i]) && !yield(s.res.Raw(i)) {
 				return
 			}
 		}
@@ -128,8 +132,8 @@ func (s *leanSession) writeExportFrom(w io.Writer, each func(idx []int, fn func(
 		return false, nil
 	}
 	idx := []int{s.header}
-	for i, k := range s.kind {
-		if k == kindEntry || k == kindLeaf {
+	for i := range s.kind {
+		if s.isPi(i) && (s.omit == nil || !s.omit[i]) {
 			idx = append(idx, i)
 		}
 	}
@@ -150,6 +154,28 @@ func (s *leanSession) writeExportFrom(w io.Writer, each func(idx []int, fn func(
 		return true, fmt.Errorf("write session: %w", err)
 	}
 	return true, nil
+}
+
+// isPi reports whether entry i is a Pi entry (kindEntry or kindLeaf): a line of
+// the files written of the session.
+func (s *leanSession) isPi(i int) bool { return s.kind[i] == kindEntry || s.kind[i] == kindLeaf }
+
+// leaveOutCycles makes writeExport leave out the Pi entries that lie on a
+// parent cycle as Pi follows parentId (sessiontree.OnParentCycleLean: a "leaf" entry is a
+// parent to Pi too, and an entry naming itself is a cycle of one), and returns
+// their ids in merge order (none for most sessions). Pi cannot open a file
+// that holds them (see pi/cycles.go); their descendants stay, a child of one
+// then naming a parent the file lacks, which Pi takes as a root.
+func (s *leanSession) leaveOutCycles() []string {
+	on := sessiontree.OnParentCycleLean(s.res, s.isPi)
+	var ids []string
+	for i, c := range on {
+		if c && s.isPi(i) {
+			ids = append(ids, s.res.ID(i))
+		}
+	}
+	s.omit = on
+	return ids
 }
 
 // The pi.Tree of the session: the tree rules (the active leaf, the path to the

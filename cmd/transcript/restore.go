@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +51,10 @@ folder of Pi's) all fail, naming
 each other and the path, and none of them is written; restore each alone
 (--agent, --session) into a --out of its own. The Pi layout's files are moved
 into place once every session is read (none, when the run is interrupted).
+Entries whose parentIds form a cycle (stored by a buggy or hostile writer) are
+left out of a Pi layout's file, since Pi cannot open a file holding them (it
+hangs or crashes); their descendants stay. Restore names them on stderr (and
+under "leftOut" with --json), writes the rest, and exits 1.
 
 A strict session (one transcript-serve created) is restored as its head commits
 it, as the server reads it: a segment no head commits is not part of it.
@@ -89,6 +95,9 @@ type restoreSummary struct {
 	Bytes    int64            `json:"bytes"`
 	Seconds  float64          `json:"seconds"`
 	Failures []restoreFailure `json:"failures"`
+	// LeftOut names the sessions written without some of their entries
+	// (--layout pi: those on a parent cycle); the run exits 1.
+	LeftOut []restoreLeftOut `json:"leftOut,omitempty"`
 	// Interrupted is set when the run was cancelled (Ctrl-C, SIGTERM) before every
 	// session was done; the counts say how far it got.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -99,6 +108,19 @@ type restoreFailure struct {
 	Session string `json:"session"`
 	Error   string `json:"error"`
 }
+
+// restoreLeftOut names a session restore wrote without some of its entries.
+type restoreLeftOut struct {
+	Session string `json:"session"`
+	// File is the file written, without the entries.
+	File string `json:"file"`
+	// Entries are the ids of the entries left out, in merge order.
+	Entries []string `json:"entries"`
+	Reason  string   `json:"reason"`
+}
+
+// whyCycle is why restore --layout pi leaves entries out of a session's file.
+const whyCycle = "their parentIds form a cycle; Pi cannot open a file holding them"
 
 // restoreOutcome is what happened to one session.
 type restoreOutcome int
@@ -197,6 +219,10 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		// only once all are read (the Pi layout is rebuilt whole anyway).
 		for _, c := range piRun.place() {
 			sum.add(c.ref, c.outcome, c.entries, c.size, c.err)
+			if c.err == nil && len(c.leftOut) > 0 {
+				sum.LeftOut = append(sum.LeftOut, restoreLeftOut{Session: c.ref.String(),
+					File: filepath.Join(*out, filepath.FromSlash(c.rel)), Entries: c.leftOut, Reason: whyCycle})
+			}
 		}
 	}
 	sum.Interrupted = err != nil
@@ -207,8 +233,8 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	if sum.Interrupted {
 		return fmt.Errorf("restore interrupted after %d of %d sessions: %w", sum.Restored+sum.Skipped+sum.Failed, sum.Sessions, err)
 	}
-	if sum.Failed > 0 {
-		return errProblems
+	if sum.Failed > 0 || len(sum.LeftOut) > 0 {
+		return errProblems // a session written without some entries is not whole
 	}
 	return nil
 }
@@ -232,8 +258,20 @@ func (sum *restoreSummary) add(ref transcript.TranscriptRef, outcome restoreOutc
 	sum.Entries += entries
 }
 
-// print writes the summary: the failures and a line, or one JSON object.
+// print writes the summary: the failures and a line, or one JSON object; and
+// on stderr a line per session written without some of its entries.
 func (sum restoreSummary) print(env *cliEnv, asJSON bool) error {
+	for _, l := range sum.LeftOut {
+		var ids []string
+		for _, id := range l.Entries[:min(len(l.Entries), 10)] {
+			ids = append(ids, strconv.Quote(id)) // a hostile id may hold a line break
+		}
+		if len(l.Entries) > 10 {
+			ids = append(ids, fmt.Sprintf("and %d more", len(l.Entries)-10))
+		}
+		fmt.Fprintf(env.stderr, "restore: %s: %s left out of %s (%s): %s\n",
+			l.Session, cmdcli.Count(len(l.Entries), "entry"), l.File, strings.Join(ids, ", "), l.Reason)
+	}
 	if asJSON {
 		return writeJSON(env.stdout, sum)
 	}

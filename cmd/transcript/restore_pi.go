@@ -187,6 +187,9 @@ type piClaim struct {
 	outcome restoreOutcome
 	entries int
 	size    int64
+	// leftOut are the ids of the entries the file leaves out: those on a
+	// parent cycle, which Pi cannot open (leanSession.leaveOutCycles).
+	leftOut []string
 	// err is why the session cannot be restored; it is not placed.
 	err error
 }
@@ -203,13 +206,16 @@ var errPiPathShared = errors.New("sessions of the restore belong at one path of 
 // without a path (it cannot be read, or its header cannot be placed).
 //
 // The file is the header first, then every entry in merge order, byte for
-// byte, as export writes it; its modification time is that of its newest
-// entry, so that Pi's continueRecent (the newest file) resumes the session
-// Pi would have. The session is read as stored and its payloads put back as
-// the file is written (as restoreLean does), unless a reference could change
-// what the file holds: the kind of an entry (sessiontree.ClassifyStored), a
-// "timestamp" or the header's "cwd" (piStoredFields); then, or when a payload
-// turns out not to be a JSON string's contents, it is read with its payloads.
+// byte, as export writes it, but for the entries that lie on a parent cycle:
+// Pi cannot open a file holding them (pi/cycles.go), so they are left out, and
+// the claim names them (restore then reports them and exits 1). Its
+// modification time is that of its newest entry, so that Pi's continueRecent
+// (the newest file) resumes the session Pi would have. The session is read as
+// stored and its payloads put back as the file is written (as restoreLean
+// does), unless a reference could change what the file holds: the kind of an
+// entry (sessiontree.ClassifyStored), a "timestamp" or the header's "cwd"
+// (piStoredFields); then, or when a payload turns out not to be a JSON
+// string's contents, it is read with its payloads.
 func (p *piRestore) prepare(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef) (restoreOutcome, int, int64, error) {
 	lr, ok := s.(leanReader)
 	if !ok {
@@ -266,7 +272,8 @@ func (p *piRestore) build(ctx context.Context, src sessiontree.PayloadSource, se
 	if err != nil {
 		return piClaim{}, err
 	}
-	c := piClaim{ref: ref, rel: rel, entries: sess.n}
+	leftOut := sess.leaveOutCycles()
+	c := piClaim{ref: ref, rel: rel, entries: sess.n - len(leftOut), leftOut: leftOut}
 	dest := filepath.Join(p.out, filepath.FromSlash(rel))
 	tmp, err := os.CreateTemp(p.scratch, "pi-*.jsonl")
 	if err != nil {

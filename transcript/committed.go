@@ -35,25 +35,35 @@ import (
 // names it is missing: it is listed in Increment.Missing and the rest is read (the
 // session is damaged; package repository refuses its appends).
 func (s *Store) ReadCommitted(ctx context.Context, ref TranscriptRef, h Head, have SegmentSet) (Head, *Increment, error) {
-	ctx, task := trace.NewTask(ctx, "transcript.ReadCommitted")
-	defer task.End()
+	return readFromHead(ctx, s, ref, h, "transcript.ReadCommitted", func(ctx context.Context, ref TranscriptRef, h Head) (Head, *Increment, error) {
+		return s.readCommittedHeads(ctx, ref, h, have)
+	})
+}
+
+// readFromHead is what ReadCommitted and ReadLeanCommitted share: it checks
+// ref, runs read (a read of what head h commits, which returns the head it
+// read from) as one traced task, and puts the payloads back (readResolved).
+func readFromHead[T asStored](ctx context.Context, s *Store, ref TranscriptRef, h Head, task string, read func(context.Context, TranscriptRef, Head) (Head, T, error)) (Head, T, error) {
+	ctx, t := trace.NewTask(ctx, task)
+	defer t.End()
+	var zero T
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
-		return h, nil, err
+		return h, zero, err
 	}
 	if !visible {
-		return h, nil, fmt.Errorf("read %s: %w", ref, bucket.ErrNotFound)
+		return h, zero, fmt.Errorf("read %s: %w", ref, bucket.ErrNotFound)
 	}
-	inc, err := readResolved(ctx, s, ref, func() (*Increment, error) {
-		var inc *Increment
+	res, err := readResolved(ctx, s, ref, func() (T, error) {
+		var res T
 		var err error
-		h, inc, err = s.readCommittedHeads(ctx, ref, h, have)
-		return inc, err
+		h, res, err = read(ctx, ref, h)
+		return res, err
 	})
 	if err != nil {
-		return h, nil, err
+		return h, zero, err
 	}
-	return h, inc, nil
+	return h, res, nil
 }
 
 // readCommittedHeads is ReadCommitted with the entries as stored: it reads from

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/trace"
 	"slices"
 	"strings"
 
@@ -45,25 +44,7 @@ func (s *Store) ListSegmentsHead(ctx context.Context, ref TranscriptRef) ([]Segm
 // (as it does when the head itself is gone). The payloads are put back
 // (readResolved) unless the store is Stored.
 func (s *Store) ReadLeanCommitted(ctx context.Context, ref TranscriptRef, h Head) (Head, *LeanResult, error) {
-	ctx, task := trace.NewTask(ctx, "transcript.ReadLeanCommitted")
-	defer task.End()
-	ref, visible, err := s.checkRef(ref)
-	if err != nil {
-		return h, nil, err
-	}
-	if !visible {
-		return h, nil, fmt.Errorf("read %s: %w", ref, bucket.ErrNotFound)
-	}
-	res, err := readResolved(ctx, s, ref, func() (*LeanResult, error) {
-		var res *LeanResult
-		var err error
-		h, res, err = s.readLeanHeads(ctx, ref, h)
-		return res, err
-	})
-	if err != nil {
-		return h, nil, err
-	}
-	return h, res, nil
+	return readFromHead(ctx, s, ref, h, "transcript.ReadLeanCommitted", s.readLeanHeads)
 }
 
 // readLeanHeads is ReadLeanCommitted with the entries as stored: it reads from

@@ -149,13 +149,21 @@ func TestPiOracle_SessionTreeCycles(t *testing.T) {
 			}
 		})
 	}
-	require.NotEmpty(t, piCases)
+	requireBothPisBuild(t, node, dir, "tree-cycles", piCases, wants)
+}
+
+// requireBothPisBuild has Pi 0.58 and Pi 1.6 (context.mjs, pi16.mjs) build the
+// context of each case, within a time limit (askPiWithin), and requires what
+// each builds for cases[i] to be wants[i]. name tells the runs' files apart.
+func requireBothPisBuild(t *testing.T, node, dir, name string, cases []piCase, wants []string) {
+	t.Helper()
+	require.NotEmpty(t, cases)
 	for _, script := range []string{"context.mjs", "pi16.mjs"} {
-		for i := range piCases {
-			piCases[i].Out = filepath.Join(dir, fmt.Sprintf("tree-%s-%d.json", script, i))
+		for i := range cases {
+			cases[i].Out = filepath.Join(dir, fmt.Sprintf("%s-%s-%d.json", name, script, i))
 		}
-		askPiWithin(t, node, script, dir, script+"-tree-cycles.json", piCases, 30*time.Second)
-		for i, c := range piCases {
+		askPiWithin(t, node, script, dir, script+"-"+name+".json", cases, 30*time.Second)
+		for i, c := range cases {
 			got, err := os.ReadFile(c.Out)
 			require.NoError(t, err)
 			require.Equal(t, wants[i], string(got), "%s: %s at %q", script, c.File, c.Leaf)

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -136,16 +135,5 @@ func TestRestore_PiLayoutCycles(t *testing.T) {
 
 		})
 	}
-	require.NotEmpty(t, piCases)
-	for _, script := range []string{"context.mjs", "pi16.mjs"} {
-		for i := range piCases {
-			piCases[i].Out = filepath.Join(dir, fmt.Sprintf("%s-%d.json", script, i))
-		}
-		askPiWithin(t, node, script, dir, script+"-cycles.json", piCases, 30*time.Second)
-		for i, c := range piCases {
-			got, err := os.ReadFile(c.Out)
-			require.NoError(t, err)
-			require.Equal(t, wants[i], string(got), "%s: %s at %q", script, c.File, c.Leaf)
-		}
-	}
+	requireBothPisBuild(t, node, dir, "cycles", piCases, wants)
 }

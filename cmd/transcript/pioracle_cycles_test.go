@@ -61,8 +61,7 @@ func TestPiOracle_SessionTreeCycles(t *testing.T) {
 		{"local turns after the cycle", [][]string{{"ca:cb", "cb:ca"}}, true, "ca cb"},
 		{"the cycle's descendants only, then local turns", [][]string{{"ca:cb kid:ca", "cb:ca x:@u"}}, true, "ca cb"},
 	}
-	var piCases []piCase
-	var wants []string
+	var asks piAsks
 	for n, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := fmt.Sprintf("tc%d", n)
@@ -137,36 +136,50 @@ func TestPiOracle_SessionTreeCycles(t *testing.T) {
 			for _, file := range []string{files.Context, restored.Context} {
 				data, err := os.ReadFile(file)
 				require.NoError(t, err)
-				lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-				for _, leaf := range append([]string{""}, lineIDs(t, lines[1:])...) {
-					args := []string{"context", "--file", file}
-					if leaf != "" {
-						args = append(args, "--leaf", leaf)
-					}
-					wants = append(wants, strings.TrimSpace(oracleCLIOK(t, args...)))
-					piCases = append(piCases, piCase{File: file, Leaf: leaf, SessionDir: filepath.Join(dir, "pi-sessions")})
-				}
+				asks.addFile(t, file, data, dir)
 			}
 		})
 	}
-	requireBothPisBuild(t, node, dir, "tree-cycles", piCases, wants)
+	asks.requireBothPisBuild(t, node, dir, "tree-cycles")
 }
 
-// requireBothPisBuild has Pi 0.58 and Pi 1.6 (context.mjs, pi16.mjs) build the
-// context of each case, within a time limit (askPiWithin), and requires what
-// each builds for cases[i] to be wants[i]. name tells the runs' files apart.
-func requireBothPisBuild(t *testing.T, node, dir, name string, cases []piCase, wants []string) {
+// piAsks are the contexts to ask Pi for, each with what transcript context
+// --file builds for it.
+type piAsks struct {
+	cases []piCase
+	wants []string
+}
+
+// addFile asks for the session file at path (its bytes data) at its leaf and at
+// each of its entries.
+func (a *piAsks) addFile(t *testing.T, path string, data []byte, dir string) {
 	t.Helper()
-	require.NotEmpty(t, cases)
-	for _, script := range []string{"context.mjs", "pi16.mjs"} {
-		for i := range cases {
-			cases[i].Out = filepath.Join(dir, fmt.Sprintf("%s-%s-%d.json", name, script, i))
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	for _, leaf := range append([]string{""}, lineIDs(t, lines[1:])...) {
+		args := []string{"context", "--file", path}
+		if leaf != "" {
+			args = append(args, "--leaf", leaf)
 		}
-		askPiWithin(t, node, script, dir, script+"-"+name+".json", cases, 30*time.Second)
-		for i, c := range cases {
+		a.wants = append(a.wants, strings.TrimSpace(oracleCLIOK(t, args...)))
+		a.cases = append(a.cases, piCase{File: path, Leaf: leaf, SessionDir: filepath.Join(dir, "pi-sessions")})
+	}
+}
+
+// requireBothPisBuild has Pi 0.58 and Pi 1.6 (context.mjs, pi16.mjs) build
+// each context asked for, within a time limit (askPiWithin), and requires it to
+// be what transcript context --file built. name tells the runs' files apart.
+func (a *piAsks) requireBothPisBuild(t *testing.T, node, dir, name string) {
+	t.Helper()
+	require.NotEmpty(t, a.cases)
+	for _, script := range []string{"context.mjs", "pi16.mjs"} {
+		for i := range a.cases {
+			a.cases[i].Out = filepath.Join(dir, fmt.Sprintf("%s-%s-%d.json", name, script, i))
+		}
+		askPiWithin(t, node, script, dir, script+"-"+name+".json", a.cases, 30*time.Second)
+		for i, c := range a.cases {
 			got, err := os.ReadFile(c.Out)
 			require.NoError(t, err)
-			require.Equal(t, wants[i], string(got), "%s: %s at %q", script, c.File, c.Leaf)
+			require.Equal(t, a.wants[i], string(got), "%s: %s at %q", script, c.File, c.Leaf)
 		}
 	}
 }

@@ -54,8 +54,7 @@ func TestRestore_PiLayoutCycles(t *testing.T) {
 	w, err := transcript.NewWriter("hostile")
 	require.NoError(t, err)
 
-	var piCases []piCase
-	var wants []string
+	var asks piAsks
 	for n, tc := range piCycleCases {
 		t.Run(tc.name, func(t *testing.T) {
 			id := fmt.Sprintf("cyc%d", n)
@@ -89,14 +88,7 @@ func TestRestore_PiLayoutCycles(t *testing.T) {
 			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 			// Pi at the file's leaf and at each of its entries (asked below,
 			// whatever the checks here find).
-			for _, leaf := range append([]string{""}, lineIDs(t, lines[1:])...) {
-				args := []string{"context", "--file", file}
-				if leaf != "" {
-					args = append(args, "--leaf", leaf)
-				}
-				wants = append(wants, strings.TrimSpace(oracleCLIOK(t, args...)))
-				piCases = append(piCases, piCase{File: file, Leaf: leaf, SessionDir: filepath.Join(dir, "pi-sessions")})
-			}
+			asks.addFile(t, file, data, dir)
 
 			assert.Equal(t, 1, r.code, "a session written without some entries is not restored whole: %s %s", r.stdout, r.stderr)
 			var sum restoreSummary
@@ -135,5 +127,5 @@ func TestRestore_PiLayoutCycles(t *testing.T) {
 
 		})
 	}
-	requireBothPisBuild(t, node, dir, "cycles", piCases, wants)
+	asks.requireBothPisBuild(t, node, dir, "cycles")
 }

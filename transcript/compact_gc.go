@@ -64,31 +64,43 @@ func isMarkName(rel string) bool {
 func (s *Store) readMarks(ctx context.Context, ref TranscriptRef, keys []bucket.ObjectInfo) ([]deletionMark, error) {
 	var marks []deletionMark
 	for _, oi := range keys {
-		m, err := s.readMark(ctx, oi)
+		m, ok, err := s.markAt(ctx, ref, oi)
 		if errors.Is(err, bucket.ErrNotFound) {
 			continue // another job collected it meanwhile
 		}
 		if err != nil {
 			return nil, err
 		}
-		if m.SupersededBy == "" {
-			continue
+		if ok {
+			marks = append(marks, m)
 		}
-		m.SupersededBy = s.sessionKey(ref, m.SupersededBy)
-		if s.markKey(ref, m.SupersededBy) != oi.Key {
-			continue
-		}
-		inputs := m.Inputs[:0]
-		for _, k := range m.Inputs {
-			k = s.sessionKey(ref, k)
-			if info, err := ParseKey(s.cfg.Prefix, k); err == nil && info.Ref == ref && k != m.SupersededBy {
-				inputs = append(inputs, k)
-			}
-		}
-		m.Inputs = inputs
-		marks = append(marks, m)
 	}
 	return marks, nil
+}
+
+// markAt reads the deletion mark at oi, listed under ref. ok is false for a
+// mark that is ignored: not valid JSON, or not naming the segment its key
+// stands for. A mark gone since it was listed (another job collected it) is an
+// error wrapping bucket.ErrNotFound. Inputs outside the session are dropped
+// from it.
+func (s *Store) markAt(ctx context.Context, ref TranscriptRef, oi bucket.ObjectInfo) (deletionMark, bool, error) {
+	m, err := s.readMark(ctx, oi)
+	if err != nil || m.SupersededBy == "" {
+		return deletionMark{}, false, err
+	}
+	m.SupersededBy = s.sessionKey(ref, m.SupersededBy)
+	if s.markKey(ref, m.SupersededBy) != oi.Key {
+		return deletionMark{}, false, nil
+	}
+	inputs := m.Inputs[:0]
+	for _, k := range m.Inputs {
+		k = s.sessionKey(ref, k)
+		if info, err := ParseKey(s.cfg.Prefix, k); err == nil && info.Ref == ref && k != m.SupersededBy {
+			inputs = append(inputs, k)
+		}
+	}
+	m.Inputs = inputs
+	return m, true, nil
 }
 
 func (s *Store) readMark(ctx context.Context, oi bucket.ObjectInfo) (deletionMark, error) {

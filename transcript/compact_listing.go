@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -21,6 +22,46 @@ func (s *Store) StrayKeys(ctx context.Context, ref TranscriptRef) ([]string, err
 	}
 	ls, err := s.sessionObjects(ctx, ref)
 	return ls.stray, err
+}
+
+// Leftovers are the objects under a session's prefix that no reader and no
+// job reads (Store.Leftovers): verify names them, so that an operator can
+// remove them.
+type Leftovers struct {
+	// Stray are the keys that are neither a segment key, a deletion or
+	// retention mark nor the strict head (StrayKeys).
+	Stray []string
+	// IgnoredMarks are the keys of deletion marks that the compaction job
+	// ignores, never trusts and never removes: their content is not a mark, or
+	// names another segment than the one their key stands for.
+	IgnoredMarks []string
+}
+
+// Leftovers lists ref's prefix once and returns what lies there unread (see
+// Leftovers): a GET of each deletion mark, which exists only while a
+// compaction's inputs wait for their delete delay.
+func (s *Store) Leftovers(ctx context.Context, ref TranscriptRef) (Leftovers, error) {
+	ref, visible, err := s.checkRef(ref)
+	if err != nil || !visible {
+		return Leftovers{}, err
+	}
+	ls, err := s.sessionObjects(ctx, ref)
+	if err != nil {
+		return Leftovers{}, err
+	}
+	out := Leftovers{Stray: ls.stray}
+	for _, oi := range ls.marks {
+		_, ok, err := s.markAt(ctx, ref, oi)
+		switch {
+		case errors.Is(err, bucket.ErrNotFound):
+			// collected since the listing
+		case err != nil:
+			return Leftovers{}, err
+		case !ok:
+			out.IgnoredMarks = append(out.IgnoredMarks, oi.Key)
+		}
+	}
+	return out, nil
 }
 
 // sessionListing is what one listing of a session's prefix found.

@@ -25,7 +25,8 @@ data and the key, every entry is a JSON object with an id. Every compacted segme
 is checked against each input it names that still exists: a segment that claims an
 input whose entries it does not all hold (forged or damaged) is a problem naming
 both keys. Keys under a session that are not part of the layout (not a segment, a
-deletion mark or the head; readers ignore them) are named too. Then it checks each
+deletion mark or the head; readers ignore them) are named too, and so are deletion
+marks the compaction job ignores (their content is not a mark). Then it checks each
 session's tree: entries whose parent is missing (dangling), parent cycles, ids
 that carry different contents in different segments (conflicts), more than one
 session header (one line naming each), and context edits
@@ -207,12 +208,15 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	if err := v.checkHead(ctx, head, headErr); err != nil {
 		return v.c, err
 	}
-	stray, err := s.StrayKeys(ctx, ref)
+	left, err := s.Leftovers(ctx, ref)
 	if err != nil {
 		return v.c, err
 	}
-	for _, k := range stray {
+	for _, k := range left.Stray {
 		v.report(k, "not a segment, deletion mark or head of this session's key layout (readers ignore it)")
+	}
+	for _, k := range left.IgnoredMarks {
+		v.report(k, "a deletion mark that is not one: its content is not a mark, or names another segment than its key (the compaction job ignores it and never removes it)")
 	}
 	v.c.entries = len(v.order) - v.c.headers
 	v.checkTree()

@@ -35,6 +35,39 @@ import (
 // run is logged; TRANSCRIPT_FOLLOW_SEED repeats it.
 func TestFollowPi16_KilledAtRandom(t *testing.T) {
 	node := needPiPackage(t, "@earendil-works/pi-coding-agent")
+	run := followKilledAtRandom(t, node, killedRun{script: "pi16-follow.mjs", args: []string{"12", "6"}, stream: 28,
+		minKills: 20, minFiles: 7, filesAre: "six sessions and the migrated one"})
+	requirePiAgrees(t, node, "pi16-follow.mjs", run.root, run.restored, len(run.files), 2)
+}
+
+// killedRun is a run of followKilledAtRandom: Pi's harness script (under
+// oracleDir) writes sessions with "write SEED args...", follow is killed at
+// least minKills times, and at least minFiles session files (what filesAre
+// says they are) must be stored and restored. stream tells the runs' random
+// numbers apart.
+type killedRun struct {
+	script   string
+	args     []string
+	stream   uint64
+	minKills int
+	minFiles int
+	filesAre string
+
+	// Set by the run: the sessions root Pi wrote, the root restore wrote, and
+	// the session files (relative to both).
+	root, restored string
+	files          []string
+}
+
+// followKilledAtRandom has Pi's harness write sessions into a fresh sessions
+// root while `transcript follow` uploads them to MinIO and is killed with
+// SIGKILL at random moments and started again, then follows once more to the
+// end, requires the bucket to hold every line of Pi's files exactly once
+// (requireStoredOnce), and `restore --layout pi` into an empty root to give the
+// same files byte for byte. The seed is logged; TRANSCRIPT_FOLLOW_SEED repeats
+// a run.
+func followKilledAtRandom(t *testing.T, node string, r killedRun) killedRun {
+	t.Helper()
 	store := s3Backend().fresh(t)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("TRANSCRIPT_FOLLOW_SEED"); s != "" {
@@ -43,14 +76,14 @@ func TestFollowPi16_KilledAtRandom(t *testing.T) {
 		require.NoError(t, err)
 	}
 	t.Logf("TRANSCRIPT_FOLLOW_SEED=%d", seed)
-	rng := rand.New(rand.NewPCG(seed, 28))
+	rng := rand.New(rand.NewPCG(seed, r.stream))
 	agentDir := t.TempDir()
-	root := filepath.Join(agentDir, "sessions")
+	r.root = filepath.Join(agentDir, "sessions")
 	state := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 
-	harness := exec.CommandContext(ctx, node, "pi16-follow.mjs", "write", strconv.FormatUint(seed%(1<<31), 10), "12", "6")
+	harness := exec.CommandContext(ctx, node, append([]string{r.script, "write", strconv.FormatUint(seed%(1<<31), 10)}, r.args...)...)
 	harness.Dir = oracleDir
 	harness.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+agentDir)
 	var hout, herr bytes.Buffer
@@ -59,9 +92,9 @@ func TestFollowPi16_KilledAtRandom(t *testing.T) {
 	written := make(chan error, 1)
 	go func() { written <- harness.Wait() }()
 
-	follow := []string{"follow", "--store", store, "--state-dir", state, "--batch", "20ms", "--rescan", "250ms", root}
+	follow := []string{"follow", "--store", store, "--state-dir", state, "--batch", "20ms", "--rescan", "250ms", r.root}
 	kills, writing := 0, true
-	for writing || kills < 20 {
+	for writing || kills < r.minKills {
 		require.NoError(t, ctx.Err(), "after %d kills", kills)
 		cmd := exec.Command(binary, follow...)
 		cmd.Env = append(os.Environ(), "TRANSCRIPT_STORE=")
@@ -84,20 +117,20 @@ func TestFollowPi16_KilledAtRandom(t *testing.T) {
 
 	res := cliWith(t, cmdOpts{}, append([]string{"follow", "--once", "--json"}, follow[1:]...)...)
 	require.Equal(t, 0, res.code, "stderr: %s", res.stderr)
-	files := requireStoredOnce(t, store, root)
-	require.GreaterOrEqual(t, len(files), 7, "six sessions and the migrated one")
+	r.files = requireStoredOnce(t, store, r.root)
+	require.GreaterOrEqual(t, len(r.files), r.minFiles, r.filesAre)
 
-	restored := t.TempDir()
-	res = cliWith(t, cmdOpts{}, "restore", "--layout", "pi", "--out", restored, "--store", store)
+	r.restored = t.TempDir()
+	res = cliWith(t, cmdOpts{}, "restore", "--layout", "pi", "--out", r.restored, "--store", store)
 	require.Equal(t, 0, res.code, "stderr: %s", res.stderr)
-	for _, rel := range files {
-		want, err := os.ReadFile(filepath.Join(root, rel))
+	for _, rel := range r.files {
+		want, err := os.ReadFile(filepath.Join(r.root, rel))
 		require.NoError(t, err)
-		got, err := os.ReadFile(filepath.Join(restored, rel))
+		got, err := os.ReadFile(filepath.Join(r.restored, rel))
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got), "%s restored byte for byte", rel)
 	}
-	requirePiAgrees(t, node, root, restored, len(files))
+	return r
 }
 
 // requireStoredOnce requires the store at url to hold, for every session file
@@ -191,12 +224,13 @@ func fileLines(t *testing.T, p string) []string {
 	return lines
 }
 
-// requirePiAgrees has Pi 1.6 list, resume and open every session folder of
-// original and restored, and requires the same answers.
-func requirePiAgrees(t *testing.T, node, original, restored string, files int) {
+// requirePiAgrees has Pi's check script (pi16-follow.mjs, pi058-follow.mjs)
+// list, resume and open every session folder of original and restored, and
+// requires the same answers, for files files in at least minFolders folders.
+func requirePiAgrees(t *testing.T, node, script, original, restored string, files, minFolders int) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.CommandContext(t.Context(), node, "pi16-follow.mjs", "check", original, restored, out)
+	cmd := exec.CommandContext(t.Context(), node, script, "check", original, restored, out)
 	cmd.Dir = oracleDir
 	msg, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", msg)
@@ -209,5 +243,5 @@ func requirePiAgrees(t *testing.T, node, original, restored string, files int) {
 	require.NoError(t, json.Unmarshal(data, &rep))
 	require.Empty(t, rep.Mismatches, "Pi sees the restored sessions as the originals")
 	require.Equal(t, files, rep.Files)
-	require.GreaterOrEqual(t, rep.Folders, 2)
+	require.GreaterOrEqual(t, rep.Folders, minFolders)
 }

@@ -21,11 +21,11 @@
 //
 // The package's exports map needs Node 22 for Pi 1.6; both session-manager.js
 // files run on Node 20, so they are imported by their files.
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
-import { dirname, join, relative } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { prng } from "./prng.mjs";
+import { checkRestored, writeV1 } from "./follow-common.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const load = (pkg) => import(pathToFileURL(join(here, "node_modules", pkg, "dist", "core", "session-manager.js")).href);
@@ -85,32 +85,6 @@ class Ops {
 	}
 }
 
-/** Pi's default folder of cwd (getDefaultSessionDir). */
-function folderOf(cwd) {
-	return `--${cwd.replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`;
-}
-
-/** writeV1 writes a version 1 session file as an old Pi did, in Pi's default layout. */
-function writeV1(root, rand) {
-	const cwd = "/work/legacy";
-	const ts = new Date(Date.now() - 86400000).toISOString();
-	const id = "legacy-" + Math.floor(rand() * 1e9).toString(16);
-	const dir = join(root, folderOf(cwd));
-	mkdirSync(dir, { recursive: true });
-	const file = join(dir, `${ts.replace(/[:.]/g, "-")}_${id}.jsonl`);
-	const t = (k) => new Date(Date.parse(ts) + k * 1000).toISOString();
-	const lines = [
-		{ type: "session", id, timestamp: ts, cwd },
-		{ type: "message", timestamp: t(1), message: { role: "user", content: "fix the parser", timestamp: Date.parse(t(1)) } },
-		{ type: "message", timestamp: t(2), message: { role: "assistant", content: [{ type: "text", text: "done" }], api: "openai-completions", provider: "openai", model: "gpt-4o", stopReason: "stop", timestamp: Date.parse(t(2)) } },
-		{ type: "message", timestamp: t(3), message: { role: "hookMessage", customType: "note", content: "from a hook", display: true, timestamp: Date.parse(t(3)) } },
-		{ type: "compaction", timestamp: t(4), summary: "we fixed the parser", firstKeptEntryIndex: 2, tokensBefore: 1200 },
-		{ type: "message", timestamp: t(5), message: { role: "user", content: "and now?", timestamp: Date.parse(t(5)) } },
-	];
-	writeFileSync(file, lines.map((l) => JSON.stringify(l) + "\n").join(""));
-	return file;
-}
-
 async function write(seed, seconds) {
 	const rand = prng(seed);
 	const root = join(process.env.PI_CODING_AGENT_DIR, "sessions");
@@ -157,50 +131,7 @@ async function write(seed, seconds) {
 	console.log(JSON.stringify({ files: live.map((o) => o.sm.getSessionFile()) }));
 }
 
-/** info is what the check compares of a SessionInfo (paths relative to their root). */
-function info(root, s) {
-	return {
-		path: relative(root, s.path),
-		id: s.id,
-		cwd: s.cwd,
-		name: s.name ?? null,
-		parentSessionPath: s.parentSessionPath ?? null,
-		created: s.created.toISOString(),
-		modified: s.modified.toISOString(),
-		messageCount: s.messageCount,
-		firstMessage: s.firstMessage,
-	};
-}
-
-/** opened is what the check compares of a session Pi opened. */
-function opened(root, sm) {
-	return { file: relative(root, sm.getSessionFile()), header: sm.getHeader(), entries: sm.getEntries(), leaf: sm.getLeafId(), context: sm.buildSessionContext() };
-}
-
-async function check(original, restored, out) {
-	const report = { folders: 0, files: 0, mismatches: [] };
-	const same = (what, a, b) => {
-		if (JSON.stringify(a) !== JSON.stringify(b)) report.mismatches.push({ what, original: a, restored: b });
-	};
-	for (const folder of readdirSync(original).sort()) {
-		const odir = join(original, folder);
-		const rdir = join(restored, folder);
-		const files = readdirSync(odir).filter((f) => f.endsWith(".jsonl")).sort();
-		same(`files of ${folder}`, files, readdirSync(rdir).filter((f) => f.endsWith(".jsonl")).sort());
-		const cwd = SessionManager.open(join(odir, files[0])).getCwd();
-		report.folders++;
-		same(`list ${folder}`, (await SessionManager.list(cwd, odir)).map((s) => info(original, s)), (await SessionManager.list(cwd, rdir)).map((s) => info(restored, s)));
-		same(`continueRecent ${folder}`, opened(original, SessionManager.continueRecent(cwd, odir)), opened(restored, SessionManager.continueRecent(cwd, rdir)));
-		for (const f of files) {
-			report.files++;
-			same(`open ${folder}/${f}`, opened(original, SessionManager.open(join(odir, f))), opened(restored, SessionManager.open(join(rdir, f))));
-			same(`Pi 1.6 open ${folder}/${f}`, opened(original, pi16.SessionManager.open(join(odir, f))), opened(restored, pi16.SessionManager.open(join(rdir, f))));
-		}
-	}
-	writeFileSync(out, JSON.stringify(report));
-}
-
 const [mode, ...args] = process.argv.slice(2);
 if (mode === "write") await write(Number(args[0]), Number(args[1]));
-else if (mode === "check") await check(args[0], args[1], args[2]);
+else if (mode === "check") await checkRestored({ SessionManager, alsoOpen: [{ label: "Pi 1.6", SessionManager: pi16.SessionManager }], infoFields: ["parentSessionPath"], sameFiles: true }, args[0], args[1], args[2]);
 else throw new Error(`unknown mode ${mode}`);

@@ -27,7 +27,7 @@ import (
 // head, as a repository's load does.
 func (s *Store) ListSegmentsHead(ctx context.Context, ref TranscriptRef) ([]SegmentInfo, bool, error) {
 	var head bool
-	infos, err := s.listSegmentsHead(ctx, ref, "", 0, nil, &head)
+	infos, err := s.listSegmentsHead(ctx, ref, "", &head)
 	return infos, head, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/trace"
+	"slices"
 	"time"
 
 	"github.com/transcriptstore/transcript/segment"
@@ -56,7 +57,7 @@ func listAndRead[T any](ctx context.Context, s *Store, ref TranscriptRef, after 
 		head := false
 		region := trace.StartRegion(ctx, "list segments")
 		if after == "" {
-			infos, err = s.listSegmentsHead(ctx, ref, "", 0, nil, &head)
+			infos, err = s.listSegmentsHead(ctx, ref, "", &head)
 		} else {
 			infos, err = s.listSegmentsAfter(ctx, ref, sessionPrefix(s.cfg.Prefix, ref)+after)
 		}
@@ -123,68 +124,93 @@ func (l listFailed) Error() string { return l.err.Error() }
 // errNoSegments is an attempt's way of saying its listing found no segment.
 var errNoSegments = errors.New("no segments listed")
 
-// streamFirstPage is how many segments a cold read (readStreamed) lists before
-// it starts fetching them: the listing's first request asks for that many keys,
-// and their GETs run while the rest is listed.
+// streamFirstPage is how many keys a cold read (readStreamed) lists before it
+// starts fetching segments: the listing's first request asks for that many, and
+// their GETs run while the whole session is listed.
 const streamFirstPage = 32
 
 // readStreamed is one attempt of ReadAll: it lists ref's segments and merges
 // them, as listAndRead does, but does not wait for the whole listing before it
-// fetches. The first streamFirstPage segments listed (one short request, see
-// bucket.ListOptions.FirstPage) are fetched while the rest is listed; the rest
-// once the listing is done. On an object store that lists a thousand keys per
+// fetches. The segments among the first streamFirstPage keys (one short
+// request) are fetched while the session is listed again, whole; the rest once
+// that listing is done. On an object store that lists a thousand keys per
 // request and takes its time over each (MinIO reads every object's metadata to
 // list it), a session of hundreds of segments then spends the listing's time
-// fetching rather than waiting. A session of fewer segments is read as
-// listAndRead reads it. The result is what listAndRead gives of the same
-// listing.
+// fetching rather than waiting. A session of fewer keys is read from the
+// first request, as listAndRead reads it.
+//
+// The second listing starts from the beginning, not after the first page: a
+// key that sorts inside the first page can land after it was listed (a PUT in
+// flight, a replica whose clock is behind), and an entry appended after it, its
+// child, sorts later. A listing that went on after the first page would show
+// the child without its parent; the second listing, sent after the first page
+// was answered, shows what landed before it. The result merges both listings.
 func (s *Store) readStreamed(ctx context.Context, ref TranscriptRef) (*MergeResult, error) {
+	region := trace.StartRegion(ctx, "list segments")
+	first, more, err := s.listSegmentsUpTo(ctx, ref, "", streamFirstPage, nil)
+	if err != nil || !more {
+		region.End()
+		switch {
+		case err != nil:
+			return nil, listFailed{err}
+		case len(first) == 0:
+			return nil, errNoSegments
+		}
+		return s.readInfos(ctx, first)
+	}
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var first []SegmentInfo
 	var ahead fetchedSegs
 	done := make(chan struct{})
-	region := trace.StartRegion(ctx, "list segments")
-	infos, err := s.listSegmentsEach(ctx, ref, "", streamFirstPage, func(in SegmentInfo) {
-		if len(first) == streamFirstPage {
-			return
-		}
-		if first = append(first, in); len(first) == streamFirstPage {
-			go func() {
-				defer close(done)
-				ahead.segs, ahead.parsed, ahead.bad, ahead.err = s.fetchAllParsed(gctx, first, true, true)
-			}()
-		}
-	})
+	go func() {
+		defer close(done)
+		ahead.segs, ahead.parsed, ahead.bad, ahead.err = s.fetchAllParsed(gctx, first, true, true)
+	}()
+	all, err := s.listSegmentsAfter(ctx, ref, "")
 	region.End()
-	started := len(first) == streamFirstPage
-	switch {
-	case err != nil:
-		if started {
-			cancel() // what was fetched is dropped
-			<-done
-		}
+	if err != nil {
+		cancel() // what was fetched is dropped
+		<-done
 		return nil, listFailed{err}
-	case len(infos) == 0:
-		return nil, errNoSegments
-	case !started:
-		return s.readInfos(ctx, infos)
 	}
-	// listSegmentsEach handed out the listing's first segments in its order:
-	// first is infos[:len(first)].
-	var more fetchedSegs
-	more.segs, more.parsed, more.bad, more.err = s.fetchAllParsed(ctx, infos[len(first):], true, true)
+	// The segments of the first page that the whole listing no longer shows
+	// (a compaction deleted them meanwhile) are merged too: they were fetched.
+	fetched := make(map[string]bool, len(first))
+	for _, in := range first {
+		fetched[in.Key] = true
+	}
+	rest := slices.DeleteFunc(slices.Clone(all), func(in SegmentInfo) bool { return fetched[in.Key] })
+	var later fetchedSegs
+	later.segs, later.parsed, later.bad, later.err = s.fetchAllParsed(ctx, rest, true, true)
 	<-done
-	if err := cmp.Or(ahead.err, more.err); err != nil {
+	if err := cmp.Or(ahead.err, later.err); err != nil {
 		return nil, err
 	}
-	segs := append(ahead.segs, more.segs...)
-	parsed := append(ahead.parsed, more.parsed...)
-	corrupt, err := s.sessionCorrupt(infos, segs, append(ahead.bad, more.bad...))
+	infos, segs, parsed := mergeFetched(first, ahead, rest, later)
+	corrupt, err := s.sessionCorrupt(infos, segs, append(ahead.bad, later.bad...))
 	if err != nil {
 		return nil, err
 	}
 	return s.mergeRead(ctx, infos, segs, parsed, corrupt), nil
+}
+
+// mergeFetched puts the segments fetched of two lists of a session, a and b,
+// each in key order and with no key in both, into one in key order, with their
+// fetched segments and parsed entries alongside.
+func mergeFetched(a []SegmentInfo, fa fetchedSegs, b []SegmentInfo, fb fetchedSegs) ([]SegmentInfo, []*segment.Segment, [][]parsedEntry) {
+	n := len(a) + len(b)
+	infos, segs, parsed := make([]SegmentInfo, 0, n), make([]*segment.Segment, 0, n), make([][]parsedEntry, 0, n)
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		if j == len(b) || (i < len(a) && a[i].Key < b[j].Key) {
+			infos, segs, parsed = append(infos, a[i]), append(segs, fa.segs[i]), append(parsed, fa.parsed[i])
+			i++
+			continue
+		}
+		infos, segs, parsed = append(infos, b[j]), append(segs, fb.segs[j]), append(parsed, fb.parsed[j])
+		j++
+	}
+	return infos, segs, parsed
 }
 
 // readInfos fetches the listed segments infos of one session and merges them.

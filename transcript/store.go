@@ -259,49 +259,52 @@ func (s *Store) ListSegments(ctx context.Context, ref TranscriptRef) ([]SegmentI
 // after a key never proves that nothing older is missing: an incremental reader
 // uses ReadNew, which lists the whole session from time to time.
 func (s *Store) listSegmentsAfter(ctx context.Context, ref TranscriptRef, startAfter string) ([]SegmentInfo, error) {
-	return s.listSegmentsEach(ctx, ref, startAfter, 0, nil)
+	return s.listSegmentsHead(ctx, ref, startAfter, nil)
 }
 
-// listSegmentsEach is listSegmentsAfter that also hands each segment it returns
-// to each (when not nil) as soon as the listing reaches it, in the order of the
-// result, and passes firstPage to the bucket (bucket.ListOptions.FirstPage).
-func (s *Store) listSegmentsEach(ctx context.Context, ref TranscriptRef, startAfter string, firstPage int, each func(SegmentInfo)) ([]SegmentInfo, error) {
-	return s.listSegmentsHead(ctx, ref, startAfter, firstPage, each, nil)
-}
-
-// listSegmentsHead is listSegmentsEach that, when head is not nil, sets *head to
+// listSegmentsHead is listSegmentsAfter that, when head is not nil, sets *head to
 // whether the listing showed the session's strict head object (HeadName).
-func (s *Store) listSegmentsHead(ctx context.Context, ref TranscriptRef, startAfter string, firstPage int, each func(SegmentInfo), head *bool) ([]SegmentInfo, error) {
+func (s *Store) listSegmentsHead(ctx context.Context, ref TranscriptRef, startAfter string, head *bool) ([]SegmentInfo, error) {
+	infos, _, err := s.listSegmentsUpTo(ctx, ref, startAfter, 0, head)
+	return infos, err
+}
+
+// listSegmentsUpTo is listSegmentsHead that, when limit is positive, lists at
+// most limit keys (segments or not): one short request on a bucket that lists
+// in pages (bucket.ListOptions.FirstPage). more reports whether the listing
+// stopped at the limit: keys may be left to list (stopping at the limit-th key,
+// rather than at the one after it, sends no second request).
+func (s *Store) listSegmentsUpTo(ctx context.Context, ref TranscriptRef, startAfter string, limit int, head *bool) ([]SegmentInfo, bool, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {
-		return nil, err
+		return nil, false, err
 	}
 	var out []SegmentInfo
+	more := false
 	sp := sessionPrefix(s.cfg.Prefix, ref)
-	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sp, StartAfter: startAfter, FirstPage: firstPage},
+	n := 0 // keys listed
+	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sp, StartAfter: startAfter, FirstPage: limit},
 		func(oi bucket.ObjectInfo) error {
-			info, err := ParseKey(s.cfg.Prefix, oi.Key)
-			if err != nil {
-				if head != nil && oi.Key == sp+HeadName {
-					*head = true
-				}
-				return nil // a mark, a head object or a stray file: not a segment
-			}
-			info.Size = oi.Size
-			out = append(out, info)
-			if each != nil && !s.hidden(info) {
-				each(info)
+			if info, err := ParseKey(s.cfg.Prefix, oi.Key); err == nil {
+				info.Size = oi.Size
+				out = append(out, info)
+			} else if head != nil && oi.Key == sp+HeadName {
+				*head = true
+			} // else a mark or a stray file: not a segment
+			if n++; limit > 0 && n == limit {
+				more = true
+				return errStopListing
 			}
 			return nil
 		})
-	if err != nil {
-		return nil, fmt.Errorf("list segments of %s: %w", ref, err)
+	if err != nil && !errors.Is(err, errStopListing) {
+		return nil, false, fmt.Errorf("list segments of %s: %w", ref, err)
 	}
 	s.observe(ref, out)
 	if s.keep != nil {
 		out = slices.DeleteFunc(out, s.hidden)
 	}
-	return out, nil
+	return out, more, nil
 }
 
 // observe feeds the clock with the key times of a session's listed segments.

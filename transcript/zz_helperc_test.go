@@ -1,0 +1,101 @@
+package transcript_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// landsAtPageEnd is a bucket whose first listing from the start of a prefix
+// with no first page asked for (the whole-session listing of a read) runs land
+// once it has handed out after keys: on an S3 bucket, whose listing iterator
+// sends its next request only when the page before is used up, that is between
+// two of the listing's requests when after is the server's page size (1,000).
+type landsAtPageEnd struct {
+	bucket.Bucket
+	after int
+	land  func()
+	once  sync.Once
+}
+
+func (l *landsAtPageEnd) List(ctx context.Context, opts bucket.ListOptions, fn func(bucket.ObjectInfo) error) error {
+	n := 0
+	return l.Bucket.List(ctx, opts, func(oi bucket.ObjectInfo) error {
+		err := fn(oi)
+		if n++; n == l.after && opts.FirstPage == 0 && opts.StartAfter == "" {
+			l.once.Do(l.land)
+		}
+		return err
+	})
+}
+
+// TestHelperC_ReadAll_SeesTheParentAcrossAThousandKeyPage is
+// TestReadAll_SeesTheParentOfWhatItSees at the boundary of the S3 listing's
+// own pages (1,000 keys) rather than the cold read's first page of 32: a
+// segment whose key sorts inside the listing's first 1,000 keys lands after
+// they were listed (an outbox that waited out an outage, a replica whose clock
+// is behind), then its child, which sorts last. A read that shows the child
+// must show its parent.
+func TestHelperC_ReadAll_SeesTheParentAcrossAThousandKeyPage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("appends 1,010 segments")
+	}
+	const pageSize = 1000 // what MinIO and SeaweedFS answer per ListObjectsV2 request
+	for name, newBucket := range testBackends() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := newBucket(t)
+			s := newStore(t, b, transcript.Config{})
+			ids := appendChain(t, s, ref, newWriter(t, "w"), "e", "", pageSize+10)
+			behind := newStore(t, b, transcript.Config{Now: func() time.Time { return time.Now().Add(-time.Hour) }})
+			// Each read lands its own parent and child, p-NAME and c-NAME.
+			for _, read := range []struct {
+				name string
+				fn   func(s *transcript.Store, child string) ([]string, error)
+			}{
+				{"ReadAll", func(s *transcript.Store, _ string) ([]string, error) {
+					got, err := s.ReadAll(ctx, ref)
+					if err != nil {
+						return nil, err
+					}
+					return entryIDs(got.Dangling()), nil
+				}},
+				{"ReadLean", func(s *transcript.Store, child string) ([]string, error) {
+					got, err := s.ReadLean(ctx, ref)
+					if err != nil {
+						return nil, err
+					}
+					if i, ok := got.Index(child); ok {
+						if _, ok := got.Parent(i); !ok {
+							return []string{child}, nil
+						}
+					}
+					return nil, nil
+				}},
+			} {
+				parent, child := "p-"+read.name, "c-"+read.name
+				land := func() {
+					_, err := behind.AppendSegment(ctx, ref, [][]byte{entry(parent, ids[len(ids)-1])}, newWriter(t, "behind"))
+					require.NoError(t, err)
+					_, err = s.AppendSegment(ctx, ref, [][]byte{entry(child, parent)}, newWriter(t, "w2"))
+					require.NoError(t, err)
+				}
+				t.Run(read.name, func(t *testing.T) {
+					l := &landsAtPageEnd{Bucket: b, after: pageSize, land: land}
+					dangling, err := read.fn(newStore(t, l, transcript.Config{}), child)
+					require.NoError(t, err)
+					landed := false
+					l.once.Do(func() { landed = true })
+					require.False(t, landed, "the segments did not land during the read's listing")
+					require.Empty(t, dangling, "an entry without its parent")
+				})
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/repository"
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/server"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
@@ -178,4 +179,44 @@ func TestDamagedHead(t *testing.T) {
 	require.Len(t, l.Sessions, 2)
 	require.Equal(t, "bad", l.Sessions[0].ID)
 	require.Equal(t, "/w", l.Sessions[1].Cwd)
+}
+
+// TestIdsOverTheSegmentLimit: an id or parentId longer than a segment's metadata
+// can name (segment.MaxStringLen bytes) is the client's error, 400
+// invalid_entry naming the entry's index, never a 500 from the segment encoder;
+// nothing of the refused append is stored, and an id at the limit is stored.
+func TestIdsOverTheSegmentLimit(t *testing.T) {
+	long := strings.Repeat("i", segment.MaxStringLen+1)
+	atLimit := strings.Repeat("j", segment.MaxStringLen)
+	cases := []struct {
+		name   string
+		entry  json.RawMessage
+		status int
+		code   server.ErrorCode
+	}{
+		{"an id over the limit", msg(long, "u1", "user", "x"), 400, server.CodeInvalidEntry},
+		{"a parentId over the limit", msg("n1", long, "user", "x"), 400, server.CodeInvalidEntry},
+		{"an id at the limit", msg(atLimit, "u1", "user", "x"), 200, ""},
+	}
+	ts := newServer(t, backends[0].new(t), server.Config{})
+	c := ts.as(t, "acme", "alice")
+	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s"}))
+	must(c.do("POST", "/v1/sessions/s/entries", appendReq("", msg("u1", "", "user", "first"))))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, resp := c.do("POST", "/v1/sessions/s/entries", appendReq("u1", msg("u2", "u1", "user", "ok"), tc.entry))
+			require.Equal(t, tc.status, status, string(resp))
+			p := decode[page](t, must(c.do("GET", "/v1/sessions/s/entries", nil)))
+			if tc.code == "" {
+				require.Equal(t, 3, p.EntryCount)
+				return
+			}
+			var e errResp
+			require.NoError(t, json.Unmarshal(resp, &e))
+			require.Equal(t, tc.code, e.Error.Code, string(resp))
+			require.NotNil(t, e.Error.Index, string(resp))
+			require.Equal(t, 1, *e.Error.Index)
+			require.Equal(t, 1, p.EntryCount, "nothing of a refused append is stored")
+		})
+	}
 }

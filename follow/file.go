@@ -71,7 +71,11 @@ type tracked struct {
 	// ignoreWhy, when not "", is why the walk ignores the entry without
 	// opening it (a symbolic link to a directory it does not follow).
 	ignoreWhy string
-	ref       transcript.TranscriptRef
+	// failWhy, when not "", is why the walk cannot follow the entry at all
+	// (a folder it may not list): the entry is reported stuck without being
+	// opened.
+	failWhy string
+	ref     transcript.TranscriptRef
 	// headerID is the id of the file's header (kindFollowing).
 	headerID string
 

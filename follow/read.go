@@ -49,6 +49,11 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.failWhy != "" {
+		t.observe(st)
+		f.setKind(t, classification{kind: kindFailed, why: t.failWhy})
+		return nil, nil
+	}
 	if t.ignoreWhy != "" || !st.Mode().IsRegular() {
 		t.observe(st)
 		why := t.ignoreWhy

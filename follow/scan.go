@@ -138,6 +138,25 @@ func (f *Follower) rescan(w *watcher, delay time.Duration) error {
 			t.schedule(now.Add(delay))
 		}
 	}
+	// unreadable notes the folder at p (path through the link), which the walk
+	// could not list (err), as rel: its files cannot be followed, so it is
+	// reported stuck until a walk lists it (then the walk forgets it, as a
+	// directory it did not see). A folder gone meanwhile, or a hidden one, is
+	// passed over.
+	unreadable := func(p, rel string, d fs.DirEntry, err error) {
+		if d == nil || !d.IsDir() || errors.Is(err, fs.ErrNotExist) || hidden(rel) || slices.Contains(stateDirs, p) {
+			return
+		}
+		why := fmt.Sprintf("cannot list the folder: %v: its session files are not followed", err)
+		seen[rel] = true
+		t, ok := f.files[rel]
+		if !ok || t.failWhy != why {
+			t = newTracked(f.cfg.Root, rel)
+			t.failWhy = why
+			f.files[rel] = t
+			t.schedule(now)
+		}
+	}
 	// linkedDir reports whether the entry at p is a symbolic link to a directory.
 	linkedDir := func(p string, d fs.DirEntry) bool {
 		if d.Type()&fs.ModeSymlink == 0 {
@@ -151,6 +170,9 @@ func (f *Follower) rescan(w *watcher, delay time.Duration) error {
 		if err != nil {
 			if p == root {
 				return err
+			}
+			if rel, rerr := filepath.Rel(root, p); rerr == nil {
+				unreadable(p, filepath.ToSlash(rel), d, err)
 			}
 			return nil // gone meanwhile, or unreadable: the next rescan tries again
 		}
@@ -194,14 +216,15 @@ func (f *Follower) rescan(w *watcher, delay time.Duration) error {
 		}
 		followed = append(followed, linked{name: name, dir: dir})
 		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil // gone meanwhile, or unreadable: the next rescan tries again
-			}
 			in, rerr := filepath.Rel(dir, p)
 			if rerr != nil {
 				return nil
 			}
 			via := filepath.Join(link, in) // the path through the link, as Pi opens it
+			if err != nil {
+				unreadable(via, strings.TrimSuffix(name+"/"+filepath.ToSlash(in), "/."), d, err)
+				return nil // gone meanwhile, or unreadable: the next rescan tries again
+			}
 			if p != dir && skip(p, d) {
 				if d.IsDir() {
 					return filepath.SkipDir

@@ -30,6 +30,14 @@ import (
 // returns false when the body is too large, stalls or cannot be read, or is not
 // JSON; an empty body (only white space) is returned as nil, whatever its type.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		// Refused before it is read: the client learns at once rather than
+		// after sending it (or after the body timeout, if it never comes).
+		w.Header().Set("Connection", "close")
+		s.fail(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge,
+			fmt.Sprintf("request body of %d bytes, over %d bytes", r.ContentLength, s.cfg.MaxBodyBytes), nil)
+		return nil, false
+	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) // not supported by test recorders
 	data, err := io.ReadAll(r.Body)

@@ -230,6 +230,33 @@ func TestEdge_StalledBody(t *testing.T) {
 	}
 }
 
+// TestEdge_DeclaredTooLarge: a body whose Content-Length is over the server's
+// limit is answered 413 too_large at once, without waiting for a body the
+// server would refuse anyway (it never arrives here: a client that announces
+// a terabyte got 408 after the body timeout), and the connection is closed.
+func TestEdge_DeclaredTooLarge(t *testing.T) {
+	ts := newServer(t, backends[0].new(t), server.Config{MaxBodyBytes: 1 << 10, BodyTimeout: time.Minute})
+	tok := tokenFor(t, "acme", "alice")
+	for _, path := range []string{"/v1/sessions", "/v1/sessions/s/entries", "/v1/sessions/s/fork"} {
+		t.Run(path, func(t *testing.T) {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+			require.NoError(t, err)
+			defer conn.Close()
+			_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000000000000\r\n\r\n{\"id\":", path, tok)
+			require.NoError(t, err)
+			require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, string(body))
+			requireEnvelope(t, resp.StatusCode, resp.Header, body, server.CodeTooLarge)
+			require.True(t, resp.Close, "the connection is not reused")
+		})
+	}
+}
+
 // TestEdge_BucketDown: with MinIO unreachable, requests answer 503 unavailable
 // with Retry-After (what clients retry on), /readyz too; once it is back, 200.
 // (Issue 26, finding 6.)

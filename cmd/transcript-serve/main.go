@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 
 	"github.com/transcriptstore/transcript/internal/cli"
@@ -242,8 +243,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"only an authenticating proxy may reach this server")
 	}
 	// The bucket's requests, failures and latency are served on /metrics with the
-	// server's own.
+	// server's own, and the process's memory and goroutines (as transcript
+	// follow serves them).
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	bm, err := metricbucket.NewMetrics(reg)
 	if err != nil {
 		return err

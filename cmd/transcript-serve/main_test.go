@@ -205,7 +205,8 @@ func TestShutdownFinishesInFlightAppend(t *testing.T) {
 }
 
 // TestBucketMetrics: /metrics serves the bucket's requests by operation and
-// backend beside the server's own metrics.
+// backend beside the server's own metrics, and the Go runtime's and the
+// process's.
 func TestBucketMetrics(t *testing.T) {
 	p := start(t, "file://"+t.TempDir())
 	tok := mint(t, "acme", "alice")
@@ -219,6 +220,11 @@ func TestBucketMetrics(t *testing.T) {
 		`transcript_bucket_requests_total{backend="file",operation="put_if"}`,
 		`transcript_bucket_request_duration_seconds_bucket{backend="file",operation="list",le=`,
 		`transcript_serve_requests_total{`,
+		// The process's memory and goroutines, as transcript follow serves
+		// them: what an operator watches a server's bounds with.
+		"go_memstats_heap_inuse_bytes ",
+		"go_goroutines ",
+		"process_resident_memory_bytes ",
 	} {
 		require.Contains(t, body, want)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/internal/benchkit"
+	"github.com/transcriptstore/transcript/internal/rusage"
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/server"
 	"github.com/transcriptstore/transcript/transcript"
@@ -144,7 +144,7 @@ func BenchmarkPagedRead(b *testing.B) {
 // processCPU is the CPU time the process has used (user and system): on a
 // shared machine a steadier measure than the wall clock.
 func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, err := rusage.SelfCPU()
+	require.NoError(b, err)
+	return d
 }

@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/transcriptstore/transcript/follow"
 	"github.com/transcriptstore/transcript/internal/followmirror"
+	"github.com/transcriptstore/transcript/internal/rusage"
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -305,7 +305,7 @@ func followIdle(ctx context.Context, e *env, store *transcript.Store, res *ItemR
 	if err := fl.up.Await(ctx); err != nil {
 		return err
 	}
-	before, err := cpuTime()
+	before, err := rusage.SelfCPU()
 	if err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func followIdle(ctx context.Context, e *env, store *transcript.Store, res *ItemR
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	after, err := cpuTime()
+	after, err := rusage.SelfCPU()
 	if err != nil {
 		return err
 	}
@@ -329,13 +329,4 @@ func followIdle(ctx context.Context, e *env, store *transcript.Store, res *ItemR
 	e.logf("follow idle: %.3f CPU s/min on %d sessions", perMinute, sz.IdleSessions)
 	res.Rows = append(res.Rows, row(14, fmt.Sprintf("follow: CPU while idle on %d sessions", sz.IdleSessions), "CPU s/min", perMinute, "", 0, false, note))
 	return nil
-}
-
-// cpuTime is the user and system CPU time of this process so far.
-func cpuTime() (time.Duration, error) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, err
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/transcriptstore/transcript/internal/benchkit"
+	"github.com/transcriptstore/transcript/internal/rusage"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -168,12 +168,12 @@ func spawnMain(args []string) int {
 		return 1
 	}
 	d := time.Since(start)
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		fmt.Fprintln(os.Stderr, "spawn: no rusage")
+	peak, err := rusage.ChildPeakRSS(cmd.ProcessState)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "spawn:", err)
 		return 1
 	}
-	fmt.Println(ru.Maxrss*1024, d.Nanoseconds()) // Linux reports KiB
+	fmt.Println(peak, d.Nanoseconds())
 	return 0
 }
 

@@ -6,7 +6,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/transcriptstore/transcript/internal/rusage"
 )
 
 // Machine describes where a run was made.
@@ -48,12 +49,12 @@ func procField(path, name string) string {
 	return ""
 }
 
-// peakRSSKiB returns the process's peak resident set size in KiB (Linux reports
-// ru_maxrss in KiB).
+// peakRSSKiB returns the process's peak resident set size in KiB, 0 where it
+// cannot be read.
 func peakRSSKiB() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	peak, err := rusage.SelfPeakRSS()
+	if err != nil {
 		return 0
 	}
-	return int64(ru.Maxrss)
+	return peak >> 10
 }

@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/rusage"
 	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/sessiontree"
@@ -123,9 +123,9 @@ func runMeasured(b *testing.B, stdout io.Writer, bin string, argv ...string) (fl
 	err := cmd.Run()
 	secs := time.Since(start).Seconds()
 	require.NoError(b, err, "%s %v: %s", filepath.Base(bin), argv, stderr.String())
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	require.True(b, ok, "rusage of the child")
-	return secs, ru.Maxrss << 10 // Linux reports kilobytes
+	peak, err := rusage.ChildPeakRSS(cmd.ProcessState)
+	require.NoError(b, err)
+	return secs, peak
 }
 
 // segmentLevels lists the segments of coder/huge in the store at url.

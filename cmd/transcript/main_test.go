@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -725,4 +726,15 @@ func TestCLI_StoreLimits(t *testing.T) {
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "64 MiB")
 	require.NotEqual(t, 0, cli(t, "cat", "--store", store, "--agent", "a", "--session", "app2").code)
+}
+
+// freePort returns a TCP port free on 127.0.0.1 right now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	require.NoError(t, err)
+	return port
 }

@@ -1,10 +1,11 @@
+//go:build unix
+
 package main
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,17 +181,6 @@ func runBlock(t *testing.T, dir string, env []string, script string) (string, er
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever the block left behind
 	}
 	return out.String(), err
-}
-
-// freePort returns a TCP port free on 127.0.0.1 right now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	_, port, err := net.SplitHostPort(ln.Addr().String())
-	require.NoError(t, err)
-	return port
 }
 
 // mdLink matches a Markdown link or image target.

@@ -288,4 +288,5 @@ func (s *Session) forget() {
 	s.entries, s.byID, s.waiting, s.odd, s.unindexed, s.held = nil, nil, nil, nil, false, nil
 	s.have, s.frontier = transcript.SegmentSet{}, transcript.Origin{}
 	s.stale = true
+	s.heldBytes.Store(0)
 }

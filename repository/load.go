@@ -79,6 +79,7 @@ func (s *Session) load(ctx context.Context) error {
 	s.byID, s.waiting, s.odd, s.unindexed, s.held = nil, nil, nil, true, nil
 	s.frontier, s.updated, s.name = transcript.Origin{}, time.Time{}, ""
 	s.fullAt = time.Time{}
+	s.heldBytes.Store(0)
 	if !strict && inc.Full {
 		s.fullAt = time.Now() // the session was just listed whole
 	}
@@ -253,9 +254,11 @@ func (s *Session) add(entries []transcript.Entry) {
 			} else if lazy {
 				s.odd = append(s.odd, transcript.Entry{ID: e.ID, Raw: e.Raw})
 			}
+			s.heldBytes.Add(int64(len(e.Raw)) + heldEntryOverhead)
 			continue
 		}
 		s.entries = append(s.entries, se)
+		s.heldBytes.Add(int64(len(e.Raw)) + heldEntryOverhead)
 		if n := pi.SessionName([]pi.Entry{se}); n != "" {
 			s.name = n
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/transcriptstore/transcript/pi"
@@ -19,6 +20,9 @@ import (
 // append reads only what is new. A Session is safe for concurrent use; its
 // appends are serialised.
 type Session struct {
+	// heldBytes is about the memory the entries held take (HeldBytes).
+	heldBytes atomic.Int64
+
 	repo   *Repository
 	id     string
 	ref    transcript.TranscriptRef
@@ -72,6 +76,15 @@ type heldRefs struct {
 	segment string
 	refs    []transcript.PayloadRef
 }
+
+// heldEntryOverhead is what HeldBytes counts for each entry held beside its
+// bytes: the parsed entry and its index slot.
+const heldEntryOverhead = 256
+
+// HeldBytes returns about how much memory the entries the handle holds take:
+// their bytes and a fixed overhead each. It takes no lock, so a cache of
+// handles may ask while another goroutine uses the handle.
+func (s *Session) HeldBytes() int64 { return s.heldBytes.Load() }
 
 // ID returns the session id.
 func (s *Session) ID() string { return s.id }

@@ -10,3 +10,11 @@ func SetHeldPageClock(s *Server, age time.Duration, now func() time.Time) {
 	s.sessions.now = now
 	s.sessions.base = now()
 }
+
+// CachedSessions returns the number of session handles s keeps and the bytes
+// their entries take (repository.Session.HeldBytes) as the cache counts them.
+func CachedSessions(s *Server) (int, int64) {
+	s.sessions.mu.Lock()
+	defer s.sessions.mu.Unlock()
+	return s.sessions.lru.Len(), s.sessions.bytes
+}

@@ -76,6 +76,10 @@ type Config struct {
 	// DefaultMaxCachedSessions; negative: none, every request reads its session
 	// whole). See Server.
 	MaxCachedSessions int
+	// MaxCachedBytes bounds, about, the memory the entries of the cached
+	// session handles take (default DefaultMaxCachedBytes): beyond it the least
+	// recently used handles are dropped, the one used last excepted.
+	MaxCachedBytes int64
 	// WatchInterval is how often a watched session (one with open event streams
 	// on this server) is brought up to date with the bucket, for the entries that
 	// other servers commit (default DefaultWatchInterval). Entries appended
@@ -140,7 +144,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
-	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux(), sessions: newSessionCache(cfg.MaxCachedSessions),
+	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux(), sessions: newSessionCache(cfg.MaxCachedSessions, cfg.MaxCachedBytes),
 		streams: newStreams()}
 	s.handle("POST", "/v1/sessions", s.auth(s.create))
 	s.handle("GET", "/v1/sessions", s.auth(s.list))
@@ -170,6 +174,7 @@ func (cfg Config) withDefaults() Config {
 	if cfg.MaxCachedSessions == 0 { // below zero: no cache
 		cfg.MaxCachedSessions = DefaultMaxCachedSessions
 	}
+	positiveOr(&cfg.MaxCachedBytes, DefaultMaxCachedBytes)
 	positiveOr(&cfg.WatchInterval, DefaultWatchInterval)
 	positiveOr(&cfg.Heartbeat, DefaultHeartbeat)
 	positiveOr(&cfg.MaxStreamsPerOwner, DefaultMaxStreamsPerOwner)

@@ -15,6 +15,9 @@ import (
 // DefaultMaxCachedSessions is the default of Config.MaxCachedSessions.
 const DefaultMaxCachedSessions = 256
 
+// DefaultMaxCachedBytes is the default of Config.MaxCachedBytes.
+const DefaultMaxCachedBytes = 512 << 20
+
 // HeldPageAge is how long after a strict session's handle was last brought up
 // to date with the bucket a page of entries that lies wholly inside what the
 // handle holds (it ends before the handle's last entry) is answered from the
@@ -37,12 +40,16 @@ const HeldPageAge = time.Second
 // that other servers moved past catches up, and one whose session was deleted
 // answers not found and is dropped; the one exception is a page of a strict
 // session that the handle holds (HeldPageAge). At most max handles are kept,
+// holding at most maxBytes of entries in all (repository.Session.HeldBytes, as
+// of each handle's last use; the handle used last is kept whatever its size),
 // least recently used out first.
 type sessionCache struct {
-	mu    sync.Mutex
-	max   int
-	lru   *list.List // of *cachedSession, most recently used first
-	byKey map[sessionKey]*list.Element
+	mu       sync.Mutex
+	max      int
+	maxBytes int64
+	bytes    int64      // the sum of the cached handles' size
+	lru      *list.List // of *cachedSession, most recently used first
+	byKey    map[sessionKey]*list.Element
 
 	// heldAge is HeldPageAge (tests shorten it); now is the clock of the
 	// handles' read times, kept as durations since base (monotonic).
@@ -61,6 +68,8 @@ type cachedSession struct {
 	sess  *repository.Session
 	users int
 	gone  bool
+	// size is the handle's HeldBytes when the cache last looked (c.mu).
+	size int64
 
 	// Refreshes of the handle are serialised by rmu and numbered: started counts
 	// those begun, done is the number of the last that completed. A request that
@@ -79,8 +88,8 @@ type cachedSession struct {
 	hub   *hub
 }
 
-func newSessionCache(max int) *sessionCache {
-	return &sessionCache{max: max, lru: list.New(), byKey: map[sessionKey]*list.Element{},
+func newSessionCache(max int, maxBytes int64) *sessionCache {
+	return &sessionCache{max: max, maxBytes: maxBytes, lru: list.New(), byKey: map[sessionKey]*list.Element{},
 		heldAge: HeldPageAge, now: time.Now, base: time.Now()}
 }
 
@@ -131,10 +140,22 @@ func (c *sessionCache) add(hd *cachedSession) *cachedSession {
 		return hd
 	}
 	c.byKey[hd.key] = c.lru.PushFront(hd)
-	for c.lru.Len() > c.max {
+	c.resizeLocked(hd)
+	return hd
+}
+
+// resizeLocked records hd's size as it is now, when hd is cached, and evicts the
+// least recently used handles while the cache is over its bounds; it keeps the
+// most recently used one, whatever its size.
+func (c *sessionCache) resizeLocked(hd *cachedSession) {
+	if !hd.gone {
+		size := hd.sess.HeldBytes()
+		c.bytes += size - hd.size
+		hd.size = size
+	}
+	for c.lru.Len() > c.max || c.lru.Len() > 1 && c.bytes > c.maxBytes {
 		c.removeLocked(c.lru.Back())
 	}
-	return hd
 }
 
 // release ends the caller's use of hd.
@@ -144,7 +165,9 @@ func (c *sessionCache) release(hd *cachedSession) {
 	hd.users--
 	if hd.gone && hd.users == 0 {
 		_ = hd.repo.Close()
+		return
 	}
+	c.resizeLocked(hd) // its request may have made it hold more
 }
 
 // drop forgets the handle of key (its session was deleted or failed).
@@ -169,6 +192,8 @@ func (c *sessionCache) removeLocked(el *list.Element) {
 	hd := el.Value.(*cachedSession)
 	c.lru.Remove(el)
 	delete(c.byKey, hd.key)
+	c.bytes -= hd.size
+	hd.size = 0
 	hd.gone = true
 	if hd.users == 0 {
 		_ = hd.repo.Close()

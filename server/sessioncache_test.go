@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -51,5 +52,37 @@ func TestCachedHandlesFollowTheBucket(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCachedHandlesBoundedByBytes: the handles a server keeps between requests
+// hold at most Config.MaxCachedBytes of entries in all (the one used last
+// excepted), so that a few large sessions cannot fill the server's memory
+// however many handles the count bound allows; a session dropped from the
+// cache is read again, whole, by its next request.
+func TestCachedHandlesBoundedByBytes(t *testing.T) {
+	const bound = 64 << 10
+	ts := newServer(t, backends[0].new(t), server.Config{MaxCachedBytes: bound})
+	c := ts.as(t, "acme", "alice")
+	big := strings.Repeat("x", 20<<10) // three such entries and the bound is passed
+	for i := range 8 {
+		id := "s" + itoa(i)
+		must(c.do("POST", "/v1/sessions", map[string]any{"id": id}))
+		must(c.do("POST", "/v1/sessions/"+id+"/entries", appendReq("", msg("u1", "", "user", big))))
+		must(c.do("GET", "/v1/sessions/"+id+"/entries", nil))
+		n, held := server.CachedSessions(ts.srv)
+		require.GreaterOrEqual(t, n, 1, "the session used last is kept")
+		require.LessOrEqual(t, held, int64(bound), "%d handles hold %d bytes", n, held)
+	}
+	// One session over the bound alone is kept: it is the one used last.
+	must(c.do("POST", "/v1/sessions", map[string]any{"id": "huge"}))
+	must(c.do("POST", "/v1/sessions/huge/entries", appendReq("", msg("u1", "", "user", strings.Repeat("y", 2*bound)))))
+	n, held := server.CachedSessions(ts.srv)
+	require.Equal(t, 1, n)
+	require.Greater(t, held, int64(bound))
+	// Every session still answers whole.
+	for i := range 8 {
+		p := decode[page](t, must(c.do("GET", "/v1/sessions/s"+itoa(i)+"/entries", nil)))
+		require.Equal(t, 1, p.EntryCount)
 	}
 }

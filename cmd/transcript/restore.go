@@ -211,9 +211,9 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	if err != nil && ctx.Err() == nil {
-		return err
-	}
+	// A store that fails the listing (it stopped answering, or refused) ends
+	// the run as an interruption does: the sessions restored so far are in
+	// place, the others were never seen, and the summary says how far it got.
 	if piRun != nil && err == nil {
 		// Interrupted, nothing is placed: which sessions share a path is known
 		// only once all are read (the Pi layout is rebuilt whole anyway).

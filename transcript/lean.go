@@ -92,6 +92,17 @@ func (r *LeanResult) Parent(i int) (int, bool) {
 	return int(p), p >= 0
 }
 
+// hasDangling reports whether some entry's parentId names no entry of the
+// result (rather than none, or the entry itself).
+func (r *LeanResult) hasDangling() bool {
+	for i, pid := range r.oddParents {
+		if pid != r.items[i].id {
+			return true
+		}
+	}
+	return false
+}
+
 // Index returns the merge-order index of the entry with the given id.
 func (r *LeanResult) Index(id string) (int, bool) {
 	if len(r.ids.slots) == 0 {

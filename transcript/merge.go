@@ -46,6 +46,8 @@ type MergeResult struct {
 	Corrupt []CorruptSegment
 	// Cycles counts parent links that were ignored because they formed a cycle.
 	Cycles int
+
+	orphans bool // some entry's parentId names no entry (see Dangling)
 }
 
 // Raw returns the raw bytes of the merged entries in order.
@@ -242,6 +244,18 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 	}
 	slices.SortFunc(res.Losers, func(a, b Entry) int { return a.Origin.Compare(b.Origin) })
 	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return a.DroppedOrigin.Compare(b.DroppedOrigin) })
+	for i := range res.Entries {
+		if p := res.Entries[i].ParentID; p != "" {
+			if _, ok := byID[p]; !ok {
+				res.orphans = true
+				break
+			}
+		}
+	}
 	res.Entries, res.Cycles, _ = mergeOrder(res.Entries, byID)
 	return res
 }
+
+// hasDangling reports whether some entry's parentId names no entry of the
+// result (Dangling is not empty), as the merge found.
+func (r *MergeResult) hasDangling() bool { return r.orphans }

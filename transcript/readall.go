@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime/trace"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/transcriptstore/transcript/segment"
@@ -69,11 +70,57 @@ func listAndRead[T any](ctx context.Context, s *Store, ref TranscriptRef, after 
 			return zero, errNoSegments
 		}
 		out, err := read(infos)
+		if err == nil && after == "" {
+			out, err = healDangling(ctx, s, ref, infos, out, read)
+		}
 		if n, ok := any(out).(headNoter); ok && err == nil && after == "" {
 			n.noteHead(head)
 		}
 		return out, err
 	})
+}
+
+// dangler is a read result that can tell whether it holds an entry whose
+// parentId names no entry of it.
+type dangler interface{ hasDangling() bool }
+
+// healDangling ends a read of a whole session (out, read from the listing
+// infos): when out holds an entry without its parent, it lists the session
+// once more, and when that listing shows segments that infos lacks, reads again
+// from both listings with read. A listing is no snapshot: one made of several
+// requests (S3 answers a thousand keys per request) does not list again what an
+// earlier request covered, and MinIO lists a request's keys as it walks them,
+// so a segment that landed behind the listing (a PUT in flight, an outbox
+// draining after an outage, a replica whose clock is behind) is missed, while
+// its child, appended after it had landed and sorting later, is listed. The
+// listing sent now, after the child was seen, shows the parent: it landed
+// before the child was written. A session whose entries lack their parents for
+// good (a segment lost) costs one LIST more per read.
+func healDangling[T any](ctx context.Context, s *Store, ref TranscriptRef, infos []SegmentInfo, out T, read func([]SegmentInfo) (T, error)) (T, error) {
+	if d, ok := any(out).(dangler); !ok || !d.hasDangling() {
+		return out, nil
+	}
+	again, err := s.listSegmentsAfter(ctx, ref, "")
+	if err != nil {
+		var zero T
+		return zero, listFailed{err}
+	}
+	listed := make(map[string]bool, len(infos))
+	for _, in := range infos {
+		listed[in.Key] = true
+	}
+	var added []SegmentInfo
+	for _, in := range again {
+		if !listed[in.Key] {
+			added = append(added, in)
+		}
+	}
+	if len(added) == 0 {
+		return out, nil
+	}
+	all := append(slices.Clone(infos), added...)
+	slices.SortFunc(all, func(a, b SegmentInfo) int { return strings.Compare(a.Key, b.Key) })
+	return read(all)
 }
 
 // headNoter is a read result that records whether the whole listing it was read
@@ -146,6 +193,7 @@ const streamFirstPage = 32
 // the child without its parent; the second listing, sent after the first page
 // was answered, shows what landed before it. The result merges both listings.
 func (s *Store) readStreamed(ctx context.Context, ref TranscriptRef) (*MergeResult, error) {
+	read := func(infos []SegmentInfo) (*MergeResult, error) { return s.readInfos(ctx, infos) }
 	region := trace.StartRegion(ctx, "list segments")
 	first, more, err := s.listSegmentsUpTo(ctx, ref, "", streamFirstPage, nil)
 	if err != nil || !more {
@@ -156,7 +204,11 @@ func (s *Store) readStreamed(ctx context.Context, ref TranscriptRef) (*MergeResu
 		case len(first) == 0:
 			return nil, errNoSegments
 		}
-		return s.readInfos(ctx, first)
+		res, err := read(first)
+		if err != nil {
+			return nil, err
+		}
+		return healDangling(ctx, s, ref, first, res, read)
 	}
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -191,7 +243,8 @@ func (s *Store) readStreamed(ctx context.Context, ref TranscriptRef) (*MergeResu
 	if err != nil {
 		return nil, err
 	}
-	return s.mergeRead(ctx, infos, segs, parsed, corrupt), nil
+	res := s.mergeRead(ctx, infos, segs, parsed, corrupt)
+	return healDangling(ctx, s, ref, infos, res, read)
 }
 
 // mergeFetched puts the segments fetched of two lists of a session, a and b,

@@ -113,7 +113,15 @@ func (s *Store) readKnown(ctx context.Context, ref TranscriptRef, known []Segmen
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", ref, err)
 	}
-	return s.mergeRead(ctx, infos, segs, parsed, corrupt), nil
+	res := s.mergeRead(ctx, infos, segs, parsed, corrupt)
+	res, err = healDangling(ctx, s, ref, infos, res, func(infos []SegmentInfo) (*MergeResult, error) { return s.readInfos(ctx, infos) })
+	if err != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read %s: %w", ref, err)
+		}
+		return nil, errGuessMissed // ReadAll lists again and says what it meets
+	}
+	return res, nil
 }
 
 // pick lays out, in the order of the listing infos, the segments fetched ahead

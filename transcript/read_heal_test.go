@@ -10,6 +10,8 @@ import (
 
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/faultbucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
 // landsAtPageEnd is a bucket whose first listing from the start of a prefix
@@ -35,14 +37,14 @@ func (l *landsAtPageEnd) List(ctx context.Context, opts bucket.ListOptions, fn f
 	})
 }
 
-// TestHelperC_ReadAll_SeesTheParentAcrossAThousandKeyPage is
+// TestRead_SeesTheParentAcrossListingPages is
 // TestReadAll_SeesTheParentOfWhatItSees at the boundary of the S3 listing's
 // own pages (1,000 keys) rather than the cold read's first page of 32: a
 // segment whose key sorts inside the listing's first 1,000 keys lands after
 // they were listed (an outbox that waited out an outage, a replica whose clock
 // is behind), then its child, which sorts last. A read that shows the child
 // must show its parent.
-func TestHelperC_ReadAll_SeesTheParentAcrossAThousandKeyPage(t *testing.T) {
+func TestRead_SeesTheParentAcrossListingPages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("appends 1,010 segments")
 	}
@@ -95,6 +97,78 @@ func TestHelperC_ReadAll_SeesTheParentAcrossAThousandKeyPage(t *testing.T) {
 					require.False(t, landed, "the segments did not land during the read's listing")
 					require.Empty(t, dangling, "an entry without its parent")
 				})
+			}
+		})
+	}
+}
+
+// TestRead_DanglingForGoodCostsOneList: a session whose entry lacks its parent
+// for good (its segment lost) is read with one LIST more, which finds nothing
+// new, and no segment fetched twice; a session without one costs one LIST (two
+// for ReadAll's streamed read: its first page, then the whole listing).
+func TestRead_DanglingForGoodCostsOneList(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		parent   string
+		segments int
+		lists    int64
+	}{
+		{"whole, few segments", "", 3, 1},
+		{"whole, streamed", "", 40, 2}, // the first page, then the whole listing
+		{"dangling, few segments", "lost", 3, 2},
+		{"dangling, streamed", "lost", 40, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fb := faultbucket.Wrap(membucket.New())
+			s := newStore(t, fb, transcript.Config{})
+			want := appendChain(t, s, ref, newWriter(t, "w"), "e", tc.parent, tc.segments)
+			for _, read := range []struct {
+				name string
+				fn   func() ([]string, error)
+			}{
+				{"ReadAll", func() ([]string, error) {
+					got, err := s.ReadAll(ctx, ref)
+					if err != nil {
+						return nil, err
+					}
+					return ids(got), nil
+				}},
+				{"ReadAllKnown", func() ([]string, error) {
+					known, err := s.ListSegments(ctx, ref)
+					if err != nil {
+						return nil, err
+					}
+					fb.ResetCounts()
+					got, err := s.ReadAllKnown(ctx, ref, known)
+					if err != nil {
+						return nil, err
+					}
+					return ids(got), nil
+				}},
+				{"ReadLean", func() ([]string, error) {
+					got, err := s.ReadLean(ctx, ref)
+					if err != nil {
+						return nil, err
+					}
+					out := make([]string, got.Len())
+					for i := range out {
+						out[i] = got.ID(i)
+					}
+					return out, nil
+				}},
+			} {
+				fb.ResetCounts()
+				got, err := read.fn()
+				require.NoError(t, err, read.name)
+				require.Equal(t, want, got, read.name)
+				c := fb.Counts()
+				lists := tc.lists
+				if read.name != "ReadAll" && tc.segments > 32 {
+					lists-- // the others list once, whole
+				}
+				require.Equal(t, lists, c.List, "%s: LISTs", read.name)
+				require.Equal(t, int64(tc.segments), c.Get, "%s: each segment fetched once", read.name)
 			}
 		})
 	}

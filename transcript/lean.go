@@ -186,7 +186,8 @@ func (s *Store) ReadLeanStored(ctx context.Context, ref TranscriptRef) (*LeanRes
 // ReadLean is Store.ReadLean that uses the listing in hand the first time it is
 // asked about the listed session (as ReadNew does), and the segments fetched
 // ahead (ForEachListedSessionAhead) when there are; a listed segment that has
-// vanished meanwhile makes it list again.
+// vanished meanwhile, or an entry read without its parent, makes it read the
+// session as Store.ReadLean does, from a listing of its own.
 func (l *Listed) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, error) {
 	return l.readLean(ctx, ref, l.Store)
 }
@@ -219,15 +220,17 @@ func (l *Listed) readLean(ctx context.Context, ref TranscriptRef, s *Store) (*Le
 		} else {
 			segs, corrupt, err = s.fetchSession(ctx, infos)
 		}
-		if err == nil {
-			return readResolved(ctx, s, l.ref, func() (*LeanResult, error) {
-				res := leanMerge(infos, segs)
-				res.Corrupt = corrupt
-				return res, nil
-			})
-		}
-		if !errors.Is(err, bucket.ErrNotFound) {
+		if err != nil && !errors.Is(err, bucket.ErrNotFound) {
 			return nil, fmt.Errorf("read %s: %w", ref, err)
+		}
+		if err == nil {
+			res := leanMerge(infos, segs)
+			res.Corrupt = corrupt
+			// An entry without its parent may be the listing's doing (see
+			// healDangling): the session's own read lists it again.
+			if !res.hasDangling() {
+				return readResolved(ctx, s, l.ref, func() (*LeanResult, error) { return res, nil })
+			}
 		}
 	}
 	return s.ReadLean(ctx, ref)

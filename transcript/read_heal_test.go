@@ -2,6 +2,7 @@ package transcript_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -172,4 +173,64 @@ func TestRead_DanglingForGoodCostsOneList(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hidesFromFirstListing is a bucket whose first listing leaves out the keys in
+// hide, as a listing that walked past a segment before it landed would.
+type hidesFromFirstListing struct {
+	bucket.Bucket
+	hide map[string]bool
+	once sync.Once
+}
+
+func (h *hidesFromFirstListing) List(ctx context.Context, opts bucket.ListOptions, fn func(bucket.ObjectInfo) error) error {
+	first := false
+	h.once.Do(func() { first = true })
+	return h.Bucket.List(ctx, opts, func(oi bucket.ObjectInfo) error {
+		if first && h.hide[oi.Key] {
+			return nil
+		}
+		return fn(oi)
+	})
+}
+
+// TestListed_ReadLeanSeesTheParent: a namespace listing that missed a parent
+// but shows its child (the listing restore and export of many sessions read
+// from) gives the session with both: the session is read from a listing of its
+// own.
+func TestListed_ReadLeanSeesTheParent(t *testing.T) {
+	ctx := context.Background()
+	mem := membucket.New()
+	s := newStore(t, mem, transcript.Config{})
+	w := newWriter(t, "w")
+	want := appendChain(t, s, ref, w, "e", "", 3)
+	before, err := s.ListSegments(ctx, ref)
+	require.NoError(t, err)
+	want = append(want, appendChain(t, s, ref, w, "p", want[len(want)-1], 1)...)
+	after, err := s.ListSegments(ctx, ref)
+	require.NoError(t, err)
+	require.Len(t, after, len(before)+1)
+	hide := map[string]bool{}
+	for _, in := range after {
+		if !slices.ContainsFunc(before, func(b transcript.SegmentInfo) bool { return b.Key == in.Key }) {
+			hide[in.Key] = true
+		}
+	}
+	want = append(want, appendChain(t, s, ref, w, "c", want[len(want)-1], 1)...)
+
+	h := &hidesFromFirstListing{Bucket: mem, hide: hide}
+	reader := newStore(t, h, transcript.Config{})
+	var got []string
+	err = reader.ForEachListedSession(ctx, ref.Namespace, ref.AgentID, 1, func(ctx context.Context, l *transcript.Listed) error {
+		res, err := l.ReadLean(ctx, l.Ref())
+		if err != nil {
+			return err
+		}
+		for i := range res.Len() {
+			got = append(got, res.ID(i))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, want, got)
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/transcriptstore/transcript/follow"
@@ -387,15 +388,52 @@ func piPathShared(dest string, group []piClaim) error {
 }
 
 // moveIntoPlace renames the file tmp to dest, creating dest's folder, and
-// syncs the folder.
+// syncs the folder. A folder on another file system than tmp (a symbolic link
+// to a directory on another disk, a folder Pi takes like any other) gets a
+// copy of tmp, written beside dest under a hidden name and renamed over it
+// (fsutil.WriteFileAtomic), with tmp's mode and time; tmp is removed.
 func moveIntoPlace(tmp, dest string) error {
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, dest); err != nil {
+	err := os.Rename(tmp, dest)
+	if errors.Is(err, syscall.EXDEV) {
+		return copyIntoPlace(tmp, dest)
+	}
+	if err != nil {
 		return err
 	}
 	return fsutil.SyncDir(filepath.Dir(dest))
+}
+
+// copyIntoPlace is moveIntoPlace of tmp to a dest on another file system.
+func copyIntoPlace(tmp, dest string) error {
+	st, err := os.Stat(tmp)
+	if err != nil {
+		return err
+	}
+	src, err := os.Open(tmp)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	err = fsutil.WriteFileAtomic(dest, false, func(w io.Writer) error {
+		if _, err := io.Copy(w, src); err != nil {
+			return err
+		}
+		f, ok := w.(*os.File)
+		if !ok {
+			return nil
+		}
+		if err := f.Chmod(st.Mode().Perm()); err != nil {
+			return err
+		}
+		return os.Chtimes(f.Name(), st.ModTime(), st.ModTime())
+	})
+	if err != nil {
+		return fmt.Errorf("copy to %s (another file system): %w", dest, err)
+	}
+	return os.Remove(tmp)
 }
 
 // newestEntryTime is the latest "timestamp" of the session's entries (Pi

@@ -47,6 +47,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	case errors.As(err, &tooBig):
 		s.fail(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body over %d bytes", s.cfg.MaxBodyBytes), err)
 		return nil, false
+	case errors.Is(err, errBodyBudget):
+		w.Header().Set("Connection", "close") // the rest of the body may still come
+		s.fail(w, r, http.StatusServiceUnavailable, CodeUnavailable,
+			"the server is reading too many request bodies at once; retry later", err)
+		return nil, false
 	case isTimeout(err):
 		w.Header().Set("Connection", "close") // the rest of the body may still come
 		s.fail(w, r, http.StatusRequestTimeout, CodeRequestTimeout,

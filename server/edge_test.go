@@ -257,6 +257,52 @@ func TestEdge_DeclaredTooLarge(t *testing.T) {
 	}
 }
 
+// TestEdge_BodiesInFlightBounded: the request bodies a server holds at once are
+// bounded in all (Config.MaxBodyBytesInFlight), not only each by MaxBodyBytes:
+// while one client's large body is arriving, another's that would take the
+// server past the bound is answered 503 unavailable with Retry-After (what
+// clients retry on), and once the first is done the same request succeeds.
+// Without the bound every concurrent large append added its body, and more, to
+// the server's memory.
+func TestEdge_BodiesInFlightBounded(t *testing.T) {
+	const max = 1 << 20
+	ts := newServer(t, backends[0].new(t), server.Config{MaxBodyBytes: max, MaxBodyBytesInFlight: max + max/2, BodyTimeout: time.Minute})
+	c := ts.as(t, "acme", "alice")
+	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s"}))
+	body, err := json.Marshal(appendReq("", msg("u1", "", "user", strings.Repeat("x", max-300))))
+	require.NoError(t, err)
+	require.Less(t, len(body), max)
+
+	// The first body arrives but its last byte: the server holds the rest.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /v1/sessions/s/entries HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		tokenFor(t, "acme", "alice"), len(body), body[:len(body)-1])
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return server.BodyBytesInFlight(ts.srv) == int64(len(body)-1) },
+		10*time.Second, 5*time.Millisecond)
+
+	status, h, resp := c.send(rawReq{method: "POST", path: "/v1/sessions/s/entries", contentType: "application/json", body: string(body)})
+	require.Equal(t, http.StatusServiceUnavailable, status, string(resp))
+	requireEnvelope(t, status, h, resp, server.CodeUnavailable)
+	require.NotEmpty(t, h.Get("Retry-After"))
+
+	_, err = conn.Write(body[len(body)-1:])
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+	first, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	require.NoError(t, first.Body.Close())
+	require.Equal(t, http.StatusOK, first.StatusCode)
+	require.Zero(t, server.BodyBytesInFlight(ts.srv), "a request's body is given back when it ends")
+
+	// The retry is a retry of a committed append: 200.
+	status, _, resp = c.send(rawReq{method: "POST", path: "/v1/sessions/s/entries", contentType: "application/json", body: string(body)})
+	require.Equal(t, http.StatusOK, status, string(resp))
+	require.Zero(t, server.BodyBytesInFlight(ts.srv))
+}
+
 // TestEdge_BucketDown: with MinIO unreachable, requests answer 503 unavailable
 // with Retry-After (what clients retry on), /readyz too; once it is back, 200.
 // (Issue 26, finding 6.)

@@ -18,3 +18,6 @@ func CachedSessions(s *Server) (int, int64) {
 	defer s.sessions.mu.Unlock()
 	return s.sessions.lru.Len(), s.sessions.bytes
 }
+
+// BodyBytesInFlight returns the bytes of request bodies s holds now.
+func BodyBytesInFlight(s *Server) int64 { return s.bodies.used.Load() }

@@ -80,6 +80,11 @@ type Config struct {
 	// session handles take (default DefaultMaxCachedBytes): beyond it the least
 	// recently used handles are dropped, the one used last excepted.
 	MaxCachedBytes int64
+	// MaxBodyBytesInFlight bounds the bytes of the request bodies the server
+	// holds at once, all requests together (default
+	// DefaultMaxBodyBytesInFlight): a body that would take them past it is
+	// answered 503 unavailable with Retry-After.
+	MaxBodyBytesInFlight int64
 	// WatchInterval is how often a watched session (one with open event streams
 	// on this server) is brought up to date with the bucket, for the entries that
 	// other servers commit (default DefaultWatchInterval). Entries appended
@@ -117,6 +122,7 @@ type Server struct {
 	routes   []Route
 	sessions *sessionCache
 	streams  *streams
+	bodies   bodyBudget
 	pages    sync.Pool // *bytes.Buffer: the bodies of entries pages, reused
 }
 
@@ -145,7 +151,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
 	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux(), sessions: newSessionCache(cfg.MaxCachedSessions, cfg.MaxCachedBytes),
-		streams: newStreams()}
+		streams: newStreams(), bodies: bodyBudget{max: cfg.MaxBodyBytesInFlight}}
 	s.handle("POST", "/v1/sessions", s.auth(s.create))
 	s.handle("GET", "/v1/sessions", s.auth(s.list))
 	s.handle("GET", "/v1/sessions/{id}", s.auth(s.open))
@@ -175,6 +181,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.MaxCachedSessions = DefaultMaxCachedSessions
 	}
 	positiveOr(&cfg.MaxCachedBytes, DefaultMaxCachedBytes)
+	positiveOr(&cfg.MaxBodyBytesInFlight, DefaultMaxBodyBytesInFlight)
 	positiveOr(&cfg.WatchInterval, DefaultWatchInterval)
 	positiveOr(&cfg.Heartbeat, DefaultHeartbeat)
 	positiveOr(&cfg.MaxStreamsPerOwner, DefaultMaxStreamsPerOwner)
@@ -312,7 +319,9 @@ func (s *Server) auth(h ownerHandler) http.HandlerFunc {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.RequestTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)
-		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		body := s.bodies.reader(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+		defer body.release()
+		r.Body = body
 		s.withRepository(w, r, h)
 	}
 }

@@ -38,6 +38,9 @@ func (r *Repository) Create(ctx context.Context, opts CreateOptions) (*Session, 
 		}
 		opts.ID = id.String()
 	}
+	if err := ValidateCwd(opts.Cwd); err != nil {
+		return nil, err
+	}
 	var batch []pi.Entry
 	if opts.Name != "" {
 		if err := ValidateName(opts.Name); err != nil {
@@ -72,7 +75,7 @@ func (r *Repository) create(ctx context.Context, opts CreateOptions, parent stri
 	leaf := pi.ActiveLeafID(batch)
 	copts := transcript.CreateOptions{Strict: opts.Strict, Head: leaf}
 	if opts.Strict {
-		copts.Summary = &transcript.Summary{Cwd: opts.Cwd, ParentSession: parent, Name: pi.SessionName(batch), Entries: len(batch)}
+		copts.Summary = &transcript.Summary{Cwd: opts.Cwd, ParentSession: parent, Name: summaryName(pi.SessionName(batch)), Entries: len(batch)}
 		if t, err := time.Parse(time.RFC3339Nano, h.Timestamp()); err == nil {
 			copts.Summary.Created = t
 		}

@@ -215,6 +215,9 @@ func (r *Repository) forkAs(ctx context.Context, src *Session, opts ForkOptions,
 		opts.ID = id.String()
 	}
 	if opts.Cwd != "" {
+		if err := ValidateCwd(opts.Cwd); err != nil {
+			return nil, err
+		}
 		cwd = opts.Cwd
 	}
 	return r.create(ctx, CreateOptions{ID: opts.ID, Cwd: cwd, Strict: strict}, src.id, path, stored)

@@ -19,8 +19,14 @@ const (
 	DefaultAgentID       = "default"
 	DefaultWatchInterval = time.Second
 	DefaultWatchMargin   = time.Minute
-	// MaxNameLen is the longest session name accepted, in bytes.
+	// MaxNameLen is the longest session name accepted, in bytes, and the
+	// longest a strict session's head records (a longer name a session_info
+	// entry sets is cut there: the entry keeps it whole).
 	MaxNameLen = 256
+	// MaxCwdLen is the longest cwd a session is created or forked with, in
+	// bytes (Linux's PATH_MAX): a strict session's head records it, and every
+	// append reads and writes the head.
+	MaxCwdLen = 4096
 )
 
 // Config configures a Repository. The zero value of every field is usable.
@@ -172,6 +178,28 @@ func ValidateName(name string) error {
 		return fmt.Errorf("%w: session name has a control character", ErrInvalid)
 	}
 	return nil
+}
+
+// ValidateCwd checks the cwd a session is created or forked with: at most
+// MaxCwdLen bytes. Errors wrap ErrInvalid.
+func ValidateCwd(cwd string) error {
+	if len(cwd) > MaxCwdLen {
+		return fmt.Errorf("%w: cwd is %d bytes, over %d", ErrInvalid, len(cwd), MaxCwdLen)
+	}
+	return nil
+}
+
+// summaryName returns name as a strict session's head records it: cut to at
+// most MaxNameLen bytes, at a character boundary.
+func summaryName(name string) string {
+	if len(name) <= MaxNameLen {
+		return name
+	}
+	cut := name[:MaxNameLen]
+	for len(cut) > 0 && !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut
 }
 
 // newSession returns an unloaded handle of session id.

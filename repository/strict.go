@@ -101,11 +101,11 @@ func (s *Session) summaryAfter(prev *transcript.Summary, fresh []pi.Entry) *tran
 	} else {
 		info := s.info()
 		sum = transcript.Summary{Created: info.Created, Cwd: info.Cwd, ParentSession: info.ParentSession,
-			Name: info.Name, Entries: info.Entries}
+			Name: summaryName(info.Name), Entries: info.Entries}
 	}
 	sum.Entries += len(fresh)
 	if name := pi.SessionName(fresh); name != "" {
-		sum.Name = name
+		sum.Name = summaryName(name)
 	}
 	return &sum
 }

@@ -220,3 +220,36 @@ func TestIdsOverTheSegmentLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionMetadataBounded: what a strict session's head records, which every
+// append reads and writes and every list reads, is bounded whatever the client
+// sends: a cwd over repository.MaxCwdLen is refused (400) at create and fork,
+// and a session_info entry's name over repository.MaxNameLen is stored whole
+// but listed cut. Before, a 10 MiB cwd made every append of a small entry GET
+// and PUT a 10 MiB head.
+func TestSessionMetadataBounded(t *testing.T) {
+	ts := newServer(t, backends[0].new(t), server.Config{})
+	c := ts.as(t, "acme", "alice")
+	long := strings.Repeat("c", repository.MaxCwdLen+1)
+	for _, rq := range []struct{ path, id string }{{"/v1/sessions", "s"}, {"/v1/sessions/ok/fork", "f"}} {
+		if rq.id == "f" {
+			must(c.do("POST", "/v1/sessions", map[string]any{"id": "ok", "cwd": strings.Repeat("c", repository.MaxCwdLen)}))
+		}
+		status, resp := c.do("POST", rq.path, map[string]any{"id": rq.id, "cwd": long})
+		require.Equal(t, http.StatusBadRequest, status, string(resp))
+		require.Equal(t, server.CodeInvalidRequest, decode[errResp](t, resp).Error.Code)
+		status, _ = c.do("GET", "/v1/sessions/"+rq.id, nil)
+		require.Equal(t, http.StatusNotFound, status, "nothing was created")
+	}
+
+	name := strings.Repeat("é", repository.MaxNameLen) // 2 bytes each
+	info := json.RawMessage(fmt.Sprintf(`{"type":"session_info","id":"n1","parentId":null,"timestamp":"2026-03-01T12:00:00.000Z","name":%q}`, name))
+	must(c.do("POST", "/v1/sessions/ok/entries", appendReq("", info)))
+	list := decode[struct {
+		Sessions []metadata `json:"sessions"`
+	}](t, must(c.do("GET", "/v1/sessions", nil)))
+	require.Len(t, list.Sessions, 1)
+	require.Equal(t, name[:repository.MaxNameLen], list.Sessions[0].Name, "cut at a character boundary")
+	p := decode[page](t, must(c.do("GET", "/v1/sessions/ok/entries", nil)))
+	require.Contains(t, string(p.Entries[0]), name, "the entry keeps the name whole")
+}

@@ -183,7 +183,7 @@ type serveFlags struct {
 	trustHeaders                                 bool
 	requestTimeout, shutdownTimeout, bodyTimeout time.Duration
 	watchInterval                                time.Duration
-	maxBody                                      int64
+	maxBody, maxBodiesInFlight, maxCachedBytes   int64
 	maxStreamsPerOwner                           int
 }
 
@@ -204,6 +204,10 @@ func newServeFlagSet(getenv func(string) string, stdout io.Writer) (*pflag.FlagS
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "time in-flight requests get on shutdown")
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "time a request body may take to arrive (then 408)")
 	fs.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body, in `BYTES`")
+	fs.Int64Var(&f.maxBodiesInFlight, "max-bodies-in-flight", server.DefaultMaxBodyBytesInFlight,
+		"request bodies the server holds at once, all requests together, in `BYTES` (then 503)")
+	fs.Int64Var(&f.maxCachedBytes, "max-cached-bytes", server.DefaultMaxCachedBytes,
+		"entries the session handles kept between requests hold in all, about, in `BYTES`")
 	fs.StringVar(&f.logFormat, "log", "json", "log `FORMAT`: json or text")
 	fs.IntVar(&f.maxStreamsPerOwner, "max-streams-per-owner", server.DefaultMaxStreamsPerOwner,
 		"open event streams one owner may hold (then 429)")
@@ -228,6 +232,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return cli.Usagef("serve: --request-timeout, --body-timeout and --watch-interval must be more than 0, --shutdown-timeout at least 0")
 	case f.maxStreamsPerOwner <= 0:
 		return cli.Usagef("serve: --max-streams-per-owner %d: want more than 0", f.maxStreamsPerOwner)
+	case f.maxBody <= 0 || f.maxBodiesInFlight < f.maxBody || f.maxCachedBytes <= 0:
+		return cli.Usagef("serve: --max-body %d, --max-bodies-in-flight %d, --max-cached-bytes %d: want more than 0, and --max-bodies-in-flight at least --max-body",
+			f.maxBody, f.maxBodiesInFlight, f.maxCachedBytes)
 	}
 	var handler slog.Handler = slog.NewJSONHandler(stderr, nil)
 	if f.logFormat == "text" {
@@ -266,6 +273,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv, err := server.New(server.Config{
 		Repositories: repos, Auth: auth, Logger: log, Registry: reg,
 		RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody, BodyTimeout: f.bodyTimeout,
+		MaxBodyBytesInFlight: f.maxBodiesInFlight, MaxCachedBytes: f.maxCachedBytes,
 		WatchInterval: f.watchInterval, MaxStreamsPerOwner: f.maxStreamsPerOwner,
 	})
 	if err != nil {

@@ -181,16 +181,41 @@ func strayProblems(ctx context.Context, s *transcript.Store, sf *storeFlags) ([]
 // form. Only a failure to list (or a cancelled ctx) is an error; everything else is
 // a problem.
 func checkSession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) (sessionCheck, error) {
+	for attempt := 1; ; attempt++ {
+		c, vanished, err := checkSessionOnce(ctx, s, ref)
+		if err != nil || vanished == 0 {
+			return c, err
+		}
+		// A compaction deleted segments after the listing: their entries are in
+		// its output, which the listing did not show, so what was read lacks
+		// them (a header, a parent) though the session does not. Check anew.
+		if attempt == verifyAttempts {
+			c.problems = append(c.problems, verifyProblem{Session: ref.String(), Problem: fmt.Sprintf(
+				"%s deleted while they were read, %d times (a compaction is running): the checks above may name entries its output holds; verify again",
+				cmdcli.Count(vanished, "segment"), verifyAttempts)})
+			return c, nil
+		}
+	}
+}
+
+// verifyAttempts bounds how many times checkSession checks a session whose
+// segments a compaction deletes while they are read.
+const verifyAttempts = 3
+
+// checkSessionOnce is one attempt of checkSession: it reads and checks ref's
+// segments as one listing shows them, and also returns how many of them were
+// deleted before they could be read.
+func checkSessionOnce(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) (sessionCheck, int, error) {
 	v := &sessionVerifier{s: s, ref: ref, seen: map[string]int32{}, c: sessionCheck{payloads: map[transcript.PayloadHash]payloadUse{}}}
 	// A strict session's head is read before the listing, so that every segment
 	// it names was written before the listing (see checkHead).
 	head, headErr := s.ReadHead(ctx, ref)
 	if headErr != nil && !errors.Is(headErr, bucket.ErrNotFound) && !errors.Is(headErr, transcript.ErrInvalidHead) {
-		return v.c, headErr
+		return v.c, 0, headErr
 	}
 	segs, err := s.ListSegments(ctx, ref)
 	if err != nil {
-		return v.c, err
+		return v.c, v.vanished, err
 	}
 	if len(segs) == 0 {
 		v.report("", "no segments")
@@ -200,17 +225,17 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	v.refs = make([][]segment.PayloadRef, len(segs))
 	for i, info := range segs {
 		if err := v.readSegment(ctx, i, info); err != nil {
-			return v.c, err
+			return v.c, v.vanished, err
 		}
 	}
 	v.checkHeaders()
 	v.checkCompacted()
 	if err := v.checkHead(ctx, head, headErr); err != nil {
-		return v.c, err
+		return v.c, v.vanished, err
 	}
 	left, err := s.Leftovers(ctx, ref)
 	if err != nil {
-		return v.c, err
+		return v.c, v.vanished, err
 	}
 	for _, k := range left.Stray {
 		v.report(k, "not a segment, deletion mark or head of this session's key layout (readers ignore it)")
@@ -220,7 +245,7 @@ func checkSession(ctx context.Context, s *transcript.Store, ref transcript.Trans
 	}
 	v.c.entries = len(v.order) - v.c.headers
 	v.checkTree()
-	return v.c, nil
+	return v.c, v.vanished, nil
 }
 
 // verifiedEntry is the first version of an id verify read, by its place in

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
+)
+
+// compactsAfterListing is a bucket that runs compact after a listing of a
+// session's segments was handed out, times times: a compaction with no delete
+// delay that merges and deletes what a reader has just listed. A check of a
+// session lists its prefix twice (its segments, then what else lies there):
+// compact runs after the first of each two.
+type compactsAfterListing struct {
+	bucket.Bucket
+	times   int
+	compact func()
+	mu      sync.Mutex
+	lists   int
+	done    int
+}
+
+func (c *compactsAfterListing) List(ctx context.Context, opts bucket.ListOptions, fn func(bucket.ObjectInfo) error) error {
+	if err := c.Bucket.List(ctx, opts, fn); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if opts.Delimited {
+		return nil
+	}
+	if c.lists++; c.lists%2 == 1 && c.done < c.times {
+		c.done++
+		c.compact()
+	}
+	return nil
+}
+
+// TestVerify_SegmentsCompactedWhileRead: verify lists a session, then a
+// compaction with --delete-delay 0 merges and deletes the listed segments
+// before verify reads them. verify used to check what it could still read and
+// report the session's header (or a parent) lost, a false alarm of data loss;
+// it now checks the session anew from a new listing. A compaction that keeps
+// deleting under every attempt is reported as such, never as a lost header.
+func TestVerify_SegmentsCompactedWhileRead(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		times    int
+		problems []string
+	}{
+		{"once", 1, nil},
+		{"under every attempt", verifyAttempts, []string{"deleted while they were read, 3 times (a compaction is running)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			inner := membucket.New()
+			writer, err := transcript.New(transcript.Config{Bucket: inner})
+			require.NoError(t, err)
+			defer writer.Close()
+			w, err := transcript.NewWriter("replica")
+			require.NoError(t, err)
+			ref := transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "s1"}
+			one := func(raw string) {
+				_, err := writer.AppendSegment(ctx, ref, [][]byte{[]byte(raw)}, w)
+				require.NoError(t, err)
+			}
+			compact := func() {
+				_, err := writer.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 3, DeleteDelay: transcript.DeleteAtOnce})
+				require.NoError(t, err)
+			}
+			// The session's later entries compacted into a segment of level 1,
+			// its header and first entries in three of level 0, which the
+			// compaction after verify's listing merges and deletes: verify
+			// then reads the level 1 segment alone.
+			for i, parent := range []string{"e2", "e3", "e4"} {
+				one(entryLine(fmt.Sprintf("e%d", i+3), parent))
+			}
+			compact()
+			one(`{"type":"session","version":3,"id":"h1","timestamp":"2026-09-25T22:28:55.488Z","cwd":"/"}`)
+			one(entryLine("e1", ""))
+			one(entryLine("e2", "e1"))
+			n := 5
+			wrapped := &compactsAfterListing{Bucket: inner, times: tc.times, compact: func() {
+				compact()
+				for range 3 { // the next compaction has inputs to delete
+					n++
+					one(entryLine(fmt.Sprintf("e%d", n), fmt.Sprintf("e%d", n-1)))
+				}
+			}}
+			reader, err := transcript.New(transcript.Config{Bucket: wrapped})
+			require.NoError(t, err)
+			defer reader.Close()
+			c, err := checkSession(ctx, reader, ref)
+			require.NoError(t, err)
+			var got []string
+			for _, p := range c.problems {
+				got = append(got, p.Problem)
+			}
+			require.Len(t, got, len(tc.problems), "problems: %q", got)
+			for i, want := range tc.problems {
+				require.Contains(t, got[i], want)
+			}
+		})
+	}
+}

@@ -193,7 +193,14 @@ type piClaim struct {
 	leftOut []string
 	// err is why the session cannot be restored; it is not placed.
 	err error
+	// local is what the file at rel looked like when prepare checked it (nil:
+	// there was none): place replaces only a file still like that.
+	local os.FileInfo
 }
+
+// errLocalChanged is wrapped when a local file changed between the check of
+// its session and its replacement (Pi wrote to it meanwhile).
+var errLocalChanged = errors.New("the local file changed while restore read the bucket (Pi wrote to it?): left as it is; run restore again")
 
 // errPiPathShared is wrapped when sessions of one restore belong at the same
 // path of Pi's layout.
@@ -294,6 +301,9 @@ func (p *piRestore) build(ctx context.Context, src sessiontree.PayloadSource, se
 	}
 	c.err = err
 	if c.err == nil {
+		c.local, c.err = statLocal(dest)
+	}
+	if c.err == nil {
 		c.outcome, c.err = p.check(tmp.Name(), dest, sess)
 	}
 	if c.err == nil && c.outcome == outcomeRestored {
@@ -365,12 +375,50 @@ func (p *piRestore) place() []piClaim {
 				group[k].tmp, group[k].size, group[k].err = "", 0, shared
 			}
 		} else if c := &group[0]; c.err == nil && c.outcome == outcomeRestored {
-			c.err = moveIntoPlace(c.tmp, filepath.Join(p.out, filepath.FromSlash(c.rel)))
+			dest := filepath.Join(p.out, filepath.FromSlash(c.rel))
+			if c.err = p.unchanged(dest, c.local); c.err != nil {
+				_ = os.Remove(c.tmp)
+				c.tmp, c.size = "", 0
+			} else {
+				c.err = moveIntoPlace(c.tmp, dest)
+			}
 		}
 		i = j
 	}
 	p.claims = nil
 	return claims
+}
+
+// statLocal is what the file at path looks like: nil when there is none.
+func statLocal(path string) (os.FileInfo, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return st, err
+}
+
+// unchanged fails, wrapping errLocalChanged, when the file at dest is no
+// longer what prepare checked (was, nil for none): written, replaced, created
+// or removed meanwhile, as Pi running on the machine may do while the other
+// sessions are read. Its entries the check never saw would be lost. With
+// force any file is replaced.
+func (p *piRestore) unchanged(dest string, was os.FileInfo) error {
+	if p.force {
+		return nil
+	}
+	now, err := statLocal(dest)
+	if err != nil {
+		return err
+	}
+	same := now == nil && was == nil
+	if now != nil && was != nil {
+		same = os.SameFile(now, was) && now.Size() == was.Size() && now.ModTime().Equal(was.ModTime())
+	}
+	if !same {
+		return fmt.Errorf("%s: %w", dest, errLocalChanged)
+	}
+	return nil
 }
 
 // piPathShared is the error of the sessions of group, which all belong at dest.

@@ -33,7 +33,9 @@ over 128 bytes. Pi files of version 1 or 2 are left until Pi migrates them
 a file nobody will open again. Other files are ignored, reported once.
 A symbolic link directly under ROOT to a directory elsewhere is a folder like
 a real one, named after the link (as Pi takes it); a link that would walk the
-root or another link's directory again is ignored, reported once.
+root or another link's directory again is ignored, reported once. A folder
+follow may not list (Pi run as another user, say) is reported stuck, as is a
+file it may not read: --once then exits 1.
 
 It survives Pi and itself: a torn last line waits for its newline; Pi's repair
 of a torn line (a newline appended when it loads the file) is skipped as Pi

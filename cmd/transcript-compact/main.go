@@ -199,7 +199,10 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 
 	sum, err := j.run(ctx)
 	j.pushMetrics(ctx, metricsPush, sum, err)
-	if err != nil {
+	// Interrupted (SIGINT, SIGTERM), the run still says how far it got: what
+	// it compacted stays, and the next run finishes the work.
+	interrupted := err != nil && ctx.Err() != nil
+	if err != nil && !interrupted {
 		return err
 	}
 	if jsonOut {
@@ -207,7 +210,13 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 			return err
 		}
 	} else {
+		if interrupted {
+			fmt.Fprint(stdout, "interrupted: ")
+		}
 		printSummary(stdout, sum)
+	}
+	if interrupted {
+		return fmt.Errorf("interrupted after %s (run again to finish): %w", cli.Count(sum.SessionsScanned, "session"), context.Cause(ctx))
 	}
 	if sum.problems() {
 		return cli.ErrProblems

@@ -19,7 +19,10 @@ import (
 // string is a root too). Any other "parentId" (a number, an object, true) makes
 // the line invalid: Pi's format says "an id, or null", and a reader that took a
 // number for a root would disagree with a store that cannot name it as a parent.
-// "timestamp" is read when it is a string and never checked.
+// Neither "id" nor "parentId" may be longer than MaxIDLen bytes: the store
+// names ids in a segment's metadata, which cannot hold a longer one, so such a
+// line could be written once and then never compacted. "timestamp" is read
+// when it is a string and never checked.
 //
 // Type is the line's "type" when it is a string ("" otherwise), read in the
 // same scan and not checked: Links places a line, ParseEntry says whether it
@@ -119,8 +122,15 @@ func idOf(v []byte) (string, error) {
 	if !ok || id == "" {
 		return "", fmt.Errorf("%w: missing or empty string \"id\"", ErrInvalidEntry)
 	}
+	if len(id) > MaxIDLen {
+		return "", fmt.Errorf("%w: \"id\" of %d bytes, over the limit of %d", ErrInvalidEntry, len(id), MaxIDLen)
+	}
 	return id, nil
 }
+
+// MaxIDLen is the longest "id" or "parentId" of a line, in bytes (see Links):
+// what a segment's metadata can name.
+const MaxIDLen = 1<<16 - 1
 
 // parentOf applies the rule of Links to the raw value of "parentId" (nil:
 // absent) of the line with id id: "" for a root.
@@ -131,6 +141,9 @@ func parentOf(id string, v []byte) (string, error) {
 	p, ok := jsonString(v)
 	if !ok {
 		return "", fmt.Errorf("%w: entry %q: \"parentId\" %s is neither a string nor null", ErrInvalidEntry, id, v)
+	}
+	if len(p) > MaxIDLen {
+		return "", fmt.Errorf("%w: entry %q: \"parentId\" of %d bytes, over the limit of %d", ErrInvalidEntry, id, len(p), MaxIDLen)
 	}
 	return p, nil
 }

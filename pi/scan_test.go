@@ -3,6 +3,7 @@ package pi_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,6 +31,10 @@ var scanCases = []struct {
 	{"nested type", `{"type":"custom","id":"a8","details":{"type":"message","id":"x"},"customType":"c"}`, true},
 	{"unknown type", `{"type":"some_future_type","id":"a9","parentId":"a8","name":"n"}`, true},
 	{"session info", `{"type":"session_info","id":"b1","parentId":"a9","name":"n\u00e9"}`, true},
+	{"id at the limit", `{"type":"message","id":"` + strings.Repeat("i", pi.MaxIDLen) + `"}`, true},
+	{"id over the limit", `{"type":"message","id":"` + strings.Repeat("i", pi.MaxIDLen+1) + `"}`, false},
+	{"parentId at the limit", `{"type":"message","id":"c1","parentId":"` + strings.Repeat("p", pi.MaxIDLen) + `"}`, true},
+	{"parentId over the limit", `{"type":"message","id":"c1","parentId":"` + strings.Repeat("p", pi.MaxIDLen+1) + `"}`, false},
 }
 
 // fieldNames are the top-level fields Entry.Field knows.

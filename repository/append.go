@@ -145,9 +145,6 @@ func (r *Repository) parseBatch(raws [][]byte, owned bool) (batch []pi.Entry, at
 		if err != nil {
 			return nil, nil, &EntryError{Index: i, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
-		if err := checkIDLengths(e); err != nil {
-			return nil, nil, &EntryError{Index: i, Err: err}
-		}
 		if prev, ok := seen[e.ID()]; ok {
 			if !bytes.Equal(prev, e.Raw()) {
 				return nil, nil, &EntryError{Index: i, EntryID: e.ID(), Twice: true, Err: transcript.ErrConflict}
@@ -158,19 +155,6 @@ func (r *Repository) parseBatch(raws [][]byte, owned bool) (batch []pi.Entry, at
 		batch, at = append(batch, e), append(at, i)
 	}
 	return batch, at, nil
-}
-
-// checkIDLengths refuses an entry whose id or parentId is longer than a
-// segment's metadata can name (segment.MaxStringLen bytes): the store could not
-// write it, and no stored entry can be such a parent.
-func checkIDLengths(e pi.Entry) error {
-	parent, _ := e.ParentID()
-	for _, f := range []struct{ name, v string }{{"id", e.ID()}, {"parentId", parent}} {
-		if len(f.v) > segment.MaxStringLen {
-			return fmt.Errorf("%w: %w: %s of %d bytes, over the limit of %d", ErrInvalid, pi.ErrInvalidEntry, f.name, len(f.v), segment.MaxStringLen)
-		}
-	}
-	return nil
 }
 
 // fresh returns the entries of batch (at their positions at in the call) that

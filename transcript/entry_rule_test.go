@@ -2,12 +2,15 @@ package transcript_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/pi"
+	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
 // One rule decides an entry's id and parent for the session model and for the
@@ -57,4 +60,28 @@ func TestParseEntry_OneRule(t *testing.T) {
 			require.Equal(t, pe.ID(), te.ID)
 		})
 	}
+}
+
+// TestParseEntry_IDsTheStoreCanName: the longest id and parentId the rule lets
+// through is the longest string a segment's metadata holds, so an entry that
+// is stored can always be compacted (it used to be stored in a level-0 segment,
+// unless it came last, and then fail every compaction of its session).
+func TestParseEntry_IDsTheStoreCanName(t *testing.T) {
+	require.Equal(t, segment.MaxStringLen, pi.MaxIDLen)
+	ctx := t.Context()
+	s := newStore(t, membucket.New(), transcript.Config{})
+	w := newWriter(t, "w")
+	long := strings.Repeat("i", pi.MaxIDLen)
+	_, err := s.AppendSegment(ctx, ref, [][]byte{entry(long, ""), entry("b", long)}, w)
+	require.NoError(t, err, "ids at the limit are stored")
+	_, err = s.AppendSegment(ctx, ref, [][]byte{entry(long+"i", ""), entry("c", "b")}, w)
+	require.ErrorIs(t, err, pi.ErrInvalidEntry, "an id over the limit is refused, wherever it is in the batch")
+	_, err = s.AppendSegment(ctx, ref, [][]byte{entry("d", "b")}, w)
+	require.NoError(t, err)
+	_, err = s.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+	require.NoError(t, err)
+	got, err := s.ReadAll(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, []string{long, "b", "d"}, ids(got))
+	require.Len(t, got.Segments, 1)
 }

@@ -87,17 +87,26 @@ func (s *Session) catchUp(ctx context.Context, full bool) error {
 		// writes a segment that no head would ever commit.
 		return s.load(ctx)
 	}
-	if inc.Full && vanished(s.have, inc.Have) {
-		// A segment the handle holds is no longer listed: the session was
-		// deleted (what it holds now, if anything, is what appends in flight
-		// wrote, without the header: no session), or a compaction's inputs
-		// were collected. Read it afresh: load tells which, and a handle
-		// whose session is gone reads it afresh again next time.
-		err := s.load(ctx)
-		if errors.Is(err, bucket.ErrNotFound) {
-			s.stale = true
+	if inc.Full {
+		// A segment the handle holds that is no longer listed is a
+		// compaction's input collected after its delay (a compacted segment
+		// listed names it), or gone with the session: deleted, what the
+		// listing shows now, if anything, is what appends in flight wrote,
+		// without the header (no session). Then the session is read afresh:
+		// load says it is gone, and a handle whose session is gone reads it
+		// afresh again next time. A collection costs a ranged GET of each
+		// compacted segment's metadata, not a read of the session.
+		collected, err := s.repo.store.Collected(ctx, s.ref, s.have, inc.Have)
+		if err != nil {
+			return fmt.Errorf("session %q: %w", s.id, err)
 		}
-		return err
+		if !collected {
+			err := s.load(ctx)
+			if errors.Is(err, bucket.ErrNotFound) {
+				s.stale = true
+			}
+			return err
+		}
 	}
 	if inc.Full {
 		s.fullAt = now
@@ -177,17 +186,4 @@ func (s *Session) Snapshot() SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.info()
-}
-
-// vanished reports whether a segment of held is not in now.
-func vanished(held, now transcript.SegmentSet) bool {
-	if now.Len() < held.Len() {
-		return true
-	}
-	for _, k := range held.Keys() {
-		if !now.Has(k) {
-			return true
-		}
-	}
-	return false
 }

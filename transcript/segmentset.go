@@ -1,8 +1,13 @@
 package transcript
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
+
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 // SegmentSet is the set of segments of one session whose entries a reader holds,
@@ -107,4 +112,56 @@ func (s SegmentSet) Equal(o SegmentSet) bool {
 		}
 	}
 	return true
+}
+
+// Collected reports whether every segment of held that now lacks is named as an
+// input by a compacted segment of now: a compaction's inputs collected after
+// their delete delay, whose entries the reader holds in that compacted segment,
+// and not segments gone with their session (Store.Delete, retention). now is
+// the set a whole listing left (Increment.Have of a full ReadNew). It reads the
+// metadata of now's compacted segments (a ranged GET each) only when some
+// segment of held is missing; a reader that finds one unclaimed reads the
+// session afresh. A segment collected two compactions ago (its compacted
+// segment itself merged and collected since) is unclaimed too: only the
+// metadata of segments that exist can be read.
+func (s *Store) Collected(ctx context.Context, ref TranscriptRef, held, now SegmentSet) (bool, error) {
+	var gone []string
+	for k := range held.m {
+		if _, ok := now.m[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) == 0 {
+		return true, nil
+	}
+	ref, visible, err := s.checkRef(ref)
+	if err != nil {
+		return false, err
+	}
+	if !visible {
+		return false, fmt.Errorf("session %s: %w", ref, bucket.ErrNotFound)
+	}
+	sp := sessionPrefix(s.cfg.Prefix, ref)
+	claimed := map[string]bool{}
+	for _, k := range now.Keys() {
+		if relLevel(k) <= 0 {
+			continue
+		}
+		m, err := s.ReadSegmentMeta(ctx, sp+k)
+		if errors.Is(err, bucket.ErrNotFound) {
+			continue // collected meanwhile: what it claimed is for the next listing
+		}
+		if err != nil {
+			return false, err
+		}
+		for _, in := range m.Inputs {
+			claimed[sessionRelKey(in)] = true
+		}
+	}
+	for _, k := range gone {
+		if !claimed[k] {
+			return false, nil
+		}
+	}
+	return true, nil
 }

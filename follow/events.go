@@ -9,8 +9,10 @@ import (
 // EventKind says what an Event reports.
 type EventKind string
 
-// The events of a Follower. Each warning (every kind but EventUploaded) is
-// reported once per file and cause, not on every read.
+// The events of a Follower. Each warning (every kind but EventUploaded and
+// EventError) is reported once per file and cause, not on every read; an
+// EventError is reported on every failed attempt, each retried after a
+// growing pause (1 s, doubling, at most a minute).
 const (
 	// EventUploaded: lines of a file were handed over as a segment (Entries),
 	// or recognised as stored already (Stored).

@@ -3,6 +3,7 @@ package transcript
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -59,11 +60,14 @@ func (s *Store) listChildren(ctx context.Context, prefix string) ([]string, erro
 }
 
 // StrayObjects returns the keys of the objects directly under the key prefix
-// of namespace (agent "") or of one of its agents: nothing of the store's layout
-// is there (sessions, agents and the payload store are prefixes below them), so
-// such an object is a file another tool dropped, which readers never see.
-// Directory markers do not count. A store bound to another namespace sees
-// nothing.
+// of namespace (agent "") or of one of its agents, and of every object below a
+// folder there whose name no id can take (a name of the key layout such as
+// "L0" or "gc", a hidden name): nothing of the store's layout is there
+// (sessions, agents and the namespace's payload store are prefixes below them,
+// and ListAgents and ListSessions pass such folders over), so such an object is
+// a file another tool dropped, which readers never see: a session's segments
+// copied one level too high, say. Directory markers do not count. A store bound
+// to another namespace sees nothing.
 func (s *Store) StrayObjects(ctx context.Context, namespace, agent string) ([]string, error) {
 	nsPrefix, prefix, visible, err := s.namespaceListing(namespace, agent)
 	if err != nil || !visible {
@@ -72,16 +76,35 @@ func (s *Store) StrayObjects(ctx context.Context, namespace, agent string) ([]st
 	if agent == "" {
 		prefix = nsPrefix
 	}
-	var out []string
+	var out, folders []string
 	err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: prefix, Delimited: true}, func(oi bucket.ObjectInfo) error {
-		if !oi.IsPrefix && !IsDirectoryMarker(oi.Key) {
-			out = append(out, oi.Key)
+		if !oi.IsPrefix {
+			if !IsDirectoryMarker(oi.Key) {
+				out = append(out, oi.Key)
+			}
+			return nil
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(oi.Key, prefix), "/")
+		if ValidatePart("name", name) != nil && (agent != "" || name != payloadDir) {
+			folders = append(folders, oi.Key)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, wrapKey("list", prefix, err)
 	}
+	for _, f := range folders {
+		err := s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: f}, func(oi bucket.ObjectInfo) error {
+			if !IsDirectoryMarker(oi.Key) {
+				out = append(out, oi.Key)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, wrapKey("list", f, err)
+		}
+	}
+	slices.Sort(out)
 	return out, nil
 }
 

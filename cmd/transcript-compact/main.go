@@ -24,7 +24,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +32,6 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -84,36 +82,10 @@ func parseShard(s string) (int, int, error) {
 	return i, n, nil
 }
 
-// checkedWriter is a writer that keeps the first error of a write to it: the
-// job's plan and summary go to stdout from many places, and a run whose report
-// could not be written (a full disk, a closed pipe) must not exit 0.
-type checkedWriter struct {
-	w   io.Writer
-	mu  sync.Mutex
-	err error
-}
-
-func (c *checkedWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	if err != nil {
-		c.mu.Lock()
-		c.err = cmp.Or(c.err, err)
-		c.mu.Unlock()
-	}
-	return n, err
-}
-
-// failed returns the first error a write met, or nil.
-func (c *checkedWriter) failed() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	out := &checkedWriter{w: stdout}
+	out := cli.NewCheckedWriter(stdout)
 	err := runJob(ctx, args, out, stderr, getenv)
-	if werr := out.failed(); werr != nil && (err == nil || errors.Is(err, cli.ErrProblems)) {
+	if werr := out.Err(); werr != nil && (err == nil || errors.Is(err, cli.ErrProblems)) {
 		return fmt.Errorf("write output: %w", werr)
 	}
 	return err

@@ -14,7 +14,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +21,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"sync"
 	"syscall"
 
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
@@ -79,37 +77,11 @@ type cliEnv struct {
 	getenv         func(string) string
 }
 
-// checkedWriter is a writer that keeps the first error of a write to it, so
-// that a command whose output could not be written (a full disk, a closed
-// pipe) fails, also where it does not check each write.
-type checkedWriter struct {
-	w   io.Writer
-	mu  sync.Mutex
-	err error
-}
-
-func (c *checkedWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	if err != nil {
-		c.mu.Lock()
-		c.err = cmp.Or(c.err, err)
-		c.mu.Unlock()
-	}
-	return n, err
-}
-
-// failed returns the first error a write met, or nil.
-func (c *checkedWriter) failed() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	out := &checkedWriter{w: stdout}
+	out := cmdcli.NewCheckedWriter(stdout)
 	err := runCommand(ctx, args, stdin, out, stderr)
 	// Problems found and reported (errProblems) are lost too when their report is.
-	if werr := out.failed(); werr != nil && (err == nil || errors.Is(err, errProblems)) {
+	if werr := out.Err(); werr != nil && (err == nil || errors.Is(err, errProblems)) {
 		return fmt.Errorf("write output: %w", werr)
 	}
 	return err

@@ -15,29 +15,6 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
-// landsAtPageEnd is a bucket whose first listing from the start of a prefix
-// with no first page asked for (the whole-session listing of a read) runs land
-// once it has handed out after keys: on an S3 bucket, whose listing iterator
-// sends its next request only when the page before is used up, that is between
-// two of the listing's requests when after is the server's page size (1,000).
-type landsAtPageEnd struct {
-	bucket.Bucket
-	after int
-	land  func()
-	once  sync.Once
-}
-
-func (l *landsAtPageEnd) List(ctx context.Context, opts bucket.ListOptions, fn func(bucket.ObjectInfo) error) error {
-	n := 0
-	return l.Bucket.List(ctx, opts, func(oi bucket.ObjectInfo) error {
-		err := fn(oi)
-		if n++; n == l.after && opts.FirstPage == 0 && opts.StartAfter == "" {
-			l.once.Do(l.land)
-		}
-		return err
-	})
-}
-
 // TestRead_SeesTheParentAcrossListingPages is
 // TestReadAll_SeesTheParentOfWhatItSees at the boundary of the S3 listing's
 // own pages (1,000 keys) rather than the cold read's first page of 32: a
@@ -90,7 +67,9 @@ func TestRead_SeesTheParentAcrossListingPages(t *testing.T) {
 					require.NoError(t, err)
 				}
 				t.Run(read.name, func(t *testing.T) {
-					l := &landsAtPageEnd{Bucket: b, after: pageSize, land: land}
+					l := &landsDuringListing{Bucket: b, after: pageSize, land: land, when: func(opts bucket.ListOptions) bool {
+						return opts.FirstPage == 0 && opts.StartAfter == "" // a whole listing
+					}}
 					dangling, err := read.fn(newStore(t, l, transcript.Config{}), child)
 					require.NoError(t, err)
 					landed := false

@@ -12,12 +12,14 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
-// landsDuringListing is a bucket whose first paged listing (one with a first
-// page, as a cold ReadAll asks for) runs land once it has handed out after keys:
-// between the listing's requests on a bucket that lists in pages.
+// landsDuringListing is a bucket whose first listing that when accepts runs
+// land once it has handed out after keys: on a bucket that lists in pages, and
+// with after a page's size, that is between two of the listing's requests (an
+// S3 listing iterator asks for the next page only when it needs its first key).
 type landsDuringListing struct {
 	bucket.Bucket
 	after int
+	when  func(bucket.ListOptions) bool
 	land  func()
 	once  sync.Once
 }
@@ -26,12 +28,15 @@ func (l *landsDuringListing) List(ctx context.Context, opts bucket.ListOptions, 
 	n := 0
 	return l.Bucket.List(ctx, opts, func(oi bucket.ObjectInfo) error {
 		err := fn(oi)
-		if n++; n == l.after && opts.FirstPage > 0 {
+		if n++; n == l.after && l.when(opts) {
 			l.once.Do(l.land)
 		}
 		return err
 	})
 }
+
+// firstPaged accepts a listing with a first page: a cold ReadAll's first request.
+func firstPaged(opts bucket.ListOptions) bool { return opts.FirstPage > 0 }
 
 // TestReadAll_SeesTheParentOfWhatItSees: a segment whose key sorts inside the
 // first page of a cold read's listing but that lands after that page was
@@ -55,7 +60,7 @@ func TestReadAll_SeesTheParentOfWhatItSees(t *testing.T) {
 				_, err = s.AppendSegment(ctx, ref, [][]byte{entry("c", "p")}, newWriter(t, "w2"))
 				require.NoError(t, err)
 			}
-			l := &landsDuringListing{Bucket: b, after: 32, land: land}
+			l := &landsDuringListing{Bucket: b, after: 32, when: firstPaged, land: land}
 			got, err := newStore(t, l, transcript.Config{}).ReadAll(ctx, ref)
 			require.NoError(t, err)
 			landed := false

@@ -84,8 +84,10 @@ func (s *Store) StrayObjects(ctx context.Context, namespace, agent string) ([]st
 			}
 			return nil
 		}
+		// A folder object for the prefix itself (an S3 console's "create
+		// folder") lists as the prefix: it names no folder below it.
 		name := strings.TrimSuffix(strings.TrimPrefix(oi.Key, prefix), "/")
-		if ValidatePart("name", name) != nil && (agent != "" || name != payloadDir) {
+		if name != "" && ValidatePart("name", name) != nil && (agent != "" || name != payloadDir) {
 			folders = append(folders, oi.Key)
 		}
 		return nil

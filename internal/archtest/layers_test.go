@@ -66,6 +66,7 @@ var allowed = []struct {
 	{pkg: "internal/fsutil"},
 	{pkg: "internal/jsonscan"},
 	{pkg: "internal/rclone"},
+	{pkg: "internal/rusage"}, // the bench's and benchmarks' resource usage
 	{pkg: "internal/archtest"},
 }
 

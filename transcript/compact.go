@@ -151,6 +151,9 @@ func (s *Store) compact(ctx context.Context, ref TranscriptRef, opts CompactOpti
 		if err != nil {
 			return res, fmt.Errorf("compact %s: %w", ref, err)
 		}
+		if opts.DryRun {
+			res.countPlanned(opts.DeleteDelay)
+		}
 		return res, nil
 	}
 }

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"fmt"
+	"time"
 )
 
 // Compaction is one merge of a level's segments into the next level: one segment,
@@ -39,6 +40,9 @@ type CompactResult struct {
 	// Deleted counts superseded segments deleted because their mark was due.
 	Deleted int
 	// Pending counts marked segments whose delete delay has not passed.
+	//
+	// In a dry run, Marked, Deleted and Pending count what the run would do:
+	// the marks it finds, and the inputs of the compactions it plans.
 	Pending int
 	// Contended reports that the session kept changing under this run (another
 	// compaction deleted what it had listed, Config.MaxRelists+1 times): it stopped
@@ -62,6 +66,21 @@ type CompactResult struct {
 	// supersede them lacks some of their entries (a forged or damaged superseder;
 	// Compact then returns an error wrapping ErrCompactInput naming both).
 	Unverified int
+}
+
+// countPlanned adds to a dry run's counts what the run it previews does with
+// the inputs of the compactions it plans: the run marks every one, and deletes
+// them at once (delay, the options' normalized DeleteDelay, is 0) or leaves them
+// waiting for their delay. Without it a dry run counts only the marks it found,
+// and says "0 marked, 0 deleted" of a run that then marks and deletes hundreds.
+func (r *CompactResult) countPlanned(delay time.Duration) {
+	planned := r.SegmentsIn()
+	r.Marked += planned
+	if delay > 0 {
+		r.Pending += planned
+	} else {
+		r.Deleted += planned
+	}
 }
 
 // SegmentsIn returns how many segments were merged; SegmentsOut how many were written.

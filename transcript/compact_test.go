@@ -196,18 +196,39 @@ func TestCompact_DeleteDelay(t *testing.T) {
 	require.Equal(t, int64(1), counted.Counts().Get, "once the inputs are gone, one GET")
 }
 
+// TestCompact_DryRunChangesNothing: a dry run writes and deletes nothing, and
+// counts what the run would do: the planned compaction's inputs are marked, and
+// deleted at once or left waiting for their delay.
 func TestCompact_DryRunChangesNothing(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t, membucket.New(), transcript.Config{})
-	appendChain(t, s, ref, newWriter(t, "w"), "e", "", 6)
-	before := allKeys(t, s.Bucket())
-	res, err := s.Compact(ctx, ref, transcript.CompactOptions{DryRun: true, DeleteDelay: transcript.DeleteAtOnce})
-	require.NoError(t, err)
-	require.Len(t, res.Compactions, 1)
-	require.Equal(t, 6, res.SegmentsIn())
-	require.Positive(t, res.BytesOut())
-	require.Empty(t, res.Compactions[0].Output.Key)
-	require.Equal(t, before, allKeys(t, s.Bucket()))
+	for _, tc := range []struct {
+		name                    string
+		delay                   time.Duration
+		marked, deleted, waited int
+	}{
+		{"delete at once", transcript.DeleteAtOnce, 6, 6, 0},
+		{"delete later", 10 * time.Minute, 6, 0, 6},
+		{"default delay", 0, 6, 0, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, membucket.New(), transcript.Config{})
+			appendChain(t, s, ref, newWriter(t, "w"), "e", "", 6)
+			before := allKeys(t, s.Bucket())
+			res, err := s.Compact(ctx, ref, transcript.CompactOptions{DryRun: true, DeleteDelay: tc.delay})
+			require.NoError(t, err)
+			require.Len(t, res.Compactions, 1)
+			require.Equal(t, 6, res.SegmentsIn())
+			require.Positive(t, res.BytesOut())
+			require.Empty(t, res.Compactions[0].Output.Key)
+			require.Equal(t, before, allKeys(t, s.Bucket()))
+			require.Equal(t, [3]int{tc.marked, tc.deleted, tc.waited}, [3]int{res.Marked, res.Deleted, res.Pending})
+
+			real, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: tc.delay})
+			require.NoError(t, err)
+			require.Equal(t, [3]int{res.Marked, res.Deleted, res.Pending}, [3]int{real.Marked, real.Deleted, real.Pending},
+				"the dry run counts what the run does")
+		})
+	}
 }
 
 // racingBucket appends a segment of another writer the first time the compaction

@@ -301,18 +301,6 @@ func (j *job) record(sum *summary, ref transcript.TranscriptRef, res transcript.
 	sum.Marks += res.Marked
 	sum.Deletions += res.Deleted
 	sum.PendingDeletions += res.Pending
-	if j.opts.DryRun {
-		// A dry run's result counts the marks it found, not those of the
-		// compactions it plans: the run marks every input of those, and
-		// deletes them at once without a delay or leaves them waiting for it.
-		planned := res.SegmentsIn()
-		sum.Marks += planned
-		if j.opts.DeleteDelay < 0 { // transcript.DeleteAtOnce
-			sum.Deletions += planned
-		} else {
-			sum.PendingDeletions += planned
-		}
-	}
 	sum.Uncommitted += res.Uncommitted
 	if j.opts.DryRun {
 		for _, c := range res.Compactions {

@@ -7,7 +7,7 @@ package transcript
 // it, so that what it derives from the order (the active leaf) is what ReadAll
 // of the same entries gives. entries is not modified.
 func CanonicalOrder(entries []Entry) ([]Entry, int) {
-	ordered, cycles, moved := mergeOrder(entries, nil)
+	ordered, cycles, moved, _ := mergeOrder(entries, nil)
 	if !moved {
 		ordered = append([]Entry(nil), entries...)
 	}

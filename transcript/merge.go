@@ -244,15 +244,7 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 	}
 	slices.SortFunc(res.Losers, func(a, b Entry) int { return a.Origin.Compare(b.Origin) })
 	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return a.DroppedOrigin.Compare(b.DroppedOrigin) })
-	for i := range res.Entries {
-		if p := res.Entries[i].ParentID; p != "" {
-			if _, ok := byID[p]; !ok {
-				res.orphans = true
-				break
-			}
-		}
-	}
-	res.Entries, res.Cycles, _ = mergeOrder(res.Entries, byID)
+	res.Entries, res.Cycles, _, res.orphans = mergeOrder(res.Entries, byID)
 	return res
 }
 

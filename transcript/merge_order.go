@@ -165,14 +165,14 @@ func topoOrder(par []int32) (order []int32, cycles int) {
 }
 
 // mergeOrder returns entries in merge order, sorted by origin (rankOrigins,
-// originSort) and then parents first (topoOrder), and the parent cycles it
-// broke. byID, when not nil, maps every id to its index in entries, whose ids
+// originSort) and then parents first (topoOrder), the parent cycles it broke,
+// and whether some entry's parentId names no entry (dangling). byID, when not nil, maps every id to its index in entries, whose ids
 // are then distinct (what the merge builds); nil means mergeOrder indexes the
 // ids itself, the last of equal ids in origin order standing for them. entries
 // is not modified: moved is false when it is in merge order already and
 // returned as is; otherwise the result is a new slice, made once whatever the
 // two orders moved.
-func mergeOrder(entries []Entry, byID map[string]int) (ordered []Entry, cycles int, moved bool) {
+func mergeOrder(entries []Entry, byID map[string]int) (ordered []Entry, cycles int, moved, dangling bool) {
 	n := len(entries)
 	// Each entry's number of origin key, looked up once per run of one key
 	// (entries of one origin come together).
@@ -228,6 +228,7 @@ func mergeOrder(entries []Entry, byID map[string]int) (ordered []Entry, cycles i
 			par[k] = int32(k - 1)
 		default:
 			p, ok := byID[e.ParentID]
+			dangling = dangling || !ok
 			if ok && !byPlace && place != nil {
 				p = int(place[p])
 			}
@@ -239,7 +240,7 @@ func mergeOrder(entries []Entry, byID map[string]int) (ordered []Entry, cycles i
 	place = nil
 	order, cycles := topoOrder(par)
 	if sorted == nil && order == nil {
-		return entries, 0, false
+		return entries, 0, false, dangling
 	}
 	ordered = make([]Entry, n)
 	for m := range ordered {
@@ -249,7 +250,7 @@ func mergeOrder(entries []Entry, byID map[string]int) (ordered []Entry, cycles i
 		}
 		ordered[m] = entries[at(k)]
 	}
-	return ordered, cycles, true
+	return ordered, cycles, true, dangling
 }
 
 // minHeap is a binary heap of ordered values, smallest first: the merge places

@@ -103,9 +103,17 @@ func TestMergeOrder_SameAsReference(t *testing.T) {
 		for i, e := range entries {
 			byID[e.ID] = i
 		}
-		got, cycles, _ = mergeOrder(entries, byID)
+		wantDangling := false
+		for _, e := range entries {
+			if _, ok := byID[e.ParentID]; e.ParentID != "" && !ok {
+				wantDangling = true
+			}
+		}
+		var dangling bool
+		got, cycles, _, dangling = mergeOrder(entries, byID)
 		require.Equal(t, idsOf(want), idsOf(got), "seed %d: with the merge's id map", seed)
 		require.Equal(t, wantCycles, cycles, "seed %d", seed)
+		require.Equal(t, wantDangling, dangling, "seed %d: an entry whose parentId names no entry", seed)
 	}
 }
 

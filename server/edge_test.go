@@ -207,27 +207,35 @@ func TestEdge_StalledBody(t *testing.T) {
 		t.Run(be.name, func(t *testing.T) {
 			ts := newServer(t, be.new(t), server.Config{BodyTimeout: 300 * time.Millisecond})
 			tok := tokenFor(t, "acme", "alice")
-			conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
-			require.NoError(t, err)
-			defer conn.Close()
 			// Before the request is sent: the server's BodyTimeout starts when it
 			// handles the request, which can be before this goroutine runs again
 			// after the write (on a loaded machine, by more than the margin below).
 			start := time.Now()
-			_, err = fmt.Fprintf(conn, "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":", tok)
-			require.NoError(t, err)
-			require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			require.NoError(t, err)
-			body, err := io.ReadAll(resp.Body)
-			require.NoError(t, err)
-			resp.Body.Close()
+			resp, body := sendRaw(t, ts.URL, fmt.Sprintf("POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":", tok))
 			require.Equal(t, http.StatusRequestTimeout, resp.StatusCode, string(body))
 			require.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond)
 			requireEnvelope(t, resp.StatusCode, resp.Header, body, server.CodeRequestTimeout)
 			require.True(t, resp.Close, "the connection is not reused")
 		})
 	}
+}
+
+// sendRaw writes request, as it is, on a new connection to the server at url
+// and returns the response and its body, read within 30 s.
+func sendRaw(t *testing.T, url, request string) (*http.Response, []byte) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, request)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	return resp, body
 }
 
 // TestEdge_DeclaredTooLarge: a body whose Content-Length is over the server's
@@ -239,17 +247,7 @@ func TestEdge_DeclaredTooLarge(t *testing.T) {
 	tok := tokenFor(t, "acme", "alice")
 	for _, path := range []string{"/v1/sessions", "/v1/sessions/s/entries", "/v1/sessions/s/fork"} {
 		t.Run(path, func(t *testing.T) {
-			conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
-			require.NoError(t, err)
-			defer conn.Close()
-			_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000000000000\r\n\r\n{\"id\":", path, tok)
-			require.NoError(t, err)
-			require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			require.NoError(t, err)
-			body, err := io.ReadAll(resp.Body)
-			require.NoError(t, err)
-			resp.Body.Close()
+			resp, body := sendRaw(t, ts.URL, fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000000000000\r\n\r\n{\"id\":", path, tok))
 			require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, string(body))
 			requireEnvelope(t, resp.StatusCode, resp.Header, body, server.CodeTooLarge)
 			require.True(t, resp.Close, "the connection is not reused")

@@ -19,7 +19,6 @@ import (
 
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
 // The tests in this file pin what an operator sees on the command line: the exit
@@ -32,11 +31,7 @@ func storeWithSessions(t *testing.T, n int) (url, dir string) {
 	t.Helper()
 	dir = t.TempDir()
 	url = "file://" + dir
-	b, prefix, err := bucketurl.Open(t.Context(), url)
-	require.NoError(t, err)
-	s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
-	require.NoError(t, err)
-	defer s.Close()
+	s := openStoreAt(t, url)
 	w, err := transcript.NewWriter("test-writer")
 	require.NoError(t, err)
 	for i := range n {

@@ -29,6 +29,16 @@ func openBucket(t *testing.T, url string) (bucket.Bucket, string) {
 	return b, prefix
 }
 
+// openStoreAt opens the store at url, closed with the test.
+func openStoreAt(t *testing.T, url string) *transcript.Store {
+	t.Helper()
+	b, prefix := openBucket(t, url)
+	s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // sessionKeys lists the level-0 segment keys of default/a/{session}.
 func sessionKeys(t *testing.T, b bucket.Bucket, prefix, session string) []string {
 	t.Helper()

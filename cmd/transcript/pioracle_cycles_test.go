@@ -18,7 +18,6 @@ import (
 	"github.com/transcriptstore/transcript/mirror"
 	"github.com/transcriptstore/transcript/sessiontree"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
 // TestPiOracle_SessionTreeCycles: a SessionTree that pulls entries forming a
@@ -35,11 +34,7 @@ func TestPiOracle_SessionTreeCycles(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	store := "file://" + filepath.Join(dir, "bucket")
-	b, prefix, err := bucketurl.Open(ctx, store)
-	require.NoError(t, err)
-	s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
-	require.NoError(t, err)
-	defer s.Close()
+	s := openStoreAt(t, store)
 	hostile, err := transcript.NewWriter("hostile")
 	require.NoError(t, err)
 	who := sessiontree.Identity{Namespace: transcript.DefaultNamespace}

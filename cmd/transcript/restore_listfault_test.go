@@ -17,7 +17,6 @@ import (
 
 	"github.com/transcriptstore/transcript/internal/s3test"
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
 // deniesLaterPages is a proxy in front of an S3 server that refuses (403, which
@@ -52,11 +51,7 @@ func TestRestore_StoreFailsMidListing(t *testing.T) {
 	endpoint, _, _ := s3test.S3Endpoint(t)
 	name := fmt.Sprintf("transcript-cli-listfault-%d-%d", os.Getpid(), time.Now().UnixNano())
 	store := fmt.Sprintf("s3://%s/p?endpoint=%s&insecure=true&create=true", name, endpoint)
-	b, prefix, err := bucketurl.Open(t.Context(), store)
-	require.NoError(t, err)
-	s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
-	require.NoError(t, err)
-	defer s.Close()
+	s := openStoreAt(t, store)
 	w, err := transcript.NewWriter("test-writer")
 	require.NoError(t, err)
 	// More sessions of one segment each than one listing page holds (1,000).

@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/repository"
-	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
 // writeStep is one run of the command line: arguments (the store is added), stdin.
@@ -147,11 +145,7 @@ func testWrites(t *testing.T, b backend) {
 func createStrict(t *testing.T, url string) {
 	t.Helper()
 	ctx := context.Background()
-	bk, prefix, err := bucketurl.Open(ctx, url)
-	require.NoError(t, err)
-	s, err := transcript.New(transcript.Config{Bucket: bk, Prefix: prefix})
-	require.NoError(t, err)
-	defer s.Close()
+	s := openStoreAt(t, url)
 	repo, err := repository.New(s, repository.Owner{Tenant: "acme", User: "alice"}, repository.Config{AgentID: "a"})
 	require.NoError(t, err)
 	defer repo.Close()

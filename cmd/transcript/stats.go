@@ -8,6 +8,8 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	"golang.org/x/sync/errgroup"
+
 	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -24,6 +26,9 @@ level and that wait for their delete delay to pass ('ls' counts only the segment
 a read uses). Large payloads (images, long tool outputs) that the store keeps once,
 outside the segments, are counted apart: how many distinct payloads the segments
 reference, their size (each once, and stored), and how many references share them.
+Objects under the namespace's or an agent's key prefix that belong to no session
+(files another tool dropped there, which verify names and readers ignore) are
+counted apart too, as stray objects and their bytes (not with --session).
 Reads every segment, never a payload; changes nothing.
 
 Examples:
@@ -49,6 +54,13 @@ type storeStats struct {
 	CompressionRatio float64               `json:"compressionRatio"`
 	PerLevel         map[string]levelStats `json:"levels"`
 	Payloads         payloadStats          `json:"payloads"`
+	Stray            strayStats            `json:"stray"`
+}
+
+// strayStats counts the objects outside every session (Store.StrayObjects).
+type strayStats struct {
+	Objects int   `json:"objects"`
+	Bytes   int64 `json:"bytes"`
 }
 
 // payloadStats counts the payloads the segments reference.
@@ -79,6 +91,15 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	var mu sync.Mutex
 	used := map[payloadKey]uint64{}
 	stored := s.Stored() // no payload is fetched
+	// The stray objects take a few listings, which the sessions' reads hide.
+	strayCtx, cancelStray := context.WithCancel(ctx)
+	defer cancelStray()
+	var stray errgroup.Group
+	stray.Go(func() error {
+		var err error
+		st.Stray, err = countStray(strayCtx, s, sf, *parallel)
+		return err
+	})
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
 		segs, err := s.ListSegments(ctx, ref)
 		if err != nil {
@@ -111,6 +132,12 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		return nil
 	})
+	if err != nil {
+		cancelStray()
+	}
+	if serr := stray.Wait(); err == nil {
+		err = serr
+	}
 	if err != nil {
 		return err
 	}
@@ -145,6 +172,9 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 		if p.Missing > 0 {
 			fmt.Fprintf(tw, "missing payloads\t%d (run transcript verify)\n", p.Missing)
 		}
+	}
+	if st.Stray.Objects > 0 {
+		fmt.Fprintf(tw, "stray objects\t%d (%d bytes, in no session: run transcript verify)\n", st.Stray.Objects, st.Stray.Bytes)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -183,4 +213,43 @@ func countPayloads(ctx context.Context, s *transcript.Store, used map[payloadKey
 		}
 	}
 	return nil
+}
+
+// countStray counts the objects that verify names as outside every session
+// (strayProblems: none with --session, the agent's with --agent) and their
+// size: one delimited listing of the namespace and of each agent (and the
+// listing of the agents), plus one request for the size of each such object.
+func countStray(ctx context.Context, s *transcript.Store, sf *storeFlags, parallel int) (strayStats, error) {
+	var st strayStats
+	problems, err := strayProblems(ctx, s, sf)
+	if err != nil {
+		return st, err
+	}
+	sizes := make([]int64, len(problems))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for i, p := range problems {
+		g.Go(func() error {
+			oi, err := s.Bucket().Stat(gctx, p.Key)
+			if errors.Is(err, bucket.ErrNotFound) {
+				sizes[i] = -1 // removed since the listing
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("stray object %s: %w", p.Key, err)
+			}
+			sizes[i] = oi.Size
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return st, err
+	}
+	for _, n := range sizes {
+		if n >= 0 {
+			st.Objects++
+			st.Bytes += n
+		}
+	}
+	return st, nil
 }

@@ -35,4 +35,15 @@
 // rewritten in place (found by its size, inode, header and the bytes before its
 // offset) is read again from its start and reconciled; a removed file is
 // forgotten (the bucket keeps its session).
+//
+// A store that lost what was handed over (its bucket deleted and created again
+// empty, its prefix deleted) is filled again: before it hands over the next
+// lines of a file, the follower asks the uploader, then a Store that is a
+// SessionChecker (one listing), whether either still holds the session; when
+// neither does, the whole file is uploaded again, header first, so that no
+// line goes into a session without its header. Lines handed over while the
+// store could not answer make the next read that finds it answering reconcile,
+// and a reconcile that finds entries of the session but no header at all
+// (lines an outbox uploaded after the loss) uploads the header and what the
+// session lacks. A session holding another header stays refused.
 package follow

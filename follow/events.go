@@ -34,8 +34,10 @@ const (
 	// the line is not uploaded. For the header, nothing of the file is.
 	EventConflict EventKind = "conflict"
 	// EventRewritten: the file was rewritten in place (truncated, replaced, or
-	// its bytes before the follower's offset changed): it is read again from
-	// its start and only what the store lacks is uploaded.
+	// its bytes before the follower's offset changed), or the store and the
+	// uploader lack what was handed over of it (a bucket emptied under the
+	// follower): it is read again from its start and only what the store
+	// lacks is uploaded, header first.
 	EventRewritten EventKind = "rewritten"
 	// EventRemoved: the file was removed locally; the bucket keeps the session.
 	EventRemoved EventKind = "removed"

@@ -95,6 +95,10 @@ type tracked struct {
 	// bytes while a reconcile is in progress (nil otherwise); heldAt is where
 	// that reconcile started.
 	held map[string]uint64
+	// unsure: lines were handed over while the store could not say whether
+	// it still held the session (see Follower.checkHeld); the next read that
+	// finds it answering reconciles.
+	unsure bool
 
 	// What the last stat showed, and what it showed when the file was classified
 	// (a legacy, ignored or failed file is classified again when it changes).
@@ -143,6 +147,7 @@ func (t *tracked) startOver() {
 	t.digest.Reset()
 	t.header, t.anchor = span{}, span{}
 	t.held = nil
+	t.unsure = false
 	t.tornAt = -1
 }
 

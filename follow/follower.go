@@ -36,6 +36,9 @@ type Follower struct {
 	// segment.DefaultMaxEntrySize; tests make it smaller): a longer one is
 	// skipped and reported.
 	maxEntry int64
+	// storeQuietUntil: the store failed to say whether it holds a session
+	// (checkHeld); it is not asked again before then.
+	storeQuietUntil time.Time
 
 	mu    sync.Mutex
 	stats stats
@@ -239,7 +242,7 @@ func (f *Follower) save() error {
 		}
 		doc.Files[rel] = &fileState{Namespace: t.ref.Namespace, Agent: t.ref.AgentID, Session: t.ref.SessionID,
 			Inode: t.ino, Offset: t.offset, Sum: fmt.Sprintf("%016x", t.digest.Sum64()), Uploading: t.uploading,
-			Reconcile: t.reconcile || t.held != nil}
+			Reconcile: t.reconcile || t.held != nil || t.unsure}
 	}
 	if err := writeState(f.statePath(), doc, f.cfg.NoSync); err != nil {
 		return err

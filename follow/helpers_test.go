@@ -35,6 +35,9 @@ type remote struct {
 	failNext       int
 	acceptThenFail bool
 	uploads        int
+	// reads counts the calls of Entries; checkFails fails SessionExists.
+	reads      int
+	checkFails bool
 }
 
 func newRemote() *remote {
@@ -81,7 +84,19 @@ func (r *remote) Pending(_ context.Context, ref transcript.TranscriptRef) ([][]b
 func (r *remote) Entries(_ context.Context, ref transcript.TranscriptRef) ([][]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.reads++
 	return slices.Concat(r.segments[ref]...), nil
+}
+
+// SessionExists reports whether the store holds a segment of ref (a
+// follow.SessionChecker).
+func (r *remote) SessionExists(_ context.Context, ref transcript.TranscriptRef) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.checkFails {
+		return false, errInjected
+	}
+	return len(r.segments[ref]) > 0, nil
 }
 
 // flush stores what is pending, as a mirror's workers do.

@@ -42,3 +42,16 @@ type Store interface {
 	// segments); a session that does not exist gives none and no error.
 	Entries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
 }
+
+// SessionChecker is a Store that also tells cheaply (one listing, no read of
+// the entries) whether it holds a session at all. With it, the follower checks
+// before it hands over the new lines of a file it handed lines of over before
+// that the uploader or the store still holds the session: when neither does
+// (the bucket was deleted and created again empty, or the session's prefix
+// deleted), the file is uploaded again from its start, header first, instead of
+// leaving its new lines in a session without a header.
+type SessionChecker interface {
+	Store
+	// SessionExists reports whether the store holds anything of ref.
+	SessionExists(ctx context.Context, ref transcript.TranscriptRef) (bool, error)
+}

@@ -8,8 +8,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -103,7 +105,84 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 			return nil, err
 		}
 	}
+	b, err := f.readLines(t, fh, st.Size())
+	if err != nil || t.held != nil || t.offset == 0 || (b == nil || len(b.entries) == 0) && !t.unsure {
+		return b, err
+	}
+	switch f.checkHeld(ctx, t) {
+	case holdsUnknown:
+		// Hand the lines over all the same (the uploader rides out an
+		// outage), and look again once the store answers.
+		t.unsure = true
+		if !f.once {
+			t.schedule(f.cfg.Now().Add(f.cfg.RescanInterval))
+		}
+		return b, nil
+	case holdsSession:
+		if !t.unsure {
+			return b, nil
+		}
+		// Lines were handed over while the store could not say whether it
+		// held the session: reconcile, in case it had lost its start.
+		t.unsure = false
+	case lostSession:
+		f.emit(Event{Kind: EventRewritten, File: t.rel, Session: t.ref, Offset: t.offset,
+			Message: fmt.Sprintf("the store and the uploader no longer hold session %s, whose first %d bytes were handed over (the bucket or its prefix emptied?): uploading the whole file again, header first", t.ref, t.offset)})
+		t.offset, t.anchor, t.unsure = 0, span{}, false
+		t.digest.Reset()
+	}
+	t.reconcile = true
+	if err := f.loadHeld(ctx, t); err != nil || t.kind != kindFollowing {
+		return nil, err
+	}
 	return f.readLines(t, fh, st.Size())
+}
+
+// storeHolds is what checkHeld found.
+type storeHolds int
+
+const (
+	holdsSession storeHolds = iota // the uploader or the store holds the session
+	lostSession                    // neither holds anything of it
+	holdsUnknown                   // the store could not be asked
+)
+
+// storeCheckTimeout bounds checkHeld's question to the store: a store that
+// does not answer within it is taken as not answering now.
+const storeCheckTimeout = 5 * time.Second
+
+// checkHeld asks whether the uploader or the store still holds t's session,
+// which lines of t were handed over to before: neither does when the store
+// lost them (its bucket deleted and created again, its prefix deleted). Only a
+// Store that is a SessionChecker is asked (one listing); with another, the
+// session counts as held. A store that failed to answer is not asked again
+// for a rescan interval: every file's answer is holdsUnknown meanwhile, so an
+// outage does not hold up every read.
+func (f *Follower) checkHeld(ctx context.Context, t *tracked) storeHolds {
+	c, ok := f.cfg.Store.(SessionChecker)
+	if !ok {
+		return holdsSession
+	}
+	pending, err := f.cfg.Uploader.Pending(ctx, t.ref)
+	switch {
+	case err != nil:
+		return holdsUnknown
+	case len(pending) > 0:
+		return holdsSession
+	case f.cfg.Now().Before(f.storeQuietUntil):
+		return holdsUnknown
+	}
+	cctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+	defer cancel()
+	exists, err := c.SessionExists(cctx, t.ref)
+	switch {
+	case err != nil:
+		f.storeQuietUntil = f.cfg.Now().Add(f.cfg.RescanInterval)
+		return holdsUnknown
+	case exists:
+		return holdsSession
+	}
+	return lostSession
 }
 
 // irregular says what the entry at p, which st (followed through links)
@@ -207,6 +286,11 @@ func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
 		h, err := pi.ParseHeader(first[0])
 		var why string
 		switch {
+		case err != nil && !holdsHeader(stored, pending):
+			// Entries but no header at all: what an outbox uploaded after the
+			// store lost the session's start (its bucket emptied under it). The
+			// file's header and what the session lacks are uploaded below
+			// (the ids it holds with other bytes are conflicts, line by line).
 		case err != nil:
 			why = fmt.Sprintf("session %s exists without a session header first: its header would be a second one", t.ref)
 		case h.ID() != t.headerID:
@@ -223,11 +307,11 @@ func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
 	}
 	if _, ok := held[t.headerID]; !ok && t.offset > 0 {
 		f.emit(Event{Kind: EventRewritten, File: t.rel, Session: t.ref, Offset: t.offset,
-			Message: "the store and the uploader lack lines handed over before (a lost outbox?): reading the file again from its start, uploading only what the store lacks"})
+			Message: "the store and the uploader lack lines handed over before (a lost outbox, an emptied bucket?): reading the file again from its start, uploading only what the store lacks"})
 		t.offset, t.anchor = 0, span{}
 		t.digest.Reset()
 	}
-	t.held, t.reconcile = held, false
+	t.held, t.reconcile, t.unsure = held, false, false
 	return nil
 }
 
@@ -415,6 +499,17 @@ func (f *Follower) takeLine(b *batch, line []byte, off int64) {
 	b.entries = append(b.entries, line)
 	b.links = append(b.links, e)
 	b.bytes += int64(len(line))
+}
+
+// holdsHeader reports whether any of the entries of lists is a session
+// header.
+func holdsHeader(lists ...[][]byte) bool {
+	for _, l := range lists {
+		if slices.ContainsFunc(l, isHeader) {
+			return true
+		}
+	}
+	return false
 }
 
 // isHeader reports whether line is a session header.

@@ -41,7 +41,10 @@ It survives Pi and itself: a torn last line waits for its newline; Pi's repair
 of a torn line (a newline appended when it loads the file) is skipped as Pi
 skips it; a file rewritten in place is read again, and lines the store holds
 (same id and bytes) are never uploaded twice; a file removed locally stays in
-the bucket. The state (bytes uploaded per file and their checksum) and the
+the bucket. A session the store lost (its bucket deleted and created again,
+its prefix emptied) is uploaded again whole, header first, before the file's
+next lines ("rewritten"): follow asks the store whether it holds the session
+(one listing) before each upload of a file's new lines. The state (bytes uploaded per file and their checksum) and the
 outbox (lines handed over, not yet in the bucket) live in --state-dir: a
 restart after a crash resumes there, uploading no line twice and skipping none.
 

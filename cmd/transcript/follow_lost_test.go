@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/internal/s3test"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
+)
+
+// TestFollow_StoreLostUnderFollower: a bucket deleted and created again empty
+// under a running follow, or its prefix emptied, or a bucket that is gone when
+// Pi writes and comes back empty, is filled again with the whole session
+// (header first) once Pi writes again, with no operator action: the store
+// again exports the file as it is, and the event stream says why.
+func TestFollow_StoreLostUnderFollower(t *testing.T) {
+	endpoint, access, secret := s3test.S3Endpoint(t)
+	tests := []struct {
+		name string
+		// lose empties the store; it returns a func that brings the bucket
+		// back, called after Pi's next line.
+		lose func(t *testing.T, b *s3bucket.Bucket, name string) (back func())
+		// event is what the event stream says.
+		event string
+	}{
+		{"bucket deleted and created again", func(t *testing.T, b *s3bucket.Bucket, name string) func() {
+			emptyBucket(t, b)
+			require.NoError(t, b.Client().RemoveBucket(t.Context(), name))
+			require.NoError(t, b.Client().MakeBucket(t.Context(), name, minioMakeBucket))
+			return func() {}
+		}, "no longer hold session"},
+		{"prefix emptied", func(t *testing.T, b *s3bucket.Bucket, _ string) func() {
+			emptyBucket(t, b)
+			return func() {}
+		}, "no longer hold session"},
+		{"bucket gone while Pi writes", func(t *testing.T, b *s3bucket.Bucket, name string) func() {
+			emptyBucket(t, b)
+			require.NoError(t, b.Client().RemoveBucket(t.Context(), name))
+			return func() { require.NoError(t, b.Client().MakeBucket(t.Context(), name, minioMakeBucket)) }
+		}, "lack lines handed over before"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := fmt.Sprintf("transcript-cli-lost-%d-%d", os.Getpid(), time.Now().UnixNano())
+			store := fmt.Sprintf("s3://%s/p?endpoint=%s&insecure=true&create=true", name, endpoint)
+			b, err := s3bucket.New(t.Context(), s3bucket.Config{Endpoint: endpoint, Bucket: name, Region: "us-east-1",
+				AccessKey: access, SecretKey: secret, Insecure: true, Create: true})
+			require.NoError(t, err)
+			t.Cleanup(func() {
+				emptyBucket(t, b)
+				require.NoError(t, b.Client().RemoveBucket(context.Background(), name))
+				require.NoError(t, b.Close())
+			})
+			root, rel := piRoot(t)
+			file := filepath.Join(root, filepath.FromSlash(rel))
+			exported := func() bool {
+				want, err := os.ReadFile(file)
+				require.NoError(t, err)
+				r := cli(t, "export", "--store", store, "--agent", "--tmp-browse--", "--session", fixtureV3ID)
+				return r.code == 0 && r.stdout == string(want)
+			}
+			cmd, stdout, stderr := startFollow(t, nil, "--json", "--batch", "20ms", "--rescan", "200ms",
+				"--store", store, "--state-dir", t.TempDir(), root)
+			waitFor(t, "the first upload", exported)
+
+			uploads := func() int { return strings.Count(stdout.String(), `"event":"uploaded"`) }
+			before := uploads()
+			back := tt.lose(t, b, name)
+			appendEntry(t, file, "after the loss")
+			waitFor(t, "the line handed over", func() bool { return uploads() > before })
+			back()
+			appendEntry(t, file, "later still")
+			waitFor(t, "the whole session in the store again", exported)
+
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+			require.Equal(t, 0, waitExit(t, cmd, 20*time.Second), stderr.String())
+			require.Contains(t, stdout.String(), tt.event)
+			require.NotContains(t, stdout.String(), `"event":"conflict"`)
+			require.True(t, exported(), "the store holds the file as it is")
+		})
+	}
+}
+
+// minioMakeBucket are the options of the buckets the test makes again.
+var minioMakeBucket = minio.MakeBucketOptions{Region: "us-east-1"}
+
+// emptyBucket deletes every object of b.
+func emptyBucket(t *testing.T, b *s3bucket.Bucket) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var keys []string
+	require.NoError(t, b.List(ctx, bucket.ListOptions{}, func(oi bucket.ObjectInfo) error {
+		keys = append(keys, oi.Key)
+		return nil
+	}))
+	for _, k := range keys {
+		require.NoError(t, b.Delete(ctx, k))
+	}
+}
+
+// appendEntry appends to the Pi session file p a user message whose parent is
+// its last line, as Pi appends one.
+func appendEntry(t *testing.T, p, text string) {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	var last struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last))
+	line, err := json.Marshal(map[string]any{"type": "message", "id": fmt.Sprintf("x%07d", len(lines)), "parentId": last.ID,
+		"timestamp": "2026-01-01T00:10:00.000Z", "message": map[string]any{"role": "user", "content": text}})
+	require.NoError(t, err)
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write(append(line, '\n'))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}

@@ -1,0 +1,181 @@
+package follow_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/follow"
+	"github.com/transcriptstore/transcript/transcript"
+)
+
+// fileB is a second session file of the fixture's folder.
+const fileB = piFolder + "/2026-01-02T03-04-05-679Z_s2.jsonl"
+
+// TestFollower_StoreLostSession: a store that lost what the follower handed
+// over (the bucket deleted and created again empty, or a session's prefix
+// deleted) gets the whole file again, header first, when the file grows: no
+// entry is handed over into a session the store lacks, and a session the store
+// still holds is not uploaded again. The uploader (the outbox) holding the
+// session counts as holding it.
+func TestFollower_StoreLostSession(t *testing.T) {
+	s1 := []string{header("s1"), entry("e1", "", "hi")}
+	s2 := []string{header("s2"), entry("f1", "", "hey")}
+	tests := []struct {
+		name   string
+		lose   func(r *remote)
+		direct bool // the uploader stores at once (else it keeps the batch pending)
+		// want1 and want2 are what the remote holds of s1 and s2 at the end.
+		want1, want2 []string
+		rewritten    int
+	}{
+		{
+			name:      "bucket emptied",
+			lose:      func(r *remote) { r.wipe() },
+			direct:    true,
+			want1:     append(append([]string{}, s1...), entry("e2", "e1", "yo")),
+			want2:     append(append([]string{}, s2...), entry("f2", "f1", "yes")),
+			rewritten: 2,
+		},
+		{
+			name:      "one session's prefix deleted",
+			lose:      func(r *remote) { r.wipe(refOf("s1")) },
+			direct:    true,
+			want1:     append(append([]string{}, s1...), entry("e2", "e1", "yo")),
+			want2:     []string{header("s2"), entry("f1", "", "hey"), entry("f2", "f1", "yes")},
+			rewritten: 1,
+		},
+		{
+			name:   "bucket emptied, the outbox still holding the sessions",
+			lose:   func(r *remote) { r.wipe() },
+			direct: false,
+			// The outbox uploads what it holds after the wipe: nothing is lost.
+			want1: append(append([]string{}, s1...), entry("e2", "e1", "yo")),
+			want2: append(append([]string{}, s2...), entry("f2", "f1", "yes")),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fx := newFixture(t)
+			fx.remote.direct = tt.direct
+			fx.write(fileA, s1...)
+			fx.write(fileB, s2...)
+			require.NoError(t, fx.once())
+			tt.lose(fx.remote)
+			fx.take(follow.EventUploaded)
+			fx.appendRaw(fileA, entry("e2", "e1", "yo")+"\n")
+			fx.appendRaw(fileB, entry("f2", "f1", "yes")+"\n")
+			require.NoError(t, fx.once())
+			fx.remote.flush()
+			requireOnce(t, fx.remote, refOf("s1"), tt.want1...)
+			requireOnce(t, fx.remote, refOf("s2"), tt.want2...)
+			rw := fx.take(follow.EventRewritten)
+			require.Len(t, rw, tt.rewritten)
+			for _, ev := range rw {
+				require.Contains(t, ev.Message, "no longer hold")
+			}
+		})
+	}
+}
+
+// TestFollower_HeaderlessSessionRefilled: a session that holds some of the
+// file's entries but no session header at all (lines an outbox uploaded
+// after the bucket was emptied under it) is not a conflict: reconciling the
+// file uploads the header and what the session lacks, each line once. A
+// session holding another header stays refused.
+func TestFollower_HeaderlessSessionRefilled(t *testing.T) {
+	lines := []string{header("s1"), entry("e1", "", "hi"), entry("e2", "e1", "yo")}
+	tests := []struct {
+		name     string
+		stored   []string
+		want     []string
+		conflict bool
+	}{
+		{
+			name:   "no header held",
+			stored: []string{entry("e2", "e1", "yo")},
+			want:   []string{entry("e2", "e1", "yo"), header("s1"), entry("e1", "", "hi"), entry("e3", "e2", "more")},
+		},
+		{
+			name:     "another header held",
+			stored:   []string{header("x"), entry("e2", "e1", "yo")},
+			want:     []string{header("x"), entry("e2", "e1", "yo")},
+			conflict: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fx := newFixture(t)
+			fx.write(fileA, lines...)
+			require.NoError(t, fx.once())
+			seg := make([][]byte, len(tt.stored))
+			for i, s := range tt.stored {
+				seg[i] = []byte(s)
+			}
+			fx.remote.segments[refOf("s1")] = [][][]byte{seg}
+			fx.appendRaw(fileA, entry("e3", "e2", "more")+"\n")
+			fx.state = t.TempDir() // a new state: the file is reconciled
+			err := fx.once()
+			if tt.conflict {
+				require.ErrorIs(t, err, follow.ErrStuck)
+				require.Len(t, fx.take(follow.EventConflict), 1)
+			} else {
+				require.NoError(t, err)
+				require.Empty(t, fx.take(follow.EventConflict))
+			}
+			requireOnce(t, fx.remote, refOf("s1"), tt.want...)
+		})
+	}
+}
+
+// wipe forgets the stored segments of refs (of every session when none is
+// named), as a bucket emptied under the follower: what is pending stays (the
+// outbox outlives the bucket).
+func (r *remote) wipe(refs ...transcript.TranscriptRef) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(refs) == 0 {
+		r.segments = map[transcript.TranscriptRef][][][]byte{}
+		return
+	}
+	for _, ref := range refs {
+		delete(r.segments, ref)
+	}
+}
+
+// TestFollower_StoreLostWhileUnanswering: lines handed over while the store
+// cannot say whether it holds the session (its bucket gone, the uploader
+// riding it out) land without a header when the bucket comes back empty: the
+// next read that finds the store answering, in the same process or after a
+// restart, reconciles and uploads the header and what the session lacks.
+func TestFollower_StoreLostWhileUnanswering(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same process", true: "after a restart"}[restart], func(t *testing.T) {
+			fx := newFixture(t)
+			now := time.Now()
+			fx.tune = func(c *follow.Config) { c.Now = func() time.Time { return now } }
+			fx.write(fileA, header("s1"), entry("e1", "", "hi"))
+			f := fx.open()
+			require.NoError(t, f.Once(t.Context()))
+			fx.remote.wipe()
+			fx.remote.checkFails = true
+			fx.appendRaw(fileA, entry("e2", "e1", "yo")+"\n")
+			require.NoError(t, f.Once(t.Context()))
+			requireOnce(t, fx.remote, refOf("s1"), entry("e2", "e1", "yo"))
+
+			// The store answers again: it is asked after a rescan interval.
+			fx.remote.checkFails = false
+			now = now.Add(follow.DefaultRescanInterval)
+			fx.appendRaw(fileA, entry("e3", "e2", "more")+"\n")
+			if restart {
+				require.NoError(t, f.Close())
+				f = fx.open()
+			}
+			require.NoError(t, f.Once(t.Context()))
+			requireOnce(t, fx.remote, refOf("s1"), entry("e2", "e1", "yo"), header("s1"), entry("e1", "", "hi"), entry("e3", "e2", "more"))
+			require.Len(t, fx.take(follow.EventRewritten), 1)
+			require.Empty(t, fx.take(follow.EventConflict))
+		})
+	}
+}

@@ -31,6 +31,12 @@ type Files struct {
 	// checksum, so a torn, lost or longer file costs a fuller read, never a wrong
 	// order.
 	Origins string
+	// Unsent is the unsent file: which entries the local files hold that the
+	// uploader has not accepted (a hand-over it refused), written atomically
+	// and fsynced before the local files get them, removed once they are
+	// handed over. Load makes them pending again. It exists only while
+	// something waits; the package doc gives its format.
+	Unsent string
 }
 
 // FilesOf returns the paths of ref's local files under root. It is the one place
@@ -40,6 +46,7 @@ type Files struct {
 //	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.log.jsonl  log file
 //	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.segments   segments file
 //	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.origins    origins file
+//	{root}/{namespace}/agents/{agentId}/sessions/{sessionId}.unsent     unsent file
 //
 // With root "" the paths are relative to the root (the legacy mirror's keys are
 // these, with "/" for separator). FilesOf does not validate ref: a Tree validates
@@ -47,7 +54,7 @@ type Files struct {
 func FilesOf(root string, ref transcript.TranscriptRef) Files {
 	ref = ref.Norm()
 	base := filepath.Join(root, ref.Namespace, "agents", ref.AgentID, "sessions", ref.SessionID)
-	return Files{Context: base + ".jsonl", Log: base + ".log.jsonl", Segments: base + ".segments", Origins: base + ".origins"}
+	return Files{Context: base + ".jsonl", Log: base + ".log.jsonl", Segments: base + ".segments", Origins: base + ".origins", Unsent: base + ".unsent"}
 }
 
 // TornSuffix, appended to the path of a context or log file, names the file that

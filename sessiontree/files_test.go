@@ -28,7 +28,7 @@ func TestFilesOf(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stem := filepath.FromSlash(tc.want)
-			want := sessiontree.Files{Context: stem + ".jsonl", Log: stem + ".log.jsonl", Segments: stem + ".segments", Origins: stem + ".origins"}
+			want := sessiontree.Files{Context: stem + ".jsonl", Log: stem + ".log.jsonl", Segments: stem + ".segments", Origins: stem + ".origins", Unsent: stem + ".unsent"}
 			require.Equal(t, want, sessiontree.FilesOf(tc.root, tc.ref))
 			if tc.root == "" {
 				return
@@ -36,7 +36,7 @@ func TestFilesOf(t *testing.T) {
 			tr, err := sessiontree.New(sessiontree.Config{Root: tc.root}, sessiontree.Identity{Namespace: tc.ref.Namespace},
 				tc.ref.AgentID, tc.ref.SessionID, sessiontree.HeaderOptions{})
 			require.NoError(t, err)
-			require.Equal(t, want, sessiontree.Files{Context: tr.ContextPath(), Log: tr.LogPath(), Segments: tr.SegmentsPath(), Origins: tr.OriginsPath()})
+			require.Equal(t, want, sessiontree.Files{Context: tr.ContextPath(), Log: tr.LogPath(), Segments: tr.SegmentsPath(), Origins: tr.OriginsPath(), Unsent: tr.UnsentPath()})
 		})
 	}
 }

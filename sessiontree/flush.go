@@ -2,6 +2,7 @@ package sessiontree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/transcriptstore/transcript/pi"
@@ -19,16 +20,21 @@ import (
 //
 // The hand-over comes first (the async mirror makes it durable in its outbox), so
 // that a crash between the two steps cannot leave entries that exist only in the
-// local files, which are never uploaded again; an uploader that ReadsLocalFiles
-// (the legacy mirror) gets them written first instead.
+// local files unrecorded; an uploader that ReadsLocalFiles (the legacy mirror)
+// gets them written first instead.
 //
-// A failed upload (an outbox that is full, a store that is down for an uploader
-// that writes to it directly) returns an error and writes nothing locally: the
-// entries stay pending in memory, and the next Flush hands them over again and
-// writes them, one copy of each. Written now, they would exist only in the local
-// files, which a restarted process counts as uploaded (see Load): they would
-// never reach the store, and the entries appended after them would be stored
-// hanging from parents the store lacks. With nothing pending Flush does nothing.
+// A failed hand-over (an outbox that is full, a store that is down for an
+// uploader that writes to it directly) still makes the turn durable locally:
+// before the local files get anything the uploader has not accepted, Flush
+// records which entries those are (and whether the header is one) in the
+// unsent file (Files.Unsent: replaced atomically, fsynced), then writes the
+// local files, and returns an error wrapping ErrUnsent and the uploader's
+// error. The entries stay pending; the next Flush hands them over, the older
+// ones before the newer, and removes the record once nothing it names waits.
+// Load reads the record back, so a restarted process hands them over too
+// instead of counting what the local files hold as uploaded. A Flush whose
+// hand-over succeeds writes no record (it removes one only when one is left).
+// With nothing pending Flush does nothing.
 func (t *Tree) Flush(ctx context.Context) error {
 	t.ioMu.Lock()
 	defer t.ioMu.Unlock()
@@ -41,19 +47,32 @@ func (t *Tree) Flush(ctx context.Context) error {
 		}
 		return t.flushUpload(ctx)
 	}
-	if err := t.flushUpload(ctx); err != nil {
-		return err
+	upErr := t.flushUpload(ctx)
+	if err := t.flushLocal(); err != nil {
+		return errors.Join(upErr, err)
 	}
-	return t.flushLocal()
+	if upErr != nil {
+		return fmt.Errorf("%w: %w", ErrUnsent, upErr)
+	}
+	return nil
 }
 
+// flushLocal writes the local files, recording first what of them the
+// uploader lacks (recordUnsent), and removes that record once nothing it
+// names waits (dropUnsent).
 func (t *Tree) flushLocal() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if err := t.recordUnsent(); err != nil {
+		return err
+	}
 	if err := t.flushLocalLocked(); err != nil {
 		return err
 	}
-	return t.afterLocalFlush()
+	if err := t.afterLocalFlush(); err != nil {
+		return err
+	}
+	return t.dropUnsent()
 }
 
 // flushUpload hands the entries not yet accepted by the uploader to it.

@@ -18,9 +18,28 @@ import (
 // lines are skipped and reported, duplicate ids collapse. Loaded entries count as
 // persisted and as already uploaded: they are never handed to the uploader. The
 // entries the context file dropped after a compaction are in the log; call
-// MergeLog to get the full tree. A missing context file returns an error
-// wrapping bucket.ErrNotFound.
+// MergeLog to get the full tree. A missing context file is rebuilt from the
+// log (a crash between the first flush's two appends); without a log either,
+// Load returns an error wrapping bucket.ErrNotFound.
+//
+// Entries the unsent file beside them names (Files.Unsent: a Flush whose
+// hand-over failed wrote them locally all the same) are the exception: they
+// are pending for upload again, in the order recorded, and the next Flush
+// hands them over before any newer one. An unsent file Load cannot read fails
+// the load with an error wrapping ErrUnsentFile.
 func Load(ctx context.Context, cfg Config, who Identity, agentID, sessionID string) (*Tree, LoadReport, error) {
+	t, rep, err := loadFiles(ctx, cfg, who, agentID, sessionID)
+	if err != nil {
+		return nil, rep, err
+	}
+	if err := t.applyUnsent(ctx, &rep); err != nil {
+		return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
+	}
+	return t, rep, nil
+}
+
+// loadFiles is Load but for the unsent file.
+func loadFiles(ctx context.Context, cfg Config, who Identity, agentID, sessionID string) (*Tree, LoadReport, error) {
 	t, err := newTree(cfg, who, agentID, sessionID)
 	if err != nil {
 		return nil, LoadReport{}, err
@@ -31,6 +50,12 @@ func Load(ctx context.Context, cfg Config, who Identity, agentID, sessionID stri
 	t.stored.fromFiles = true
 	data, err := os.ReadFile(t.files.Context)
 	if errors.Is(err, fs.ErrNotExist) {
+		if _, lerr := os.Stat(t.files.Log); lerr == nil {
+			// The process died after the first flush appended to the log,
+			// before it created the context file: as for a context file
+			// without one complete line, the log is what the flush wrote.
+			return t.loadFromLog(ctx, LoadReport{})
+		}
 		return nil, LoadReport{}, fmt.Errorf("load %s: %w", t.ref, bucket.ErrNotFound)
 	}
 	if err != nil {
@@ -173,7 +198,7 @@ func (t *Tree) mergeLogReport(ctx context.Context, rep *LoadReport) error {
 // loadFromLog loads the tree from the log alone, for a context file that holds no
 // complete line (rep describes it); the next Flush writes the context file again.
 // Without a log header either, the first flush never completed locally: both files
-// are set aside (their bytes saved to {file}.torn) and the session is not found
+// (and an unsent file) are set aside (their bytes saved to {file}.torn) and the session is not found
 // locally, so Open restores it from the uploader's outbox or the store.
 func (t *Tree) loadFromLog(ctx context.Context, rep LoadReport) (*Tree, LoadReport, error) {
 	logRep, err := t.MergeLog(ctx)
@@ -186,7 +211,7 @@ func (t *Tree) loadFromLog(ctx context.Context, rep LoadReport) (*Tree, LoadRepo
 		t.headerInCtx = false
 		return t, rep, nil
 	}
-	for _, p := range []string{t.files.Context, t.files.Log} {
+	for _, p := range []string{t.files.Context, t.files.Log, t.files.Unsent} {
 		if err := setAside(p, t.cfg.NoSync); err != nil {
 			return nil, rep, fmt.Errorf("load %s: %w", t.ref, err)
 		}

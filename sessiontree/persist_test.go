@@ -55,7 +55,7 @@ func TestFlush_DeferredThenIncremental(t *testing.T) {
 	require.Len(t, b.Entries, 3)
 	require.Equal(t, string(tr.Header().Raw()), string(b.Entries[0]), "the header leads the first batch")
 	require.Equal(t, string(u.Raw()), string(b.Entries[1]))
-	require.Equal(t, sessiontree.Files{Context: tr.ContextPath(), Log: tr.LogPath(), Segments: tr.SegmentsPath(), Origins: tr.OriginsPath()}, b.Files)
+	require.Equal(t, sessiontree.Files{Context: tr.ContextPath(), Log: tr.LogPath(), Segments: tr.SegmentsPath(), Origins: tr.OriginsPath(), Unsent: tr.UnsentPath()}, b.Files)
 
 	require.NoError(t, tr.Flush(ctx), "nothing new: no-op")
 	require.Len(t, up.batches, 1)
@@ -414,10 +414,11 @@ func (o *orderProbe) Upload(_ context.Context, b sessiontree.Batch) error {
 func (o *orderProbe) ReadsLocalFiles() bool { return o.localFirst }
 
 // TestFlush_HandOverOrder checks that the batch reaches a segment uploader before
-// the local files are written (a crash in between cannot strand entries locally),
-// and that a failed hand-over writes nothing locally (a restarted process would
-// count what the files hold as uploaded) until a later Flush hands it over and
-// writes it once; the legacy kind of uploader sees the files written first.
+// the local files are written, and that a failed hand-over still writes them
+// (the turn is durable locally), with the unsent file recording what the
+// uploader lacks, until a later Flush hands it over (without writing it twice)
+// and removes the record; the legacy kind of uploader sees the files written
+// first and needs no record (it uploads the files themselves).
 func TestFlush_HandOverOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -433,24 +434,27 @@ func TestFlush_HandOverOrder(t *testing.T) {
 			_, err = tr.AppendMessage(msg(userMsg, "hello"))
 			require.NoError(t, err)
 
-			require.Error(t, tr.Flush(ctx), "the failed hand-over is reported")
+			err = tr.Flush(ctx)
+			require.Error(t, err, "the failed hand-over is reported")
 			require.Equal(t, []bool{tc.localFirst}, probe.logExisted)
+			require.Len(t, lines(t, tr.LogPath()), 2, "the turn is durable locally")
+			require.Len(t, lines(t, tr.ContextPath()), 2)
 			local, upload := tr.Pending()
-			if tc.localFirst {
-				require.Len(t, lines(t, tr.LogPath()), 2, "the legacy uploader reads the files: written first")
-				require.Equal(t, 0, local)
-			} else {
-				require.NoFileExists(t, tr.LogPath(), "nothing written locally before the hand-over succeeds")
-				require.NoFileExists(t, tr.ContextPath())
-				require.Equal(t, 1, local)
-			}
+			require.Equal(t, 0, local)
 			require.Equal(t, 1, upload)
+			if tc.localFirst {
+				require.NoFileExists(t, tr.UnsentPath(), "the legacy uploader uploads the files: nothing to record")
+			} else {
+				require.ErrorIs(t, err, sessiontree.ErrUnsent)
+				require.FileExists(t, tr.UnsentPath(), "what the uploader lacks is recorded")
+			}
 
 			probe.fail = false
 			require.NoError(t, tr.Flush(ctx))
 			require.Len(t, lines(t, tr.LogPath()), 2, "no duplicate after the retry")
 			_, upload = tr.Pending()
 			require.Equal(t, 0, upload)
+			require.NoFileExists(t, tr.UnsentPath(), "the record goes once all it names is handed over")
 		})
 	}
 }

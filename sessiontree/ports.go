@@ -53,8 +53,9 @@ type Uploader interface {
 	// answer. Flush then writes the local files before it calls Upload.
 	// Otherwise Upload comes first: a crash between the two steps then leaves the
 	// entries with the uploader or in the store, from where Pull and
-	// PendingEntries bring them back, never only on the local disk, from where
-	// nothing would upload them.
+	// PendingEntries bring them back, and entries the local disk holds that
+	// Upload refused are named in the unsent file (Files.Unsent), from where
+	// Load makes them pending again.
 	ReadsLocalFiles() bool
 }
 

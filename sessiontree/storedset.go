@@ -138,12 +138,19 @@ func (t *Tree) HeldSegments() int {
 
 // afterLocalFlush runs after the local files were written: the first time, for a
 // tree that did not load them, it removes a segments file left behind by earlier
-// files of the session (it would claim entries these files lack); then it saves
-// the set if it is due. t.mu is held.
+// files of the session (it would claim entries these files lack), and an unsent
+// file too unless this tree wrote it (it would name entries of files a crash
+// cut short before they were loaded); then it saves the set if it is due. t.mu
+// is held.
 func (t *Tree) afterLocalFlush() error {
 	if !t.stored.fromFiles && !t.stored.checked && t.headerInLog {
 		if err := os.Remove(t.files.Segments); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("flush %s: remove stale segments file: %w", t.ref, err)
+		}
+		if !t.unsentOnDisk {
+			if err := os.Remove(t.files.Unsent); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("flush %s: remove stale unsent file: %w", t.ref, err)
+			}
 		}
 		t.stored.checked = true
 	}

@@ -41,7 +41,10 @@ type Tree struct {
 	headerInLog    bool
 	headerInCtx    bool
 	headerUploaded bool
-	rewriteCtx     bool // a compaction was appended since the last flush
+	// unsentOnDisk: the unsent file (Files.Unsent) may exist; the flush that
+	// hands over everything it names removes it (unsentfile.go).
+	unsentOnDisk bool
+	rewriteCtx   bool // a compaction was appended since the last flush
 	// replaced: the ids of entries whose version a pull replaced while the local
 	// files hold the old one (a conflict the stored version wins); the next flush
 	// rewrites both files (rewriteLocalFiles).

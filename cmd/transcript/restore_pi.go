@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -176,6 +179,18 @@ type piRestore struct {
 
 	mu     sync.Mutex
 	claims []piClaim
+	// folders are the folders of out looked at for local copies of the
+	// sessions (localRel), by path.
+	folders map[string]*piLocalFolder
+}
+
+// piLocalFolder is what a folder of out held before the restore wrote to it:
+// the names of its session files by their header's id (scanPiFolder), read
+// once however many sessions belong there.
+type piLocalFolder struct {
+	once sync.Once
+	byID map[string][]string
+	err  error
 }
 
 // piClaim is a session prepared for its path in Pi's layout.
@@ -207,8 +222,10 @@ var errLocalChanged = errors.New("the local file changed while restore read the 
 var errPiPathShared = errors.New("sessions of the restore belong at one path of Pi's layout")
 
 // prepare reads ref and builds its file in scratch, unless out holds an
-// identical one at the session's path (then it is to be skipped); a
-// different one whose entries the session lacks fails it unless force is set.
+// identical one at the session's path, or under another name in its folder
+// (localRel: then that file is the one brought up to date), in which case it
+// is to be skipped; a different one whose entries the session lacks fails it
+// unless force is set.
 // A session that has a path is not counted yet: it returns outcomeDeferred and
 // place says what became of it. An error is returned only for a session
 // without a path (it cannot be read, or its header cannot be placed).
@@ -282,7 +299,13 @@ func (p *piRestore) build(ctx context.Context, src sessiontree.PayloadSource, se
 	}
 	leftOut := sess.leaveOutCycles()
 	c := piClaim{ref: ref, rel: rel, entries: sess.n - len(leftOut), leftOut: leftOut}
-	dest := filepath.Join(p.out, filepath.FromSlash(rel))
+	local, err := p.localRel(rel, h.ID())
+	if err != nil {
+		c.err = err
+		return c, nil
+	}
+	c.rel = local
+	dest := filepath.Join(p.out, filepath.FromSlash(c.rel))
 	tmp, err := os.CreateTemp(p.scratch, "pi-*.jsonl")
 	if err != nil {
 		c.err = err
@@ -313,6 +336,110 @@ func (p *piRestore) build(ctx context.Context, src sessiontree.PayloadSource, se
 		c.tmp, c.size, keep = tmp.Name(), fileSize(tmp.Name()), true
 	}
 	return c, nil
+}
+
+// errPiLocalCopies is wrapped when several files of a folder of out hold the
+// session restore would write there.
+var errPiLocalCopies = errors.New("several local files hold the session")
+
+// localRel is the path, relative to out, of the file restore brings up to date
+// with the session of header id id whose place is rel (piPlace): the file of
+// rel's folder that holds the session (its first line is a header of that id),
+// whatever its name (Pi named it after another timestamp, or it was renamed),
+// so that restore never writes a second file of a session Pi would list
+// twice; rel itself when no file of the folder holds it. Several files holding
+// it fail, wrapping errPiLocalCopies: which of them Pi should resume is not
+// for restore to guess.
+func (p *piRestore) localRel(rel, id string) (string, error) {
+	folder, _ := path.Split(rel)
+	dir := filepath.Join(p.out, filepath.FromSlash(folder))
+	p.mu.Lock()
+	if p.folders == nil {
+		p.folders = map[string]*piLocalFolder{}
+	}
+	lf := p.folders[dir]
+	if lf == nil {
+		lf = &piLocalFolder{}
+		p.folders[dir] = lf
+	}
+	p.mu.Unlock()
+	lf.once.Do(func() { lf.byID, lf.err = scanPiFolder(dir) })
+	if lf.err != nil {
+		return "", lf.err
+	}
+	switch names := lf.byID[id]; len(names) {
+	case 0:
+		return rel, nil
+	case 1:
+		return folder + names[0], nil
+	default:
+		return "", fmt.Errorf("%w: %s hold session %s in %s (Pi lists it %d times); none of them is written: keep one, then restore again",
+			errPiLocalCopies, strings.Join(names, " and "), strconv.Quote(id), dir, len(names))
+	}
+}
+
+// piHeaderMax bounds the first line read as a session header, as Pi (and the
+// follower) bound it.
+const piHeaderMax = 1 << 20
+
+// scanPiFolder maps the header id of each session file of dir (a regular file,
+// or a link to one, named *.jsonl and not hidden) to its names, in name
+// order. Only each file's first line is read. A folder that does not exist
+// holds none.
+func scanPiFolder(dir string) (map[string][]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look for local copies of sessions: %w", err)
+	}
+	byID := map[string][]string{}
+	for _, e := range ents { // os.ReadDir sorts them by name
+		name := e.Name()
+		if !strings.HasSuffix(name, ".jsonl") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		id, ok, err := piFileHeaderID(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("look for local copies of sessions: %w", err)
+		}
+		if ok {
+			byID[id] = append(byID[id], name)
+		}
+	}
+	return byID, nil
+}
+
+// piFileHeaderID returns the id of the session header on the first line of
+// the file at p, reading that line only (a piece at a time, at most
+// piHeaderMax bytes); ok is false when p is no regular file or its first line
+// is no header.
+func piFileHeaderID(p string) (id string, ok bool, err error) {
+	st, err := os.Stat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil // a dangling link, or removed meanwhile
+	}
+	if err != nil || !st.Mode().IsRegular() {
+		return "", false, err // never opened: a named pipe would block
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(io.LimitReader(f, piHeaderMax), 4096).ReadBytes('\n')
+	switch {
+	case errors.Is(err, io.EOF) && len(line) == piHeaderMax:
+		return "", false, nil // longer than any header
+	case err != nil && !errors.Is(err, io.EOF):
+		return "", false, err
+	}
+	h, err := pi.ParseHeader(bytes.TrimSuffix(line, []byte("\n")))
+	if err != nil {
+		return "", false, nil
+	}
+	return h.ID(), true, nil
 }
 
 // check says whether the file built at tmp is to replace dest (outcomeRestored)

@@ -99,6 +99,11 @@ type tracked struct {
 	// it still held the session (see Follower.checkHeld); the next read that
 	// finds it answering reconciles.
 	unsure bool
+	// audit: the next read asks whether the store still holds the session,
+	// even when the file did not grow (Follower.auditSome); checkedAt is when
+	// the store was last asked.
+	audit     bool
+	checkedAt time.Time
 
 	// What the last stat showed, and what it showed when the file was classified
 	// (a legacy, ignored or failed file is classified again when it changes).
@@ -147,7 +152,7 @@ func (t *tracked) startOver() {
 	t.digest.Reset()
 	t.header, t.anchor = span{}, span{}
 	t.held = nil
-	t.unsure = false
+	t.unsure, t.audit = false, false
 	t.tornAt = -1
 }
 

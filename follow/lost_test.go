@@ -1,6 +1,8 @@
 package follow_test
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -178,4 +180,44 @@ func TestFollower_StoreLostWhileUnanswering(t *testing.T) {
 			require.Empty(t, fx.take(follow.EventConflict))
 		})
 	}
+}
+
+// TestFollower_StoreLostIdleFile: a session the store lost is uploaded again
+// even when its file does not grow: at once when another file's read finds
+// its own session lost (the bucket was emptied), and otherwise by Run's
+// audit, a few files each rescan interval.
+func TestFollower_StoreLostIdleFile(t *testing.T) {
+	s1 := []string{header("s1"), entry("e1", "", "hi")}
+	s2 := []string{header("s2"), entry("f1", "", "hey")}
+	t.Run("another file grows", func(t *testing.T) {
+		fx := newFixture(t)
+		fx.write(fileA, s1...)
+		fx.write(fileB, s2...)
+		require.NoError(t, fx.once())
+		fx.remote.wipe()
+		fx.appendRaw(fileA, entry("e2", "e1", "yo")+"\n")
+		require.NoError(t, fx.once())
+		requireOnce(t, fx.remote, refOf("s1"), append(append([]string{}, s1...), entry("e2", "e1", "yo"))...)
+		requireOnce(t, fx.remote, refOf("s2"), s2...)
+		require.Len(t, fx.take(follow.EventRewritten), 2)
+	})
+	t.Run("no file grows", func(t *testing.T) {
+		fx := newFixture(t)
+		fx.tune = func(c *follow.Config) { c.RescanInterval = 10 * time.Millisecond }
+		fx.write(fileA, s1...)
+		fx.write(fileB, s2...)
+		require.NoError(t, fx.once())
+		fx.remote.wipe()
+		f := fx.open()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- f.Run(ctx) }()
+		require.Eventually(t, func() bool {
+			return slices.Equal(fx.remote.all(refOf("s1")), s1) && slices.Equal(fx.remote.all(refOf("s2")), s2)
+		}, 10*time.Second, 5*time.Millisecond)
+		cancel()
+		require.NoError(t, <-done)
+		requireOnce(t, fx.remote, refOf("s1"), s1...)
+		requireOnce(t, fx.remote, refOf("s2"), s2...)
+	})
 }

@@ -106,16 +106,21 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 		}
 	}
 	b, err := f.readLines(t, fh, st.Size())
-	if err != nil || t.held != nil || t.offset == 0 || (b == nil || len(b.entries) == 0) && !t.unsure {
+	audit := t.audit
+	t.audit = false
+	handing := b != nil && len(b.entries) > 0
+	if err != nil || t.held != nil || t.offset == 0 || !handing && !t.unsure && !audit {
 		return b, err
 	}
 	switch f.checkHeld(ctx, t) {
 	case holdsUnknown:
 		// Hand the lines over all the same (the uploader rides out an
 		// outage), and look again once the store answers.
-		t.unsure = true
-		if !f.once {
-			t.schedule(f.cfg.Now().Add(f.cfg.RescanInterval))
+		if handing || t.unsure {
+			t.unsure = true
+			if !f.once {
+				t.schedule(f.cfg.Now().Add(f.cfg.RescanInterval))
+			}
 		}
 		return b, nil
 	case holdsSession:
@@ -130,6 +135,7 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 			Message: fmt.Sprintf("the store and the uploader no longer hold session %s, whose first %d bytes were handed over (the bucket or its prefix emptied?): uploading the whole file again, header first", t.ref, t.offset)})
 		t.offset, t.anchor, t.unsure = 0, span{}, false
 		t.digest.Reset()
+		f.auditAll()
 	}
 	t.reconcile = true
 	if err := f.loadHeld(ctx, t); err != nil || t.kind != kindFollowing {
@@ -163,6 +169,7 @@ func (f *Follower) checkHeld(ctx context.Context, t *tracked) storeHolds {
 	if !ok {
 		return holdsSession
 	}
+	t.checkedAt = f.cfg.Now()
 	pending, err := f.cfg.Uploader.Pending(ctx, t.ref)
 	switch {
 	case err != nil:
@@ -183,6 +190,56 @@ func (f *Follower) checkHeld(ctx context.Context, t *tracked) storeHolds {
 		return holdsSession
 	}
 	return lostSession
+}
+
+// auditPerRescan is how many files Run has checkHeld look at, beside the
+// files that grow, each rescan interval: the files asked about longest ago,
+// so that a session the store lost is found, and uploaded again, even when
+// its file does not grow (one listing each; every file in turn).
+const auditPerRescan = 8
+
+// auditSome schedules the auditPerRescan followed files asked about longest
+// ago for a read that asks whether the store still holds their session.
+func (f *Follower) auditSome() {
+	if _, ok := f.cfg.Store.(SessionChecker); !ok {
+		return
+	}
+	var due []*tracked
+	for _, t := range f.files {
+		if auditable(t) {
+			due = append(due, t)
+		}
+	}
+	slices.SortFunc(due, func(a, b *tracked) int {
+		if c := a.checkedAt.Compare(b.checkedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.rel, b.rel)
+	})
+	now := f.cfg.Now()
+	for _, t := range due[:min(len(due), auditPerRescan)] {
+		t.audit = true
+		t.schedule(now)
+	}
+}
+
+// auditAll schedules every followed file for a read that asks whether the
+// store still holds its session: the store lost one session, so it may have
+// lost them all (its bucket emptied).
+func (f *Follower) auditAll() {
+	now := f.cfg.Now()
+	for _, t := range f.files {
+		if auditable(t) {
+			t.audit = true
+			t.schedule(now)
+		}
+	}
+}
+
+// auditable reports whether checkHeld may be asked about t: a followed file
+// some of whose lines were handed over, with no reconcile or audit under way.
+func auditable(t *tracked) bool {
+	return t.kind == kindFollowing && t.offset > 0 && !t.reconcile && t.held == nil && !t.audit
 }
 
 // irregular says what the entry at p, which st (followed through links)
@@ -310,6 +367,7 @@ func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
 			Message: "the store and the uploader lack lines handed over before (a lost outbox, an emptied bucket?): reading the file again from its start, uploading only what the store lacks"})
 		t.offset, t.anchor = 0, span{}
 		t.digest.Reset()
+		f.auditAll()
 	}
 	t.held, t.reconcile, t.unsure = held, false, false
 	return nil

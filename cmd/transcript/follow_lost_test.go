@@ -21,9 +21,9 @@ import (
 
 // TestFollow_StoreLostUnderFollower: a bucket deleted and created again empty
 // under a running follow, or its prefix emptied, or a bucket that is gone when
-// Pi writes and comes back empty, is filled again with the whole session
-// (header first) once Pi writes again, with no operator action: the store
-// again exports the file as it is, and the event stream says why.
+// Pi writes and comes back empty, is filled again with every session (header
+// first), the one Pi writes to and one it does not, with no operator action:
+// the store again exports each file as it is, and the event stream says why.
 func TestFollow_StoreLostUnderFollower(t *testing.T) {
 	endpoint, access, secret := s3test.S3Endpoint(t)
 	tests := []struct {
@@ -64,11 +64,18 @@ func TestFollow_StoreLostUnderFollower(t *testing.T) {
 			})
 			root, rel := piRoot(t)
 			file := filepath.Join(root, filepath.FromSlash(rel))
-			exported := func() bool {
-				want, err := os.ReadFile(file)
+			// idle is a session file Pi does not write to after the loss.
+			idle := filepath.Join(root, "--tmp-idle--", "2026-01-01T00-00-00-000Z_idle.jsonl")
+			require.NoError(t, os.MkdirAll(filepath.Dir(idle), 0o755))
+			require.NoError(t, os.WriteFile(idle, []byte(headerLine("idle")+"\n"+entryLine("i1", "")+"\n"), 0o644))
+			exportedAs := func(p, agent, session string) bool {
+				want, err := os.ReadFile(p)
 				require.NoError(t, err)
-				r := cli(t, "export", "--store", store, "--agent", "--tmp-browse--", "--session", fixtureV3ID)
+				r := cli(t, "export", "--store", store, "--agent", agent, "--session", session)
 				return r.code == 0 && r.stdout == string(want)
+			}
+			exported := func() bool {
+				return exportedAs(file, "--tmp-browse--", fixtureV3ID) && exportedAs(idle, "--tmp-idle--", "idle")
 			}
 			cmd, stdout, stderr := startFollow(t, nil, "--json", "--batch", "20ms", "--rescan", "200ms",
 				"--store", store, "--state-dir", t.TempDir(), root)

@@ -4,17 +4,62 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // AppendString appends s as a JSON string without HTML escaping, as JavaScript's
 // JSON.stringify writes it. It is the one JSON string writer of the store.
+//
+// A string the store decoded (jsonscan.String) holds a lone surrogate of a
+// JavaScript string as its WTF-8 bytes (ED A0 80 for \ud800): AppendString
+// writes it back as the escape JSON.stringify writes (\ud800), so that an id
+// read from a line is written as the same id. Any other byte that is not UTF-8
+// is written as \ufffd, as encoding/json writes it: the output is always
+// valid JSON.
 func AppendString(b []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		return appendWTF8String(b, s)
+	}
 	out, err := Marshal(s)
 	if err != nil {
 		panic(err) // strings always marshal
 	}
 	return append(b, out...)
+}
+
+// appendWTF8String is AppendString of s that is not valid UTF-8: each run of
+// valid UTF-8 is written as AppendString writes it, each surrogate's three
+// bytes as its \u escape.
+func appendWTF8String(b []byte, s string) []byte {
+	b = append(b, '"')
+	for s != "" {
+		n := 0 // the valid UTF-8 that starts s
+		for n < len(s) {
+			r, size := utf8.DecodeRuneInString(s[n:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			n += size
+		}
+		if n > 0 {
+			q := AppendString(nil, s[:n])
+			b = append(b, q[1:len(q)-1]...)
+			s = s[n:]
+			continue
+		}
+		if len(s) >= 3 && s[0] == 0xED && 0xA0 <= s[1] && s[1] <= 0xBF && 0x80 <= s[2] && s[2] <= 0xBF {
+			r := rune(s[0]&0x0F)<<12 | rune(s[1]&0x3F)<<6 | rune(s[2]&0x3F)
+			b = append(b, `\u`...)
+			b = strconv.AppendUint(b, uint64(r), 16)
+			s = s[3:]
+			continue
+		}
+		b = append(b, `\ufffd`...)
+		s = s[1:]
+	}
+	return append(b, '"')
 }
 
 // Marshal encodes v as compact JSON without HTML escaping (JSON.stringify's

@@ -6,7 +6,6 @@ package jsonscan
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -14,30 +13,30 @@ import (
 // ErrSyntax is wrapped by the errors of EachField for input it cannot scan.
 var ErrSyntax = errors.New("json syntax")
 
-// String decodes a JSON string value; ok is false for anything else.
+// String decodes a JSON string value as JavaScript's JSON.parse does, in WTF-8
+// (see appendDecoded): distinct JavaScript strings (ids "\ud800" and "\udc00")
+// are distinct Go strings, which may then not be valid UTF-8. ok is false for
+// anything else.
 func String(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' {
-		return "", false
-	}
-	if plain(v) {
-		return string(v[1 : len(v)-1]), true
-	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
-		return "", false
-	}
-	return s, true
+	b, ok := StringBytes(v)
+	return string(b), ok
 }
 
 // StringBytes decodes a JSON string value as String does, returning v's own
 // bytes between the quotes when they need no decoding (the caller must then
 // not modify them); ok is false for anything else.
 func StringBytes(v []byte) ([]byte, bool) {
-	if len(v) >= 2 && v[0] == '"' && plain(v) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return nil, false
+	}
+	if plain(v) {
 		return v[1 : len(v)-1], true
 	}
-	s, ok := String(v)
-	return []byte(s), ok
+	b, ok := appendDecoded(make([]byte, 0, len(v)-2), v[1:len(v)-1])
+	if !ok {
+		return nil, false
+	}
+	return b, true
 }
 
 // plain reports whether the JSON string token v (quotes included) is its own

@@ -1,7 +1,9 @@
 package jsonscan_test
 
 import (
+	"encoding/json"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -64,7 +66,7 @@ func TestString_JavaScriptStrings(t *testing.T) {
 	c, _ := jsonscan.String([]byte("\"\xed\xa0\x80\""))
 	require.NotEqual(t, a, b)
 	require.NotEqual(t, a, c, "the raw bytes ED A0 80 are three U+FFFD for Pi, not \\ud800")
-	for _, bad := range []string{``, `"`, `x`, `1`, `null`, `"\"`, `"\x"`, `"\u12"`, `"\u12g4"`, `"\ud800\u12"`, "\"a\x01\"", `"a" `} {
+	for _, bad := range []string{``, `"`, `x`, `1`, `null`, `"\"`, `"\x"`, `"\u12"`, `"\u12g4"`, `"\ud800\u12"`, "\"a\x01\"", `"a" `, `""0"`, `"a"b"`} {
 		_, ok := jsonscan.String([]byte(bad))
 		require.False(t, ok, "%q", bad)
 		_, ok = jsonscan.StringBytes([]byte(bad))
@@ -76,4 +78,23 @@ func TestString_JavaScriptStrings(t *testing.T) {
 // so the keys "\ud800" and "\udc00" are two, as for JSON.parse.
 func TestEachField_LoneSurrogateKeys(t *testing.T) {
 	require.Equal(t, map[string]string{"\xed\xa0\x80": "1", "\xed\xb0\x80": "2"}, fields(t, `{"\ud800":1,"\udc00":2}`))
+}
+
+// FuzzString: String accepts the JSON string tokens encoding/json accepts and
+// no other, and where neither a lone surrogate nor a byte that is not UTF-8
+// is involved (the token and the text are UTF-8) gives encoding/json's text.
+func FuzzString(f *testing.F) {
+	for _, tt := range stringCases {
+		f.Add([]byte(tt.token))
+	}
+	f.Add([]byte(`"\u12"`))
+	f.Fuzz(func(t *testing.T, token []byte) {
+		got, ok := jsonscan.String(token)
+		var want string
+		wantOK := json.Unmarshal(token, &want) == nil && len(token) > 0 && token[0] == '"' && token[len(token)-1] == '"'
+		require.Equal(t, wantOK, ok, "%q", token)
+		if ok && utf8.Valid(token) && utf8.ValidString(got) {
+			require.Equal(t, want, got, "%q", token)
+		}
+	})
 }

@@ -40,10 +40,11 @@ func StringBytes(v []byte) ([]byte, bool) {
 }
 
 // plain reports whether the JSON string token v (quotes included) is its own
-// text: printable ASCII without escapes.
+// text: printable ASCII without escapes (and without a quote, which would end
+// the string: v is then no token, and appendDecoded refuses it).
 func plain(v []byte) bool {
 	for _, c := range v[1 : len(v)-1] {
-		if c == '\\' || c < 0x20 || c >= 0x80 {
+		if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
 			return false
 		}
 	}

@@ -279,3 +279,49 @@ func stringsOf(bs [][]byte) []string {
 	}
 	return out
 }
+
+// TestFlush_RefusedCompactionThenRestart: a refused flush that carries a
+// compaction rewrites the context file without the entries before the kept
+// ones; those are in the log only. After a crash they are pending again all
+// the same, and the next Flush stores every entry, none before its parent.
+func TestFlush_RefusedCompactionThenRestart(t *testing.T) {
+	ctx := context.Background()
+	store := newFakeStore()
+	up := &lateUploader{fakeStore: store}
+	cfg := testConfig(t)
+	cfg.Uploader, cfg.Store = up, store
+	tr, err := sessiontree.New(cfg, who, "a", "s", sessiontree.HeaderOptions{})
+	require.NoError(t, err)
+	_, err = tr.AppendMessage(msg(userMsg, "stored"))
+	require.NoError(t, err)
+	require.NoError(t, tr.Flush(ctx))
+	up.refuse = true
+	dropped, err := tr.AppendMessage(msg(userMsg, "summarised"))
+	require.NoError(t, err)
+	kept, err := tr.AppendMessage(msg(assistantMsg, "kept", "p", "m"))
+	require.NoError(t, err)
+	_, err = tr.AppendCompaction(sessiontree.Compaction{Summary: "s", FirstKeptEntryID: kept.ID(), TokensBefore: 1})
+	require.NoError(t, err)
+	_, err = tr.AppendMessage(msg(userMsg, "after the compaction"))
+	require.NoError(t, err)
+	require.ErrorIs(t, tr.Flush(ctx), sessiontree.ErrUnsent)
+	require.NotContains(t, ids(entriesOf(t, tr.ContextPath())), dropped.ID(), "the context file was rewritten")
+	want := tr.Entries()
+
+	up.refuse = false
+	tr2, _, err := sessiontree.Load(ctx, cfg, who, "a", "s")
+	require.NoError(t, err)
+	_, upload := tr2.Pending()
+	require.Equal(t, 4, upload)
+	require.NoError(t, tr2.Flush(ctx))
+	res, err := store.ReadAll(ctx, tr2.Ref())
+	require.NoError(t, err)
+	var stored []string
+	for _, e := range res.Entries[1:] { // the header first
+		en, err := sessiontree.ParseEntry(e.Raw)
+		require.NoError(t, err)
+		stored = append(stored, en.ID())
+	}
+	require.Equal(t, ids(want), stored, "every entry stored, in order")
+	require.NoFileExists(t, tr2.UnsentPath())
+}

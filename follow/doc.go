@@ -41,12 +41,14 @@
 // lines of a file, the follower asks the uploader, then a Store that is a
 // SessionChecker (one listing), whether either still holds the session; when
 // neither does, the whole file is uploaded again, header first, so that no
-// line goes into a session without its header, and every other file is asked
-// about at once (the bucket may have lost them all). Run also asks about a few
-// files that do not grow each rescan interval, those asked about longest ago
-// (one listing each), so that their sessions come back too. Lines handed over
-// while the store could not answer make the next read that finds it answering
-// reconcile, and a reconcile that finds entries of the session but no header
-// at all (lines an outbox uploaded after the loss) uploads the header and what
-// the session lacks. A session holding another header stays refused.
+// line goes into a session without its header. A store that holds no session
+// at all (asked then, and by Run each rescan interval: one listing) makes the
+// follower ask about every file, so that the sessions of files that do not
+// grow come back too; a session deleted on purpose from a store that holds
+// others (a retention policy) is uploaded again only when its file grows.
+// Lines handed over while the store could not answer make the next read that
+// finds it answering reconcile (and, when the store lost the session's start,
+// ask about every file), and a reconcile that finds entries of the session but
+// no header at all (lines an outbox uploaded after the loss) uploads the header
+// and what the session lacks. A session holding another header stays refused.
 package follow

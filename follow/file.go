@@ -100,10 +100,8 @@ type tracked struct {
 	// finds it answering reconciles.
 	unsure bool
 	// audit: the next read asks whether the store still holds the session,
-	// even when the file did not grow (Follower.auditSome); checkedAt is when
-	// the store was last asked.
-	audit     bool
-	checkedAt time.Time
+	// even when the file did not grow (Follower.auditIfEmpty).
+	audit bool
 
 	// What the last stat showed, and what it showed when the file was classified
 	// (a legacy, ignored or failed file is classified again when it changes).

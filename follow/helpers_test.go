@@ -35,9 +35,10 @@ type remote struct {
 	failNext       int
 	acceptThenFail bool
 	uploads        int
-	// reads counts the calls of Entries; checkFails fails SessionExists.
-	reads      int
-	checkFails bool
+	// reads counts the calls of Entries, emptyChecks those of HoldsNone;
+	// checkFails fails SessionExists and HoldsNone.
+	reads, emptyChecks int
+	checkFails         bool
 }
 
 func newRemote() *remote {
@@ -97,6 +98,23 @@ func (r *remote) SessionExists(_ context.Context, ref transcript.TranscriptRef) 
 		return false, errInjected
 	}
 	return len(r.segments[ref]) > 0, nil
+}
+
+// HoldsNone reports whether the store holds no segment of any session (a
+// follow.SessionChecker).
+func (r *remote) HoldsNone(context.Context) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.emptyChecks++
+	if r.checkFails {
+		return false, errInjected
+	}
+	for _, segs := range r.segments {
+		if len(segs) > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // flush stores what is pending, as a mirror's workers do.

@@ -49,9 +49,13 @@ type Store interface {
 // that the uploader or the store still holds the session: when neither does
 // (the bucket was deleted and created again empty, or the session's prefix
 // deleted), the file is uploaded again from its start, header first, instead of
-// leaving its new lines in a session without a header.
+// leaving its new lines in a session without a header. A store that holds
+// no session at all makes the follower ask about every file, grown or not.
 type SessionChecker interface {
 	Store
 	// SessionExists reports whether the store holds anything of ref.
 	SessionExists(ctx context.Context, ref transcript.TranscriptRef) (bool, error)
+	// HoldsNone reports whether the store holds no session at all (its bucket
+	// or its prefix emptied).
+	HoldsNone(ctx context.Context) (bool, error)
 }

@@ -112,15 +112,15 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 	if err != nil || t.held != nil || t.offset == 0 || !handing && !t.unsure && !audit {
 		return b, err
 	}
+	unsure := t.unsure
 	switch f.checkHeld(ctx, t) {
 	case holdsUnknown:
 		// Hand the lines over all the same (the uploader rides out an
 		// outage), and look again once the store answers.
-		if handing || t.unsure {
-			t.unsure = true
-			if !f.once {
-				t.schedule(f.cfg.Now().Add(f.cfg.RescanInterval))
-			}
+		t.unsure = t.unsure || handing
+		t.audit = audit && !t.unsure
+		if (t.unsure || t.audit) && !f.once {
+			t.schedule(f.cfg.Now().Add(f.cfg.RescanInterval))
 		}
 		return b, nil
 	case holdsSession:
@@ -135,11 +135,19 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 			Message: fmt.Sprintf("the store and the uploader no longer hold session %s, whose first %d bytes were handed over (the bucket or its prefix emptied?): uploading the whole file again, header first", t.ref, t.offset)})
 		t.offset, t.anchor, t.unsure = 0, span{}, false
 		t.digest.Reset()
-		f.auditAll()
+		if !audit { // an audit asks about every file already
+			f.auditIfEmpty(ctx)
+		}
 	}
 	t.reconcile = true
 	if err := f.loadHeld(ctx, t); err != nil || t.kind != kindFollowing {
 		return nil, err
+	}
+	if unsure && t.offset == 0 {
+		// The store lost the session's start while it could not answer (its
+		// bucket gone): it lost every other session too, though what the
+		// uploader held back may have landed meanwhile.
+		f.auditAll()
 	}
 	return f.readLines(t, fh, st.Size())
 }
@@ -169,7 +177,6 @@ func (f *Follower) checkHeld(ctx context.Context, t *tracked) storeHolds {
 	if !ok {
 		return holdsSession
 	}
-	t.checkedAt = f.cfg.Now()
 	pending, err := f.cfg.Uploader.Pending(ctx, t.ref)
 	switch {
 	case err != nil:
@@ -192,40 +199,28 @@ func (f *Follower) checkHeld(ctx context.Context, t *tracked) storeHolds {
 	return lostSession
 }
 
-// auditPerRescan is how many files Run has checkHeld look at, beside the
-// files that grow, each rescan interval: the files asked about longest ago,
-// so that a session the store lost is found, and uploaded again, even when
-// its file does not grow (one listing each; every file in turn).
-const auditPerRescan = 8
-
-// auditSome schedules the auditPerRescan followed files asked about longest
-// ago for a read that asks whether the store still holds their session.
-func (f *Follower) auditSome() {
-	if _, ok := f.cfg.Store.(SessionChecker); !ok {
+// auditIfEmpty asks every followed file whether the store still holds its
+// session (its next read does, even if the file did not grow) when the store
+// holds no session at all: its bucket or prefix was emptied under the
+// follower, so every session the follower handed over is lost. A store that
+// still holds sessions is left as it is: a session deleted from it on purpose
+// (a retention policy, transcript delete) is not uploaded again unless its
+// file grows. It asks (one listing) only a Store that is a SessionChecker, and
+// only when some file has lines handed over.
+func (f *Follower) auditIfEmpty(ctx context.Context) {
+	c, ok := f.cfg.Store.(SessionChecker)
+	if !ok || f.cfg.Now().Before(f.storeQuietUntil) || !f.anyAuditable() {
 		return
 	}
-	var due []*tracked
-	for _, t := range f.files {
-		if auditable(t) {
-			due = append(due, t)
-		}
-	}
-	slices.SortFunc(due, func(a, b *tracked) int {
-		if c := a.checkedAt.Compare(b.checkedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.rel, b.rel)
-	})
-	now := f.cfg.Now()
-	for _, t := range due[:min(len(due), auditPerRescan)] {
-		t.audit = true
-		t.schedule(now)
+	cctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+	defer cancel()
+	if empty, err := c.HoldsNone(cctx); err == nil && empty {
+		f.auditAll()
 	}
 }
 
 // auditAll schedules every followed file for a read that asks whether the
-// store still holds its session: the store lost one session, so it may have
-// lost them all (its bucket emptied).
+// store still holds its session.
 func (f *Follower) auditAll() {
 	now := f.cfg.Now()
 	for _, t := range f.files {
@@ -234,6 +229,16 @@ func (f *Follower) auditAll() {
 			t.schedule(now)
 		}
 	}
+}
+
+// anyAuditable reports whether checkHeld may be asked about any file.
+func (f *Follower) anyAuditable() bool {
+	for _, t := range f.files {
+		if auditable(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // auditable reports whether checkHeld may be asked about t: a followed file
@@ -367,7 +372,7 @@ func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
 			Message: "the store and the uploader lack lines handed over before (a lost outbox, an emptied bucket?): reading the file again from its start, uploading only what the store lacks"})
 		t.offset, t.anchor = 0, span{}
 		t.digest.Reset()
-		f.auditAll()
+		f.auditIfEmpty(ctx)
 	}
 	t.held, t.reconcile, t.unsure = held, false, false
 	return nil

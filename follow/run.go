@@ -62,7 +62,7 @@ func (f *Follower) Run(ctx context.Context) error {
 			}
 		case <-ticker.C:
 			rescan(f.cfg.BatchInterval)
-			f.auditSome()
+			f.auditIfEmpty(ctx)
 		case <-timer.C:
 			// Files due within a quarter interval come along: each tick writes
 			// the state file twice, whatever the number of files it reads.

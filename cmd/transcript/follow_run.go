@@ -105,6 +105,13 @@ func (f followStore) SessionExists(ctx context.Context, ref transcript.Transcrip
 	return ok, err
 }
 
+// HoldsNone reports whether the store holds no session at all (no namespace
+// under its prefix): its bucket or prefix was emptied.
+func (f followStore) HoldsNone(ctx context.Context) (bool, error) {
+	ns, err := f.s.ListNamespaces(ctx)
+	return len(ns) == 0, err
+}
+
 // The bounds of waiting for a store that cannot be reached at start: the first
 // retry comes followRetryMin after the first failure, each next one twice as
 // late, at most followRetryMax.

@@ -246,3 +246,23 @@ func TestFollower_StoreLostIdleFile(t *testing.T) {
 		})
 	}
 }
+
+// TestFollower_StoreLostOutboxHoldingLaterLines: the uploader holding later
+// lines of the session, but not its header, does not make a session the
+// store lost a held one: the whole file is uploaded again, and each line is
+// in the store once the uploader has uploaded what it holds.
+func TestFollower_StoreLostOutboxHoldingLaterLines(t *testing.T) {
+	fx := newFixture(t)
+	fx.remote.direct = false
+	fx.write(fileA, header("s1"), entry("e1", "", "hi"))
+	require.NoError(t, fx.once())
+	fx.remote.flush()
+	fx.appendRaw(fileA, entry("e2", "e1", "yo")+"\n")
+	require.NoError(t, fx.once()) // e2 waits in the uploader
+	fx.remote.wipe()
+	fx.appendRaw(fileA, entry("e3", "e2", "more")+"\n")
+	require.NoError(t, fx.once())
+	fx.remote.flush()
+	requireOnce(t, fx.remote, refOf("s1"), entry("e2", "e1", "yo"), header("s1"), entry("e1", "", "hi"), entry("e3", "e2", "more"))
+	require.Len(t, fx.take(follow.EventRewritten), 1)
+}

@@ -167,7 +167,10 @@ const storeCheckTimeout = 5 * time.Second
 
 // checkHeld asks whether the uploader or the store still holds t's session,
 // which lines of t were handed over to before: neither does when the store
-// lost them (its bucket deleted and created again, its prefix deleted). Only a
+// lost them (its bucket deleted and created again, its prefix deleted). The
+// uploader holds it when it holds its header (the session's first segment
+// waits there); later lines it holds do not count, as the store may have lost
+// what came before them. Only a
 // Store that is a SessionChecker is asked (one listing); with another, the
 // session counts as held. A store that failed to answer is not asked again
 // for a rescan interval: every file's answer is holdsUnknown meanwhile, so an
@@ -181,8 +184,8 @@ func (f *Follower) checkHeld(ctx context.Context, t *tracked) storeHolds {
 	switch {
 	case err != nil:
 		return holdsUnknown
-	case len(pending) > 0:
-		return holdsSession
+	case len(pending) > 0 && isHeader(pending[0]):
+		return holdsSession // the session's start waits in the uploader
 	case f.cfg.Now().Before(f.storeQuietUntil):
 		return holdsUnknown
 	}

@@ -328,6 +328,9 @@ func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcri
 		if err := moveStoredSet(r.files, dest); err != nil {
 			return 0, 0, 0, err
 		}
+		if err := dropUnsent(dest); err != nil {
+			return 0, 0, 0, err
+		}
 		return outcomeSkipped, r.entries, 0, stampFiles(dest)
 	}
 	if !force {
@@ -341,6 +344,9 @@ func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcri
 	if err := os.Remove(dest.Segments); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, 0, 0, err
 	}
+	if err := dropUnsent(dest); err != nil {
+		return 0, 0, 0, err
+	}
 	moved = true
 	for _, f := range files {
 		if err := os.Rename(f.from, f.to); err != nil {
@@ -351,6 +357,19 @@ func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcri
 		return 0, 0, 0, err
 	}
 	return outcomeRestored, r.entries, size, stampFiles(dest)
+}
+
+// dropUnsent removes the unsent file of the session files f (a replica's
+// record of entries its local files hold and the store was not handed): files
+// restore leaves hold what the bucket holds, so nothing of them is unsent, and
+// a record left beside them would make the next Load hand over what it names
+// again. The files it was written for are either replaced (--force gives up
+// what only they held) or held nothing the bucket lacks (checkNoLocalOnly).
+func dropUnsent(f sessiontree.Files) error {
+	if err := os.Remove(f.Unsent); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the unsent record of the replaced files: %w", err)
+	}
+	return nil
 }
 
 // moveStoredSet moves the origins file and then the segments file of from into

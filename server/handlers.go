@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/transcriptstore/transcript/internal/jsonscan"
 	"github.com/transcriptstore/transcript/repository"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -179,9 +180,13 @@ func (req ForkRequest) forkOptions() (repository.ForkOptions, error) {
 		opts.Whole = true
 	case string(req.EntryID) == "null":
 	default:
-		if err := json.Unmarshal(req.EntryID, &opts.At); err != nil || opts.At == "" {
+		// Decoded as the store decodes ids (jsonscan.String: a lone surrogate
+		// is its WTF-8 bytes, not U+FFFD), so that it names the entry sent.
+		at, ok := jsonscan.String(req.EntryID)
+		if !ok || at == "" {
 			return opts, errors.New(`field "entryId" must be a non-empty string or null`)
 		}
+		opts.At = at
 	}
 	return opts, nil
 }

@@ -22,7 +22,7 @@ const (
 type headJSON struct {
 	Format   int          `json:"format"`
 	Version  uint64       `json:"version"`
-	Head     string       `json:"head"`
+	Head     wtf8         `json:"head"`
 	Segments []string     `json:"segments"`
 	Session  *summaryJSON `json:"session,omitempty"`
 }
@@ -77,13 +77,13 @@ func decodeHead(data []byte) (Head, error) {
 			return Head{}, fmt.Errorf("%w: %q is not a segment key", ErrInvalidHead, rel)
 		}
 	}
-	return Head{Version: hj.Version, Entry: hj.Head, Segments: hj.Segments, Summary: hj.Session.summary()}, nil
+	return Head{Version: hj.Version, Entry: string(hj.Head), Segments: hj.Segments, Summary: hj.Session.summary()}, nil
 }
 
 // encodeHead returns the bytes WriteHead stores for h: format 2 when h has a
 // Summary, else format 1.
 func encodeHead(h Head) ([]byte, error) {
-	hj := headJSON{Format: headFormat, Version: h.Version, Head: h.Entry, Segments: h.Segments, Session: h.Summary.toJSON()}
+	hj := headJSON{Format: headFormat, Version: h.Version, Head: wtf8(h.Entry), Segments: h.Segments, Session: h.Summary.toJSON()}
 	if h.Summary == nil {
 		hj.Format = headFormatV1
 	}

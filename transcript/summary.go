@@ -28,9 +28,9 @@ type Summary struct {
 type summaryJSON struct {
 	Created       *time.Time `json:"created,omitempty"`
 	Updated       *time.Time `json:"updated,omitempty"`
-	Cwd           string     `json:"cwd,omitempty"`
-	ParentSession string     `json:"parentSession,omitempty"`
-	Name          string     `json:"name,omitempty"`
+	Cwd           wtf8       `json:"cwd,omitempty"`
+	ParentSession wtf8       `json:"parentSession,omitempty"`
+	Name          wtf8       `json:"name,omitempty"`
 	Entries       int        `json:"entries"`
 }
 
@@ -38,15 +38,15 @@ func (s *Summary) toJSON() *summaryJSON {
 	if s == nil {
 		return nil
 	}
-	return &summaryJSON{Created: timeOrNil(s.Created), Updated: timeOrNil(s.Updated), Cwd: s.Cwd,
-		ParentSession: s.ParentSession, Name: s.Name, Entries: s.Entries}
+	return &summaryJSON{Created: timeOrNil(s.Created), Updated: timeOrNil(s.Updated), Cwd: wtf8(s.Cwd),
+		ParentSession: wtf8(s.ParentSession), Name: wtf8(s.Name), Entries: s.Entries}
 }
 
 func (j *summaryJSON) summary() *Summary {
 	if j == nil {
 		return nil
 	}
-	s := &Summary{Cwd: j.Cwd, ParentSession: j.ParentSession, Name: j.Name, Entries: j.Entries}
+	s := &Summary{Cwd: string(j.Cwd), ParentSession: string(j.ParentSession), Name: string(j.Name), Entries: j.Entries}
 	if j.Created != nil {
 		s.Created = j.Created.UTC()
 	}

@@ -43,7 +43,7 @@ type CachedSummary struct {
 type cachedJSON struct {
 	Format  int          `json:"format"`
 	Tag     string       `json:"tag"`
-	Leaf    string       `json:"leaf"`
+	Leaf    wtf8         `json:"leaf"`
 	Session *summaryJSON `json:"session"`
 }
 
@@ -84,12 +84,12 @@ func decodeSummary(data []byte) (CachedSummary, error) {
 		return CachedSummary{}, fmt.Errorf("%w: summary format %d, want %d with a tag and a session",
 			ErrInvalidHead, cj.Format, summaryObjectFormat)
 	}
-	return CachedSummary{Summary: *cj.Session.summary(), Leaf: cj.Leaf, Tag: cj.Tag}, nil
+	return CachedSummary{Summary: *cj.Session.summary(), Leaf: string(cj.Leaf), Tag: cj.Tag}, nil
 }
 
 // encodeSummary returns the bytes WriteSummary stores for cs.
 func encodeSummary(cs CachedSummary) ([]byte, error) {
-	return json.Marshal(cachedJSON{Format: summaryObjectFormat, Tag: cs.Tag, Leaf: cs.Leaf, Session: cs.Summary.toJSON()})
+	return json.Marshal(cachedJSON{Format: summaryObjectFormat, Tag: cs.Tag, Leaf: wtf8(cs.Leaf), Session: cs.Summary.toJSON()})
 }
 
 // WriteSummary stores cs as the summary object of default-mode session ref,

@@ -28,8 +28,8 @@ outside the segments, are counted apart: how many distinct payloads the segments
 reference, their size (each once, and stored), and how many references share them.
 Objects under the namespace's or an agent's key prefix that belong to no session
 (files another tool dropped there, which verify names and readers ignore) are
-counted apart too, as stray objects and their bytes ("stray" in --json, absent
-when there are none; not with --session).
+counted apart too, as stray objects and their bytes ("stray" in --json; none
+are counted with --session).
 Reads every segment, never a payload; changes nothing.
 
 Examples:
@@ -55,9 +55,8 @@ type storeStats struct {
 	CompressionRatio float64               `json:"compressionRatio"`
 	PerLevel         map[string]levelStats `json:"levels"`
 	Payloads         payloadStats          `json:"payloads"`
-	// Stray is nil (absent from --json) when there are no stray objects: the
-	// output of a bucket that holds none stays as it was.
-	Stray *strayStats `json:"stray,omitempty"`
+	// Stray counts the objects outside every session.
+	Stray strayStats `json:"stray"`
 }
 
 // strayStats counts the objects outside every session (Store.StrayObjects).
@@ -145,9 +144,7 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if strays.Objects > 0 {
-		st.Stray = &strays
-	}
+	st.Stray = strays
 	agents := map[string]bool{}
 	for i, ref := range refs {
 		if !absent[i] {
@@ -180,7 +177,7 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprintf(tw, "missing payloads\t%d (run transcript verify)\n", p.Missing)
 		}
 	}
-	if st.Stray != nil {
+	if st.Stray.Objects > 0 {
 		fmt.Fprintf(tw, "stray objects\t%d (%d bytes, in no session: run transcript verify)\n", st.Stray.Objects, st.Stray.Bytes)
 	}
 	if err := tw.Flush(); err != nil {

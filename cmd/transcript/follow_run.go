@@ -37,7 +37,7 @@ func followRoot(ctx context.Context, env *cliEnv, sf *storeFlags, o followOption
 	if err != nil {
 		return fmt.Errorf("follow: %w", err)
 	}
-	fl, err := follow.New(follow.Config{Root: root, StateDir: o.stateDir, Uploader: up, Store: followStore{up, s},
+	fl, err := follow.New(follow.Config{Root: root, StateDir: o.stateDir, Uploader: up, Store: up,
 		Namespace: sf.Namespace, Agent: sf.Agent, BatchInterval: o.batch, RescanInterval: o.rescan,
 		StuckAfter: o.stuckAfter, DrainTimeout: o.drain, NoWatch: o.noWatch, OnEvent: out.event})
 	if err != nil {
@@ -83,33 +83,6 @@ func followRoot(ctx context.Context, env *cliEnv, sf *storeFlags, o followOption
 		return err
 	}
 	return runErr // Run returns nil after SIGTERM or SIGINT
-}
-
-// followStore is what the follower reads of the store: the entries the outbox
-// and the store hold of a session (followmirror.Uploader) and, with one
-// listing, whether the store holds the session at all (follow.SessionChecker),
-// so that a session the store lost under a running follower is uploaded again
-// whole.
-type followStore struct {
-	*followmirror.Uploader
-	s *transcript.Store
-}
-
-// SessionExists reports whether the store holds anything of ref (a segment or
-// a head); a store that answers "not found" holds nothing.
-func (f followStore) SessionExists(ctx context.Context, ref transcript.TranscriptRef) (bool, error) {
-	ok, err := f.s.SessionExists(ctx, ref)
-	if errors.Is(err, bucket.ErrNotFound) {
-		return false, nil
-	}
-	return ok, err
-}
-
-// HoldsNone reports whether the store holds no session at all (no namespace
-// under its prefix): its bucket or prefix was emptied.
-func (f followStore) HoldsNone(ctx context.Context) (bool, error) {
-	ns, err := f.s.ListNamespaces(ctx)
-	return len(ns) == 0, err
 }
 
 // The bounds of waiting for a store that cannot be reached at start: the first

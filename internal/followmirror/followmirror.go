@@ -19,7 +19,9 @@ import (
 )
 
 // Uploader hands a follower's lines to a mirror's outbox, and reads what the
-// outbox and the store hold. It is a follow.Uploader and a follow.Store.
+// outbox and the store hold. It is a follow.Uploader and a follow.Store that
+// tells, with one listing, whether the store lost a session
+// (follow.SessionChecker).
 type Uploader struct {
 	m *mirror.Mirror
 	s *transcript.Store
@@ -28,6 +30,7 @@ type Uploader struct {
 var (
 	_ follow.ParsedUploader = (*Uploader)(nil)
 	_ follow.Store          = (*Uploader)(nil)
+	_ follow.SessionChecker = (*Uploader)(nil)
 )
 
 // Config configures Open. Writer and OutboxDir are required.
@@ -84,6 +87,23 @@ func (u *Uploader) Entries(ctx context.Context, ref transcript.TranscriptRef) ([
 		return nil, err
 	}
 	return res.Raw(), nil
+}
+
+// SessionExists reports whether the store holds anything of ref (a segment or
+// a head); a store that answers "not found" holds nothing.
+func (u *Uploader) SessionExists(ctx context.Context, ref transcript.TranscriptRef) (bool, error) {
+	ok, err := u.s.SessionExists(ctx, ref)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return false, nil
+	}
+	return ok, err
+}
+
+// HoldsNone reports whether the store holds no session at all (no namespace
+// under its prefix): its bucket or prefix was emptied.
+func (u *Uploader) HoldsNone(ctx context.Context) (bool, error) {
+	ns, err := u.s.ListNamespaces(ctx)
+	return len(ns) == 0, err
 }
 
 // Await waits until everything handed over is uploaded, or ctx ends; it fails

@@ -75,12 +75,12 @@ func (m *Mirror) accept(ctx context.Context, obj transcript.SegmentObject) error
 	}
 	defer m.uploads.Done()
 	j.entries = int(obj.Meta.EntryCount)
-	jf, err := m.journal.append(j.key, j.data)
+	jf, pos, err := m.journal.append(j.key, j.data)
 	if err != nil {
 		m.release(j)
 		return err
 	}
-	m.push(j, jf)
+	m.push(j, jf, pos)
 	return nil
 }
 
@@ -160,7 +160,7 @@ func (m *Mirror) finishLocked(j *job) {
 	m.bytes -= j.size
 	j.data = nil
 	if j.jf != nil {
-		m.journal.done(j.jf)
+		m.journal.done(j.jf, j.pos)
 		j.jf = nil
 	}
 	close(j.done)
@@ -168,10 +168,10 @@ func (m *Mirror) finishLocked(j *job) {
 	m.room = make(chan struct{})
 }
 
-// push hands j, held by the journal file jf, to the workers.
-func (m *Mirror) push(j *job, jf *journalFile) {
+// push hands j, held by the journal file jf at pos, to the workers.
+func (m *Mirror) push(j *job, jf *journalFile, pos journalPos) {
 	m.mu.Lock()
-	j.written, j.jf = true, jf
+	j.written, j.jf, j.pos = true, jf, pos
 	m.queue = append(m.queue, j)
 	m.mu.Unlock()
 	m.signal()

@@ -43,13 +43,27 @@ import (
 // it was appended later and its Upload waited for an fsync that covered the torn
 // one too.
 //
-// The upload workers PUT from memory; records are never rewritten or marked done.
-// A journal file is deleted once it is no longer the one appended to and each of
-// its records is uploaded, quarantined (copied to failed/ and fsynced first) or
-// was refused to its Upload. Every record of a file left at a crash is uploaded
-// again at the next start: a segment PUT again with the same bytes is an
-// idempotent success, and one compacted meanwhile is superseded and collapsed by
-// readers, so the journal never has to record what was done.
+// The upload workers PUT from memory; records are never rewritten. A journal
+// file is deleted once it is no longer the one appended to and each of its
+// records is uploaded, quarantined (copied to failed/ and fsynced first) or was
+// refused to its Upload. Until then, each record done is marked in the file's
+// marks file, {seq}.done beside it: one 16-byte mark per record,
+//
+//	uint64 offset of the record in the .wal file, little-endian
+//	uint32 the record's CRC-32C
+//	uint32 CRC-32C of the 12 bytes before
+//
+// written at the end of the marks file and never fsynced. A restart replays only
+// the records no valid mark names (a mark must name a record's offset and CRC),
+// so that it counts against MaxPending only what the store may lack: without the
+// marks, a file holding one segment the store never confirmed brought back
+// every other record of it, mostly stored already, and a restart during an
+// outage refused new batches although the bound had room. A mark lost in a
+// machine crash, or cut short, only makes its record replayed again, which is
+// harmless: a segment PUT again with the same bytes is an idempotent success,
+// and one compacted meanwhile is superseded and collapsed by readers. A mark is
+// written only once its record is done, so it never hides a segment the store
+// may lack.
 //
 // Appending switches to a new file when the current one reaches rotateBytes, or
 // when every record in it is done and it holds at least recycleBytes (so that an
@@ -63,6 +77,8 @@ import (
 const (
 	outboxJournal       = "journal"
 	journalExt          = ".wal"
+	journalMarksExt     = ".done"
+	journalMarkSize     = 16
 	journalHeader       = 8
 	journalRotateBytes  = 8 << 20
 	journalRecycleBytes = 1 << 20
@@ -96,6 +112,10 @@ type journal struct {
 	// rotateBytes and recycleBytes are the rotation bounds (see above; tests
 	// lower them).
 	rotateBytes, recycleBytes int64
+	// marking holds the files whose marks file is open; closed is set by close,
+	// after which nothing is marked.
+	marking map[*journalFile]struct{}
+	closed  bool
 }
 
 // journalFile is one file of the journal.
@@ -107,11 +127,22 @@ type journalFile struct {
 	good int64    // bytes known durable: [0, good) survives a crash
 	err  error    // why the bytes past good cannot be made durable
 	live int      // records not yet done
+	// marks is the marks file (nil until the first mark, or after a failure
+	// to open it); marksSize the bytes of valid marks in it.
+	marks     *os.File
+	marksSize int64
+}
+
+// journalPos names one record of a journal file: its offset and its CRC-32C.
+type journalPos struct {
+	off int64
+	crc uint32
 }
 
 // journalRecord is one segment read back from the journal at start.
 type journalRecord struct {
 	file *journalFile
+	pos  journalPos
 	key  string
 	data []byte
 }
@@ -124,6 +155,7 @@ func openJournal(dir string) (*journal, []journalRecord, error) {
 		dir: filepath.Join(dir, outboxJournal), next: 1,
 		sync: datasync, syncDir: fsutil.SyncDir,
 		rotateBytes: journalRotateBytes, recycleBytes: journalRecycleBytes,
+		marking: map[*journalFile]struct{}{},
 	}
 	j.cond = sync.NewCond(&j.mu)
 	if err := mkdirAllSync(j.dir); err != nil {
@@ -133,20 +165,40 @@ func openJournal(dir string) (*journal, []journalRecord, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
-	var seqs []uint64
+	var seqs, markSeqs []uint64
 	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
 		name, ok := strings.CutSuffix(e.Name(), journalExt)
-		if !ok || !e.Type().IsRegular() {
+		isMarks := false
+		if !ok {
+			name, isMarks = strings.CutSuffix(e.Name(), journalMarksExt)
+		}
+		if !ok && !isMarks {
 			continue
 		}
 		seq, err := strconv.ParseUint(name, 10, 64)
 		if err != nil {
 			continue // not ours
 		}
+		if isMarks {
+			markSeqs = append(markSeqs, seq)
+			continue
+		}
 		seqs = append(seqs, seq)
 		j.next = max(j.next, seq+1)
 	}
 	slices.Sort(seqs)
+	for _, seq := range markSeqs {
+		if _, found := slices.BinarySearch(seqs, seq); !found {
+			// The marks of a file deleted by a process that stopped before
+			// deleting them, or by an older version.
+			if err := os.Remove(j.marksPath(seq)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, fmt.Errorf("journal: %w", err)
+			}
+		}
+	}
 	var recs []journalRecord
 	for _, seq := range seqs {
 		jf := &journalFile{seq: seq, path: j.path(seq)}
@@ -154,18 +206,27 @@ func openJournal(dir string) (*journal, []journalRecord, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("journal: %w", err)
 		}
+		marked, valid, err := readMarks(j.marksPath(seq))
+		if err != nil {
+			return nil, nil, fmt.Errorf("journal: %w", err)
+		}
+		jf.marksSize = valid
 		for off := 0; off < len(data); {
 			key, seg, n, err := decodeRecord(data[off:])
 			if err != nil {
 				break // a torn tail: nothing from here on was acknowledged
 			}
-			recs = append(recs, journalRecord{file: jf, key: key, data: seg})
-			jf.live++
+			pos := journalPos{off: int64(off), crc: binary.LittleEndian.Uint32(data[off+4:])}
 			off += n
+			if marked[pos] {
+				continue // done before the restart
+			}
+			recs = append(recs, journalRecord{file: jf, pos: pos, key: key, data: seg})
+			jf.live++
 		}
 		jf.size, jf.good = int64(len(data)), int64(len(data))
 		if jf.live == 0 {
-			if err := os.Remove(jf.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := j.removeFile(jf); err != nil {
 				return nil, nil, fmt.Errorf("journal: %w", err)
 			}
 		}
@@ -175,6 +236,80 @@ func openJournal(dir string) (*journal, []journalRecord, error) {
 
 func (j *journal) path(seq uint64) string {
 	return filepath.Join(j.dir, fmt.Sprintf("%020d%s", seq, journalExt))
+}
+
+func (j *journal) marksPath(seq uint64) string {
+	return filepath.Join(j.dir, fmt.Sprintf("%020d%s", seq, journalMarksExt))
+}
+
+// encodeMark frames the mark of the record at pos.
+func encodeMark(pos journalPos) []byte {
+	b := make([]byte, journalMarkSize)
+	binary.LittleEndian.PutUint64(b, uint64(pos.off))
+	binary.LittleEndian.PutUint32(b[8:], pos.crc)
+	binary.LittleEndian.PutUint32(b[12:], crc32.Checksum(b[:12], castagnoli))
+	return b
+}
+
+// readMarks reads the marks file at path (missing: no marks) up to its first
+// invalid mark, and returns the marked positions and the length of the valid
+// marks.
+func readMarks(path string) (map[journalPos]bool, int64, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	marked := make(map[journalPos]bool, len(data)/journalMarkSize)
+	off := 0
+	for ; off+journalMarkSize <= len(data); off += journalMarkSize {
+		b := data[off : off+journalMarkSize]
+		if crc32.Checksum(b[:12], castagnoli) != binary.LittleEndian.Uint32(b[12:]) {
+			break // cut short or garbled: nothing from here on counts
+		}
+		marked[journalPos{off: int64(binary.LittleEndian.Uint64(b)), crc: binary.LittleEndian.Uint32(b[8:])}] = true
+	}
+	return marked, int64(off), nil
+}
+
+// markLocked records in jf's marks file that the record at pos is done. It is
+// best effort: a mark that is not written only makes the record replayed at the
+// next start.
+func (j *journal) markLocked(jf *journalFile, pos journalPos) {
+	if j.closed {
+		return
+	}
+	if jf.marks == nil {
+		f, err := os.OpenFile(j.marksPath(jf.seq), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return
+		}
+		jf.marks = f
+		j.marking[jf] = struct{}{}
+	}
+	if _, err := jf.marks.WriteAt(encodeMark(pos), jf.marksSize); err == nil {
+		jf.marksSize += journalMarkSize
+	}
+}
+
+// removeFile deletes jf and its marks file, the journal file first: marks
+// left without it are deleted at the next start.
+func (j *journal) removeFile(jf *journalFile) error {
+	var err error
+	if jf.marks != nil {
+		err = jf.marks.Close()
+		jf.marks = nil
+		delete(j.marking, jf)
+	}
+	if rerr := os.Remove(jf.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		return errors.Join(err, rerr)
+	}
+	if rerr := os.Remove(j.marksPath(jf.seq)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	return err
 }
 
 // encodeRecord frames key and data as one record.
@@ -211,37 +346,38 @@ func decodeRecord(b []byte) (string, []byte, int, error) {
 	return string(rec[2 : 2+klen]), rec[2+klen:], journalHeader + body, nil
 }
 
-// append writes key and data as one record and returns, with the file holding it,
-// once the record is durable. On error the record does not count as accepted (a
+// append writes key and data as one record and returns, with the file holding it
+// and its position there, once the record is durable. On error the record does not count as accepted (a
 // crash may still leave it replayable: uploading it then stores a segment whose
 // entries the caller hands over again, and readers collapse the copies).
-func (j *journal) append(key string, data []byte) (*journalFile, error) {
+func (j *journal) append(key string, data []byte) (*journalFile, journalPos, error) {
 	if len(key) == 0 || len(key) > maxJournalKey {
-		return nil, fmt.Errorf("journal append: key of %d bytes", len(key))
+		return nil, journalPos{}, fmt.Errorf("journal append: key of %d bytes", len(key))
 	}
 	rec := encodeRecord(key, data)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.rotateIfDueLocked(); err != nil {
-		return nil, fmt.Errorf("journal append: %w", err)
+		return nil, journalPos{}, fmt.Errorf("journal append: %w", err)
 	}
 	jf := j.active
+	pos := journalPos{off: jf.size, crc: binary.LittleEndian.Uint32(rec[4:])}
 	if _, err := jf.f.WriteAt(rec, jf.size); err != nil {
 		// Cut off a partial record so that later ones stay replayable; if that
 		// fails too, abandon the file.
 		if terr := jf.f.Truncate(jf.size); terr != nil {
 			jf.err = fmt.Errorf("journal %s: %w", jf.path, err)
 		}
-		return nil, fmt.Errorf("journal append: %w", err)
+		return nil, journalPos{}, fmt.Errorf("journal append: %w", err)
 	}
 	jf.size += int64(len(rec))
 	jf.live++
 	end := jf.size
 	if err := j.awaitDurableLocked(jf, end); err != nil {
-		j.doneLocked(jf)
-		return nil, fmt.Errorf("journal append: %w", err)
+		j.doneLocked(jf, pos)
+		return nil, journalPos{}, fmt.Errorf("journal append: %w", err)
 	}
-	return jf, nil
+	return jf, pos, nil
 }
 
 // awaitDurableLocked returns once jf's bytes up to end are durable (group commit,
@@ -322,44 +458,50 @@ func (j *journal) retireLocked(jf *journalFile) {
 	_ = jf.f.Close()
 	jf.f = nil
 	if jf.live == 0 {
-		_ = os.Remove(jf.path)
+		_ = j.removeFile(jf)
 	}
 	j.cond.Broadcast() // waiters for jf's records: durable now, or failed
 }
 
-// done records that one record of jf was uploaded, quarantined or refused.
-func (j *journal) done(jf *journalFile) {
+// done records that the record of jf at pos was uploaded, quarantined or refused.
+func (j *journal) done(jf *journalFile, pos journalPos) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.doneLocked(jf)
+	j.doneLocked(jf, pos)
 }
 
 // doneLocked deletes jf once its last live record is done, unless it is still
-// appended to. The deletion is not fsynced: a file that comes back after a machine
-// crash is uploaded again, harmlessly (see above).
-func (j *journal) doneLocked(jf *journalFile) {
+// appended to, and otherwise marks the record at pos done. Neither is fsynced: a
+// file or record that comes back after a machine crash is uploaded again,
+// harmlessly (see above).
+func (j *journal) doneLocked(jf *journalFile, pos journalPos) {
 	jf.live--
 	if jf.live == 0 && jf != j.active {
-		_ = os.Remove(jf.path)
+		_ = j.removeFile(jf)
+		return
 	}
+	j.markLocked(jf, pos)
 }
 
-// close closes the active file, deleting it when none of its records is live. No
-// append may run or follow.
+// close closes the active file, deleting it when none of its records is live,
+// and the marks files. No append may run or follow.
 func (j *journal) close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	a := j.active
-	if a == nil {
-		return nil
-	}
-	j.active = nil
-	err := a.f.Close()
-	a.f = nil
-	if a.live == 0 {
-		if rerr := os.Remove(a.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			err = errors.Join(err, rerr)
+	j.closed = true
+	var err error
+	if a := j.active; a != nil {
+		j.active = nil
+		err = a.f.Close()
+		a.f = nil
+		if a.live == 0 {
+			err = errors.Join(err, j.removeFile(a))
 		}
 	}
+	for jf := range j.marking {
+		err = errors.Join(err, jf.marks.Close())
+		jf.marks = nil
+	}
+	clear(j.marking)
 	return err
 }

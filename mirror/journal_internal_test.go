@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -70,7 +71,7 @@ func TestJournal_GroupCommit(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range tt.callers {
 				wg.Go(func() {
-					files[i], errs[i] = j.append(fmt.Sprintf("k/%03d", i), []byte("segment"))
+					files[i], _, errs[i] = j.append(fmt.Sprintf("k/%03d", i), []byte("segment"))
 				})
 			}
 			wg.Wait()
@@ -90,7 +91,7 @@ func TestJournal_GroupCommit(t *testing.T) {
 			// The first fsync covered one append; the failed one all the others.
 			require.Equal(t, tt.callers-1, failed)
 			old := j.active
-			_, err := j.append("k/next", []byte("segment"))
+			_, _, err := j.append("k/next", []byte("segment"))
 			require.NoError(t, err, "a later append goes to a new file")
 			require.NotSame(t, old, j.active)
 			require.NoError(t, j.close())
@@ -104,7 +105,7 @@ func TestJournal_TornTail(t *testing.T) {
 	j, _ := newTestJournal(t)
 	segs := [][]byte{[]byte("first segment"), []byte("second segment"), []byte("third segment, the one torn")}
 	for i, s := range segs {
-		_, err := j.append(fmt.Sprintf("p/k%d", i), s)
+		_, _, err := j.append(fmt.Sprintf("p/k%d", i), s)
 		require.NoError(t, err)
 	}
 	path := j.active.path
@@ -157,31 +158,33 @@ func TestJournal_Rotation(t *testing.T) {
 		require.NoError(t, err)
 		var names []string
 		for _, e := range ents {
-			names = append(names, e.Name())
+			if strings.HasSuffix(e.Name(), journalExt) {
+				names = append(names, e.Name())
+			}
 		}
 		return names
 	}
 	seg := make([]byte, 60) // a record of 73 bytes
-	fa, err := j.append("k/1", seg)
+	fa, faPos, err := j.append("k/1", seg)
 	require.NoError(t, err)
-	j.done(fa)
+	j.done(fa, faPos)
 	require.Len(t, wal(), 1, "the active file stays while it is appended to")
-	fb, err := j.append("k/2", seg)
+	fb, fbPos, err := j.append("k/2", seg)
 	require.NoError(t, err)
 	require.NotSame(t, fa, fb, "a drained file past the recycle bound is replaced")
 	require.Equal(t, []string{filepath.Base(fb.path)}, wal(), "and deleted")
-	fb2, err := j.append("k/3", seg)
+	fb2, fb2Pos, err := j.append("k/3", seg)
 	require.NoError(t, err)
 	require.Same(t, fb, fb2, "below the size bound with live records: no rotation")
-	fc, err := j.append("k/4", seg)
+	fc, fcPos, err := j.append("k/4", seg)
 	require.NoError(t, err)
 	require.NotSame(t, fb, fc, "rotated at the size bound")
 	require.Len(t, wal(), 2)
-	j.done(fb)
+	j.done(fb, fbPos)
 	require.Len(t, wal(), 2, "a retired file stays while a record in it is live")
-	j.done(fb2)
+	j.done(fb2, fb2Pos)
 	require.Equal(t, []string{filepath.Base(fc.path)}, wal(), "a retired file is deleted when its last record is done")
-	j.done(fc)
+	j.done(fc, fcPos)
 	require.NoError(t, j.close())
 	require.Empty(t, wal(), "a drained journal is deleted at close")
 }
@@ -230,7 +233,7 @@ func TestJournal_GroupCommitAcksOnlySyncedBytes(t *testing.T) {
 				wg.Go(func() {
 					for i := range each {
 						key := fmt.Sprintf("k/%d-%03d", w, i)
-						jf, err := j.append(key, []byte("segment "+key))
+						jf, _, err := j.append(key, []byte("segment "+key))
 						mu.Lock()
 						if err != nil {
 							require.ErrorIs(t, err, errSync)

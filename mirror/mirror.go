@@ -82,8 +82,10 @@ type job struct {
 	entries int    // entry count, 0 when not known (read from the file if needed)
 	data    []byte // nil for segments found under pending/ at start: read on upload
 	// jf is the journal file that holds the segment (nil for a file under
-	// pending/); its record is released when the segment leaves the outbox.
-	jf *journalFile
+	// pending/), pos the record's position there; the record is released when
+	// the segment leaves the outbox.
+	jf  *journalFile
+	pos journalPos
 	// written: the segment is durable in the outbox (false while Upload still
 	// appends it).
 	written  bool
@@ -123,7 +125,7 @@ func New(cfg Config) (*Mirror, error) {
 	}
 	jr, recs, err := openJournal(cfg.OutboxDir)
 	if err == nil {
-		recs, err = box.unqueued(recs, files, jr.done)
+		recs, err = box.unqueued(recs, files, func(r journalRecord) { jr.done(r.file, r.pos) })
 	}
 	if err != nil {
 		box.close()
@@ -155,7 +157,7 @@ func New(cfg Config) (*Mirror, error) {
 	// pending/ were written by an older version or released from the quarantine,
 	// both before anything the journal holds of it.
 	for _, r := range recs {
-		j := &job{key: r.key, session: transcript.SessionOfKey(r.key), size: int64(len(r.data)), data: r.data, jf: r.file,
+		j := &job{key: r.key, session: transcript.SessionOfKey(r.key), size: int64(len(r.data)), data: r.data, jf: r.file, pos: r.pos,
 			enqueued: time.Now(), done: make(chan struct{}), written: true}
 		m.pending[j] = struct{}{}
 		m.bytes += j.size

@@ -17,6 +17,7 @@ import (
 //
 //	{OutboxDir}/LOCK                held (flock) by the one Mirror using the outbox
 //	{OutboxDir}/journal/{seq}.wal   segments accepted by Upload, appended as records
+//	{OutboxDir}/journal/{seq}.done  marks of the records of {seq}.wal that are done
 //	{OutboxDir}/pending/{key}       segments as single files, laid out like the bucket
 //	{OutboxDir}/failed/{key}        quarantine: segments the store rejected for good
 //	{OutboxDir}/tmp/                what an older version left; removed when a Mirror starts
@@ -250,8 +251,8 @@ func mkdirAllSync(dir string) error {
 // is neither among files (found under pending/) nor in the quarantine. Such a
 // segment is a copy the Mirror made before a crash let it release the record (a
 // quarantined one, or a file released from the quarantine since); the record is
-// done, and unqueued hands its file to release.
-func (o *outbox) unqueued(recs []journalRecord, files []pendingFile, release func(*journalFile)) ([]journalRecord, error) {
+// done, and unqueued hands it to release.
+func (o *outbox) unqueued(recs []journalRecord, files []pendingFile, release func(journalRecord)) ([]journalRecord, error) {
 	if len(recs) == 0 {
 		return recs, nil
 	}
@@ -272,7 +273,7 @@ func (o *outbox) unqueued(recs []journalRecord, files []pendingFile, release fun
 			kept = append(kept, r)
 			continue
 		}
-		release(r.file)
+		release(r)
 	}
 	return kept, nil
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/transcriptstore/transcript/follow"
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -89,15 +90,26 @@ func (r *remote) Entries(_ context.Context, ref transcript.TranscriptRef) ([][]b
 	return slices.Concat(r.segments[ref]...), nil
 }
 
-// SessionExists reports whether the store holds a segment of ref (a
-// follow.SessionChecker).
+// SessionExists reports whether the store holds a segment of ref with a
+// session header (a follow.SessionChecker).
 func (r *remote) SessionExists(_ context.Context, ref transcript.TranscriptRef) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.checkFails {
 		return false, errInjected
 	}
-	return len(r.segments[ref]) > 0, nil
+	for _, seg := range r.segments[ref] {
+		if slices.ContainsFunc(seg, isHeaderLine) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// isHeaderLine reports whether line is a Pi session header.
+func isHeaderLine(line []byte) bool {
+	_, err := pi.ParseHeader(line)
+	return err == nil
 }
 
 // HoldsNone reports whether the store holds no segment of any session (a

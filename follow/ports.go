@@ -53,7 +53,10 @@ type Store interface {
 // no session at all makes the follower ask about every file, grown or not.
 type SessionChecker interface {
 	Store
-	// SessionExists reports whether the store holds anything of ref.
+	// SessionExists reports whether the store holds ref's session with its
+	// header. Entries of it without a header (an outbox's later lines that
+	// landed after the store lost the session's start) do not count: the
+	// follower then uploads the header and what the session lacks.
 	SessionExists(ctx context.Context, ref transcript.TranscriptRef) (bool, error)
 	// HoldsNone reports whether the store holds no session at all (its bucket
 	// or its prefix emptied).

@@ -6,7 +6,10 @@ package followmirror
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -25,6 +28,12 @@ import (
 type Uploader struct {
 	m *mirror.Mirror
 	s *transcript.Store
+
+	mu sync.Mutex
+	// headerAt maps a session (TranscriptRef.String) to the key of a segment
+	// the store held with the session's header: a key names the same bytes
+	// for good, so a listing that still shows it shows the header.
+	headerAt map[string]string
 }
 
 var (
@@ -55,7 +64,7 @@ func Open(s *transcript.Store, cfg Config) (*Uploader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Uploader{m: m, s: s}, nil
+	return &Uploader{m: m, s: s, headerAt: map[string]string{}}, nil
 }
 
 // Upload hands entries to the outbox as one segment of ref; it returns once
@@ -89,14 +98,65 @@ func (u *Uploader) Entries(ctx context.Context, ref transcript.TranscriptRef) ([
 	return res.Raw(), nil
 }
 
-// SessionExists reports whether the store holds anything of ref (a segment or
-// a head); a store that answers "not found" holds nothing.
+// SessionExists reports whether the store holds ref's session with its start:
+// a segment holding its header. A session of entries without a header (what an
+// outbox uploads after the store lost the session's start under it: its bucket
+// deleted and created again while later lines waited) counts as lost, so that
+// the follower uploads the header and what the session lacks. It costs one
+// listing; a segment is read only when the listing no longer shows the one
+// that held the header last time (the first ask, after a compaction), the
+// highest level first. A store that answers "not found" holds nothing.
 func (u *Uploader) SessionExists(ctx context.Context, ref transcript.TranscriptRef) (bool, error) {
-	ok, err := u.s.SessionExists(ctx, ref)
+	infos, err := u.s.ListSegments(ctx, ref)
 	if errors.Is(err, bucket.ErrNotFound) {
+		infos, err = nil, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	name := ref.String()
+	u.mu.Lock()
+	known := u.headerAt[name]
+	u.mu.Unlock()
+	if known != "" && slices.ContainsFunc(infos, func(in transcript.SegmentInfo) bool { return in.Key == known }) {
+		return true, nil
+	}
+	key, err := u.headerSegment(ctx, infos)
+	if err != nil {
+		return false, err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if key == "" {
+		delete(u.headerAt, name)
 		return false, nil
 	}
-	return ok, err
+	u.headerAt[name] = key
+	return true, nil
+}
+
+// headerSegment returns the key of a segment of infos that holds a session
+// header ("" when none does), reading them the highest level first (a
+// compaction's output holds the header of the segments it merged), in key
+// order within a level. A segment deleted since the listing (a compaction's
+// input) is passed over.
+func (u *Uploader) headerSegment(ctx context.Context, infos []transcript.SegmentInfo) (string, error) {
+	order := slices.Clone(infos)
+	slices.SortStableFunc(order, func(a, b transcript.SegmentInfo) int { return b.Level - a.Level })
+	stored := u.s.Stored()
+	for _, in := range order {
+		seg, err := stored.ReadSegment(ctx, in.Key)
+		if errors.Is(err, bucket.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("look for the session header: %w", err)
+		}
+		if slices.ContainsFunc(seg.Entries, func(e []byte) bool { _, err := pi.ParseHeader(e); return err == nil }) {
+			return in.Key, nil
+		}
+	}
+	return "", nil
 }
 
 // HoldsNone reports whether the store holds no session at all (no namespace

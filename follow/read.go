@@ -356,6 +356,12 @@ func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
 			// store lost the session's start (its bucket emptied under it). The
 			// file's header and what the session lacks are uploaded below
 			// (the ids it holds with other bytes are conflicts, line by line).
+			// The store lost every other session then too, though it holds
+			// this one's later lines, so that it does not look empty: ask
+			// about every file (a session deleted on purpose goes whole).
+			if len(stored) > 0 {
+				f.auditAll()
+			}
 		case err != nil:
 			why = fmt.Sprintf("session %s exists without a session header first: its header would be a second one", t.ref)
 		case h.ID() != t.headerID:

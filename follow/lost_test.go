@@ -76,6 +76,8 @@ func TestFollower_StoreLostSession(t *testing.T) {
 			require.Len(t, rw, tt.rewritten)
 			for _, ev := range rw {
 				require.Contains(t, ev.Message, "no longer hold")
+				// Retention deletes a session the same way: say so.
+				require.Contains(t, ev.Message, "or the session deleted?")
 			}
 		})
 	}

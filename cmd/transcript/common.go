@@ -107,7 +107,8 @@ func (f *storeFlags) notASession(ctx context.Context, s *transcript.Store, ref t
 
 // selectSessions lists the sessions of the namespace, narrowed to --agent and
 // --session when given. A namespace, agent or session that holds nothing is an
-// error wrapping bucket.ErrNotFound.
+// error wrapping bucket.ErrNotFound, or a cmdcli.HiddenError when objects named
+// like its key prefix hide its sessions (cmdcli.StoreFlags.EmptySelection).
 func (f *storeFlags) selectSessions(ctx context.Context, s *transcript.Store) ([]transcript.TranscriptRef, error) {
 	nss, err := s.ListNamespaces(ctx)
 	if err != nil {
@@ -140,7 +141,7 @@ func (f *storeFlags) selectSessions(ctx context.Context, s *transcript.Store) ([
 		}
 	}
 	if len(refs) == 0 {
-		return nil, f.SelectionNotFound()
+		return nil, f.EmptySelection(ctx, s)
 	}
 	return refs, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -73,7 +72,7 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 		return nil
 	})
 	if err != nil {
-		return explainNotFound(ctx, &sf.StoreFlags, err)
+		return err
 	}
 	defer s.Close()
 	if *segments {
@@ -275,96 +274,4 @@ func forEachSession(ctx context.Context, parallel int, refs []transcript.Transcr
 		g.Go(func() error { return fn(gctx, i, ref) })
 	}
 	return g.Wait()
-}
-
-// explainNotFound is err, the error of a selection that lists no session, made
-// to say what was asked (not `agent ""` when no --agent was given) and, when
-// the bucket holds objects named like an agent's or a session's key prefix
-// (an S3 tool's copy of a file to acme/coder/s1 while the session's segments
-// are under acme/coder/s1/...), to name them: MinIO does not list what is under
-// a prefix that an object of the same name hides, so the session looks absent
-// while verify names the object (when other sessions are listed: else it fails
-// as ls did). Any other error is returned as it is. Only a
-// selection found empty pays for the listings this takes.
-func explainNotFound(ctx context.Context, f *cmdcli.StoreFlags, err error) error {
-	var nf *cmdcli.NotFoundError
-	if !errors.As(err, &nf) || nf.Error() != f.SelectionNotFound().Error() {
-		return err // a missing store or namespace, or no "not found" at all
-	}
-	what := nf.What
-	if f.Agent == "" && f.Session == "" {
-		what = fmt.Sprintf("sessions in namespace %q", f.Namespace)
-	}
-	out := &cmdcli.NotFoundError{What: what, Hint: nf.Hint}
-	s, serr := cmdcli.OpenStore(ctx, f.URL, f.Namespace, cmdcli.ReadOnly)
-	if serr != nil {
-		return out
-	}
-	defer s.Close()
-	hiding, herr := hidingObjects(ctx, s, f)
-	if herr != nil || len(hiding) == 0 {
-		return out
-	}
-	for i, k := range hiding {
-		hiding[i] = cmdcli.Escape(k)
-	}
-	objects := "an object"
-	if len(hiding) > 1 {
-		objects = cmdcli.Count(len(hiding), "object")
-	}
-	out.Hint = fmt.Sprintf("the bucket holds %s named like a key prefix of the store, %s, which hides the segments "+
-		"under that prefix from the listings of some S3 servers (MinIO): move or delete it, and the segments list again",
-		objects, strings.Join(hiding, ", "))
-	return out
-}
-
-// hidingObjects returns the keys of the objects, among those StrayObjects names
-// in f's namespace and in the agents f selects, that are named like a prefix
-// f asks for: the key prefix (without its "/") of the agent or the session f
-// names, or, without --session, of any agent or session there.
-func hidingObjects(ctx context.Context, s *transcript.Store, f *cmdcli.StoreFlags) ([]string, error) {
-	agents := []string{f.Agent}
-	if f.Agent == "" {
-		listed, err := s.ListAgents(ctx, f.Namespace)
-		if err != nil {
-			return nil, err
-		}
-		agents = listed
-	}
-	// The namespace's key prefix, ending in "/": a session's without agent and session.
-	base := strings.TrimSuffix(s.SessionPrefix(transcript.TranscriptRef{Namespace: f.Namespace, AgentID: "a", SessionID: "s"}), "a/s/")
-	asked := func(key string) bool {
-		if f.Agent != "" && key == base+f.Agent {
-			return true // the agent's own prefix, whatever the session
-		}
-		if f.Session != "" {
-			for _, a := range agents {
-				if key == base+a+"/"+f.Session {
-					return true
-				}
-			}
-			return false
-		}
-		dir, name := "", key
-		if i := strings.LastIndexByte(key, '/'); i >= 0 {
-			dir, name = key[:i+1], key[i+1:]
-		}
-		if f.Agent != "" && dir != base+f.Agent+"/" || f.Agent == "" && dir != base && strings.Count(dir, "/") != strings.Count(base, "/")+1 {
-			return false // not directly under the namespace or an agent asked for
-		}
-		return transcript.ValidatePart("name", name) == nil
-	}
-	var out []string
-	for _, agent := range append([]string{""}, agents...) {
-		keys, err := s.StrayObjects(ctx, f.Namespace, agent)
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range keys {
-			if asked(k) {
-				out = append(out, k)
-			}
-		}
-	}
-	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -47,7 +48,10 @@ func listedSessionReader(l *transcript.Listed) *sessionReader {
 }
 
 // list lists the session, unless it is listed: a default-mode session without
-// segments is not found.
+// segments is not found, or hidden (a cmdcli.HiddenError, which is no "not
+// found") when the bucket holds an object named like its key prefix, which
+// hides its segments from MinIO's listings: only a session listed empty pays
+// for the Stat that asks for one (cmdcli.SessionHidingObject).
 func (r *sessionReader) list(ctx context.Context) error {
 	if r.l != nil {
 		return nil
@@ -57,6 +61,10 @@ func (r *sessionReader) list(ctx context.Context) error {
 		return err
 	}
 	if len(infos) == 0 && !head {
+		// A failed Stat leaves the session not found, as the listing said.
+		if key, err := cmdcli.SessionHidingObject(ctx, r.s, r.ref); err == nil && key != "" {
+			return &cmdcli.HiddenError{What: "session " + r.ref.String(), Objects: []string{key}}
+		}
 		return fmt.Errorf("read %s: %w", r.ref, bucket.ErrNotFound)
 	}
 	r.l, r.strict = r.s.Listed(r.ref, infos), head

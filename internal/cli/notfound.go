@@ -102,12 +102,13 @@ func (f *StoreFlags) CheckSelection(ctx context.Context, all *transcript.Store) 
 			}
 		}
 	}
-	return f.SelectionNotFound()
+	return f.EmptySelection(ctx, all)
 }
 
-// SelectionNotFound is the NotFoundError for an agent or session of the
-// selection that no namespace searched holds.
-func (f *StoreFlags) SelectionNotFound() error {
+// SelectionNotFound is the NotFoundError for the selection (the sessions of
+// --ns, of --agent there, or the one --session) that no namespace searched
+// holds: it names what was asked.
+func (f *StoreFlags) SelectionNotFound() *NotFoundError {
 	in := "any namespace"
 	if f.Namespace != "" {
 		in = fmt.Sprintf("namespace %q", f.Namespace)
@@ -120,6 +121,8 @@ func (f *StoreFlags) SelectionNotFound() error {
 		return &NotFoundError{What: fmt.Sprintf("session %q of agent %q in %s", f.Session, f.Agent, in)}
 	case f.Session != "":
 		return &NotFoundError{What: fmt.Sprintf("session %q in %s", f.Session, in)}
+	case f.Agent == "":
+		return &NotFoundError{What: "sessions in " + in}
 	default:
 		return &NotFoundError{What: fmt.Sprintf("agent %q in %s", f.Agent, in)}
 	}

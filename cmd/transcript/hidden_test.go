@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/internal/s3test"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// hiddenStore returns the URL of a new MinIO store holding sessions (of agent
+// coder, each with a header and one entry) and then an object named hider, as an
+// S3 tool writes it when it copies a file to default/coder/s1 while the
+// session's segments are under default/coder/s1/: MinIO lists nothing under
+// the prefix the object hides.
+func hiddenStore(t *testing.T, hider string, sessions ...string) string {
+	t.Helper()
+	b := s3test.NewS3Bucket(t, "hg-hide-")
+	endpoint, _, _ := s3test.S3Endpoint(t)
+	store := fmt.Sprintf("s3://%s?endpoint=%s&insecure=true", b.Name(), endpoint)
+	for _, sid := range sessions {
+		r := cliWith(t, cmdOpts{stdin: headerLine(sid) + "\n" + entryLine("e1", "") + "\n"},
+			"append", "--store", store+"&create=true", "--agent", "coder", "--session", sid)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	require.NoError(t, b.Put(t.Context(), hider, strings.NewReader("x"), 1, bucket.PutOptions{}))
+	return store
+}
+
+// TestHiddenSession_EveryCommandNamesTheObject: when an object named like a
+// session's (or its agent's) key prefix hides the only session asked for,
+// every command that reads sessions fails naming what was asked and the
+// object, as ls did alone: cat, export, context, tree and restore --session
+// said `session ...: not found`, stats and restore `agent "" in namespace
+// "default": not found`. (MinIO still lists a session's own prefix under a
+// hidden agent's: what reads the one session named then finds it.)
+func TestHiddenSession_EveryCommandNamesTheObject(t *testing.T) {
+	for _, hider := range []string{"default/coder/s1", "default/coder"} {
+		t.Run(hider, func(t *testing.T) {
+			store := hiddenStore(t, hider, "s1")
+			hint := "an object named like a key prefix of the store, " + hider + ", which hides"
+			one := []string{"--agent", "coder", "--session", "s1"}
+			out := filepath.Join(t.TempDir(), "out")
+			tests := []struct {
+				args []string
+				what string
+			}{
+				{append([]string{"cat"}, one...), "session default/coder/s1: not found"},
+				{append([]string{"export"}, one...), "session default/coder/s1: not found"},
+				{append([]string{"context"}, one...), "session default/coder/s1: not found"},
+				{append([]string{"tree"}, one...), "session default/coder/s1: not found"},
+				{append([]string{"restore", "--out", out}, one...), "session default/coder/s1: not found"},
+				{[]string{"restore", "--out", out}, `sessions in namespace "default": not found`},
+				{[]string{"ls"}, `sessions in namespace "default": not found`},
+				{[]string{"stats"}, `sessions in namespace "default": not found`},
+				{[]string{"stats", "--agent", "coder"}, `agent "coder" in namespace "default": not found`},
+			}
+			for _, tt := range tests {
+				t.Run(strings.ReplaceAll(strings.Join(tt.args, " "), out, "DIR"), func(t *testing.T) {
+					r := cli(t, append(append([]string{}, tt.args...), "--store", store)...)
+					if hider == "default/coder" && tt.args[0] != "restore" && tt.what == "session default/coder/s1: not found" {
+						// MinIO lists a session's own prefix under a hidden agent's:
+						// what reads the one session named finds it.
+						require.Equal(t, 0, r.code, r.stderr)
+						return
+					}
+					require.Equal(t, 1, r.code, r.stdout)
+					require.Contains(t, r.stderr, tt.what)
+					require.Contains(t, r.stderr, hint)
+				})
+			}
+		})
+	}
+}

@@ -76,3 +76,45 @@ func TestHiddenSession_EveryCommandNamesTheObject(t *testing.T) {
 		})
 	}
 }
+
+// TestHiddenSession_VerifyNamesTheObject: verify names an object that hides
+// a session as a problem (exit 1): when it hides every session asked for, it
+// used to fail as ls did (`agent "" in namespace "default": not found`),
+// naming nothing; when others are listed, it names the object as outside every
+// session and says what it hides.
+func TestHiddenSession_VerifyNamesTheObject(t *testing.T) {
+	one := []string{"--agent", "coder", "--session", "s1"}
+	for _, hider := range []string{"default/coder/s1", "default/coder"} {
+		t.Run(hider, func(t *testing.T) {
+			store := hiddenStore(t, hider, "s1")
+			where, kind := "default/coder", "session"
+			if hider == "default/coder" {
+				where, kind = "default", "agent"
+			}
+			problem := fmt.Sprintf("%s: %s: not part of the store's key layout, outside every session (readers ignore it); "+
+				"named like the key prefix of %s %s, it hides every segment stored under %s/", where, hider, kind, hider, hider)
+			for _, args := range [][]string{nil, {"--agent", "coder"}, one} {
+				t.Run(strings.Join(append([]string{"verify"}, args...), " "), func(t *testing.T) {
+					r := cli(t, append([]string{"verify", "--store", store}, args...)...)
+					require.Equal(t, 1, r.code, r.stderr)
+					require.Empty(t, r.stderr, "the object is a problem verify names, not a failure")
+					require.Contains(t, r.stdout, problem)
+					require.Contains(t, r.stdout, "1 problem in 0 segments of 0 sessions")
+				})
+			}
+			t.Run("verify --json", func(t *testing.T) {
+				r := cli(t, "verify", "--store", store, "--json")
+				require.Equal(t, 1, r.code, r.stderr)
+				require.Contains(t, r.stdout, fmt.Sprintf(`"session":%q,"key":%q`, where, hider))
+			})
+		})
+	}
+	t.Run("others listed", func(t *testing.T) {
+		store := hiddenStore(t, "default/coder/s1", "s1", "s2")
+		r := cli(t, "verify", "--store", store)
+		require.Equal(t, 1, r.code, r.stderr)
+		require.Contains(t, r.stdout, "default/coder: default/coder/s1: not part of the store's key layout")
+		require.Contains(t, r.stdout, "named like the key prefix of session default/coder/s1, it hides every segment stored under default/coder/s1/")
+		require.Contains(t, r.stdout, "1 problem in 1 segment of 1 session")
+	})
+}

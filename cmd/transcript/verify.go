@@ -26,7 +26,12 @@ is checked against each input it names that still exists: a segment that claims 
 input whose entries it does not all hold (forged or damaged) is a problem naming
 both keys. Keys under a session that are not part of the layout (not a segment, a
 deletion mark or the head; readers ignore them) are named too, and so are deletion
-marks the compaction job ignores (their content is not a mark). Then it checks each
+marks the compaction job ignores (their content is not a mark), and objects directly
+under the namespace's or an agent's key prefix (none with --session, only the
+agent's with --agent). Such an object named like an agent's or a session's key prefix
+(an S3 tool's copy of a file to acme/coder/s1) hides what is stored under that
+prefix from the listings of some S3 servers (MinIO): verify says so, and names it
+as a problem also when it hides every session asked for. Then it checks each
 session's tree: entries whose parent is missing (dangling), parent cycles, ids
 that carry different contents in different segments (conflicts), more than one
 session header (one line naming each), and context edits
@@ -77,6 +82,12 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	parallel := fs.Int("parallel", cmdcli.DefaultParallel, "sessions checked at once")
 	noPayloads := fs.Bool("no-payloads", false, "check that every payload object exists, without reading payloads")
 	s, refs, err := sf.parseSelection(ctx, fs, args, parallel, nil)
+	var hidden *cmdcli.HiddenError
+	if errors.As(err, &hidden) {
+		// Objects named like a key prefix hide every session asked for: they
+		// are problems to name, not a selection that was not found.
+		s, err = sf.openStore(ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -119,6 +130,14 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	sum.Problems = append(sum.Problems, stray...)
+	if hidden != nil {
+		base := cmdcli.NamespaceKeyPrefix(s, sf.Namespace)
+		for _, k := range hidden.Objects {
+			if !slices.ContainsFunc(stray, func(p verifyProblem) bool { return p.Key == k }) {
+				sum.Problems = append(sum.Problems, strayProblem(base, sf.Namespace, k))
+			}
+		}
+	}
 	if sf.json {
 		if err := writeJSON(env.stdout, sum); err != nil {
 			return err
@@ -164,17 +183,42 @@ func strayProblems(ctx context.Context, s *transcript.Store, sf *storeFlags) ([]
 		levels = append(levels, level{sf.Namespace + "/" + sf.Agent, sf.Agent})
 	}
 	var problems []verifyProblem
+	base := cmdcli.NamespaceKeyPrefix(s, sf.Namespace)
 	for _, l := range levels {
 		keys, err := s.StrayObjects(ctx, sf.Namespace, l.agent)
 		if err != nil {
 			return nil, err
 		}
 		for _, k := range keys {
-			problems = append(problems, verifyProblem{Session: l.where, Key: k,
-				Problem: "not part of the store's key layout, outside every session (readers ignore it)"})
+			problems = append(problems, strayProblem(base, sf.Namespace, k))
 		}
 	}
 	return problems, nil
+}
+
+// strayProblem is the problem of key, an object directly under the key prefix
+// base of namespace ns or of one of its agents, where no part of the layout
+// puts one. Named like the key prefix of an agent or a session (without its
+// "/"), as an S3 tool names the copy of a file to acme/coder/s1, it also hides
+// from the listings of some S3 servers (MinIO) whatever is stored under that
+// prefix: the problem says so, naming that agent or session.
+func strayProblem(base, ns, key string) verifyProblem {
+	rel, _ := strings.CutPrefix(key, base)
+	where, name := ns, rel
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		where, name = ns+"/"+rel[:i], rel[i+1:]
+	}
+	p := verifyProblem{Session: where, Key: key,
+		Problem: "not part of the store's key layout, outside every session (readers ignore it)"}
+	if strings.Count(rel, "/") <= 1 && transcript.ValidatePart("name", name) == nil {
+		kind := "agent"
+		if where != ns {
+			kind = "session"
+		}
+		p.Problem += fmt.Sprintf("; named like the key prefix of %s %s/%s, it hides every segment stored under %s/ from the listings "+
+			"of some S3 servers (MinIO), which then miss that %s: move or delete it", kind, ns, rel, key, kind)
+	}
+	return p
 }
 
 // checkSession reads and checks every segment of ref, then the tree their entries

@@ -23,7 +23,7 @@ import (
 
 // Uploader hands a follower's lines to a mirror's outbox, and reads what the
 // outbox and the store hold. It is a follow.Uploader and a follow.Store that
-// tells, with one listing, whether the store lost a session
+// tells, usually with one HEAD, whether the store lost a session
 // (follow.SessionChecker).
 type Uploader struct {
 	m *mirror.Mirror
@@ -32,7 +32,7 @@ type Uploader struct {
 	mu sync.Mutex
 	// headerAt maps a session (TranscriptRef.String) to the key of a segment
 	// the store held with the session's header: a key names the same bytes
-	// for good, so a listing that still shows it shows the header.
+	// for good, so while that object is there the header is.
 	headerAt map[string]string
 }
 
@@ -102,24 +102,32 @@ func (u *Uploader) Entries(ctx context.Context, ref transcript.TranscriptRef) ([
 // a segment holding its header. A session of entries without a header (what an
 // outbox uploads after the store lost the session's start under it: its bucket
 // deleted and created again while later lines waited) counts as lost, so that
-// the follower uploads the header and what the session lacks. It costs one
-// listing; a segment is read only when the listing no longer shows the one
-// that held the header last time (the first ask, after a compaction), the
-// highest level first. A store that answers "not found" holds nothing.
+// the follower uploads the header and what the session lacks. Once it has
+// found the segment holding the header, it asks whether that object is still
+// there (one HEAD: a key names the same bytes for good); when it is not (the
+// first ask, after a compaction, a wipe), it lists the session once and reads
+// its segments, the highest level first, until one holds the header. A store
+// that answers "not found" holds nothing.
 func (u *Uploader) SessionExists(ctx context.Context, ref transcript.TranscriptRef) (bool, error) {
+	name := ref.String()
+	u.mu.Lock()
+	known := u.headerAt[name]
+	u.mu.Unlock()
+	if known != "" {
+		_, err := u.s.Bucket().Stat(ctx, known)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, bucket.ErrNotFound) {
+			return false, fmt.Errorf("look for the session header of %s: %w", ref, err)
+		}
+	}
 	infos, err := u.s.ListSegments(ctx, ref)
 	if errors.Is(err, bucket.ErrNotFound) {
 		infos, err = nil, nil
 	}
 	if err != nil {
 		return false, err
-	}
-	name := ref.String()
-	u.mu.Lock()
-	known := u.headerAt[name]
-	u.mu.Unlock()
-	if known != "" && slices.ContainsFunc(infos, func(in transcript.SegmentInfo) bool { return in.Key == known }) {
-		return true, nil
 	}
 	key, err := u.headerSegment(ctx, infos)
 	if err != nil {

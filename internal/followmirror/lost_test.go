@@ -15,24 +15,37 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
-// getCounter counts the objects read from its bucket.
-type getCounter struct {
+// counter counts the reads, HEADs and listings of its bucket.
+type counter struct {
 	bucket.Bucket
-	gets atomic.Int64
+	gets, stats, lists atomic.Int64
 }
 
-func (g *getCounter) Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
-	g.gets.Add(1)
-	return g.Bucket.Get(ctx, key)
+func (c *counter) Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error) {
+	c.gets.Add(1)
+	return c.Bucket.Get(ctx, key)
 }
+
+func (c *counter) Stat(ctx context.Context, key string) (bucket.ObjectInfo, error) {
+	c.stats.Add(1)
+	return c.Bucket.Stat(ctx, key)
+}
+
+func (c *counter) List(ctx context.Context, opts bucket.ListOptions, fn func(bucket.ObjectInfo) error) error {
+	c.lists.Add(1)
+	return c.Bucket.List(ctx, opts, fn)
+}
+
+// requests returns the counts of reads, HEADs and listings so far.
+func (c *counter) requests() [3]int64 { return [3]int64{c.gets.Load(), c.stats.Load(), c.lists.Load()} }
 
 // TestUploader_SessionExistsWantsTheHeader: a session the store holds only
 // later entries of, without its header (what an outbox uploads after the
 // store lost the session's start under it: the bucket deleted and created
 // again while those lines waited), is lost for the follower, which then
 // uploads the header and what the session lacks; a session whose header the
-// store holds, compacted or not, is held. A listing that still shows the
-// segment found holding the header is read no further.
+// store holds, compacted or not, is held. Once the segment holding the header
+// is found, asking again costs one HEAD of it.
 func TestUploader_SessionExistsWantsTheHeader(t *testing.T) {
 	header := []byte(`{"type":"session","version":3,"id":"s","timestamp":"2026-01-02T03:04:05.678Z","cwd":"/w"}`)
 	entry := func(id, parent string) []byte {
@@ -59,7 +72,7 @@ func TestUploader_SessionExistsWantsTheHeader(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
-			b := &getCounter{Bucket: membucket.New()}
+			b := &counter{Bucket: membucket.New()}
 			store, err := transcript.New(transcript.Config{Bucket: b, Prefix: "p"})
 			require.NoError(t, err)
 			defer store.Close()
@@ -84,11 +97,12 @@ func TestUploader_SessionExistsWantsTheHeader(t *testing.T) {
 			if !tt.want {
 				return
 			}
-			before := b.gets.Load()
+			before := b.requests()
 			got, err = u.SessionExists(ctx, ref)
 			require.NoError(t, err)
 			require.True(t, got)
-			require.Equal(t, before, b.gets.Load(), "a listing that shows the header's segment is enough")
+			require.Equal(t, [3]int64{before[0], before[1] + 1, before[2]}, b.requests(),
+				"one HEAD of the segment found holding the header is enough: no read, no listing")
 
 			// The bucket emptied under the follower, and a later segment
 			// uploaded to it: lost, though the header's segment was seen.

@@ -39,12 +39,15 @@
 // A store that lost what was handed over (its bucket deleted and created again
 // empty, its prefix deleted) is filled again: before it hands over the next
 // lines of a file, the follower asks the uploader, then a Store that is a
-// SessionChecker (one listing), whether either still holds the session; when
-// neither does, the whole file is uploaded again, header first, so that no
-// line goes into a session without its header. A store that holds no session
+// SessionChecker (cheaply: the followmirror adapter HEADs the segment it found
+// holding the header), whether either still holds the session with its header;
+// when neither does (entries of it without the header do not count), the
+// whole file is uploaded again, header first, so that no line goes into a
+// session without its header. A store that holds no session
 // at all (asked then, and by Run each rescan interval: one listing) makes the
 // follower ask about every file, so that the sessions of files that do not
-// grow come back too; a session deleted on purpose from a store that holds
+// grow come back too, as does a reconcile that finds a session's entries
+// without its header; a session deleted on purpose from a store that holds
 // others (a retention policy) is uploaded again only when its file grows.
 // Lines handed over while the store could not answer make the next read that
 // finds it answering reconcile (and, when the store lost the session's start,

@@ -43,8 +43,8 @@ type Store interface {
 	Entries(ctx context.Context, ref transcript.TranscriptRef) ([][]byte, error)
 }
 
-// SessionChecker is a Store that also tells cheaply (one listing, no read of
-// the entries) whether it holds a session at all. With it, the follower checks
+// SessionChecker is a Store that also tells cheaply (a request or two, no read
+// of the entries each time) whether it holds a session with its header. With it, the follower checks
 // before it hands over the new lines of a file it handed lines of over before
 // that the uploader or the store still holds the session: when neither does
 // (the bucket was deleted and created again empty, or the session's prefix

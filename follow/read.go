@@ -171,7 +171,7 @@ const storeCheckTimeout = 5 * time.Second
 // uploader holds it when it holds its header (the session's first segment
 // waits there); later lines it holds do not count, as the store may have lost
 // what came before them. Only a
-// Store that is a SessionChecker is asked (one listing); with another, the
+// Store that is a SessionChecker is asked (cheaply); with another, the
 // session counts as held. A store that failed to answer is not asked again
 // for a rescan interval: every file's answer is holdsUnknown meanwhile, so an
 // outage does not hold up every read.

@@ -44,11 +44,12 @@ skips it; a file rewritten in place is read again, and lines the store holds
 the bucket. A session the store lost (its bucket deleted and created again,
 its prefix emptied) is uploaded again whole, header first, before the file's
 next lines ("rewritten"): follow asks the store whether it holds the session
-with its header (one listing) before each upload of a file's new lines; lines
-the outbox uploaded after a wipe, without the header, do not count. A store
-that holds no session at all (looked at each --rescan), or one without its
-header, gets every file's session again; a session deleted on purpose
-(retention) comes back only if its file grows. The state (bytes uploaded per file and their checksum) and the
+with its header (one HEAD of the segment holding it; a listing when that is
+gone) before each upload of a file's new lines; lines the outbox uploaded
+after a wipe, without the header, do not count. A store that holds no session
+at all (looked at each --rescan), or one without its header, gets every
+file's session again; a session deleted on purpose (retention) comes back
+only if its file grows. The state (bytes uploaded per file and their checksum) and the
 outbox (lines handed over, not yet in the bucket) live in --state-dir: a
 restart after a crash resumes there, uploading no line twice and skipping none.
 

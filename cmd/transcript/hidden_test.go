@@ -118,3 +118,23 @@ func TestHiddenSession_VerifyNamesTheObject(t *testing.T) {
 		require.Contains(t, r.stdout, "1 problem in 1 segment of 1 session")
 	})
 }
+
+// TestHiddenSession_LsWarns: when other sessions are still listed, ls used to
+// leave the hidden one out silently; it lists the others and warns of the
+// object on stderr (exit 0).
+func TestHiddenSession_LsWarns(t *testing.T) {
+	store := hiddenStore(t, "default/coder/s1", "s1", "s2")
+	warning := "Warning: sessions may be missing: the bucket holds an object named like a key prefix of the store, default/coder/s1, which hides"
+	for _, args := range [][]string{nil, {"--json"}, {"--segments"}, {"--agent", "coder"}} {
+		t.Run(strings.Join(append([]string{"ls"}, args...), " "), func(t *testing.T) {
+			r := cli(t, append([]string{"ls", "--store", store}, args...)...)
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Contains(t, r.stdout, "s2")
+			require.NotContains(t, r.stdout, "s1")
+			require.Contains(t, r.stderr, warning)
+		})
+	}
+	t.Run("ls --session s2", func(t *testing.T) {
+		require.Contains(t, ok(t, "ls", "--store", store, "--agent", "coder", "--session", "s2"), "s2")
+	})
+}

@@ -30,7 +30,13 @@ longer read but stay stored until their delete delay has passed, so 'stats' and
 'ls --segments', which count every stored segment, may show more. With --segments
 it lists each session's stored segments instead. --json prints one JSON object per
 line. A session that cannot be read (a corrupt segment) is reported on stderr after
-the others are listed, and the exit code is 1.
+the others are listed, and the exit code is 1. An object named exactly like an
+agent's or a session's key prefix (an S3 tool's copy of a file to acme/coder/s1)
+hides the segments under that prefix from the listings of some S3 servers
+(MinIO), and with them the session: without --session, ls warns of such objects
+on stderr (it lists the namespace's and each agent's own objects for that, one
+listing each, a small part of what reading the sessions costs); when nothing else
+is listed, it fails naming them. verify names them as problems.
 
 Examples:
   transcript ls
@@ -75,6 +81,7 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer s.Close()
+	warnHiding(ctx, env, s, sf)
 	if *segments {
 		return lsSegments(ctx, env, s, refs, sf.json)
 	}
@@ -274,4 +281,22 @@ func forEachSession(ctx context.Context, parallel int, refs []transcript.Transcr
 		g.Go(func() error { return fn(gctx, i, ref) })
 	}
 	return g.Wait()
+}
+
+// warnHiding warns on stderr of the objects, in the namespace and the agents
+// sf selects, named like the key prefix of an agent or a session (see
+// cmdcli.HidingObjects), which hide from MinIO's listings the sessions under
+// that prefix: the selection listed other sessions, so without a warning the
+// hidden ones would be left out silently. With --session, which was listed,
+// nothing can be hidden. A failure to list is not warned of: the reads that
+// follow report it.
+func warnHiding(ctx context.Context, env *cliEnv, s *transcript.Store, sf *storeFlags) {
+	if sf.Session != "" {
+		return
+	}
+	hiding, err := cmdcli.HidingObjects(ctx, s, sf.Namespace, sf.Agent, "")
+	if err != nil || len(hiding) == 0 {
+		return
+	}
+	fmt.Fprintf(env.stderr, "Warning: sessions may be missing: %s (run transcript verify)\n", cmdcli.HidingHint(hiding))
 }

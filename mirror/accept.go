@@ -32,7 +32,7 @@ func (m *Mirror) Upload(ctx context.Context, b sessiontree.Batch) error {
 	}
 	if !m.cfg.BlockWhenFull {
 		// Refuse early, before spending time on encoding.
-		if err := m.full(0); err != nil {
+		if err := m.full(1, 0); err != nil {
 			return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
 		}
 	}
@@ -44,11 +44,21 @@ func (m *Mirror) Upload(ctx context.Context, b sessiontree.Batch) error {
 		}
 		return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
 	}
-	// A batch larger than a segment holds becomes several, uploaded in order. If
-	// one of them is not accepted, the caller hands the whole batch over again:
-	// the segments accepted before hold identical copies, which readers collapse.
-	for _, obj := range objs {
-		if err := m.accept(ctx, obj); err != nil {
+	// A batch larger than a segment holds becomes several, uploaded in order.
+	// The bounds take them all or none, so that a refusal accepts nothing of a
+	// batch the caller hands over again whole. Only a journal write that fails
+	// midway leaves the segments before it accepted: readers collapse their
+	// identical copies.
+	jobs, err := m.reserve(ctx, objs)
+	if err != nil {
+		return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
+	}
+	for i, j := range jobs {
+		if err := m.accept(j); err != nil {
+			for _, j := range jobs[i+1:] {
+				m.release(j)
+				m.uploads.Done()
+			}
 			return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
 		}
 	}
@@ -67,14 +77,10 @@ func (m *Mirror) prepare(b sessiontree.Batch) ([]transcript.SegmentObject, error
 	return m.cfg.Store.PrepareSegments(b.Ref, b.Entries, m.cfg.Writer)
 }
 
-// accept appends one prepared segment to the outbox journal and enqueues it.
-func (m *Mirror) accept(ctx context.Context, obj transcript.SegmentObject) error {
-	j, err := m.reserve(ctx, obj.Info.Key, obj.Data)
-	if err != nil {
-		return err
-	}
+// accept appends the segment reserved as j to the outbox journal and enqueues
+// it.
+func (m *Mirror) accept(j *job) error {
 	defer m.uploads.Done()
-	j.entries = int(obj.Meta.EntryCount)
 	jf, pos, err := m.journal.append(j.key, j.data)
 	if err != nil {
 		m.release(j)
@@ -90,36 +96,41 @@ func (m *Mirror) isClosed() bool {
 	return m.closed
 }
 
-// full reports, as an error wrapping ErrBackpressure, whether a segment of size bytes
-// does not fit within the bounds. A segment always fits into an empty outbox.
-func (m *Mirror) full(size int64) error {
+// full reports, as an error wrapping ErrBackpressure, whether count segments of
+// size bytes in all do not fit within the bounds. They always fit into an empty
+// outbox.
+func (m *Mirror) full(count int, size int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.fullLocked(size)
+	return m.fullLocked(count, size)
 }
 
-func (m *Mirror) fullLocked(size int64) error {
+func (m *Mirror) fullLocked(count int, size int64) error {
 	n := len(m.pending)
 	if n == 0 {
 		return nil
 	}
-	if n >= m.cfg.MaxPending || m.bytes+size > m.cfg.MaxPendingBytes {
+	if n+count > m.cfg.MaxPending || m.bytes+size > m.cfg.MaxPendingBytes {
 		return fmt.Errorf("%w: %d segments, %d bytes pending (bounds %d segments, %d bytes)",
 			ErrBackpressure, n, m.bytes, m.cfg.MaxPending, m.cfg.MaxPendingBytes)
 	}
 	return nil
 }
 
-// reserve accounts a new segment as pending, waiting for room if so configured.
-func (m *Mirror) reserve(ctx context.Context, key string, data []byte) (*job, error) {
-	size := int64(len(data))
+// reserve accounts the segments objs as pending, all or none, waiting for room
+// if so configured. The caller calls m.uploads.Done once for each job returned.
+func (m *Mirror) reserve(ctx context.Context, objs []transcript.SegmentObject) ([]*job, error) {
+	var size int64
+	for _, obj := range objs {
+		size += int64(len(obj.Data))
+	}
 	m.mu.Lock()
 	for {
 		if m.closed {
 			m.mu.Unlock()
 			return nil, ErrClosed
 		}
-		err := m.fullLocked(size)
+		err := m.fullLocked(len(objs), size)
 		if err == nil {
 			break
 		}
@@ -137,11 +148,18 @@ func (m *Mirror) reserve(ctx context.Context, key string, data []byte) (*job, er
 		m.mu.Lock()
 	}
 	defer m.mu.Unlock()
-	j := &job{key: key, session: transcript.SessionOfKey(key), size: size, data: data, enqueued: time.Now(), done: make(chan struct{})}
-	m.pending[j] = struct{}{}
-	m.bytes += size
-	m.uploads.Add(1)
-	return j, nil
+	jobs := make([]*job, len(objs))
+	now := time.Now()
+	for i, obj := range objs {
+		key := obj.Info.Key
+		j := &job{key: key, session: transcript.SessionOfKey(key), size: int64(len(obj.Data)), data: obj.Data,
+			entries: int(obj.Meta.EntryCount), enqueued: now, done: make(chan struct{})}
+		m.pending[j] = struct{}{}
+		m.bytes += j.size
+		jobs[i] = j
+	}
+	m.uploads.Add(len(jobs))
+	return jobs, nil
 }
 
 // release undoes reserve for a segment that never reached the outbox.

@@ -81,7 +81,15 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer s.Close()
-	warnHiding(ctx, env, s, sf)
+	// The objects hiding sessions are looked for while the sessions are read,
+	// and warned of last.
+	hiding := make(chan []string, 1)
+	go func() { hiding <- hidingObjects(ctx, s, sf) }()
+	defer func() {
+		if h := <-hiding; len(h) > 0 {
+			fmt.Fprintf(env.stderr, "Warning: sessions may be missing: %s (run transcript verify)\n", cmdcli.HidingHint(h))
+		}
+	}()
 	if *segments {
 		return lsSegments(ctx, env, s, refs, sf.json)
 	}
@@ -283,20 +291,19 @@ func forEachSession(ctx context.Context, parallel int, refs []transcript.Transcr
 	return g.Wait()
 }
 
-// warnHiding warns on stderr of the objects, in the namespace and the agents
-// sf selects, named like the key prefix of an agent or a session (see
+// hidingObjects returns the objects, in the namespace and the agents sf
+// selects, named like the key prefix of an agent or a session (see
 // cmdcli.HidingObjects), which hide from MinIO's listings the sessions under
 // that prefix: the selection listed other sessions, so without a warning the
 // hidden ones would be left out silently. With --session, which was listed,
-// nothing can be hidden. A failure to list is not warned of: the reads that
-// follow report it.
-func warnHiding(ctx context.Context, env *cliEnv, s *transcript.Store, sf *storeFlags) {
+// nothing can be hidden. A failure to list gives none: the reads report it.
+func hidingObjects(ctx context.Context, s *transcript.Store, sf *storeFlags) []string {
 	if sf.Session != "" {
-		return
+		return nil
 	}
 	hiding, err := cmdcli.HidingObjects(ctx, s, sf.Namespace, sf.Agent, "")
-	if err != nil || len(hiding) == 0 {
-		return
+	if err != nil {
+		return nil
 	}
-	fmt.Fprintf(env.stderr, "Warning: sessions may be missing: %s (run transcript verify)\n", cmdcli.HidingHint(hiding))
+	return hiding
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
@@ -57,7 +60,7 @@ func NamespaceKeyPrefix(s *transcript.Store, ns string) string {
 // prefix (without its "/") asked for: the agent's or the session's when
 // given, or, without session, any agent's or session's there. It costs a
 // delimited listing of the namespace and one of each agent asked for (and one
-// of the agents, without agent).
+// of the agents, without agent), DefaultParallel at a time.
 func HidingObjects(ctx context.Context, s *transcript.Store, ns, agent, session string) ([]string, error) {
 	agents := []string{agent}
 	if agent == "" {
@@ -89,19 +92,25 @@ func HidingObjects(ctx context.Context, s *transcript.Store, ns, agent, session 
 		}
 		return transcript.ValidatePart("name", name) == nil
 	}
-	var out []string
-	for _, a := range append([]string{""}, agents...) {
-		keys, err := s.StrayObjects(ctx, ns, a)
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range keys {
-			if asked(k) {
-				out = append(out, k)
+	all := append([]string{""}, agents...)
+	found := make([][]string, len(all))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(DefaultParallel)
+	for i, a := range all {
+		g.Go(func() error {
+			keys, err := s.StrayObjects(gctx, ns, a)
+			for _, k := range keys {
+				if asked(k) {
+					found[i] = append(found[i], k)
+				}
 			}
-		}
+			return err
+		})
 	}
-	return out, nil
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return slices.Concat(found...), nil
 }
 
 // SessionHidingObject returns the key of the object named like the key prefix

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -136,5 +137,43 @@ func TestHiddenSession_LsWarns(t *testing.T) {
 	}
 	t.Run("ls --session s2", func(t *testing.T) {
 		require.Contains(t, ok(t, "ls", "--store", store, "--agent", "coder", "--session", "s2"), "s2")
+	})
+}
+
+// TestHiddenSession_RestoreFails: a restore of a namespace where an object
+// hides one session of several restores the others and exits 1 naming the
+// object (text and --json): the restored folder lacks a session the bucket
+// holds, so the run is not whole. It used to exit 0 without a word, and an
+// operator restoring after a disaster lost that session unawares.
+func TestHiddenSession_RestoreFails(t *testing.T) {
+	store := hiddenStore(t, "default/coder/s1", "s1", "s2")
+	for _, layout := range []string{"sessiontree", "pi"} {
+		for _, asJSON := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s json=%v", layout, asJSON), func(t *testing.T) {
+				args := []string{"restore", "--store", store, "--out", t.TempDir(), "--layout", layout}
+				if asJSON {
+					args = append(args, "--json")
+				}
+				r := cli(t, args...)
+				require.Equal(t, 1, r.code, "stdout %s stderr %s", r.stdout, r.stderr)
+				if asJSON {
+					var sum struct {
+						Restored int      `json:"restored"`
+						Hidden   []string `json:"hidden"`
+					}
+					require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum), r.stdout)
+					requireSchema(t, "transcript.restore", strings.TrimSuffix(r.stdout, "\n"))
+					require.Equal(t, 1, sum.Restored)
+					require.Equal(t, []string{"default/coder/s1"}, sum.Hidden)
+					return
+				}
+				require.Contains(t, r.stdout, "restored 1,")
+				require.Contains(t, r.stdout, "hidden default/coder/s1: the bucket holds an object named like a key prefix of the store")
+			})
+		}
+	}
+	t.Run("--session s2", func(t *testing.T) {
+		r := cli(t, "restore", "--store", store, "--out", t.TempDir(), "--agent", "coder", "--session", "s2")
+		require.Equal(t, 0, r.code, r.stderr)
 	})
 }

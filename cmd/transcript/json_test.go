@@ -82,6 +82,19 @@ func testJSONSchema(t *testing.T, b backend) {
 	}
 }
 
+// requireSchema fails t unless line, one JSON value, is the shape
+// docs/cli-json.schema.json gives the definition def.
+func requireSchema(t *testing.T, def, line string) {
+	t.Helper()
+	compiler := jsonschema.NewCompiler()
+	compiler.AssertFormat()
+	sch, err := compiler.Compile(cliSchema + "#/$defs/" + def)
+	require.NoError(t, err)
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+	require.NoError(t, err, line)
+	require.NoError(t, sch.Validate(inst), line)
+}
+
 // stuckOutbox returns an outbox with one stuck session, default/coder/s1.
 func stuckOutbox(t *testing.T) string {
 	t.Helper()

@@ -59,6 +59,12 @@ under "leftOut" with --json), writes the rest, and exits 1.
 A strict session (one transcript-serve created) is restored as its head commits
 it, as the server reads it: a segment no head commits is not part of it.
 
+An object named exactly like the key prefix of an agent or a session (an S3
+tool's copy of a file to acme/coder/s1) hides the sessions under that prefix
+from MinIO's listings: restore cannot see them. Without --session it looks for
+such objects while it restores the rest, names each ("hidden", and under
+"hidden" with --json), and exits 1; move or delete the object and run again.
+
 Files are built in a hidden scratch directory of DIR (.restore-*), removed when
 the run ends; one left by a run that was killed (kill -9, a crash) is removed by
 the next run into DIR, and one a running restore holds (flock) is left alone.
@@ -101,6 +107,10 @@ type restoreSummary struct {
 	// Interrupted is set when the run was cancelled (Ctrl-C, SIGTERM) before every
 	// session was done; the counts say how far it got.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Hidden names the objects, named like the key prefix of an agent or a
+	// session selected, that hide the sessions under that prefix from the
+	// listing (MinIO): those sessions are not restored, and the run exits 1.
+	Hidden []string `json:"hidden,omitempty"`
 }
 
 // restoreFailure names a session restore could not restore.
@@ -156,6 +166,19 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	if len(refs) == 1 {
 		tightenGC(oneSessionGCPercent)
 	}
+	// Sessions the listing cannot show are looked for while the others are
+	// restored (see hidingObjects).
+	hiding := make(chan []string, 1)
+	go func() { hiding <- hidingObjects(ctx, s, sf) }()
+	hidden := func() []string {
+		if hiding == nil {
+			return nil
+		}
+		h := <-hiding
+		hiding = nil
+		return h
+	}
+	defer hidden()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
@@ -226,6 +249,7 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	sum.Interrupted = err != nil
+	sum.Hidden = hidden()
 	sum.Seconds = time.Since(start).Seconds()
 	if err := sum.print(env, sf.json); err != nil {
 		return err
@@ -233,8 +257,8 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	if sum.Interrupted {
 		return fmt.Errorf("restore interrupted after %d of %d sessions: %w", sum.Restored+sum.Skipped+sum.Failed, sum.Sessions, err)
 	}
-	if sum.Failed > 0 || len(sum.LeftOut) > 0 {
-		return errProblems // a session written without some entries is not whole
+	if sum.Failed > 0 || len(sum.LeftOut) > 0 || len(sum.Hidden) > 0 {
+		return errProblems // a session written without some entries, or not at all: the restore is not whole
 	}
 	return nil
 }
@@ -277,6 +301,9 @@ func (sum restoreSummary) print(env *cliEnv, asJSON bool) error {
 	}
 	for _, f := range sum.Failures {
 		fmt.Fprintf(env.stdout, "failed %s: %s\n", f.Session, f.Error)
+	}
+	for _, k := range sum.Hidden {
+		fmt.Fprintf(env.stdout, "hidden %s: %s\n", cmdcli.Escape(k), cmdcli.HidingHint([]string{k}))
 	}
 	if sum.Interrupted {
 		fmt.Fprint(env.stdout, "interrupted: ")

@@ -50,17 +50,8 @@ func newS3TestBucket(t testing.TB) string {
 	name := "faultbucket-" + hex.EncodeToString(suffix)
 	b := newS3Client(t, name, s3Options{create: true})
 	t.Cleanup(func() { // runs before the client is closed
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		var keys []string
-		require.NoError(t, b.List(ctx, bucket.ListOptions{}, func(oi bucket.ObjectInfo) error {
-			keys = append(keys, oi.Key)
-			return nil
-		}))
-		for _, k := range keys {
-			require.NoError(t, b.Delete(ctx, k))
-		}
-		require.NoError(t, b.Client().RemoveBucket(ctx, name))
+		s3test.Empty(t, b)
+		require.NoError(t, b.Client().RemoveBucket(context.Background(), name))
 	})
 	return name
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/internal/s3test"
-	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 )
 
@@ -35,19 +34,19 @@ func TestFollow_StoreLostUnderFollower(t *testing.T) {
 		event string
 	}{
 		{"bucket deleted and created again", func(t *testing.T, b *s3bucket.Bucket, name string) func() {
-			emptyBucket(t, b)
+			s3test.Empty(t, b)
 			require.NoError(t, b.Client().RemoveBucket(t.Context(), name))
 			require.NoError(t, b.Client().MakeBucket(t.Context(), name, minioMakeBucket))
 			return func() {}
 		}, "no longer hold session"},
 		{"prefix emptied", func(t *testing.T, b *s3bucket.Bucket, _ string) func() {
-			emptyBucket(t, b)
+			s3test.Empty(t, b)
 			return func() {}
 		}, "no longer hold session"},
 		// The line handed over while the bucket was gone lands in it without
 		// a header: the next read finds the session lost, as above.
 		{"bucket gone while Pi writes", func(t *testing.T, b *s3bucket.Bucket, name string) func() {
-			emptyBucket(t, b)
+			s3test.Empty(t, b)
 			require.NoError(t, b.Client().RemoveBucket(t.Context(), name))
 			return func() { require.NoError(t, b.Client().MakeBucket(t.Context(), name, minioMakeBucket)) }
 		}, "no longer hold session"},
@@ -60,7 +59,7 @@ func TestFollow_StoreLostUnderFollower(t *testing.T) {
 				AccessKey: access, SecretKey: secret, Insecure: true, Create: true})
 			require.NoError(t, err)
 			t.Cleanup(func() {
-				emptyBucket(t, b)
+				s3test.Empty(t, b)
 				require.NoError(t, b.Client().RemoveBucket(context.Background(), name))
 				require.NoError(t, b.Close())
 			})
@@ -103,21 +102,6 @@ func TestFollow_StoreLostUnderFollower(t *testing.T) {
 
 // minioMakeBucket are the options of the buckets the test makes again.
 var minioMakeBucket = minio.MakeBucketOptions{Region: "us-east-1"}
-
-// emptyBucket deletes every object of b.
-func emptyBucket(t *testing.T, b *s3bucket.Bucket) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var keys []string
-	require.NoError(t, b.List(ctx, bucket.ListOptions{}, func(oi bucket.ObjectInfo) error {
-		keys = append(keys, oi.Key)
-		return nil
-	}))
-	for _, k := range keys {
-		require.NoError(t, b.Delete(ctx, k))
-	}
-}
 
 // appendEntry appends to the Pi session file p a user message whose parent is
 // its last line, as Pi appends one.

@@ -1,7 +1,7 @@
 // Package s3test is test support for the S3 tests of every package: the S3 test
 // servers named by the environment, one per engine (MinIO, and SeaweedFS as a
-// second engine), fresh buckets on them (Engine.NewBucket), and rclone against
-// MinIO (Rclone). Only tests import it. It lives outside
+// second engine), fresh buckets on them (Engine.NewBucket) and their emptying
+// (Empty), and rclone against MinIO (Rclone). Only tests import it. It lives outside
 // transcript/ because it uses minio-go directly (to remove a bucket), which only the
 // S3 backend may do there.
 package s3test
@@ -11,10 +11,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 )
 
@@ -52,4 +54,19 @@ func (e Engine) NewBucket(t testing.TB, namePrefix string) *s3bucket.Bucket {
 		_ = b.Close()
 	})
 	return b
+}
+
+// Empty deletes every object b lists, within a minute, failing t on an error.
+func Empty(t testing.TB, b bucket.Bucket) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var keys []string
+	require.NoError(t, b.List(ctx, bucket.ListOptions{}, func(oi bucket.ObjectInfo) error {
+		keys = append(keys, oi.Key)
+		return nil
+	}))
+	for _, k := range keys {
+		require.NoError(t, b.Delete(ctx, k))
+	}
 }

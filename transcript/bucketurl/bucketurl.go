@@ -153,15 +153,18 @@ func parseS3(u *url.URL, fail func(string, ...any) (Location, error)) (Location,
 			cfg.Endpoint = v
 		case "region":
 			cfg.Region = v
-		case "insecure", "create":
+		case "insecure", "create", "check":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
 				return fail("%s must be true or false", name)
 			}
-			if name == "insecure" {
+			switch name {
+			case "insecure":
 				cfg.Insecure = b
-			} else {
+			case "create":
 				cfg.Create = b
+			default:
+				cfg.NoCheck = !b
 			}
 		case "timeout":
 			d, err := time.ParseDuration(v)
@@ -170,8 +173,11 @@ func parseS3(u *url.URL, fail func(string, ...any) (Location, error)) (Location,
 			}
 			cfg.RequestTimeout = d
 		default:
-			return fail("unknown parameter %q (known: endpoint, region, insecure, create, timeout)", name)
+			return fail("unknown parameter %q (known: endpoint, region, insecure, create, check, timeout)", name)
 		}
+	}
+	if cfg.Create && cfg.NoCheck {
+		return fail("create=true needs the check that check=false leaves out")
 	}
 	return Location{Scheme: "s3", S3: cfg, Prefix: prefix}, nil
 }

@@ -35,6 +35,10 @@ func TestParse(t *testing.T) {
 			bucketurl.Location{Scheme: "s3", Prefix: "prod/eu", S3: s3bucket.Config{
 				Bucket: "transcripts", Endpoint: "127.0.0.1:9000", Insecure: true, Region: "eu-1",
 				Create: true, RequestTimeout: 5 * time.Second}}},
+		{"s3://transcripts/p?check=false", bucketurl.Location{Scheme: "s3", Prefix: "p",
+			S3: s3bucket.Config{Bucket: "transcripts", Endpoint: bucketurl.DefaultS3Endpoint, NoCheck: true}}},
+		{"s3://transcripts/p?check=true", bucketurl.Location{Scheme: "s3", Prefix: "p",
+			S3: s3bucket.Config{Bucket: "transcripts", Endpoint: bucketurl.DefaultS3Endpoint}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
@@ -64,6 +68,8 @@ func TestParse_Errors(t *testing.T) {
 		{"s3://b?endpoint=http://h:9000", "endpoint must be"},
 		{"s3://b?insecure=maybe", "insecure must be"},
 		{"s3://b?timeout=soon", "timeout must be"},
+		{"s3://b?check=later", "check must be"},
+		{"s3://b?check=false&create=true", "create=true needs the check"},
 		{"s3://b?region=a&region=b", "given 2 times"},
 		{"s3://b?secret_key=hunter2", "unknown parameter"},
 		{"s3://AKIAEXAMPLE:hunter2@b/p", "credentials in the URL"},

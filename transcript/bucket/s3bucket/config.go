@@ -35,6 +35,13 @@ type Config struct {
 	// Create makes New create the bucket if it does not exist. Without it, New
 	// fails for a missing bucket.
 	Create bool
+	// NoCheck makes New send no request: it does not ask whether the bucket
+	// exists, and the first request finds out. A process that must start while
+	// the server cannot be reached sets it: a replica whose outbox holds its
+	// turns until the store is back, which New would otherwise fail after the
+	// request timeout (or hold while the server is frozen). It cannot be
+	// combined with Create.
+	NoCheck bool
 	// RequestTimeout bounds each call to the server, retries included: a Put, a
 	// Stat, a Delete, a Get until its body is closed, and the wait for each next
 	// item of a List. Zero means DefaultRequestTimeout.
@@ -80,6 +87,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Bucket == "" {
 		return c, errors.New("s3 config: empty bucket")
+	}
+	if c.Create && c.NoCheck {
+		return c, errors.New("s3 config: Create needs the check NoCheck leaves out")
 	}
 	if c.AccessKey == "" && c.SecretKey == "" {
 		c.AccessKey = os.Getenv("AWS_ACCESS_KEY_ID")

@@ -294,6 +294,32 @@ func TestNew_Errors(t *testing.T) {
 	require.NotContains(t, err.Error(), "AKIAEXAMPLE")
 }
 
+// TestNew_NoCheck: with NoCheck, New sends no request, so a process starts
+// while the server cannot be reached (a replica whose outbox holds its turns
+// until the store is back); the first request then fails as unavailable.
+// Without it, New fails. NoCheck with Create is refused.
+func TestNew_NoCheck(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	endpoint := strings.TrimPrefix(srv.URL, "http://")
+	srv.Close() // nothing answers there now
+	cfg := s3bucket.Config{Endpoint: endpoint, Bucket: "fakebucket", Region: "us-east-1", Insecure: true,
+		MaxRetries: -1, RequestTimeout: 2 * time.Second}
+
+	_, err := s3bucket.New(t.Context(), cfg)
+	require.ErrorIs(t, err, bucket.ErrUnavailable, "the check finds the server gone")
+
+	cfg.NoCheck = true
+	b, err := s3bucket.New(t.Context(), cfg)
+	require.NoError(t, err, "no request, so nothing to fail")
+	defer b.Close()
+	_, err = b.Stat(t.Context(), "k")
+	require.ErrorIs(t, err, bucket.ErrUnavailable)
+
+	cfg.Create = true
+	_, err = s3bucket.New(t.Context(), cfg)
+	require.ErrorContains(t, err, "Create")
+}
+
 // TestBucket_NowIsTheServersClock: the bucket's clock is the server's (its Date
 // header), not the client's, so a deletion delay measured on it cannot be shortened
 // by a client whose clock runs ahead.

@@ -54,7 +54,7 @@ type Bucket struct {
 }
 
 // New connects to the bucket cfg names, creating it if cfg.Create is set, and
-// checks that it exists.
+// checks that it exists, unless cfg.NoCheck is set.
 func New(ctx context.Context, cfg Config) (*Bucket, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -85,6 +85,9 @@ func New(ctx context.Context, cfg Config) (*Bucket, error) {
 	kept := cfg
 	kept.SecretKey = ""
 	b := &Bucket{cfg: kept, client: client, transport: transport, clock: clock}
+	if cfg.NoCheck {
+		return b, nil
+	}
 	if err := b.ensureBucket(ctx); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("open s3 bucket %s: %w", cfg.Bucket, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/transcriptstore/transcript/internal/jsonscan"
 	"github.com/transcriptstore/transcript/pi"
 )
 
@@ -26,7 +27,23 @@ func decodeGeneral(data []byte) (expected *string, entries [][]byte, ok bool) {
 	for _, raw := range req.Entries {
 		entries = append(entries, pi.CompactJSON(raw))
 	}
-	return req.ExpectedHead, entries, true
+	if req.ExpectedHead != nil {
+		// The head is an entry id: decoded as the store decodes ids
+		// (jsonscan.String: a lone surrogate is its WTF-8 bytes, where
+		// encoding/json gives U+FFFD), from the value encoding/json took.
+		var raw struct {
+			ExpectedHead json.RawMessage `json:"expectedHead"`
+		}
+		if json.Unmarshal(data, &raw) != nil {
+			return nil, nil, false
+		}
+		h, ok := jsonscan.String(raw.ExpectedHead)
+		if !ok {
+			return nil, nil, false
+		}
+		expected = &h
+	}
+	return expected, entries, true
 }
 
 // requireSameReading checks that the fast reading of body, when it takes it,

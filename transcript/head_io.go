@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -22,7 +23,7 @@ const (
 type headJSON struct {
 	Format   int          `json:"format"`
 	Version  uint64       `json:"version"`
-	Head     wtf8         `json:"head"`
+	Head     pi.JSString  `json:"head"`
 	Segments []string     `json:"segments"`
 	Session  *summaryJSON `json:"session,omitempty"`
 }
@@ -83,7 +84,7 @@ func decodeHead(data []byte) (Head, error) {
 // encodeHead returns the bytes WriteHead stores for h: format 2 when h has a
 // Summary, else format 1.
 func encodeHead(h Head) ([]byte, error) {
-	hj := headJSON{Format: headFormat, Version: h.Version, Head: wtf8(h.Entry), Segments: h.Segments, Session: h.Summary.toJSON()}
+	hj := headJSON{Format: headFormat, Version: h.Version, Head: pi.JSString(h.Entry), Segments: h.Segments, Session: h.Summary.toJSON()}
 	if h.Summary == nil {
 		hj.Format = headFormatV1
 	}

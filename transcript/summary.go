@@ -1,6 +1,10 @@
 package transcript
 
-import "time"
+import (
+	"time"
+
+	"github.com/transcriptstore/transcript/pi"
+)
 
 // Summary is what a list of sessions shows of one session, kept with the session
 // so that a list reads one small object per session instead of the session: a
@@ -26,20 +30,20 @@ type Summary struct {
 
 // summaryJSON is the stored form of a Summary, in a head and in a summary object.
 type summaryJSON struct {
-	Created       *time.Time `json:"created,omitempty"`
-	Updated       *time.Time `json:"updated,omitempty"`
-	Cwd           wtf8       `json:"cwd,omitempty"`
-	ParentSession wtf8       `json:"parentSession,omitempty"`
-	Name          wtf8       `json:"name,omitempty"`
-	Entries       int        `json:"entries"`
+	Created       *time.Time  `json:"created,omitempty"`
+	Updated       *time.Time  `json:"updated,omitempty"`
+	Cwd           pi.JSString `json:"cwd,omitempty"`
+	ParentSession pi.JSString `json:"parentSession,omitempty"`
+	Name          pi.JSString `json:"name,omitempty"`
+	Entries       int         `json:"entries"`
 }
 
 func (s *Summary) toJSON() *summaryJSON {
 	if s == nil {
 		return nil
 	}
-	return &summaryJSON{Created: timeOrNil(s.Created), Updated: timeOrNil(s.Updated), Cwd: wtf8(s.Cwd),
-		ParentSession: wtf8(s.ParentSession), Name: wtf8(s.Name), Entries: s.Entries}
+	return &summaryJSON{Created: timeOrNil(s.Created), Updated: timeOrNil(s.Updated), Cwd: pi.JSString(s.Cwd),
+		ParentSession: pi.JSString(s.ParentSession), Name: pi.JSString(s.Name), Entries: s.Entries}
 }
 
 func (j *summaryJSON) summary() *Summary {

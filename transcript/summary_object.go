@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -43,7 +44,7 @@ type CachedSummary struct {
 type cachedJSON struct {
 	Format  int          `json:"format"`
 	Tag     string       `json:"tag"`
-	Leaf    wtf8         `json:"leaf"`
+	Leaf    pi.JSString  `json:"leaf"`
 	Session *summaryJSON `json:"session"`
 }
 
@@ -89,7 +90,7 @@ func decodeSummary(data []byte) (CachedSummary, error) {
 
 // encodeSummary returns the bytes WriteSummary stores for cs.
 func encodeSummary(cs CachedSummary) ([]byte, error) {
-	return json.Marshal(cachedJSON{Format: summaryObjectFormat, Tag: cs.Tag, Leaf: wtf8(cs.Leaf), Session: cs.Summary.toJSON()})
+	return json.Marshal(cachedJSON{Format: summaryObjectFormat, Tag: cs.Tag, Leaf: pi.JSString(cs.Leaf), Session: cs.Summary.toJSON()})
 }
 
 // WriteSummary stores cs as the summary object of default-mode session ref,

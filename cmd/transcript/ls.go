@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -83,10 +84,9 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	defer s.Close()
 	// The objects hiding sessions are looked for while the sessions are read,
 	// and warned of last.
-	hiding := make(chan []string, 1)
-	go func() { hiding <- hidingObjects(ctx, s, sf) }()
+	hidden := hidingLater(ctx, s, sf)
 	defer func() {
-		if h := <-hiding; len(h) > 0 {
+		if h := hidden(); len(h) > 0 {
 			fmt.Fprintf(env.stderr, "Warning: sessions may be missing: %s (run transcript verify)\n", cmdcli.HidingHint(h))
 		}
 	}()
@@ -289,6 +289,19 @@ func forEachSession(ctx context.Context, parallel int, refs []transcript.Transcr
 		g.Go(func() error { return fn(gctx, i, ref) })
 	}
 	return g.Wait()
+}
+
+// hidingLater runs hidingObjects in the background and returns a function that
+// waits for its answer (the same answer on every call).
+func hidingLater(ctx context.Context, s *transcript.Store, sf *storeFlags) func() []string {
+	ch := make(chan []string, 1)
+	go func() { ch <- hidingObjects(ctx, s, sf) }()
+	var once sync.Once
+	var h []string
+	return func() []string {
+		once.Do(func() { h = <-ch })
+		return h
+	}
 }
 
 // hidingObjects returns the objects, in the namespace and the agents sf

@@ -168,16 +168,7 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	// Sessions the listing cannot show are looked for while the others are
 	// restored (see hidingObjects).
-	hiding := make(chan []string, 1)
-	go func() { hiding <- hidingObjects(ctx, s, sf) }()
-	hidden := func() []string {
-		if hiding == nil {
-			return nil
-		}
-		h := <-hiding
-		hiding = nil
-		return h
-	}
+	hidden := hidingLater(ctx, s, sf)
 	defer hidden()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err

@@ -367,7 +367,7 @@ func (s *Store) markResumed(ctx context.Context, st *compactState, marks []delet
 // marks.
 func (s *Store) compactLevels(ctx context.Context, st *compactState, opts CompactOptions, res *CompactResult) ([]deletionMark, error) {
 	var added []deletionMark
-	err := st.eachFullLevel(opts, func(live []SegmentInfo) (bool, error) {
+	err := st.eachFullLevel(opts, res, func(live []SegmentInfo) (bool, error) {
 		c, err := s.compactLevel(ctx, st.ref, st, live, opts)
 		if err != nil {
 			return false, err

@@ -52,7 +52,7 @@ type CompactResult struct {
 	SkippedRecent bool
 	// Skipped, when not empty, says why Compact left a strict session (or its
 	// levels from some level up) as it was: SkipCommitOrder or SkipHeadMoved; or
-	// any session: SkipSessionDeleted.
+	// any session: SkipSessionDeleted, SkipTopLevel.
 	Skipped string
 	// Uncommitted counts segments of a strict session deleted because its head
 	// does not commit them and they are CompactOptions.UncommittedAge old: the

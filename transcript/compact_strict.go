@@ -101,7 +101,7 @@ func (s *Store) compactStrict(ctx context.Context, ref TranscriptRef, opts Compa
 func (s *Store) compactStrictLevels(ctx context.Context, st *compactState, h Head, opts CompactOptions, res *CompactResult) ([]headOp, error) {
 	var ops []headOp
 	wh := h // the head as the merges so far would leave it
-	err := st.eachFullLevel(opts, func(live []SegmentInfo) (bool, error) {
+	err := st.eachFullLevel(opts, res, func(live []SegmentInfo) (bool, error) {
 		if err := s.readInto(ctx, st, live); err != nil {
 			return false, err
 		}

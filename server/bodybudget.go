@@ -3,7 +3,7 @@ package server
 import (
 	"errors"
 	"io"
-	"sync/atomic"
+	"sync"
 )
 
 // DefaultMaxBodyBytesInFlight is the default of Config.MaxBodyBytesInFlight:
@@ -14,36 +14,84 @@ const DefaultMaxBodyBytesInFlight = 4 * DefaultMaxBodyBytes
 // Config.MaxBodyBytesInFlight of request bodies already.
 var errBodyBudget = errors.New("the server holds too many request bodies")
 
-// bodyBudget bounds the bytes of the request bodies the server holds at once.
-// A request's body is held from its first byte read until the request ends (an
-// append's entries are slices of its body), so without a bound the server's
-// memory grew with every concurrent large append, each up to MaxBodyBytes.
+// errOwnerBodyBudget is a body read refused because the server holds
+// Config.MaxBodyBytesPerOwner of the request owner's bodies already.
+var errOwnerBodyBudget = errors.New("the server holds too many request bodies of this owner")
+
+// bodyBudget bounds the bytes of the request bodies the server holds at once,
+// in all and per owner. A request's body is held from its first byte read until
+// the request ends (an append's entries are slices of its body), so without a
+// bound the server's memory grew with every concurrent large append, each up to
+// MaxBodyBytes; and without a bound per owner one owner's concurrent large (or
+// slow) appends took the whole budget, and every other owner's append, however
+// small, was answered 503 until they ended.
 type bodyBudget struct {
-	max  int64
-	used atomic.Int64
+	max, perOwner int64
+
+	mu      sync.Mutex
+	used    int64
+	byOwner map[string]int64
 }
 
 // reader returns body counted against the budget: a read that would take the
-// bytes held past the bound fails with errBodyBudget. The caller calls release
-// once the request is done with the body.
+// bytes held past a bound fails with errBodyBudget or errOwnerBodyBudget. The
+// caller sets the reader's owner once it is known (before the body is read),
+// and calls release once the request is done with the body.
 func (b *bodyBudget) reader(body io.ReadCloser) *budgetReader {
 	return &budgetReader{ReadCloser: body, budget: b}
+}
+
+// take counts n more bytes of owner's, or fails when they would take the bytes
+// held past a bound.
+func (b *bodyBudget) take(owner string, n int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.used+n > b.max:
+		return errBodyBudget
+	case b.byOwner[owner]+n > b.perOwner:
+		return errOwnerBodyBudget
+	}
+	b.used += n
+	if b.byOwner == nil {
+		b.byOwner = map[string]int64{}
+	}
+	b.byOwner[owner] += n
+	return nil
+}
+
+// give gives back n bytes of owner's.
+func (b *bodyBudget) give(owner string, n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+	if b.byOwner[owner] -= n; b.byOwner[owner] <= 0 {
+		delete(b.byOwner, owner)
+	}
+}
+
+// inFlight returns the bytes held in all.
+func (b *bodyBudget) inFlight() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
 }
 
 // budgetReader is a request body whose bytes are counted by its budget.
 type budgetReader struct {
 	io.ReadCloser
 	budget *bodyBudget
-	held   int64
+	// owner is the request's owner (its namespace), set once authenticated.
+	owner string
+	held  int64
 }
 
 // Read reads from the body, taking what it read from the budget.
 func (r *budgetReader) Read(p []byte) (int, error) {
 	n, err := r.ReadCloser.Read(p)
 	if n > 0 {
-		if r.budget.used.Add(int64(n)) > r.budget.max {
-			r.budget.used.Add(-int64(n))
-			return 0, errBodyBudget
+		if terr := r.budget.take(r.owner, int64(n)); terr != nil {
+			return 0, terr
 		}
 		r.held += int64(n)
 	}
@@ -52,6 +100,8 @@ func (r *budgetReader) Read(p []byte) (int, error) {
 
 // release gives back what the body took from the budget.
 func (r *budgetReader) release() {
-	r.budget.used.Add(-r.held)
+	if r.held > 0 {
+		r.budget.give(r.owner, r.held)
+	}
 	r.held = 0
 }

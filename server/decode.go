@@ -52,6 +52,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		s.fail(w, r, http.StatusServiceUnavailable, CodeUnavailable,
 			"the server is reading too many request bodies at once; retry later", err)
 		return nil, false
+	case errors.Is(err, errOwnerBodyBudget):
+		w.Header().Set("Connection", "close") // the rest of the body may still come
+		s.fail(w, r, http.StatusServiceUnavailable, CodeUnavailable,
+			"the server is reading too many request bodies of this owner at once; retry later", err)
+		return nil, false
 	case isTimeout(err):
 		w.Header().Set("Connection", "close") // the rest of the body may still come
 		s.fail(w, r, http.StatusRequestTimeout, CodeRequestTimeout,

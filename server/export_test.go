@@ -20,4 +20,4 @@ func CachedSessions(s *Server) (int, int64) {
 }
 
 // BodyBytesInFlight returns the bytes of request bodies s holds now.
-func BodyBytesInFlight(s *Server) int64 { return s.bodies.used.Load() }
+func BodyBytesInFlight(s *Server) int64 { return s.bodies.inFlight() }

@@ -85,6 +85,13 @@ type Config struct {
 	// DefaultMaxBodyBytesInFlight): a body that would take them past it is
 	// answered 503 unavailable with Retry-After.
 	MaxBodyBytesInFlight int64
+	// MaxBodyBytesPerOwner bounds the bytes of the request bodies of one owner
+	// the server holds at once (default: half of MaxBodyBytesInFlight, and at
+	// least MaxBodyBytes), so that one owner's concurrent large or slow appends
+	// cannot take the whole of MaxBodyBytesInFlight from the others: a body
+	// that would take its owner past it is answered 503 unavailable with
+	// Retry-After.
+	MaxBodyBytesPerOwner int64
 	// WatchInterval is how often a watched session (one with open event streams
 	// on this server) is brought up to date with the bucket, for the entries that
 	// other servers commit (default DefaultWatchInterval). Entries appended
@@ -151,7 +158,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
 	s := &Server{cfg: cfg, metrics: m, mux: http.NewServeMux(), sessions: newSessionCache(cfg.MaxCachedSessions, cfg.MaxCachedBytes),
-		streams: newStreams(), bodies: bodyBudget{max: cfg.MaxBodyBytesInFlight}}
+		streams: newStreams(), bodies: bodyBudget{max: cfg.MaxBodyBytesInFlight, perOwner: cfg.MaxBodyBytesPerOwner}}
 	s.handle("POST", "/v1/sessions", s.auth(s.create))
 	s.handle("GET", "/v1/sessions", s.auth(s.list))
 	s.handle("GET", "/v1/sessions/{id}", s.auth(s.open))
@@ -182,6 +189,7 @@ func (cfg Config) withDefaults() Config {
 	}
 	positiveOr(&cfg.MaxCachedBytes, DefaultMaxCachedBytes)
 	positiveOr(&cfg.MaxBodyBytesInFlight, DefaultMaxBodyBytesInFlight)
+	positiveOr(&cfg.MaxBodyBytesPerOwner, max(cfg.MaxBodyBytesInFlight/2, min(cfg.MaxBodyBytes, cfg.MaxBodyBytesInFlight)))
 	positiveOr(&cfg.WatchInterval, DefaultWatchInterval)
 	positiveOr(&cfg.Heartbeat, DefaultHeartbeat)
 	positiveOr(&cfg.MaxStreamsPerOwner, DefaultMaxStreamsPerOwner)
@@ -322,7 +330,10 @@ func (s *Server) auth(h ownerHandler) http.HandlerFunc {
 		body := s.bodies.reader(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 		defer body.release()
 		r.Body = body
-		s.withRepository(w, r, h)
+		s.withRepository(w, r, func(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {
+			body.owner = repo.Namespace() // the body counts against its owner's share
+			h(w, r, repo)
+		})
 	}
 }
 

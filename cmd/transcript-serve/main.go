@@ -184,6 +184,7 @@ type serveFlags struct {
 	requestTimeout, shutdownTimeout, bodyTimeout time.Duration
 	watchInterval                                time.Duration
 	maxBody, maxBodiesInFlight, maxCachedBytes   int64
+	maxBodiesPerOwner                            int64
 	maxStreamsPerOwner                           int
 }
 
@@ -206,6 +207,8 @@ func newServeFlagSet(getenv func(string) string, stdout io.Writer) (*pflag.FlagS
 	fs.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body, in `BYTES`")
 	fs.Int64Var(&f.maxBodiesInFlight, "max-bodies-in-flight", server.DefaultMaxBodyBytesInFlight,
 		"request bodies the server holds at once, all requests together, in `BYTES` (then 503)")
+	fs.Int64Var(&f.maxBodiesPerOwner, "max-bodies-per-owner", 0,
+		"request bodies of one owner the server holds at once, in `BYTES` (then 503; default half of --max-bodies-in-flight, at least --max-body)")
 	fs.Int64Var(&f.maxCachedBytes, "max-cached-bytes", server.DefaultMaxCachedBytes,
 		"entries the session handles kept between requests hold in all, about, in `BYTES`")
 	fs.StringVar(&f.logFormat, "log", "json", "log `FORMAT`: json or text")
@@ -235,6 +238,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	case f.maxBody <= 0 || f.maxBodiesInFlight < f.maxBody || f.maxCachedBytes <= 0:
 		return cli.Usagef("serve: --max-body %d, --max-bodies-in-flight %d, --max-cached-bytes %d: want more than 0, and --max-bodies-in-flight at least --max-body",
 			f.maxBody, f.maxBodiesInFlight, f.maxCachedBytes)
+	case f.maxBodiesPerOwner != 0 && (f.maxBodiesPerOwner < f.maxBody || f.maxBodiesPerOwner > f.maxBodiesInFlight):
+		return cli.Usagef("serve: --max-bodies-per-owner %d: want at least --max-body (%d) and at most --max-bodies-in-flight (%d)",
+			f.maxBodiesPerOwner, f.maxBody, f.maxBodiesInFlight)
 	}
 	var handler slog.Handler = slog.NewJSONHandler(stderr, nil)
 	if f.logFormat == "text" {
@@ -273,7 +279,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv, err := server.New(server.Config{
 		Repositories: repos, Auth: auth, Logger: log, Registry: reg,
 		RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody, BodyTimeout: f.bodyTimeout,
-		MaxBodyBytesInFlight: f.maxBodiesInFlight, MaxCachedBytes: f.maxCachedBytes,
+		MaxBodyBytesInFlight: f.maxBodiesInFlight, MaxBodyBytesPerOwner: f.maxBodiesPerOwner, MaxCachedBytes: f.maxCachedBytes,
 		WatchInterval: f.watchInterval, MaxStreamsPerOwner: f.maxStreamsPerOwner,
 	})
 	if err != nil {

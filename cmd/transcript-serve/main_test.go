@@ -248,6 +248,8 @@ func TestUsage(t *testing.T) {
 		{"no streams", []string{"serve", "--store", "mem://", "--max-streams-per-owner", "0"}, key, 2, "", "--max-streams-per-owner 0"},
 		{"no key", []string{"serve", "--store", "mem://"}, nil, 2, "", "set --jwt-key-file"},
 		{"bodies in flight under one body", []string{"serve", "--store", "mem://", "--max-body", "100", "--max-bodies-in-flight", "99"}, key, 2, "", "--max-bodies-in-flight 99"},
+		{"bodies per owner under one body", []string{"serve", "--store", "mem://", "--max-body", "100", "--max-bodies-per-owner", "99"}, key, 2, "", "--max-bodies-per-owner 99"},
+		{"bodies per owner over all", []string{"serve", "--store", "mem://", "--max-body", "100", "--max-bodies-in-flight", "200", "--max-bodies-per-owner", "201"}, key, 2, "", "--max-bodies-per-owner 201"},
 		{"no cache bytes", []string{"serve", "--store", "mem://", "--max-cached-bytes", "0"}, key, 2, "", "--max-cached-bytes 0"},
 		{"no body", []string{"serve", "--store", "mem://", "--max-body", "-1"}, key, 2, "", "--max-body -1"},
 		{"token without owner", []string{"token"}, key, 2, "", "--tenant and --user are required"},

@@ -60,6 +60,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, repo *repository
 		if !s.sendNew(st, hd.sess, &sent, epoch) {
 			return
 		}
+		st.idle()
 		select {
 		case <-ctx.Done():
 			return
@@ -173,6 +174,19 @@ func (st *sseWriter) event(name string, v any) bool {
 func (st *sseWriter) comment(text string) bool {
 	fmt.Fprintf(&st.buf, ": %s\n\n", text)
 	return st.flush()
+}
+
+// maxIdleSSEBuffer is the largest buffer an idle stream keeps: one that a
+// catching-up stream grew to a page (up to Config.MaxPageBytes) is dropped when
+// the stream goes idle, as a stream may stay open, idle, for hours.
+const maxIdleSSEBuffer = 64 << 10
+
+// idle drops the stream's buffer when it is large: the stream sent what there
+// was and waits.
+func (st *sseWriter) idle() {
+	if st.buf.Cap() > maxIdleSSEBuffer {
+		st.buf = bytes.Buffer{}
+	}
 }
 
 // flush writes what is buffered and flushes it to the client; false once a

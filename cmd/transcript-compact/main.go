@@ -138,7 +138,7 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	if err := j.checkFlags(minSegments, delay); err != nil {
 		return err
 	}
-	if j.retention, err = rf.retention(j.session); err != nil {
+	if j.retention, err = rf.retention(j.session, fs.Changed); err != nil {
 		return err
 	}
 	if err := sf.Validate("transcript-compact"); err != nil {

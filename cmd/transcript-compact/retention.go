@@ -31,8 +31,18 @@ func (f *retentionFlags) register(fs *pflag.FlagSet) {
 // retention returns the policy the flags set, or nil when they set none. --max-age
 // and --keep-last make one rule for every namespace and agent the job selects. A
 // policy with --session (session, when not "") is refused: keep-last ranks every
-// session of an agent.
-func (f *retentionFlags) retention(session string) (*transcript.Retention, error) {
+// session of an agent. A policy flag given (changed reports which were) with an
+// empty or zero value is refused too, rather than read as no policy at all: it
+// is a cron line whose variable is unset, or --keep-last 0 meant as "keep none".
+func (f *retentionFlags) retention(session string, changed func(flag string) bool) (*transcript.Retention, error) {
+	switch {
+	case changed("keep-last") && f.keepLast < 1:
+		return nil, cli.Usagef("--keep-last %d: want at least 1", f.keepLast)
+	case changed("max-age") && f.maxAge == "":
+		return nil, cli.Usagef("--max-age %q: want a positive duration such as 720h, 90m or 30d", f.maxAge)
+	case changed("retention") && f.file == "":
+		return nil, cli.Usagef("--retention: no FILE given")
+	}
 	r, err := f.policy()
 	if r != nil && session != "" {
 		return nil, cli.Usagef("--session with a retention policy: keep-last ranks every session of an agent; select by --agent")

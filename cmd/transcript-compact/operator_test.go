@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A retention flag given with an empty or zero value (a cron line with
+// --max-age="$MAX_AGE" whose variable is unset, --keep-last 0 meant as "keep
+// none") is a usage error: the job never runs as if no policy had been asked
+// for, deleting nothing and saying nothing about retention.
+func TestJob_RetentionFlagGivenEmpty(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"keep-last zero", []string{"--keep-last", "0"}, "Error: --keep-last 0: want at least 1"},
+		{"keep-last zero beside max-age", []string{"--keep-last", "0", "--max-age", "1h"}, "Error: --keep-last 0: want at least 1"},
+		{"max-age empty", []string{"--max-age="}, `Error: --max-age "": want a positive duration`},
+		{"max-age empty beside keep-last", []string{"--max-age", "", "--keep-last", "3"}, `Error: --max-age "": want a positive duration`},
+		{"retention empty", []string{"--retention="}, "Error: --retention: no FILE given"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := t.TempDir()
+			r := runBinary(t, context.Background(), append([]string{"--store", "file://" + store}, tt.args...)...)
+			require.Equal(t, 2, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+			require.Contains(t, r.stderr, tt.want)
+			require.Empty(t, r.stdout)
+			entries, err := os.ReadDir(store)
+			require.NoError(t, err)
+			require.Empty(t, entries)
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,14 +124,16 @@ type Config struct {
 // when shutdown begins: http.Server.RegisterOnShutdown), Close ends them too,
 // stops their watchers and releases the handles.
 type Server struct {
-	cfg      Config
-	metrics  *metrics
-	mux      *http.ServeMux
-	routes   []Route
-	sessions *sessionCache
-	streams  *streams
-	bodies   bodyBudget
-	pages    sync.Pool // *bytes.Buffer: the bodies of entries pages, reused
+	cfg     Config
+	metrics *metrics
+	mux     *http.ServeMux
+	routes  []Route
+	// unknownRoute answers 404 unknown_route.
+	unknownRoute http.HandlerFunc
+	sessions     *sessionCache
+	streams      *streams
+	bodies       bodyBudget
+	pages        sync.Pool // *bytes.Buffer: the bodies of entries pages, reused
 }
 
 // Route is one method and path pattern of the router.
@@ -219,7 +222,7 @@ func (s *Server) Close() {
 }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 // Routes returns every method and path pattern the router serves.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
@@ -252,9 +255,37 @@ func (s *Server) fallbacks() {
 				fmt.Sprintf("%s is not a method of %s (allowed: %s)", r.Method, path, allow), nil)
 		}))
 	}
-	s.mux.HandleFunc("/", s.observed("/", func(w http.ResponseWriter, r *http.Request) {
+	s.unknownRoute = s.observed("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, CodeUnknownRoute, "no such route (see openapi.yaml)", nil)
-	}))
+	})
+	s.mux.HandleFunc("/", s.unknownRoute)
+}
+
+// serveHTTP serves r with the router, but for a request the router would
+// answer itself, outside the JSON error envelope: a path that is not in its
+// canonical form (dot segments, repeated slashes), which it redirects (307,
+// text/html), and a CONNECT, which it answers 404 in plain text. Both answer
+// 404 unknown_route: no route of the document has such a path.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect || !canonicalPath(r.URL.EscapedPath()) {
+		s.unknownRoute(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// canonicalPath reports whether p is a path the router serves as it is, without
+// redirecting to its cleaned form (as http.ServeMux cleans it: path.Clean,
+// keeping a trailing slash).
+func canonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 // observed wraps h: counted and timed under pattern, and logged.

@@ -63,11 +63,11 @@ func (s *Store) listChildren(ctx context.Context, prefix string) ([]string, erro
 // of namespace (agent "") or of one of its agents, and of every object below a
 // folder there whose name no id can take (a name of the key layout such as
 // "L0" or "gc", a hidden name): nothing of the store's layout is there
-// (sessions, agents and the namespace's payload store are prefixes below them,
-// and ListAgents and ListSessions pass such folders over), so such an object is
-// a file another tool dropped, which readers never see: a session's segments
-// copied one level too high, say. Directory markers do not count. A store bound
-// to another namespace sees nothing.
+// (sessions, agents, the namespace's payload store and its followers' markers
+// are prefixes below them, and ListAgents and ListSessions pass such folders
+// over), so such an object is a file another tool dropped, which readers never
+// see: a session's segments copied one level too high, say. Directory markers
+// do not count. A store bound to another namespace sees nothing.
 func (s *Store) StrayObjects(ctx context.Context, namespace, agent string) ([]string, error) {
 	nsPrefix, prefix, visible, err := s.namespaceListing(namespace, agent)
 	if err != nil || !visible {
@@ -87,7 +87,7 @@ func (s *Store) StrayObjects(ctx context.Context, namespace, agent string) ([]st
 		// A folder object for the prefix itself (an S3 console's "create
 		// folder") lists as the prefix: it names no folder below it.
 		name := strings.TrimSuffix(strings.TrimPrefix(oi.Key, prefix), "/")
-		if name != "" && ValidatePart("name", name) != nil && (agent != "" || name != payloadDir) {
+		if name != "" && ValidatePart("name", name) != nil && (agent != "" || name != payloadDir && name != followersDir) {
 			folders = append(folders, oi.Key)
 		}
 		return nil

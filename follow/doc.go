@@ -43,15 +43,17 @@
 // holding the header), whether either still holds the session with its header;
 // when neither does (entries of it without the header do not count), the
 // whole file is uploaded again, header first, so that no line goes into a
-// session without its header. A store that holds no session
-// at all (asked then, and by Run each rescan interval: one listing) makes the
-// follower ask about every file, so that the sessions of files that do not
-// grow come back too, as does a reconcile that finds a session's entries
-// without its header; a session deleted on purpose from a store that holds
-// others (a retention policy) is uploaded again only when its file grows.
-// Lines handed over while the store could not answer make the next read that
-// finds it answering reconcile (and, when the store lost the session's start,
-// ask about every file), and a reconcile that finds entries of the session but
-// no header at all (lines an outbox uploaded after the loss) uploads the header
-// and what the session lacks. A session holding another header stays refused.
+// session without its header. The store also keeps the follower's marker
+// (marker.go: an object of its own, {namespace}/.followers/{id}, asked about
+// with one HEAD when the follower starts and each rescan interval): a store
+// that lost it was emptied under the follower (its bucket or prefix), and the
+// follower asks about every file, so that the sessions of files that do not
+// grow come back too; a store that still holds it lost only sessions deleted
+// on purpose (a retention policy), which are uploaded again only when their
+// files grow. Lines handed over while the store could not answer make the
+// next read that finds it answering reconcile (and look for the marker), and
+// a reconcile that finds entries of the session but no header at all (lines
+// an outbox uploaded after the loss) uploads the header and what the session
+// lacks (and looks for the marker). A session holding another header stays
+// refused.
 package follow

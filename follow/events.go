@@ -39,6 +39,10 @@ const (
 	// follower): it is read again from its start and only what the store
 	// lacks is uploaded, header first.
 	EventRewritten EventKind = "rewritten"
+	// EventLost: the store lost the follower's marker (its bucket or prefix
+	// emptied): every file some of whose lines were handed over is asked about,
+	// and an EventRewritten follows for each whose session the store lost too.
+	EventLost EventKind = "lost"
 	// EventRemoved: the file was removed locally; the bucket keeps the session.
 	EventRemoved EventKind = "removed"
 	// EventStuck: the file has ended in an unterminated line, or failed to

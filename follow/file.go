@@ -100,7 +100,7 @@ type tracked struct {
 	// finds it answering reconciles.
 	unsure bool
 	// audit: the next read asks whether the store still holds the session,
-	// even when the file did not grow (Follower.auditIfEmpty).
+	// even when the file did not grow (Follower.lookForLoss).
 	audit bool
 
 	// What the last stat showed, and what it showed when the file was classified

@@ -37,8 +37,13 @@ type Follower struct {
 	// skipped and reported.
 	maxEntry int64
 	// storeQuietUntil: the store failed to say whether it holds a session
-	// (checkHeld); it is not asked again before then.
+	// (checkHeld) or the follower's marker (lookForLoss); it is not asked
+	// again before then.
 	storeQuietUntil time.Time
+	// id names the follower's marker in the store; marked: the store held the
+	// marker when last asked (marker.go).
+	id     string
+	marked bool
 
 	mu    sync.Mutex
 	stats stats
@@ -235,14 +240,15 @@ func (f *Follower) failed(t *tracked, err error) {
 
 // save writes the state file.
 func (f *Follower) save() error {
-	doc := &stateDoc{Format: stateFormat, Root: f.cfg.Root, Files: make(map[string]*fileState, len(f.files))}
+	doc := &stateDoc{Format: stateFormat, Root: f.cfg.Root, Follower: f.id, Marked: f.marked,
+		Files: make(map[string]*fileState, len(f.files))}
 	for rel, t := range f.files {
 		if t.kind != kindFollowing || (t.offset == 0 && t.uploading == 0) {
 			continue
 		}
 		doc.Files[rel] = &fileState{Namespace: t.ref.Namespace, Agent: t.ref.AgentID, Session: t.ref.SessionID,
 			Inode: t.ino, Offset: t.offset, Sum: fmt.Sprintf("%016x", t.digest.Sum64()), Uploading: t.uploading,
-			Reconcile: t.reconcile || t.held != nil || t.unsure}
+			Reconcile: t.reconcile || t.held != nil || t.unsure, Audit: t.audit}
 	}
 	if err := writeState(f.statePath(), doc, f.cfg.NoSync); err != nil {
 		return err

@@ -36,14 +36,19 @@ type remote struct {
 	failNext       int
 	acceptThenFail bool
 	uploads        int
-	// reads counts the calls of Entries, emptyChecks those of HoldsNone;
-	// checkFails fails SessionExists and HoldsNone.
-	reads, emptyChecks int
-	checkFails         bool
+	// reads counts the calls of Entries, markerChecks those of MarkerExists;
+	// checkFails fails SessionExists, MarkerExists and PutMarker.
+	reads, markerChecks int
+	checkFails          bool
+	// existsFails fails SessionExists alone.
+	existsFails bool
+	// markers are the followers' markers the store holds, by namespace/id.
+	markers map[string][]byte
 }
 
 func newRemote() *remote {
-	return &remote{direct: true, segments: map[transcript.TranscriptRef][][][]byte{}, pending: map[transcript.TranscriptRef][][][]byte{}}
+	return &remote{direct: true, segments: map[transcript.TranscriptRef][][][]byte{}, pending: map[transcript.TranscriptRef][][][]byte{},
+		markers: map[string][]byte{}}
 }
 
 var errInjected = errors.New("injected upload failure")
@@ -95,7 +100,7 @@ func (r *remote) Entries(_ context.Context, ref transcript.TranscriptRef) ([][]b
 func (r *remote) SessionExists(_ context.Context, ref transcript.TranscriptRef) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.checkFails {
+	if r.checkFails || r.existsFails {
 		return false, errInjected
 	}
 	for _, seg := range r.segments[ref] {
@@ -112,21 +117,31 @@ func isHeaderLine(line []byte) bool {
 	return err == nil
 }
 
-// HoldsNone reports whether the store holds no segment of any session (a
+// MarkerExists reports whether the store holds the follower's marker (a
 // follow.SessionChecker).
-func (r *remote) HoldsNone(context.Context) (bool, error) {
+func (r *remote) MarkerExists(_ context.Context, ns, id string) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.emptyChecks++
+	r.markerChecks++
 	if r.checkFails {
 		return false, errInjected
 	}
-	for _, segs := range r.segments {
-		if len(segs) > 0 {
-			return false, nil
-		}
+	_, ok := r.markers[ns+"/"+id]
+	return ok, nil
+}
+
+// PutMarker stores the follower's marker, keeping one already there (a
+// follow.SessionChecker).
+func (r *remote) PutMarker(_ context.Context, ns, id string, body []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.checkFails {
+		return errInjected
 	}
-	return true, nil
+	if _, ok := r.markers[ns+"/"+id]; !ok {
+		r.markers[ns+"/"+id] = slices.Clone(body)
+	}
+	return nil
 }
 
 // flush stores what is pending, as a mirror's workers do.

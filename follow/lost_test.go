@@ -133,14 +133,16 @@ func TestFollower_HeaderlessSessionRefilled(t *testing.T) {
 	}
 }
 
-// wipe forgets the stored segments of refs (of every session when none is
-// named), as a bucket emptied under the follower: what is pending stays (the
-// outbox outlives the bucket).
+// wipe forgets the stored segments of refs, as a retention policy deletes
+// sessions, or of every session and the followers' markers when none is named,
+// as a bucket emptied under the follower: what is pending stays (the outbox
+// outlives the bucket).
 func (r *remote) wipe(refs ...transcript.TranscriptRef) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(refs) == 0 {
 		r.segments = map[transcript.TranscriptRef][][][]byte{}
+		r.markers = map[string][]byte{}
 		return
 	}
 	for _, ref := range refs {
@@ -190,12 +192,14 @@ func TestFollower_StoreLostWhileUnanswering(t *testing.T) {
 	}
 }
 
-// TestFollower_StoreLostIdleFile: a store emptied under the follower gets
-// every session again, even those whose files do not grow: at once when
-// another file's read finds its own session lost, and otherwise by Run's look
-// at the store each rescan interval. A session deleted on purpose from a store
-// that holds others (a retention policy) is not uploaded again while its file
-// stays as it is.
+// TestFollower_StoreLostIdleFile: a store emptied under the follower (its
+// marker gone with the sessions) gets every session again, even those whose
+// files do not grow: at once when another file's read finds its own session
+// lost, and otherwise by Run's look for the marker each rescan interval.
+// Sessions deleted on purpose (a retention policy), the marker kept, are not
+// uploaded again while their files stay as they are, even when the store holds
+// no session at all any more; and a follower whose marker is gone refills its
+// sessions even when another follower refilled the bucket first.
 func TestFollower_StoreLostIdleFile(t *testing.T) {
 	s1 := []string{header("s1"), entry("e1", "", "hi")}
 	s2 := []string{header("s2"), entry("f1", "", "hey")}
@@ -209,16 +213,31 @@ func TestFollower_StoreLostIdleFile(t *testing.T) {
 		require.NoError(t, fx.once())
 		requireOnce(t, fx.remote, refOf("s1"), append(append([]string{}, s1...), entry("e2", "e1", "yo"))...)
 		requireOnce(t, fx.remote, refOf("s2"), s2...)
+		require.True(t, fx.saw(follow.EventLost, "no longer holds this follower's marker"))
 		require.Len(t, fx.take(follow.EventRewritten), 2)
 	})
+	t.Run("a session deleted on purpose while its file grows", func(t *testing.T) {
+		fx := newFixture(t)
+		fx.write(fileA, s1...)
+		fx.write(fileB, s2...)
+		require.NoError(t, fx.once())
+		fx.remote.wipe(refOf("s1"), refOf("s2"))
+		fx.appendRaw(fileA, entry("e2", "e1", "yo")+"\n")
+		require.NoError(t, fx.once())
+		requireOnce(t, fx.remote, refOf("s1"), append(append([]string{}, s1...), entry("e2", "e1", "yo"))...)
+		require.Empty(t, fx.remote.all(refOf("s2")), "an idle session deleted on purpose stays deleted")
+		require.False(t, fx.saw(follow.EventLost, ""))
+		require.Len(t, fx.take(follow.EventRewritten), 1)
+	})
 	tests := []struct {
-		name   string
-		lose   func(r *remote)
-		want2  []string
-		checks int // HoldsNone calls to wait for
+		name         string
+		lose         func(r *remote)
+		want1, want2 []string
+		checks       int // MarkerExists calls to wait for
 	}{
-		{"no file grows", func(r *remote) { r.wipe() }, s2, 1},
-		{"a session deleted from a store holding others", func(r *remote) { r.wipe(refOf("s2")) }, nil, 3},
+		{"no file grows", func(r *remote) { r.wipe() }, s1, s2, 1},
+		{"a session deleted from a store holding others", func(r *remote) { r.wipe(refOf("s2")) }, s1, nil, 3},
+		{"every session deleted, the marker kept", func(r *remote) { r.wipe(refOf("s1"), refOf("s2")) }, nil, nil, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,23 +247,73 @@ func TestFollower_StoreLostIdleFile(t *testing.T) {
 			fx.write(fileB, s2...)
 			require.NoError(t, fx.once())
 			tt.lose(fx.remote)
-			f := fx.open()
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
-			go func() { done <- f.Run(ctx) }()
-			require.Eventually(t, func() bool {
+			runUntil(t, fx, func() bool {
 				fx.remote.mu.Lock()
-				checks := fx.remote.emptyChecks
+				checks := fx.remote.markerChecks
 				fx.remote.mu.Unlock()
-				return checks >= tt.checks && slices.Equal(fx.remote.all(refOf("s1")), s1) &&
+				return checks >= tt.checks && slices.Equal(fx.remote.all(refOf("s1")), tt.want1) &&
 					slices.Equal(fx.remote.all(refOf("s2")), tt.want2)
-			}, 10*time.Second, 5*time.Millisecond)
-			cancel()
-			require.NoError(t, <-done)
-			requireOnce(t, fx.remote, refOf("s1"), s1...)
+			})
+			requireOnce(t, fx.remote, refOf("s1"), tt.want1...)
 			requireOnce(t, fx.remote, refOf("s2"), tt.want2...)
 		})
 	}
+	t.Run("two followers, one bucket", func(t *testing.T) {
+		fxA, fxB := newFixture(t), newFixture(t)
+		fxA.tune = func(c *follow.Config) { c.RescanInterval = 10 * time.Millisecond }
+		fxB.tune = fxA.tune
+		fxB.remote = fxA.remote
+		fxA.write(fileA, s1...)
+		fxB.write(fileB, s2...)
+		require.NoError(t, fxA.once())
+		require.NoError(t, fxB.once())
+		fxA.remote.wipe()
+		// A refills the bucket first: the store holds a session again, but
+		// not B's marker.
+		runUntil(t, fxA, func() bool { return slices.Equal(fxA.remote.all(refOf("s1")), s1) })
+		runUntil(t, fxB, func() bool { return slices.Equal(fxB.remote.all(refOf("s2")), s2) })
+		requireOnce(t, fxA.remote, refOf("s1"), s1...)
+		requireOnce(t, fxA.remote, refOf("s2"), s2...)
+	})
+}
+
+// TestFollower_StoreLostAuditsOutliveARestart: the audits a lost marker
+// starts are in the state file before the marker is put back, so a follower
+// that stops before it could ask about each file (here: the store does not
+// say whether it holds the sessions) asks after its restart, though the
+// store holds its marker again by then.
+func TestFollower_StoreLostAuditsOutliveARestart(t *testing.T) {
+	s1 := []string{header("s1"), entry("e1", "", "hi")}
+	s2 := []string{header("s2"), entry("f1", "", "hey")}
+	fx := newFixture(t)
+	fx.write(fileA, s1...)
+	fx.write(fileB, s2...)
+	require.NoError(t, fx.once())
+	fx.remote.wipe()
+	fx.remote.existsFails = true
+	require.NoError(t, fx.once())
+	require.Empty(t, fx.remote.all(refOf("s1")))
+	fx.remote.mu.Lock()
+	require.Len(t, fx.remote.markers, 1, "the marker is back")
+	fx.remote.mu.Unlock()
+
+	fx.remote.existsFails = false
+	require.NoError(t, fx.once())
+	requireOnce(t, fx.remote, refOf("s1"), s1...)
+	requireOnce(t, fx.remote, refOf("s2"), s2...)
+}
+
+// runUntil runs a follower on fx until cond holds (at most 10 s).
+func runUntil(t *testing.T, fx *fixture, cond func() bool) {
+	t.Helper()
+	f := fx.open()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	require.Eventually(t, cond, 10*time.Second, 5*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	require.NoError(t, f.Close())
 }
 
 // TestFollower_StoreLostOutboxHoldingLaterLines: the uploader holding later

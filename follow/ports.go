@@ -47,10 +47,17 @@ type Store interface {
 // of the entries each time) whether it holds a session with its header. With it, the follower checks
 // before it hands over the new lines of a file it handed lines of over before
 // that the uploader or the store still holds the session: when neither does
-// (the bucket was deleted and created again empty, or the session's prefix
-// deleted), the file is uploaded again from its start, header first, instead of
-// leaving its new lines in a session without a header. A store that holds
-// no session at all makes the follower ask about every file, grown or not.
+// (the bucket was deleted and created again empty, the session's prefix
+// deleted, the session deleted by a retention policy while its file is still
+// written), the file is uploaded again from its start, header first, instead
+// of leaving its new lines in a session without a header.
+//
+// It also keeps the follower's marker: a small object of the follower's own
+// beside the sessions, which no compaction, retention or delete of sessions
+// touches. A store that lost the marker lost everything the follower handed
+// over (its bucket or its prefix emptied), so the follower then asks about
+// every file, grown or not; a store that still holds it lost only sessions
+// deleted on purpose, which come back only when their files grow.
 type SessionChecker interface {
 	Store
 	// SessionExists reports whether the store holds ref's session with its
@@ -58,7 +65,10 @@ type SessionChecker interface {
 	// landed after the store lost the session's start) do not count: the
 	// follower then uploads the header and what the session lacks.
 	SessionExists(ctx context.Context, ref transcript.TranscriptRef) (bool, error)
-	// HoldsNone reports whether the store holds no session at all (its bucket
-	// or its prefix emptied).
-	HoldsNone(ctx context.Context) (bool, error)
+	// MarkerExists reports whether the store holds the marker of the follower
+	// named id (a transcript.ValidateWriterID name) in namespace ns.
+	MarkerExists(ctx context.Context, ns, id string) (bool, error)
+	// PutMarker stores the marker of the follower named id in namespace ns,
+	// body describing the follower; a marker already there is kept.
+	PutMarker(ctx context.Context, ns, id string, body []byte) error
 }

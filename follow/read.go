@@ -136,7 +136,7 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 		t.offset, t.anchor, t.unsure = 0, span{}, false
 		t.digest.Reset()
 		if !audit { // an audit asks about every file already
-			f.auditIfEmpty(ctx)
+			f.lookForLoss(ctx)
 		}
 	}
 	t.reconcile = true
@@ -145,9 +145,10 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 	}
 	if unsure && t.offset == 0 {
 		// The store lost the session's start while it could not answer (its
-		// bucket gone): it lost every other session too, though what the
-		// uploader held back may have landed meanwhile.
-		f.auditAll()
+		// bucket gone?): if it lost the follower's marker, it lost every other
+		// session too, though what the uploader held back may have landed
+		// meanwhile.
+		f.lookForLoss(ctx)
 	}
 	return f.readLines(t, fh, st.Size())
 }
@@ -202,36 +203,23 @@ func (f *Follower) checkHeld(ctx context.Context, t *tracked) storeHolds {
 	return lostSession
 }
 
-// auditIfEmpty asks every followed file whether the store still holds its
-// session (its next read does, even if the file did not grow) when the store
-// holds no session at all: its bucket or prefix was emptied under the
-// follower, so every session the follower handed over is lost. A store that
-// still holds sessions is left as it is: a session deleted from it on purpose
-// (a retention policy, transcript delete) is not uploaded again unless its
-// file grows. It asks (one listing) only a Store that is a SessionChecker, and
-// only when some file has lines handed over.
-func (f *Follower) auditIfEmpty(ctx context.Context) {
-	c, ok := f.cfg.Store.(SessionChecker)
-	if !ok || f.cfg.Now().Before(f.storeQuietUntil) || !f.anyAuditable() {
-		return
-	}
-	cctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
-	defer cancel()
-	if empty, err := c.HoldsNone(cctx); err == nil && empty {
-		f.auditAll()
-	}
-}
-
-// auditAll schedules every followed file for a read that asks whether the
-// store still holds its session.
-func (f *Follower) auditAll() {
+// auditAll schedules every followed file some of whose lines were handed
+// over for a read that asks whether the store still holds its session, and
+// returns how many it scheduled.
+func (f *Follower) auditAll() int {
 	now := f.cfg.Now()
+	n := 0
 	for _, t := range f.files {
 		if auditable(t) {
 			t.audit = true
 			t.schedule(now)
+			n++
 		}
 	}
+	if n > 0 {
+		f.dirty = true
+	}
+	return n
 }
 
 // anyAuditable reports whether checkHeld may be asked about any file.
@@ -356,11 +344,11 @@ func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
 			// store lost the session's start (its bucket emptied under it). The
 			// file's header and what the session lacks are uploaded below
 			// (the ids it holds with other bytes are conflicts, line by line).
-			// The store lost every other session then too, though it holds
-			// this one's later lines, so that it does not look empty: ask
-			// about every file (a session deleted on purpose goes whole).
+			// If the store lost the follower's marker, it lost every other
+			// session then too, though it holds this one's later lines: ask
+			// about every file.
 			if len(stored) > 0 {
-				f.auditAll()
+				f.lookForLoss(ctx)
 			}
 		case err != nil:
 			why = fmt.Sprintf("session %s exists without a session header first: its header would be a second one", t.ref)
@@ -381,7 +369,7 @@ func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
 			Message: "the store and the uploader lack lines handed over before (a lost outbox, an emptied bucket?): reading the file again from its start, uploading only what the store lacks"})
 		t.offset, t.anchor = 0, span{}
 		t.digest.Reset()
-		f.auditIfEmpty(ctx)
+		f.lookForLoss(ctx)
 	}
 	t.held, t.reconcile, t.unsure = held, false, false
 	return nil

@@ -13,6 +13,7 @@ import (
 // resume reads the state file and takes up each file it names where it was
 // left (see New).
 func (f *Follower) resume() error {
+	f.id = newFollowerID() // unless the state names one
 	doc, err := readState(f.statePath())
 	if errors.Is(err, errCorruptState) {
 		aside, merr := moveAside(f.statePath(), f.cfg.Now().UTC().Format("20060102T150405.000000000"))
@@ -24,6 +25,9 @@ func (f *Follower) resume() error {
 	}
 	if err != nil {
 		return err
+	}
+	if doc.Follower != "" {
+		f.id, f.marked = doc.Follower, doc.Marked
 	}
 	if doc.Root != "" && doc.Root != f.cfg.Root {
 		f.emit(Event{Kind: EventError, Message: fmt.Sprintf("the state file is of root %s, not %s: every file is reconciled against the store", doc.Root, f.cfg.Root)})
@@ -105,6 +109,7 @@ func (f *Follower) take(t *tracked, st *fileState) error {
 	t.offset, t.digest, t.anchor = st.Offset, p.digest, p.anchor
 	t.uploading = st.Uploading
 	t.reconcile = st.Uploading != 0 || st.Reconcile
+	t.audit = st.Audit && !t.reconcile
 	t.classified()
 	return nil
 }

@@ -40,6 +40,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		}
 	}
 	rescan(0)
+	f.lookForLoss(ctx)
 	ticker := time.NewTicker(f.cfg.RescanInterval)
 	defer ticker.Stop()
 	timer := time.NewTimer(time.Hour)
@@ -62,7 +63,7 @@ func (f *Follower) Run(ctx context.Context) error {
 			}
 		case <-ticker.C:
 			rescan(f.cfg.BatchInterval)
-			f.auditIfEmpty(ctx)
+			f.lookForLoss(ctx)
 		case <-timer.C:
 			// Files due within a quarter interval come along: each tick writes
 			// the state file twice, whatever the number of files it reads.
@@ -129,6 +130,7 @@ func (f *Follower) Once(ctx context.Context) error {
 	if err := f.rescan(nil, 0); err != nil {
 		return err
 	}
+	f.lookForLoss(ctx)
 	err := f.pass(ctx)
 	f.checkStuck(f.cfg.Now())
 	f.snapshot()

@@ -36,11 +36,17 @@ const stateFormat = 1
 // the lines up to there were being handed over when the state was written, so
 // the next start reconciles them against the store and the uploader before it
 // hands any over again; reconcile says that a reconcile of the lines past
-// offset was in progress (a file read in several batches), to go on with.
+// offset was in progress (a file read in several batches), to go on with;
+// audit, that the store lost the follower's marker and the file's next read
+// asks whether the store still holds the session. follower is the follower's
+// id, the name of its marker object in the store (marker.go); marked says that
+// the store held the marker when the state was written.
 type stateDoc struct {
-	Format int                   `json:"format"`
-	Root   string                `json:"root"`
-	Files  map[string]*fileState `json:"files"`
+	Format   int                   `json:"format"`
+	Root     string                `json:"root"`
+	Follower string                `json:"follower,omitempty"`
+	Marked   bool                  `json:"marked,omitempty"`
+	Files    map[string]*fileState `json:"files"`
 }
 
 // fileState is what the state file says of one file.
@@ -53,6 +59,7 @@ type fileState struct {
 	Sum       string `json:"sum"`
 	Uploading int64  `json:"uploading,omitempty"`
 	Reconcile bool   `json:"reconcile,omitempty"`
+	Audit     bool   `json:"audit,omitempty"`
 }
 
 func (s *fileState) ref() transcript.TranscriptRef {
@@ -86,6 +93,9 @@ func readState(path string) (*stateDoc, error) {
 	}
 	if doc.Files == nil {
 		doc.Files = map[string]*fileState{}
+	}
+	if doc.Follower != "" && transcript.ValidateWriterID(doc.Follower) != nil {
+		return nil, fmt.Errorf("%w %s: follower id %q", errCorruptState, path, doc.Follower)
 	}
 	for rel, fst := range doc.Files {
 		if fst == nil || fst.Offset < 0 || fst.Uploading < 0 || fst.ref().Validate() != nil ||

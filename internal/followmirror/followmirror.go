@@ -167,11 +167,16 @@ func (u *Uploader) headerSegment(ctx context.Context, infos []transcript.Segment
 	return "", nil
 }
 
-// HoldsNone reports whether the store holds no session at all (no namespace
-// under its prefix): its bucket or prefix was emptied.
-func (u *Uploader) HoldsNone(ctx context.Context) (bool, error) {
-	ns, err := u.s.ListNamespaces(ctx)
-	return len(ns) == 0, err
+// MarkerExists reports whether the store holds the marker of the follower
+// named id in namespace ns (one HEAD).
+func (u *Uploader) MarkerExists(ctx context.Context, ns, id string) (bool, error) {
+	return u.s.FollowerMarkerExists(ctx, ns, id)
+}
+
+// PutMarker stores the marker of the follower named id in namespace ns (one
+// PUT, straight to the store: the outbox is for sessions).
+func (u *Uploader) PutMarker(ctx context.Context, ns, id string, body []byte) error {
+	return u.s.PutFollowerMarker(ctx, ns, id, body)
 }
 
 // Await waits until everything handed over is uploaded, or ctx ends; it fails

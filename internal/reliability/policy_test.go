@@ -149,6 +149,14 @@ func TestPolicies_LeastPrivilege(t *testing.T) {
 			require.NotEmpty(t, payloads)
 			requireDenied(t, b.Put(ctx, prefix+"/acme/payloads/gc/x.mark.json", strings.NewReader("{}"), 2, bucket.PutOptions{}), r.file+": mark a payload")
 			requireDenied(t, b.Delete(ctx, payloads[0]), r.file+": delete a payload")
+
+			// A follower's marker (transcript follow): the replica's to put
+			// and to look for.
+			id := "f-" + strings.TrimSuffix(r.file, ".json")
+			require.NoError(t, s.PutFollowerMarker(ctx, "acme", id, []byte("{}")), "%s puts its follower marker", r.file)
+			has, err := s.FollowerMarkerExists(ctx, "acme", id)
+			require.NoError(t, err)
+			require.True(t, has)
 		}
 
 		// The per-tenant replica: nothing of another tenant.
@@ -162,6 +170,7 @@ func TestPolicies_LeastPrivilege(t *testing.T) {
 		requireDenied(t, err, "list another tenant")
 		_, err = s.ListNamespaces(ctx)
 		requireDenied(t, err, "list the tenants")
+		requireDenied(t, s.PutFollowerMarker(ctx, "other", "f-x", []byte("{}")), "a follower marker of another tenant")
 	})
 
 	t.Run("compactor", func(t *testing.T) {
@@ -204,6 +213,7 @@ func TestPolicies_LeastPrivilege(t *testing.T) {
 		_, err = s.AppendSegment(ctx, acme, [][]byte{[]byte(okEntry)}, transcript.NewRandomWriter())
 		requireDenied(t, err, "restore user appends")
 		requireDenied(t, b.Delete(ctx, res.Segments[0].Key), "restore user deletes")
+		requireDenied(t, s.PutFollowerMarker(ctx, "acme", "f-restore", []byte("{}")), "restore user puts a follower marker")
 		_, err = s.Compact(ctx, withSession(acme, "by-replica"), transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
 		require.NoError(t, err, "nothing to compact, nothing written")
 

@@ -1,0 +1,87 @@
+package follow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// The follower's marker. A Store that is a SessionChecker keeps, for each
+// follower, a small object of its own beside the sessions it uploads into
+// (transcript.Store.PutFollowerMarker: {namespace}/.followers/{id}), which no
+// compaction, retention or delete of sessions touches. The id is random,
+// made at the follower's first start and kept in its state file, so two
+// followers uploading into one bucket each have their own.
+//
+// The marker tells the two ways a store can lose sessions apart: a store
+// that lost the marker too lost everything the follower handed over (its
+// bucket deleted and created again, its prefix emptied), so the follower asks
+// about every file, grown or not, and uploads again those whose sessions are
+// gone; a store that still holds it lost only sessions deleted on purpose (a
+// retention policy, Store.Delete), which are uploaded again only when
+// Pi writes to their files again. The follower asks (one HEAD) when it starts,
+// every rescan interval, and when a read finds a session lost.
+
+// newFollowerID returns a new random follower id.
+func newFollowerID() string {
+	return "f-" + strings.ToLower(rand.Text()[:16])
+}
+
+// markerBody is what the follower's marker object holds: enough for an
+// operator browsing the bucket to tell whose it is.
+func (f *Follower) markerBody() []byte {
+	host, _ := os.Hostname()
+	body, _ := json.Marshal(struct {
+		Follower string `json:"follower"`
+		Host     string `json:"host,omitempty"`
+		Root     string `json:"root"`
+		Marked   string `json:"marked"`
+	}{f.id, host, f.cfg.Root, f.cfg.Now().UTC().Format("2006-01-02T15:04:05Z")})
+	return body
+}
+
+// lookForLoss asks a Store that is a SessionChecker whether it still holds the
+// follower's marker. It puts the marker when the store never held it (the
+// follower's first start on this store); when the store held it before and no
+// longer does, every followed file whose lines were handed over is audited
+// (its next read asks whether the store holds its session) and the audits
+// are saved in the state file before the marker is put back, so that a crash
+// in between does not forget them. A store that does not answer is not asked
+// again for a rescan interval.
+func (f *Follower) lookForLoss(ctx context.Context) {
+	c, ok := f.cfg.Store.(SessionChecker)
+	if !ok || f.cfg.Now().Before(f.storeQuietUntil) {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+	defer cancel()
+	has, err := c.MarkerExists(cctx, f.cfg.Namespace, f.id)
+	if err == nil && has {
+		if !f.marked {
+			f.marked, f.dirty = true, true
+		}
+		return
+	}
+	if err == nil && f.marked {
+		n := f.auditAll()
+		f.emit(Event{Kind: EventLost, Message: fmt.Sprintf("the store no longer holds this follower's marker %s "+
+			"(its bucket or prefix emptied?): asking whether it still holds the session of each of the %d files handed over, "+
+			"and uploading again those it lost", f.id, n)})
+		if err = f.save(); err != nil {
+			err = fmt.Errorf("write the state file: %w", err)
+		}
+	}
+	if err == nil {
+		err = c.PutMarker(cctx, f.cfg.Namespace, f.id, f.markerBody())
+	}
+	if err != nil {
+		f.storeQuietUntil = f.cfg.Now().Add(f.cfg.RescanInterval)
+		f.emit(Event{Kind: EventError, Message: fmt.Sprintf("look for this follower's marker %s in the store: %v (asked again in %s)",
+			f.id, err, f.cfg.RescanInterval)})
+		return
+	}
+	f.marked, f.dirty = true, true
+}

@@ -39,6 +39,10 @@ type job struct {
 	retained       map[transcript.TranscriptRef]bool
 	planOut        io.Writer
 	retainProgress progress
+
+	// hidden holds the namespaces where objects named like a key prefix hide
+	// sessions from the listings (findHiding): their payloads are not collected.
+	hidden map[string]bool
 }
 
 // progress is told how many sessions there are and when each is done.
@@ -90,16 +94,23 @@ type summary struct {
 	SessionsPerSecond float64          `json:"sessionsPerSecond"`
 	InputMBPerSecond  float64          `json:"inputMBPerSecond"`
 
+	// HidingObjects are the keys of objects named like the key prefix of an
+	// agent or a session the job selects, which hide that prefix's segments
+	// from the listings of some S3 servers (MinIO): the job cannot see, compact
+	// or retain those sessions, and does not collect the payloads of their
+	// namespace. They make the job exit 1.
+	HidingObjects []string `json:"hidingObjects"`
+
 	// Retention is set when a retention policy was applied (retention.go).
 	Retention *retentionSummary `json:"retention,omitempty"`
 }
 
 // problems reports whether the run had a problem that makes the job exit 1 (and
 // keeps it from counting as a success in the pushed metrics): a session that
-// failed, a namespace whose payloads could not be collected, or a retention
-// failure or late write.
+// failed, a namespace whose payloads could not be collected, objects that hide
+// sessions, or a retention failure or late write.
 func (s *summary) problems() bool {
-	return s.SessionsFailed > 0 || s.payloadsFailed > 0 || s.Retention.problems() > 0
+	return s.SessionsFailed > 0 || s.payloadsFailed > 0 || len(s.HidingObjects) > 0 || s.Retention.problems() > 0
 }
 
 // skippedSession is a session the job left as it was (or left some levels of)
@@ -179,7 +190,8 @@ func (j *job) sessions(ctx context.Context) ([]transcript.TranscriptRef, error) 
 // when the job could not start (listing failed) or ctx ended.
 func (j *job) run(ctx context.Context) (*summary, error) {
 	start := time.Now()
-	sum := &summary{Shard: fmt.Sprintf("%d/%d", j.shard, j.shards), DryRun: j.opts.DryRun, Errors: []string{}, Skipped: []skippedSession{}}
+	sum := &summary{Shard: fmt.Sprintf("%d/%d", j.shard, j.shards), DryRun: j.opts.DryRun, Errors: []string{}, Skipped: []skippedSession{},
+		HidingObjects: []string{}}
 	var err error
 	if j.session == "" {
 		err = j.runListed(ctx, sum)
@@ -213,6 +225,9 @@ func (j *job) runListed(ctx context.Context, sum *summary) error {
 			return fmt.Errorf("list sessions: %w", err)
 		}
 	}
+	if err := j.findHiding(ctx, sum, namespaces); err != nil {
+		return err
+	}
 	if j.retention != nil {
 		if err := j.retain(ctx, sum, namespaces); err != nil {
 			return err
@@ -234,6 +249,36 @@ func (j *job) runListed(ctx context.Context, sum *summary) error {
 		if err != nil {
 			return fmt.Errorf("list sessions: %w", err)
 		}
+	}
+	return nil
+}
+
+// findHiding looks, in shard 0, for objects named like the key prefix of an
+// agent or a session the job selects in each of namespaces
+// (cli.HidingObjects): MinIO lists nothing under such a prefix, so its
+// sessions are neither compacted nor retained, and their segments' references
+// to payloads are not seen, which would make those payloads look unreferenced.
+// It reports them, in the summary and on stderr, and marks their namespaces
+// hidden, so that collectPayloads leaves their payloads alone. One delimited
+// listing of each namespace and of each selected agent.
+func (j *job) findHiding(ctx context.Context, sum *summary, namespaces []string) error {
+	if j.shard != 0 {
+		return nil // one worker reports them
+	}
+	j.hidden = map[string]bool{}
+	for _, ns := range namespaces {
+		keys, err := cli.HidingObjects(ctx, j.store, ns, j.agent, "")
+		if err != nil {
+			return fmt.Errorf("look for objects hiding sessions in namespace %s: %w", ns, err)
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		j.hidden[ns] = true
+		sum.HidingObjects = append(sum.HidingObjects, keys...)
+		msg := "sessions may be missing (not compacted, not retained): " + cli.HidingHint(keys)
+		sum.Errors = append(sum.Errors, fmt.Sprintf("namespace %s: %s", ns, msg))
+		fmt.Fprintf(j.errOut, "namespace %s: %s\n", cli.Escape(ns), msg)
 	}
 	return nil
 }

@@ -19,8 +19,9 @@
 // found" and nothing is created.
 //
 // Exit codes: 0 success, 1 some session, or the collection of a namespace's
-// payloads, failed (the others were still processed) or the store was not found,
-// 2 usage error.
+// payloads, failed (the others were still processed), objects named like a key
+// prefix hide sessions from the listings (their namespace's payloads are then
+// not collected), or the store was not found, 2 usage error.
 package main
 
 import (

@@ -13,7 +13,8 @@ import (
 // sessions: once per job (shard 0 of a sharded run) and only when no --agent or
 // --session narrows the job, since a payload may be referenced from any session
 // of its namespace. A namespace that fails is reported and does not stop the
-// others; the job then exits 1.
+// others; the job then exits 1. So does a namespace where objects hide sessions
+// (findHiding): its payloads are not collected.
 func (j *job) collectPayloads(ctx context.Context, sum *summary) error {
 	if j.shard != 0 || j.agent != "" || j.session != "" {
 		return nil
@@ -27,6 +28,14 @@ func (j *job) collectPayloads(ctx context.Context, sum *summary) error {
 	}
 	opts := transcript.PayloadGCOptions{DeleteDelay: j.opts.DeleteDelay, DryRun: j.opts.DryRun}
 	for _, ns := range namespaces {
+		if j.hidden[ns] {
+			// Segments the listings miss may reference any of its payloads.
+			j.mu.Lock()
+			sum.payloadsFailed++
+			j.mu.Unlock()
+			fmt.Fprintf(j.errOut, "payloads of namespace %s: not collected: objects hide sessions whose segments may reference them (above)\n", cli.Escape(ns))
+			continue
+		}
 		res, err := j.store.CollectPayloads(ctx, ns, opts)
 		if ctx.Err() != nil {
 			return ctx.Err()

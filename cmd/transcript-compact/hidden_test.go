@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/internal/cli"
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// TestJob_HiddenSessionsKeepTheirPayloads: an object named like a session's key
+// prefix (a file an S3 tool copied to acme/coder/hidden) hides that session's
+// segments from MinIO's listings, so the payloads only it references look
+// unreferenced. The job must not mark them for deletion (a later run would
+// delete them: the session's images lost for good); it names the hiding object
+// and exits 1, with and without --ns, in a dry run too. It used to mark the
+// payload and exit 0 without a word.
+func TestJob_HiddenSessionsKeepTheirPayloads(t *testing.T) {
+	ctx := context.Background()
+	url := stores()["minio"](t)
+	s := openStore(t, url)
+	w := transcript.NewRandomWriter()
+	image := func(id string, seed byte) []byte {
+		data := base64.StdEncoding.EncodeToString([]byte(strings.Repeat(string(rune('a'+seed)), transcript.DefaultPayloadThreshold)))
+		return []byte(fmt.Sprintf(`{"type":"message","id":%q,"parentId":null,"timestamp":"2026-09-25T22:29:10.000Z","message":{"role":"user","content":[{"type":"image","data":%q,"mimeType":"image/png"}]}}`, id, data))
+	}
+	hidden := transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "hidden"}
+	shown := transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "shown"}
+	_, err := s.AppendSegment(ctx, hidden, [][]byte{image("a", 0)}, w)
+	require.NoError(t, err)
+	_, err = s.AppendSegment(ctx, shown, [][]byte{image("b", 1)}, w)
+	require.NoError(t, err)
+	hider := strings.TrimSuffix(s.SessionPrefix(hidden), "/")
+	note := []byte("a note copied to the wrong place")
+	require.NoError(t, s.Bucket().Put(ctx, hider, bytes.NewReader(note), int64(len(note)), bucket.PutOptions{}))
+	before := snapshot(t, s.Bucket())
+
+	for _, args := range [][]string{{"--dry-run"}, nil, {"--ns", "acme"}, {"--ns", "acme", "--agent", "coder"}} {
+		t.Run(strings.Join(append([]string{"args"}, args...), " "), func(t *testing.T) {
+			r := runBinary(t, ctx, append([]string{"--store", url, "--json", "--delete-delay", "0"}, args...)...)
+			require.Equal(t, 1, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+			require.Contains(t, r.stderr, cli.HidingHint([]string{hider}))
+			sum := r.summary(t)
+			require.Equal(t, []string{hider}, sum.HidingObjects)
+			require.Zero(t, sum.PayloadsMarked, "a payload of the hidden session looks unreferenced")
+			requireSchema(t, []byte(r.stdout), "transcript-compact")
+			require.Equal(t, before, snapshot(t, s.Bucket()))
+		})
+	}
+	r := runBinary(t, ctx, "--store", url, "--delete-delay", "0")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "payloads of namespace acme: not collected")
+
+	// Once the object is moved away, the session lists again and nothing is marked.
+	require.NoError(t, s.Bucket().Delete(ctx, hider))
+	r = runBinary(t, ctx, "--store", url, "--json", "--delete-delay", "0")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.summary(t).HidingObjects)
+	require.Zero(t, r.summary(t).PayloadsMarked)
+}

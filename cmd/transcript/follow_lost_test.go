@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,7 +23,6 @@ import (
 // first), the one Pi writes to and one it does not, with no operator action:
 // the store again exports each file as it is, and the event stream says why.
 func TestFollow_StoreLostUnderFollower(t *testing.T) {
-	endpoint, access, secret := s3test.S3Endpoint(t)
 	tests := []struct {
 		name string
 		// lose empties the store; it returns a func that brings the bucket
@@ -53,16 +51,7 @@ func TestFollow_StoreLostUnderFollower(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			name := fmt.Sprintf("transcript-cli-lost-%d-%d", os.Getpid(), time.Now().UnixNano())
-			store := fmt.Sprintf("s3://%s/p?endpoint=%s&insecure=true&create=true", name, endpoint)
-			b, err := s3bucket.New(t.Context(), s3bucket.Config{Endpoint: endpoint, Bucket: name, Region: "us-east-1",
-				AccessKey: access, SecretKey: secret, Insecure: true, Create: true})
-			require.NoError(t, err)
-			t.Cleanup(func() {
-				s3test.Empty(t, b)
-				require.NoError(t, b.Client().RemoveBucket(context.Background(), name))
-				require.NoError(t, b.Close())
-			})
+			store, b, name := followBucket(t)
 			root, rel := piRoot(t)
 			file := filepath.Join(root, filepath.FromSlash(rel))
 			// idle is a session file Pi does not write to after the loss.

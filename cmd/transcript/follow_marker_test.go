@@ -17,12 +17,12 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket/s3bucket"
 )
 
-// followMarkerStore makes a fresh MinIO bucket for a follow test: its store
-// URL (prefix p) and a client of it, both cleaned up with the test.
-func followMarkerStore(t *testing.T) (store string, b *s3bucket.Bucket) {
+// followBucket makes a fresh MinIO bucket for a follow test: its store URL
+// (prefix p), a client of it and its name, all cleaned up with the test.
+func followBucket(t *testing.T) (store string, b *s3bucket.Bucket, name string) {
 	t.Helper()
 	endpoint, access, secret := s3test.S3Endpoint(t)
-	name := fmt.Sprintf("transcript-cli-marker-%d-%d", os.Getpid(), time.Now().UnixNano())
+	name = fmt.Sprintf("transcript-cli-follow-%d-%d", os.Getpid(), time.Now().UnixNano())
 	b, err := s3bucket.New(t.Context(), s3bucket.Config{Endpoint: endpoint, Bucket: name, Region: "us-east-1",
 		AccessKey: access, SecretKey: secret, Insecure: true, Create: true})
 	require.NoError(t, err)
@@ -31,7 +31,7 @@ func followMarkerStore(t *testing.T) (store string, b *s3bucket.Bucket) {
 		require.NoError(t, b.Client().RemoveBucket(context.Background(), name))
 		require.NoError(t, b.Close())
 	})
-	return fmt.Sprintf("s3://%s/p?endpoint=%s&insecure=true&create=true", name, endpoint), b
+	return fmt.Sprintf("s3://%s/p?endpoint=%s&insecure=true&create=true", name, endpoint), b, name
 }
 
 // sessionFile writes a Pi session file of session id (a header and one entry)
@@ -61,7 +61,7 @@ func exportsAs(t *testing.T, store, p, agent, id string) bool {
 // writes to again comes back whole. The follower's marker, which no deletion
 // of sessions touches, is what tells this from an emptied bucket.
 func TestFollow_RetentionIsNotUndone(t *testing.T) {
-	store, _ := followMarkerStore(t)
+	store, _, _ := followBucket(t)
 	root := filepath.Join(t.TempDir(), "sessions")
 	active := sessionFile(t, root, "--tmp-a--", "active")
 	idle := sessionFile(t, root, "--tmp-a--", "idle")
@@ -93,7 +93,7 @@ func TestFollow_RetentionIsNotUndone(t *testing.T) {
 // started again, finds the store holding sessions but not its own marker, and
 // fills in its own sessions too, though their files did not grow.
 func TestFollow_TwoFollowersRefillTheirOwn(t *testing.T) {
-	store, b := followMarkerStore(t)
+	store, b, _ := followBucket(t)
 	rootA := filepath.Join(t.TempDir(), "sessions")
 	rootB := filepath.Join(t.TempDir(), "sessions")
 	fileA := sessionFile(t, rootA, "--tmp-a--", "on-a")

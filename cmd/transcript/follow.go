@@ -46,10 +46,12 @@ its prefix emptied) is uploaded again whole, header first, before the file's
 next lines ("rewritten"): follow asks the store whether it holds the session
 with its header (one HEAD of the segment holding it; a listing when that is
 gone) before each upload of a file's new lines; lines the outbox uploaded
-after a wipe, without the header, do not count. A store that holds no session
-at all (looked at each --rescan), or one without its header, gets every
-file's session again; a session deleted on purpose (retention) comes back
-only if its file grows. The state (bytes uploaded per file and their checksum) and the
+after a wipe, without the header, do not count. Each follower keeps a marker
+object of its own in the store ({ns}/.followers/{id}, looked for with one
+HEAD each --rescan): a store that lost it was emptied, and gets every file's
+session again ("lost", then "rewritten" per session), even after another
+machine's follower filled it first; sessions deleted on purpose (retention)
+leave the marker, and come back only if their files grow. The state (bytes uploaded per file and their checksum) and the
 outbox (lines handed over, not yet in the bucket) live in --state-dir: a
 restart after a crash resumes there, uploading no line twice and skipping none.
 

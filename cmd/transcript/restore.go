@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,11 @@ Entries whose parentIds form a cycle (stored by a buggy or hostile writer) are
 left out of a Pi layout's file, since Pi cannot open a file holding them (it
 hangs or crashes); their descendants stay. Restore names them on stderr (and
 under "leftOut" with --json), writes the rest, and exits 1.
+
+A session whose entries name a parent that no segment holds (a segment lost,
+or left out of a copy of the bucket: an interrupted rclone) is written as the
+store holds it, in either layout; restore names those parents the same way,
+on every run, and exits 1.
 
 A strict session (one transcript-serve created) is restored as its head commits
 it, as the server reads it: a segment no head commits is not part of it.
@@ -132,6 +138,12 @@ type restoreLeftOut struct {
 // whyCycle is why restore --layout pi leaves entries out of a session's file.
 const whyCycle = "their parentIds form a cycle; Pi cannot open a file holding them"
 
+// whyLost is why restore names entries the store does not hold: other entries
+// name them as their parent, so a segment that held them is gone (lost, or
+// left out of a copy of the bucket). The files hold the rest.
+const whyLost = "entries of the session name them as their parent, but no segment of the store holds them: " +
+	"a segment is missing (lost, or not copied); the rest is written (run transcript verify)"
+
 // restoreOutcome is what happened to one session.
 type restoreOutcome int
 
@@ -196,7 +208,20 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
 	var mu sync.Mutex
 	restoreOne := func(ctx context.Context, r sessiontree.StoreReader, ref transcript.TranscriptRef) (restoreOutcome, int, int64, error) {
-		return restoreSession(ctx, r, ref, *out, scratch, *force)
+		outcome, entries, n, err := restoreSession(ctx, r, ref, *out, scratch, *force)
+		if err != nil {
+			return outcome, entries, n, err
+		}
+		// What the files hold is what the store holds: entries they lack that
+		// others name as their parent are the store's loss, said every run.
+		log := sessiontree.FilesOf(*out, ref).Log
+		lost, err := lostParentsOfFile(log)
+		if len(lost) > 0 {
+			mu.Lock()
+			sum.LeftOut = append(sum.LeftOut, restoreLeftOut{Session: ref.String(), File: log, Entries: lost, Reason: whyLost})
+			mu.Unlock()
+		}
+		return outcome, entries, n, err
 	}
 	prefetch := sessionTreePrefetch(*out)
 	var piRun *piRestore
@@ -233,13 +258,17 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		// only once all are read (the Pi layout is rebuilt whole anyway).
 		for _, c := range piRun.place() {
 			sum.add(c.ref, c.outcome, c.entries, c.size, c.err)
+			file := filepath.Join(*out, filepath.FromSlash(c.rel))
 			if c.err == nil && len(c.leftOut) > 0 {
-				sum.LeftOut = append(sum.LeftOut, restoreLeftOut{Session: c.ref.String(),
-					File: filepath.Join(*out, filepath.FromSlash(c.rel)), Entries: c.leftOut, Reason: whyCycle})
+				sum.LeftOut = append(sum.LeftOut, restoreLeftOut{Session: c.ref.String(), File: file, Entries: c.leftOut, Reason: whyCycle})
+			}
+			if c.err == nil && len(c.lost) > 0 {
+				sum.LeftOut = append(sum.LeftOut, restoreLeftOut{Session: c.ref.String(), File: file, Entries: c.lost, Reason: whyLost})
 			}
 		}
 	}
 	sum.Interrupted = err != nil
+	sort.SliceStable(sum.LeftOut, func(i, j int) bool { return sum.LeftOut[i].Session < sum.LeftOut[j].Session })
 	sum.Hidden = hidden()
 	sum.Seconds = time.Since(start).Seconds()
 	if err := sum.print(env, sf.json); err != nil {
@@ -375,6 +404,42 @@ func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcri
 		return 0, 0, 0, err
 	}
 	return outcomeRestored, r.entries, size, stampFiles(dest)
+}
+
+// lostParents returns the parentIds that entries name and no entry of entries
+// holds, each once, in the order first named: entries of the session that a
+// missing segment held.
+func lostParents(n int, at func(i int) (id, parentID string)) []string {
+	ids := make(map[string]bool, n)
+	for i := range n {
+		id, _ := at(i)
+		ids[id] = true
+	}
+	var lost []string
+	for i := range n {
+		if _, p := at(i); p != "" && !ids[p] {
+			ids[p] = true // named once
+			lost = append(lost, p)
+		}
+	}
+	return lost
+}
+
+// lostParentsOfFile is lostParents of the entries of the session file at path.
+func lostParentsOfFile(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	_, entries, _, err := sessiontree.ParseSession(f)
+	if err != nil {
+		return nil, fmt.Errorf("read the restored log %s: %w", path, err)
+	}
+	return lostParents(len(entries), func(i int) (string, string) {
+		p, _ := entries[i].ParentID()
+		return entries[i].ID(), p
+	}), nil
 }
 
 // dropUnsent removes the unsent file of the session files f (a replica's

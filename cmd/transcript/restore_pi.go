@@ -206,6 +206,9 @@ type piClaim struct {
 	// leftOut are the ids of the entries the file leaves out: those on a
 	// parent cycle, which Pi cannot open (leanSession.leaveOutCycles).
 	leftOut []string
+	// lost are the ids of the entries the store lacks that entries of the
+	// file name as their parent (lostParents).
+	lost []string
 	// err is why the session cannot be restored; it is not placed.
 	err error
 	// local is what the file at rel looked like when prepare checked it (nil:
@@ -275,6 +278,22 @@ func (p *piRestore) prepare(ctx context.Context, s sessiontree.StoreReader, ref 
 	return outcomeDeferred, 0, 0, nil
 }
 
+// lostParentsLean is lostParents of the entries of res. Only an entry whose
+// parent res does not place is parsed.
+func lostParentsLean(res *transcript.LeanResult) []string {
+	return lostParents(res.Len(), func(i int) (string, string) {
+		if _, ok := res.Parent(i); ok {
+			return res.ID(i), ""
+		}
+		e, err := pi.ParseEntry(res.Raw(i))
+		if err != nil {
+			return res.ID(i), ""
+		}
+		p, _ := e.ParentID()
+		return res.ID(i), p
+	})
+}
+
 // piStoredFields are the top-level fields beside an entry's kind whose values
 // the Pi layout's file depends on: where it goes (the header's cwd and
 // timestamp) and its modification time (the entries' timestamps).
@@ -298,7 +317,7 @@ func (p *piRestore) build(ctx context.Context, src sessiontree.PayloadSource, se
 		return piClaim{}, err
 	}
 	leftOut := sess.leaveOutCycles()
-	c := piClaim{ref: ref, rel: rel, entries: sess.n - len(leftOut), leftOut: leftOut}
+	c := piClaim{ref: ref, rel: rel, entries: sess.n - len(leftOut), leftOut: leftOut, lost: lostParentsLean(res)}
 	local, err := p.localRel(rel, h.ID())
 	if err != nil {
 		c.err = err

@@ -83,18 +83,35 @@ type budgetReader struct {
 	budget *bodyBudget
 	// owner is the request's owner (its namespace), set once authenticated.
 	owner string
-	held  int64
+	// held is what the body took from the budget; reserved, the part of it
+	// not read yet (see reserve).
+	held, reserved int64
+}
+
+// reserve takes n bytes, the body's declared length, from the budget before
+// they arrive, so that the body is read into one buffer of its size (reading
+// a body of unknown size grows its buffer step by step: twice its size, and
+// more, allocated) and a client that declares a large body and sends it
+// slowly holds what the server set aside for it from the start.
+func (r *budgetReader) reserve(n int64) error {
+	if err := r.budget.take(r.owner, n); err != nil {
+		return err
+	}
+	r.held += n
+	r.reserved += n
+	return nil
 }
 
 // Read reads from the body, taking what it read from the budget.
 func (r *budgetReader) Read(p []byte) (int, error) {
 	n, err := r.ReadCloser.Read(p)
-	if n > 0 {
-		if terr := r.budget.take(r.owner, int64(n)); terr != nil {
+	if more := int64(n) - r.reserved; more > 0 {
+		if terr := r.budget.take(r.owner, more); terr != nil {
 			return 0, terr
 		}
-		r.held += int64(n)
+		r.held += more
 	}
+	r.reserved = max(r.reserved-int64(n), 0)
 	return n, err
 }
 
@@ -103,5 +120,5 @@ func (r *budgetReader) release() {
 	if r.held > 0 {
 		r.budget.give(r.owner, r.held)
 	}
-	r.held = 0
+	r.held, r.reserved = 0, 0
 }

@@ -38,10 +38,17 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 			fmt.Sprintf("request body of %d bytes, over %d bytes", r.ContentLength, s.cfg.MaxBodyBytes), nil)
 		return nil, false
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) // not supported by test recorders
-	data, err := io.ReadAll(r.Body)
-	_ = rc.SetReadDeadline(time.Time{})
+	var err error
+	if br, ok := r.Body.(*budgetReader); ok && r.ContentLength > 0 {
+		err = br.reserve(r.ContentLength)
+	}
+	var data []byte
+	if err == nil {
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) // not supported by test recorders
+		data, err = readAll(r.Body, r.ContentLength)
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
@@ -87,6 +94,18 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		return nil, false
 	}
 	return data, true
+}
+
+// readAll reads body, of size bytes when size is above zero (its declared
+// Content-Length, within Config.MaxBodyBytes: net/http reads no more), into one
+// buffer of that size; a body of unknown size as io.ReadAll reads it.
+func readAll(body io.Reader, size int64) ([]byte, error) {
+	if size <= 0 {
+		return io.ReadAll(body)
+	}
+	b := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead)) // room to read EOF without growing
+	_, err := b.ReadFrom(body)
+	return b.Bytes(), err
 }
 
 // isTimeout reports a read that ran past its deadline.

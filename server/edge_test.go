@@ -278,7 +278,7 @@ func TestEdge_BodiesInFlightBounded(t *testing.T) {
 	_, err = fmt.Fprintf(conn, "POST /v1/sessions/s/entries HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		tokenFor(t, "acme", "alice"), len(body), body[:len(body)-1])
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return server.BodyBytesInFlight(ts.srv) == int64(len(body)-1) },
+	require.Eventually(t, func() bool { return server.BodyBytesInFlight(ts.srv) == int64(len(body)) },
 		10*time.Second, 5*time.Millisecond)
 
 	status, h, resp := c.send(rawReq{method: "POST", path: "/v1/sessions/s/entries", contentType: "application/json", body: string(body)})

@@ -71,6 +71,10 @@ type CompactOptions struct {
 	// merged output above it is written as a group of parts of one level (an
 	// entry larger than it makes a part of its own).
 	TargetSegmentSize int64
+	// Hidden, when not nil, is called by CompactAll with each session listed
+	// whose prefix holds objects named like one of its folders, and their keys
+	// (see ErrHiddenSegments). Compact ignores it.
+	Hidden func(ref TranscriptRef, keys []string)
 }
 
 // Compact merges the segments of ref level by level: a level with at least

@@ -79,6 +79,34 @@ type sessionListing struct {
 	stray []string
 	// summary is the key of the session's cached summary (SummaryName), if listed.
 	summary string
+	// hiding holds the stray keys named like a folder of the session's layout
+	// (hidesFolder): they hide what lies under that folder from the listings of
+	// some S3 servers (MinIO), so this listing may lack segments or marks.
+	hiding []string
+}
+
+// ErrHiddenSegments is wrapped by the error of a session whose prefix holds an
+// object named like one of its folders ("L0", "gc"): MinIO lists nothing under
+// that folder, so what is stored there, the newest segments perhaps, is missed
+// by every listing, and nothing may be decided from what the listings show.
+var ErrHiddenSegments = errors.New("an object hides segments from the listings")
+
+// hidingError is the error for a session whose listing found the objects keys
+// named like its folders.
+func hidingError(keys []string) error {
+	return fmt.Errorf("%w: %s, named like a folder of the session, hides what is stored under it from the listings of some S3 servers (MinIO), the session's newest segments perhaps: move or delete it, and they list again",
+		ErrHiddenSegments, strings.Join(keys, ", "))
+}
+
+// hidesFolder reports whether rel, the key of an object relative to its
+// session's prefix, names a folder of the session's layout: a level ("L0") or
+// the marks' folder ("gc", "gc/L0").
+func hidesFolder(rel string) bool {
+	dir, sub, nested := strings.Cut(rel, "/")
+	if nested {
+		return dir == markDir && isLevelOrMark(sub) && sub != markDir
+	}
+	return isLevelOrMark(rel)
 }
 
 // sessionObjects lists everything under ref's prefix in one listing.
@@ -113,6 +141,9 @@ func (s *Store) addListed(ls *sessionListing, sp string, oi bucket.ObjectInfo) {
 		info, err := ParseKey(s.cfg.Prefix, oi.Key)
 		if err != nil {
 			ls.stray = append(ls.stray, oi.Key)
+			if hidesFolder(rel) {
+				ls.hiding = append(ls.hiding, oi.Key)
+			}
 			return
 		}
 		info.Size = oi.Size
@@ -133,8 +164,11 @@ func (s *Store) addListed(ls *sessionListing, sp string, oi bucket.ObjectInfo) {
 // once. One recursive listing finds the sessions and their segments and marks:
 // compactions start while the listing goes on, and a session's first attempt sends
 // no LIST of its own (a retry after contention lists it again). Sessions without a
-// segment are not visited. An error of one session goes to done and does not stop
-// the others; CompactAll returns an error only when the listing fails or ctx ends.
+// segment are not visited. Every session listed, selected or not, whose prefix
+// holds objects named like its folders is passed to opts.Hidden (see
+// ErrHiddenSegments), from the listing's goroutine. An error of one session goes
+// to done and does not stop the others; CompactAll returns an error only when the
+// listing fails or ctx ends.
 func (s *Store) CompactAll(ctx context.Context, namespace, agent string, parallel int, opts CompactOptions,
 	keep func(TranscriptRef) bool, done func(TranscriptRef, CompactResult, error)) error {
 	prefix, lp, visible, err := s.namespaceListing(namespace, agent)
@@ -150,6 +184,9 @@ func (s *Store) CompactAll(ctx context.Context, namespace, agent string, paralle
 	g.Go(func() error {
 		defer close(work)
 		return s.listSessions(gctx, namespace, prefix, lp, func(ref TranscriptRef, ls sessionListing) error {
+			if len(ls.hiding) > 0 && opts.Hidden != nil {
+				opts.Hidden(ref, ls.hiding)
+			}
 			if len(ls.infos) == 0 || (keep != nil && !keep(ref)) {
 				return nil
 			}

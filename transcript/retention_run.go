@@ -185,6 +185,11 @@ func (s *Store) retentionItems(ctx context.Context, r *Retention, namespace, age
 	listings := map[*retainItem]sessionListing{} // of the marked sessions
 	lp := nsPrefix + agent + "/"
 	err := s.listSessions(ctx, namespace, nsPrefix, lp, func(ref TranscriptRef, ls sessionListing) error {
+		if len(ls.hiding) > 0 {
+			// What the listing shows is not the session: decide nothing.
+			items = append(items, &retainItem{ref: ref, lastUpdate: ls.newest, segments: len(ls.infos), err: hidingError(ls.hiding)})
+			return nil
+		}
 		if len(ls.infos) == 0 && ls.retention == nil {
 			return nil
 		}

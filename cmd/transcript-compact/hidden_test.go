@@ -65,3 +65,50 @@ func TestJob_HiddenSessionsKeepTheirPayloads(t *testing.T) {
 	require.Empty(t, r.summary(t).HidingObjects)
 	require.Zero(t, r.summary(t).PayloadsMarked)
 }
+
+// TestJob_FolderHidingSegmentsKeepsThem: an object named like a folder of a
+// session (".../s1/L0", an `aws s3 cp` without its trailing "/") hides the
+// segments under it from MinIO's listings: here the newest write, with an
+// image. The job names the object and exits 1; it marks no payload of the
+// hidden segment; a retention policy that would delete the session from what
+// it sees deletes nothing. It used to mark the payload, and retention deleted
+// the visible history and the object, leaving the hidden write alone.
+func TestJob_FolderHidingSegmentsKeepsThem(t *testing.T) {
+	ctx := context.Background()
+	url := stores()["minio"](t)
+	s := openStore(t, url)
+	w := transcript.NewRandomWriter()
+	ref := transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "s1"}
+	for _, id := range []string{"a", "b"} {
+		_, err := s.AppendSegment(ctx, ref, [][]byte{entry(id, "")}, w)
+		require.NoError(t, err)
+	}
+	r := runBinary(t, ctx, "--store", url, "--delete-delay", "0", "--min-segments", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	data := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("i", transcript.DefaultPayloadThreshold)))
+	img := []byte(fmt.Sprintf(`{"type":"message","id":"img","parentId":"b","timestamp":"2026-09-25T22:29:10.000Z","message":{"role":"user","content":[{"type":"image","data":%q,"mimeType":"image/png"}]}}`, data))
+	_, err := s.AppendSegment(ctx, ref, [][]byte{img}, w)
+	require.NoError(t, err)
+	hider := s.SessionPrefix(ref) + "L0"
+	require.NoError(t, s.Bucket().Put(ctx, hider, bytes.NewReader([]byte("x")), 1, bucket.PutOptions{}))
+	// A newer session: --keep-last 1 selects s1.
+	_, err = s.AppendSegment(ctx, transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "s2"}, [][]byte{entry("c", "")}, w)
+	require.NoError(t, err)
+	before := snapshot(t, s.Bucket())
+
+	for _, args := range [][]string{{"--dry-run"}, nil, {"--ns", "acme", "--keep-last", "1"}} {
+		t.Run(strings.Join(append([]string{"args"}, args...), " "), func(t *testing.T) {
+			r := runBinary(t, ctx, append([]string{"--store", url, "--json", "--delete-delay", "0"}, args...)...)
+			require.Equal(t, 1, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+			require.Contains(t, r.stderr, cli.HidingHint([]string{hider}))
+			sum := r.summary(t)
+			require.Equal(t, []string{hider}, sum.HidingObjects)
+			require.Zero(t, sum.PayloadsMarked)
+			if sum.Retention != nil {
+				require.Equal(t, 1, sum.Retention.Failed)
+				require.Zero(t, sum.Retention.Deleted)
+			}
+			require.Equal(t, before, snapshot(t, s.Bucket()))
+		})
+	}
+}

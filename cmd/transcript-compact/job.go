@@ -236,6 +236,13 @@ func (j *job) runListed(ctx context.Context, sum *summary) error {
 	j.progress.Total(-1)
 	opts := j.opts
 	opts.OlderThan = j.olderThan
+	if j.shard == 0 {
+		opts.Hidden = func(ref transcript.TranscriptRef, keys []string) {
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			j.reportHiding(sum, ref.Namespace, "session "+ref.String(), keys)
+		}
+	}
 	keep := func(ref transcript.TranscriptRef) bool { return inShard(ref, j.shard, j.shards) && !j.retained[ref] }
 	for _, ns := range namespaces {
 		err := j.store.CompactAll(ctx, ns, j.agent, j.parallel, opts, keep,
@@ -258,29 +265,38 @@ func (j *job) runListed(ctx context.Context, sum *summary) error {
 // (cli.HidingObjects): MinIO lists nothing under such a prefix, so its
 // sessions are neither compacted nor retained, and their segments' references
 // to payloads are not seen, which would make those payloads look unreferenced.
-// It reports them, in the summary and on stderr, and marks their namespaces
-// hidden, so that collectPayloads leaves their payloads alone. One delimited
-// listing of each namespace and of each selected agent.
+// It reports them (reportHiding). One delimited listing of each namespace and
+// of each selected agent. The compaction's listing finds, and reports, those
+// named like a folder of a session (CompactOptions.Hidden).
 func (j *job) findHiding(ctx context.Context, sum *summary, namespaces []string) error {
 	if j.shard != 0 {
 		return nil // one worker reports them
 	}
-	j.hidden = map[string]bool{}
 	for _, ns := range namespaces {
 		keys, err := cli.HidingObjects(ctx, j.store, ns, j.agent, "")
 		if err != nil {
 			return fmt.Errorf("look for objects hiding sessions in namespace %s: %w", ns, err)
 		}
-		if len(keys) == 0 {
-			continue
+		if len(keys) > 0 {
+			j.reportHiding(sum, ns, "namespace "+ns, keys)
 		}
-		j.hidden[ns] = true
-		sum.HidingObjects = append(sum.HidingObjects, keys...)
-		msg := "sessions may be missing (not compacted, not retained): " + cli.HidingHint(keys)
-		sum.Errors = append(sum.Errors, fmt.Sprintf("namespace %s: %s", ns, msg))
-		fmt.Fprintf(j.errOut, "namespace %s: %s\n", cli.Escape(ns), msg)
 	}
 	return nil
+}
+
+// reportHiding reports keys, objects that hide segments of namespace ns from the
+// listings, found in what (a namespace, a session), in the summary and on
+// stderr, and marks ns hidden, so that collectPayloads leaves its payloads
+// alone. The caller holds j.mu, or no other goroutine runs.
+func (j *job) reportHiding(sum *summary, ns, what string, keys []string) {
+	if j.hidden == nil {
+		j.hidden = map[string]bool{}
+	}
+	j.hidden[ns] = true
+	sum.HidingObjects = append(sum.HidingObjects, keys...)
+	msg := "segments may be missing (neither compacted nor retained): " + cli.HidingHint(keys)
+	sum.Errors = append(sum.Errors, what+": "+msg)
+	fmt.Fprintf(j.errOut, "%s: %s\n", cli.Escape(what), msg)
 }
 
 // runRefs compacts the sessions j.sessions selects, j.parallel at a time.

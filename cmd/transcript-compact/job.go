@@ -83,6 +83,9 @@ type summary struct {
 	// payloadsFailed counts the namespaces whose payload collection failed (their
 	// errors are in Errors): the run then has a problem, as for a failed session.
 	payloadsFailed int
+	// partWay counts the sessions (compactions and retention decisions) that an
+	// interruption of the run stopped part way: not failures, and not scanned.
+	partWay int
 	// Uncommitted counts segments of strict sessions deleted because no head
 	// commits them (transcript.CompactResult.Uncommitted).
 	Uncommitted int `json:"uncommittedDeletions"`
@@ -251,7 +254,7 @@ func (j *job) runListed(ctx context.Context, sum *summary) error {
 				j.mu.Lock()
 				sum.SessionsListed++
 				j.mu.Unlock()
-				j.record(sum, ref, res, err)
+				j.record(ctx, sum, ref, res, err)
 			})
 		if err != nil {
 			return fmt.Errorf("list sessions: %w", err)
@@ -327,13 +330,21 @@ func (j *job) one(ctx context.Context, ref transcript.TranscriptRef, sum *summar
 	opts := j.opts
 	opts.OlderThan = j.olderThan
 	res, err := j.store.Compact(ctx, ref, opts)
-	j.record(sum, ref, res, err)
+	j.record(ctx, sum, ref, res, err)
 }
 
-// record adds the result of one session's compaction to sum.
-func (j *job) record(sum *summary, ref transcript.TranscriptRef, res transcript.CompactResult, err error) {
+// record adds the result of one session's compaction to sum. A session that
+// ctx, ended (SIGINT, SIGTERM), stopped part way is no failure: it is counted
+// as left part way, and the next run finishes it.
+func (j *job) record(ctx context.Context, sum *summary, ref transcript.TranscriptRef, res transcript.CompactResult, err error) {
 	if errors.Is(err, bucket.ErrNotFound) {
 		err = nil // deleted while the job ran: nothing to do
+	}
+	if err != nil && ctx.Err() != nil {
+		j.mu.Lock()
+		sum.partWay++
+		j.mu.Unlock()
+		return
 	}
 	if err != nil {
 		j.fail(sum, ref, err)

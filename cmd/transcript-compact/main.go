@@ -189,7 +189,8 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 		printSummary(stdout, sum)
 	}
 	if interrupted {
-		return fmt.Errorf("interrupted after %s (run again to finish): %w", cli.Count(sum.SessionsScanned, "session"), context.Cause(ctx))
+		return fmt.Errorf("interrupted after %s, %d more left part way (run again to finish): %w",
+			cli.Count(sum.SessionsScanned, "session"), sum.partWay, context.Cause(ctx))
 	}
 	if sum.problems() {
 		return cli.ErrProblems

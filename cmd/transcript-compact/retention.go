@@ -149,7 +149,7 @@ func (j *job) retain(ctx context.Context, sum *summary, namespaces []string) err
 	for _, ns := range namespaces {
 		err := j.store.Retain(ctx, ns, j.agent, j.retention, opts, func(res transcript.RetentionResult, err error) {
 			defer j.retainProgress.Done()
-			j.recordRetention(sum, res, err)
+			j.recordRetention(ctx, sum, res, err)
 		})
 		if err != nil {
 			return fmt.Errorf("retention: %w", err)
@@ -159,10 +159,15 @@ func (j *job) retain(ctx context.Context, sum *summary, namespaces []string) err
 }
 
 // recordRetention adds the result of one session to the summary and reports it:
-// in a dry run a plan line, else a line on stderr for every change.
-func (j *job) recordRetention(sum *summary, res transcript.RetentionResult, err error) {
+// in a dry run a plan line, else a line on stderr for every change. A session
+// that ctx, ended, stopped part way is counted as such, not as failed.
+func (j *job) recordRetention(ctx context.Context, sum *summary, res transcript.RetentionResult, err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if err != nil && ctx.Err() != nil {
+		sum.partWay++
+		return
+	}
 	rs := sum.Retention
 	rs.SessionsExamined++
 	ref := cli.Escape(res.Ref.String())

@@ -28,7 +28,10 @@ both keys. Keys under a session that are not part of the layout (not a segment, 
 deletion mark or the head; readers ignore them) are named too, and so are deletion
 marks the compaction job ignores (their content is not a mark), and objects directly
 under the namespace's or an agent's key prefix (none with --session, only the
-agent's with --agent). Such an object named like an agent's or a session's key prefix
+agent's with --agent). A segment a deletion mark names as a compaction's input
+is lost when it is missing together with the compacted segment and no other
+segment holds its entries (a copy of the bucket that left both out): verify
+names it. Such an object named like an agent's or a session's key prefix
 (an S3 tool's copy of a file to acme/coder/s1) hides what is stored under that
 prefix from the listings of some S3 servers (MinIO): verify says so, and names it
 as a problem also when it hides every session asked for. Then it checks each
@@ -274,6 +277,9 @@ func checkSessionOnce(ctx context.Context, s *transcript.Store, ref transcript.T
 	}
 	v.checkHeaders()
 	v.checkCompacted()
+	if err := v.checkMarkedLoss(ctx); err != nil {
+		return v.c, v.vanished, err
+	}
 	if err := v.checkHead(ctx, head, headErr); err != nil {
 		return v.c, v.vanished, err
 	}

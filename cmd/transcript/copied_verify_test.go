@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucketurl"
+)
+
+// TestVerify_CopyLostCompactedSegment: a copy of a bucket taken while a
+// compaction's inputs waited for their delete delay, that lacks the compacted
+// segment and one of its inputs (an interrupted rclone), has lost that input's
+// entries. When nothing else names them (the last entry: no dangling parent),
+// only the deletion mark, which names both, tells: verify reports the mark and
+// the lost input and exits 1. A copy that lacks only one of the two lost
+// nothing, and verify says so.
+func TestVerify_CopyLostCompactedSegment(t *testing.T) {
+	tests := []struct {
+		name       string
+		dropOutput bool
+		dropInput  int // index of the input dropped, -1 for none
+		lost       bool
+	}{
+		{"the whole copy", false, -1, false},
+		{"the compacted segment missing", true, -1, false},
+		{"an input missing", false, 3, false},
+		{"the compacted segment and its last input missing", true, 3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "copy")
+			store := "file://" + root
+			b, prefix, err := bucketurl.Open(t.Context(), store)
+			require.NoError(t, err)
+			s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
+			require.NoError(t, err)
+			defer s.Close()
+			w, err := transcript.NewWriter("replica")
+			require.NoError(t, err)
+			ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "coder", SessionID: "s1"}
+			var inputs []string
+			for _, seg := range [][]string{{headerLine("s1"), messageLine("r", "", "root")}, {messageLine("a", "r", "one")},
+				{messageLine("b", "a", "two")}, {messageLine("c", "b", "three")}} {
+				batch := make([][]byte, len(seg))
+				for i, l := range seg {
+					batch[i] = []byte(l)
+				}
+				info, err := s.AppendSegment(t.Context(), ref, batch, w)
+				require.NoError(t, err)
+				inputs = append(inputs, info.Key)
+			}
+			res, err := s.Compact(t.Context(), ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: time.Hour})
+			require.NoError(t, err)
+			require.NotEmpty(t, res.Compactions, "one compaction, its inputs waiting for the delay")
+			segs, err := s.ListSegments(t.Context(), ref)
+			require.NoError(t, err)
+			output := ""
+			for _, sg := range segs {
+				if sg.Level == 1 {
+					output = sg.Key
+				}
+			}
+			require.NotEmpty(t, output)
+
+			if tt.dropOutput {
+				require.NoError(t, os.Remove(filepath.Join(root, filepath.FromSlash(output))))
+			}
+			if tt.dropInput >= 0 {
+				require.NoError(t, os.Remove(filepath.Join(root, filepath.FromSlash(inputs[tt.dropInput]))))
+			}
+			r := cli(t, "verify", "--store", store, "--json")
+			var sum verifySummary
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum), r.stdout+r.stderr)
+			if !tt.lost {
+				require.Equal(t, 0, r.code, r.stdout+r.stderr)
+				require.Empty(t, sum.Problems)
+				return
+			}
+			require.Equal(t, 1, r.code, r.stdout+r.stderr)
+			require.Len(t, sum.Problems, 1, r.stdout)
+			require.Equal(t, "default/coder/s1", sum.Problems[0].Session)
+			require.Contains(t, sum.Problems[0].Key, "default/coder/s1/gc/L1/")
+			require.Contains(t, sum.Problems[0].Problem, segmentRel(inputs[tt.dropInput])+" are lost to every reader")
+			require.Contains(t, sum.Problems[0].Problem, segmentRel(output))
+		})
+	}
+}

@@ -59,14 +59,14 @@ func (s *Store) dropMarkOf(ctx context.Context, it *retainItem, opts RetentionOp
 
 // markRetained writes the retention mark of a session the policy selects (with
 // DeleteAtOnce: deletes it), from a listing of its own: a session written to since
-// the decision's listing is left for the next run.
+// the decision's listing is left for the next run (RetentionDeferred).
 func (s *Store) markRetained(ctx context.Context, it *retainItem, opts RetentionOptions, res RetentionResult) (RetentionResult, error) {
 	ls, err := s.sessionObjects(ctx, it.ref)
 	if err != nil {
 		return res, err
 	}
 	if ls.newest.After(it.lastUpdate) {
-		res.Reason, res.LastUpdate = "", ls.newest
+		res.Action, res.LastUpdate = RetentionDeferred, ls.newest
 		return res, nil
 	}
 	if opts.DeleteDelay == 0 {

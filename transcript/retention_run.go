@@ -58,12 +58,17 @@ const (
 	// check and the deletes (RetentionResult.Unseen): they remain, without the
 	// entries deleted before them, and are decided again by a later run.
 	RetentionLateWrite
+	// RetentionDeferred: a policy selects the session, but a segment landed
+	// between the decision's listing and the session's own (a write, or another
+	// worker's compaction): nothing was marked or deleted, and a later run
+	// decides it again.
+	RetentionDeferred
 )
 
-var retentionActionNames = [...]string{"kept", "marked", "pending", "deleted", "held", "survived", "released", "late-write"}
+var retentionActionNames = [...]string{"kept", "marked", "pending", "deleted", "held", "survived", "released", "late-write", "deferred"}
 
 // String returns the action's name: kept, marked, pending, deleted, held, survived,
-// released or late-write.
+// released, late-write or deferred.
 func (a RetentionAction) String() string {
 	if a < 0 || int(a) >= len(retentionActionNames) {
 		return fmt.Sprintf("RetentionAction(%d)", int(a))

@@ -61,7 +61,8 @@ func pushMetrics(ctx context.Context, url string, sum *summary, shard, shards in
 		labelled("retention_sessions", "Sessions the last run's retention examined, by what it did (in a dry run: would do).", "action", map[string]float64{
 			"examined": float64(rs.SessionsExamined), "marked": float64(rs.Marked), "pending": float64(rs.Pending),
 			"deleted": float64(rs.Deleted), "held": float64(rs.KeptByHold), "survived": float64(rs.Survived),
-			"released": float64(rs.Released), "late_write": float64(rs.LateWrites), "failed": float64(rs.Failed),
+			"released": float64(rs.Released), "late_write": float64(rs.LateWrites), "deferred": float64(rs.Deferred),
+			"failed": float64(rs.Failed),
 		})
 		gauge("retention_deleted_objects", "Objects the last run's retention deleted.", float64(rs.ObjectsDeleted))
 		gauge("retention_deleted_bytes", "Segment bytes the last run's retention deleted.", float64(rs.BytesDeleted))

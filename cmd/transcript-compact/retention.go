@@ -102,6 +102,7 @@ type retentionSummary struct {
 	Survived         int   `json:"survived"`
 	Released         int   `json:"released"`
 	LateWrites       int   `json:"lateWrites"`
+	Deferred         int   `json:"deferred"`
 	Failed           int   `json:"failed"`
 	ObjectsDeleted   int   `json:"objectsDeleted"`
 	BytesDeleted     int64 `json:"bytesDeleted"`
@@ -191,7 +192,7 @@ func (j *job) recordRetention(ctx context.Context, sum *summary, res transcript.
 		transcript.RetentionMarked: &rs.Marked, transcript.RetentionPending: &rs.Pending,
 		transcript.RetentionDeleted: &rs.Deleted, transcript.RetentionHeld: &rs.KeptByHold,
 		transcript.RetentionSurvived: &rs.Survived, transcript.RetentionReleased: &rs.Released,
-		transcript.RetentionLateWrite: &rs.LateWrites,
+		transcript.RetentionLateWrite: &rs.LateWrites, transcript.RetentionDeferred: &rs.Deferred,
 	}[res.Action]
 	if counter != nil {
 		*counter++
@@ -226,6 +227,8 @@ func retentionLine(res transcript.RetentionResult) string {
 		return fmt.Sprintf("survived: %s written since it was marked (%s)", cli.Count(len(res.Unseen), "segment"), cli.Escape(strings.Join(res.Unseen, " ")))
 	case transcript.RetentionReleased:
 		return "mark dropped: no policy selects it now (marked for " + why + ")"
+	case transcript.RetentionDeferred:
+		return "selected, but written or compacted since this run listed it: left for the next run (" + why + ")"
 	case transcript.RetentionLateWrite:
 		return fmt.Sprintf("deleted, but %s landed while it was deleted and remain without the older entries: %s",
 			cli.Count(len(res.Unseen), "segment"), cli.Escape(strings.Join(res.Unseen, " ")))
@@ -239,7 +242,7 @@ func printRetentionSummary(w io.Writer, rs *retentionSummary, dryRun bool) {
 	if dryRun {
 		mark, del = "would mark", "would delete"
 	}
-	fmt.Fprintf(w, "retention: %s examined; %s %d, %s %d (%s, %d bytes); %d waiting for their delay, %d kept by a hold, %d survived (written during the delay), %d released, %d written while deleted, %d failed\n",
+	fmt.Fprintf(w, "retention: %s examined; %s %d, %s %d (%s, %d bytes); %d waiting for their delay, %d kept by a hold, %d survived (written during the delay), %d released, %d left for the next run (written since listed), %d written while deleted, %d failed\n",
 		cli.Count(rs.SessionsExamined, "session"), mark, rs.Marked, del, rs.Deleted, cli.Count(rs.ObjectsDeleted, "object"), rs.BytesDeleted,
-		rs.Pending, rs.KeptByHold, rs.Survived, rs.Released, rs.LateWrites, rs.Failed)
+		rs.Pending, rs.KeptByHold, rs.Survived, rs.Released, rs.Deferred, rs.LateWrites, rs.Failed)
 }

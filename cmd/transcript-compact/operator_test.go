@@ -37,3 +37,24 @@ func TestJob_RetentionFlagGivenEmpty(t *testing.T) {
 		})
 	}
 }
+
+// TestJob_HoldMatchingNothingIsNamed: a hold that names no session the run
+// examined (a typo: acme/codr/* for acme/coder/*) protects nothing, and the
+// sessions it was meant to keep go. The job names it on stderr and in --json
+// (retention.unmatchedHolds), in a dry run too; a hold outside what the run
+// selects (another namespace than --ns) is not named.
+func TestJob_HoldMatchingNothingIsNamed(t *testing.T) {
+	url := "file://" + t.TempDir()
+	s := openStore(t, url)
+	writeSessions(t, s, "coder", 2, 1)
+	for _, args := range [][]string{{"--dry-run"}, nil} {
+		r := runBinary(t, context.Background(), append([]string{"--store", url, "--json", "--keep-last", "5",
+			"--hold", "acme/codr/*", "--hold", "acme/coder/s000", "--hold", "other/coder/*", "--ns", "acme"}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stderr, "retention: hold acme/codr/* names no session this run examined: check its spelling\n")
+		require.NotContains(t, r.stderr, "hold acme/coder/s000")
+		require.NotContains(t, r.stderr, "hold other/coder/*")
+		requireSchema(t, []byte(r.stdout), "transcript-compact")
+		require.Equal(t, []string{"acme/codr/*"}, r.summary(t).Retention.UnmatchedHolds)
+	}
+}

@@ -106,6 +106,9 @@ type retentionSummary struct {
 	Failed           int   `json:"failed"`
 	ObjectsDeleted   int   `json:"objectsDeleted"`
 	BytesDeleted     int64 `json:"bytesDeleted"`
+	// UnmatchedHolds are the holds that named no session the run examined,
+	// though they could have (unmatchedHolds): a misspelt hold protects nothing.
+	UnmatchedHolds []string `json:"unmatchedHolds,omitempty"`
 }
 
 // problems counts the sessions that make the job exit 1.
@@ -147,16 +150,46 @@ func (j *job) retain(ctx context.Context, sum *summary, namespaces []string) err
 	defer j.retainProgress.Finish()
 	opts := transcript.RetentionOptions{DeleteDelay: j.opts.DeleteDelay, DryRun: j.opts.DryRun, Parallel: j.parallel,
 		OwnAgent: func(ns, agent string) bool { return agentInShard(ns, agent, j.shard, j.shards) }}
+	matched := make([]bool, len(j.retention.Holds))
 	for _, ns := range namespaces {
 		err := j.store.Retain(ctx, ns, j.agent, j.retention, opts, func(res transcript.RetentionResult, err error) {
 			defer j.retainProgress.Done()
 			j.recordRetention(ctx, sum, res, err)
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			for i, h := range j.retention.Holds {
+				matched[i] = matched[i] || h.Holds(res.Ref)
+			}
 		})
 		if err != nil {
 			return fmt.Errorf("retention: %w", err)
 		}
 	}
+	for i, h := range j.retention.Holds {
+		if !matched[i] && j.holdInScope(h) {
+			rs.UnmatchedHolds = append(rs.UnmatchedHolds, h.String())
+			fmt.Fprintf(j.errOut, "retention: hold %s names no session this run examined: check its spelling\n", cli.Escape(h.String()))
+		}
+	}
 	return nil
+}
+
+// holdInScope reports whether h could name a session this run examines: its
+// namespace and agent are not others than --ns and --agent select, and, in a
+// sharded run, it names one agent, of this shard (a wildcard may match in
+// another worker's agents).
+func (j *job) holdInScope(h transcript.Hold) bool {
+	norm := transcript.TranscriptRef{Namespace: h.Namespace, AgentID: h.Agent, SessionID: "s"}.Norm()
+	anyNS, anyAgent := h.Namespace == transcript.AnyName, h.Agent == transcript.AnyName
+	sel := transcript.TranscriptRef{Namespace: j.namespace, AgentID: j.agent, SessionID: "s"}.Norm()
+	switch {
+	case j.namespace != "" && !anyNS && norm.Namespace != sel.Namespace,
+		j.agent != "" && !anyAgent && norm.AgentID != sel.AgentID:
+		return false
+	case j.shards > 1:
+		return !anyNS && !anyAgent && agentInShard(norm.Namespace, norm.AgentID, j.shard, j.shards)
+	}
+	return true
 }
 
 // recordRetention adds the result of one session to the summary and reports it:

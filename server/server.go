@@ -43,6 +43,12 @@ const (
 	DefaultMaxStreamsPerOwner = 16
 	// DefaultMaxStreams is the default of Config.MaxStreams.
 	DefaultMaxStreams = 4096
+	// DefaultMaxHeaderBytes is the header size the HTTP server in front of a
+	// Server should allow (http.Server.MaxHeaderBytes; transcript-serve's
+	// default): room for a large bearer token, where net/http's default (1 MiB)
+	// let every unauthenticated connection make the server hold a megabyte
+	// while its headers arrived (300 such connections: 350 MiB).
+	DefaultMaxHeaderBytes = 64 << 10
 )
 
 // Config configures a Server. Repositories and Auth are required.

@@ -185,7 +185,7 @@ type serveFlags struct {
 	watchInterval                                time.Duration
 	maxBody, maxBodiesInFlight, maxCachedBytes   int64
 	maxBodiesPerOwner                            int64
-	maxStreamsPerOwner                           int
+	maxStreamsPerOwner, maxHeaderBytes           int
 }
 
 // newServeFlagSet returns the flag set of serve and the flags it fills; its help
@@ -214,6 +214,8 @@ func newServeFlagSet(getenv func(string) string, stdout io.Writer) (*pflag.FlagS
 	fs.StringVar(&f.logFormat, "log", "json", "log `FORMAT`: json or text")
 	fs.IntVar(&f.maxStreamsPerOwner, "max-streams-per-owner", server.DefaultMaxStreamsPerOwner,
 		"open event streams one owner may hold (then 429)")
+	fs.IntVar(&f.maxHeaderBytes, "max-header-bytes", server.DefaultMaxHeaderBytes,
+		"largest request header section, in `BYTES` (then 431)")
 	fs.DurationVar(&f.watchInterval, "watch-interval", server.DefaultWatchInterval,
 		"how often a watched session is read for what other servers committed")
 	return fs, &f
@@ -235,6 +237,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return cli.Usagef("serve: --request-timeout, --body-timeout and --watch-interval must be more than 0, --shutdown-timeout at least 0")
 	case f.maxStreamsPerOwner <= 0:
 		return cli.Usagef("serve: --max-streams-per-owner %d: want more than 0", f.maxStreamsPerOwner)
+	case f.maxHeaderBytes <= 0:
+		return cli.Usagef("serve: --max-header-bytes %d: want more than 0", f.maxHeaderBytes)
 	case f.maxBody <= 0 || f.maxBodiesInFlight < f.maxBody || f.maxCachedBytes <= 0:
 		return cli.Usagef("serve: --max-body %d, --max-bodies-in-flight %d, --max-cached-bytes %d: want more than 0, and --max-bodies-in-flight at least --max-body",
 			f.maxBody, f.maxBodiesInFlight, f.maxCachedBytes)
@@ -293,6 +297,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    f.maxHeaderBytes,
 		ReadTimeout:       f.requestTimeout,
 		WriteTimeout:      f.requestTimeout + 10*time.Second,
 		IdleTimeout:       2 * time.Minute,

@@ -246,6 +246,7 @@ func TestUsage(t *testing.T) {
 		{"bad store", []string{"serve", "--store", "ftp://x"}, key, 2, "", "--store"},
 		{"bad agent", []string{"serve", "--store", "mem://", "--agent", "a/b"}, key, 2, "", `serve: --agent "a/b"`},
 		{"no streams", []string{"serve", "--store", "mem://", "--max-streams-per-owner", "0"}, key, 2, "", "--max-streams-per-owner 0"},
+		{"no headers", []string{"serve", "--store", "mem://", "--max-header-bytes", "0"}, key, 2, "", "--max-header-bytes 0"},
 		{"no key", []string{"serve", "--store", "mem://"}, nil, 2, "", "set --jwt-key-file"},
 		{"bodies in flight under one body", []string{"serve", "--store", "mem://", "--max-body", "100", "--max-bodies-in-flight", "99"}, key, 2, "", "--max-bodies-in-flight 99"},
 		{"bodies per owner under one body", []string{"serve", "--store", "mem://", "--max-body", "100", "--max-bodies-per-owner", "99"}, key, 2, "", "--max-bodies-per-owner 99"},

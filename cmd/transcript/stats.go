@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"text/tabwriter"
 
@@ -30,7 +31,9 @@ Objects under the namespace's or an agent's key prefix that belong to no session
 (files another tool dropped there, which verify names and readers ignore) are
 counted apart too, as stray objects and their bytes ("stray" in --json; none
 are counted with --session).
-Reads every segment, never a payload; changes nothing.
+Reads every segment, never a payload; changes nothing. A segment it cannot read
+(corrupt or truncated, as in a damaged copy of the bucket) is counted apart, as
+unreadable, named ("unreadable" in --json), and makes it exit 1.
 
 Examples:
   transcript stats
@@ -57,6 +60,10 @@ type storeStats struct {
 	Payloads         payloadStats          `json:"payloads"`
 	// Stray counts the objects outside every session.
 	Stray strayStats `json:"stray"`
+	// Unreadable are the keys of the segments that could not be read (corrupt,
+	// truncated: verify says why), in key order; they are counted nowhere else,
+	// and the run exits 1.
+	Unreadable []string `json:"unreadable,omitempty"`
 }
 
 // strayStats counts the objects outside every session (Store.StrayObjects).
@@ -118,7 +125,13 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 				continue // removed since the listing (compaction)
 			}
 			if err != nil {
-				return fmt.Errorf("%w (run transcript verify)", err)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				mu.Lock()
+				st.Unreadable = append(st.Unreadable, info.Key)
+				mu.Unlock()
+				continue
 			}
 			mu.Lock()
 			l := st.PerLevel[fmt.Sprintf("L%d", info.Level)]
@@ -164,7 +177,19 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	if st.Bytes > 0 {
 		st.CompressionRatio = float64(st.RawBytes) / float64(st.Bytes)
 	}
-	if sf.json {
+	sort.Strings(st.Unreadable)
+	if err := printStats(env, st, sf.json); err != nil {
+		return err
+	}
+	if len(st.Unreadable) > 0 {
+		return errProblems
+	}
+	return nil
+}
+
+// printStats writes st as a table, or as one JSON object.
+func printStats(env *cliEnv, st storeStats, asJSON bool) error {
+	if asJSON {
 		return writeJSON(env.stdout, st)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
@@ -179,6 +204,14 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if st.Stray.Objects > 0 {
 		fmt.Fprintf(tw, "stray objects\t%d (%d bytes, in no session: run transcript verify)\n", st.Stray.Objects, st.Stray.Bytes)
+	}
+	if n := len(st.Unreadable); n > 0 {
+		more := ""
+		if n > 3 {
+			more = fmt.Sprintf(" and %d more", n-3)
+		}
+		fmt.Fprintf(tw, "unreadable\t%s, counted nowhere else (run transcript verify): %s%s\n",
+			cmdcli.Count(n, "segment"), cmdcli.Escape(strings.Join(st.Unreadable[:min(n, 3)], ", ")), more)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -363,3 +363,63 @@ func TestFollower_StoreLostOutboxLandsHeaderless(t *testing.T) {
 	require.Len(t, fx.take(follow.EventRewritten), 2)
 	require.Empty(t, fx.take(follow.EventConflict))
 }
+
+// TestFollower_StoreEmptiedMarkerFirst: an emptying takes time (a purge of a
+// big bucket deletes objects for minutes, in key order, and .followers sorts
+// before every agent id that starts with a letter or a digit), so the follower
+// may find its marker gone while the store still holds its sessions, ask about
+// each file, find it held, put the marker back, and only then see the purge
+// delete the sessions. For a while after a loss each look for the marker
+// (every rescan, each cron run) asks about every file again, so those sessions
+// come back too; once that while is over, a session deleted on purpose stays
+// deleted.
+func TestFollower_StoreEmptiedMarkerFirst(t *testing.T) {
+	s1 := []string{header("s1"), entry("e1", "", "hi")}
+	s2 := []string{header("s2"), entry("f1", "", "hey")}
+	for _, cron := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one process", true: "a process per run (cron)"}[cron], func(t *testing.T) {
+			fx := newFixture(t)
+			now := time.Now()
+			fx.tune = func(c *follow.Config) { c.Now = func() time.Time { return now } }
+			fx.write(fileA, s1...)
+			fx.write(fileB, s2...)
+			f := fx.open()
+			run := func() {
+				t.Helper()
+				if cron {
+					require.NoError(t, f.Close())
+					f = fx.open()
+				}
+				require.NoError(t, f.Once(t.Context()))
+			}
+			run()
+
+			// The purge deletes the marker first: the sessions are still there.
+			fx.remote.mu.Lock()
+			fx.remote.markers = map[string][]byte{}
+			fx.remote.mu.Unlock()
+			run()
+			require.Len(t, fx.take(follow.EventLost), 1)
+			require.Empty(t, fx.take(follow.EventRewritten))
+
+			// Then the sessions, after the marker was put back.
+			fx.remote.wipe(refOf("s1"), refOf("s2"))
+			now = now.Add(follow.DefaultRescanInterval)
+			run()
+			requireOnce(t, fx.remote, refOf("s1"), s1...)
+			requireOnce(t, fx.remote, refOf("s2"), s2...)
+			require.Len(t, fx.take(follow.EventRewritten), 2)
+			require.Empty(t, fx.take(follow.EventLost), "one loss, one lost event")
+
+			// Long after: retention's deletes are left alone.
+			now = now.Add(time.Hour)
+			run()
+			fx.remote.wipe(refOf("s1"))
+			now = now.Add(follow.DefaultRescanInterval)
+			run()
+			require.Empty(t, fx.remote.all(refOf("s1")), "an idle session deleted on purpose stays deleted")
+			requireOnce(t, fx.remote, refOf("s2"), s2...)
+			require.Empty(t, fx.take(follow.EventRewritten))
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // The follower's marker. A Store that is a SessionChecker keeps, for each
@@ -24,6 +25,40 @@ import (
 // retention policy, Store.Delete), which are uploaded again only when
 // Pi writes to their files again. The follower asks (one HEAD) when it starts,
 // every rescan interval, and when a read finds a session lost.
+//
+// An emptying is no instant: a purge of a big bucket deletes objects for
+// minutes, in key order, and .followers sorts before every agent id that
+// starts with a letter or a digit (Pi's "--cwd--" folders sort before it). So
+// the follower may find its marker gone while the store still holds its
+// sessions, find each held, put the marker back, and only then see the purge
+// delete them. For lossSettle after a loss (saved in the state file, so that
+// cron runs and restarts carry on), each look for the marker asks about every
+// file again; a session found lost meanwhile starts that while again.
+
+// lossSettle is how long after the store lost the follower's marker each look
+// for the marker asks about every file again: at least minLossSettle, and at
+// least lossSettleRescans rescan intervals.
+func (f *Follower) lossSettle() time.Duration {
+	return max(minLossSettle, lossSettleRescans*f.cfg.RescanInterval)
+}
+
+const (
+	minLossSettle     = 10 * time.Minute
+	lossSettleRescans = 30
+)
+
+// settling reports whether the store lost the marker within lossSettle.
+func (f *Follower) settling() bool {
+	return f.cfg.Now().Before(f.auditUntil)
+}
+
+// settleAgain starts lossSettle again when the store lost the marker within
+// it: a session found lost says the emptying may still be under way.
+func (f *Follower) settleAgain() {
+	if f.settling() {
+		f.auditUntil, f.dirty = f.cfg.Now().Add(f.lossSettle()), true
+	}
+}
 
 // newFollowerID returns a new random follower id.
 func newFollowerID() string {
@@ -49,8 +84,9 @@ func (f *Follower) markerBody() []byte {
 // longer does, every followed file whose lines were handed over is audited
 // (its next read asks whether the store holds its session) and the audits
 // are saved in the state file before the marker is put back, so that a crash
-// in between does not forget them. A store that does not answer is not asked
-// again for a rescan interval.
+// in between does not forget them, and so is the while (lossSettle) during
+// which each look asks about every file again. A store that does not answer
+// is not asked again for a rescan interval.
 func (f *Follower) lookForLoss(ctx context.Context) {
 	c, ok := f.cfg.Store.(SessionChecker)
 	if !ok || f.cfg.Now().Before(f.storeQuietUntil) {
@@ -63,9 +99,16 @@ func (f *Follower) lookForLoss(ctx context.Context) {
 		if !f.marked {
 			f.marked, f.dirty = true, true
 		}
+		switch {
+		case f.settling():
+			f.auditAll()
+		case !f.auditUntil.IsZero():
+			f.auditUntil, f.dirty = time.Time{}, true
+		}
 		return
 	}
 	if err == nil && f.marked {
+		f.auditUntil = f.cfg.Now().Add(f.lossSettle())
 		n := f.auditAll()
 		f.emit(Event{Kind: EventLost, Message: fmt.Sprintf("the store no longer holds this follower's marker %s "+
 			"(its bucket or prefix emptied?): asking whether it still holds the session of each of the %d files handed over, "+

@@ -135,6 +135,7 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 			Message: fmt.Sprintf("the store and the uploader no longer hold session %s with its header, whose first %d bytes were handed over (the bucket or its prefix emptied, or the session deleted?): uploading the whole file again, header first", t.ref, t.offset)})
 		t.offset, t.anchor, t.unsure = 0, span{}, false
 		t.digest.Reset()
+		f.settleAgain()
 		if !audit { // an audit asks about every file already
 			f.lookForLoss(ctx)
 		}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -53,15 +55,27 @@ func (e *fileError) Error() string { return fmt.Sprintf("%s:%d: %s", e.file, e.l
 // parseRetentionFile parses the policy file name holding data.
 func parseRetentionFile(name string, data []byte) (transcript.Retention, error) {
 	var r transcript.Retention
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return r, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	errAt := func(n *yaml.Node, format string, args ...any) error {
+		return &fileError{file: name, line: n.Line, msg: fmt.Sprintf(format, args...)}
+	}
+	yamlError := func(err error) error {
+		return fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc, next yaml.Node
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return r, yamlError(err)
 	}
 	if len(doc.Content) == 0 {
 		return r, fmt.Errorf("%s: empty: want rules and/or holds", name)
 	}
-	errAt := func(n *yaml.Node, format string, args ...any) error {
-		return &fileError{file: name, line: n.Line, msg: fmt.Sprintf(format, args...)}
+	// A second document (two policies concatenated) would be ignored; an empty
+	// one (a trailing "---") holds nothing.
+	switch err := dec.Decode(&next); {
+	case err == nil && len(next.Content) > 0 && next.Content[0].Tag != "!!null":
+		return r, errAt(&next, "a second YAML document: want one policy in the file")
+	case err != nil && !errors.Is(err, io.EOF):
+		return r, yamlError(err)
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
@@ -146,6 +160,13 @@ func parseRule(n *yaml.Node, where string, errAt errAtFunc) (transcript.Retentio
 		if val.Kind != yaml.ScalarNode {
 			return rule, errAt(val, "%s: want a single value", field)
 		}
+		if val.Tag == "!!null" {
+			hint := ""
+			if key.Value == "namespace" || key.Value == "agent" {
+				hint = ` (leave the field out for "*")`
+			}
+			return rule, errAt(val, "%s: null: want a value%s", field, hint)
+		}
 		var err error
 		switch key.Value {
 		case "namespace":
@@ -186,6 +207,9 @@ func parseHolds(n *yaml.Node, errAt errAtFunc) ([]transcript.Hold, error) {
 	for i, hn := range n.Content {
 		if hn.Kind != yaml.ScalarNode {
 			return nil, errAt(hn, "holds[%d]: want namespace/agent/session", i)
+		}
+		if hn.Tag == "!!null" {
+			return nil, errAt(hn, "holds[%d]: null: want namespace/agent/session", i)
 		}
 		h, err := transcript.ParseHold(hn.Value)
 		if err != nil {

@@ -71,6 +71,17 @@ holds:
 			`p.yaml:3: rules[1]: a second rule for namespace "*", agent "*" (the first is at line 2)`},
 		{"hold malformed", "holds:\n  - acme/coder\n", transcript.Retention{}, `p.yaml:2: holds[0]: hold "acme/coder": want namespace/agent/session (an element may be "*")`},
 		{"holds not a list", "holds: acme/coder/s1\n", transcript.Retention{}, "p.yaml:1: holds: want a list of namespace/agent/session"},
+		// A second document (two policies concatenated) used to be ignored, and
+		// a YAML null taken for a namespace or agent named "~" or "null".
+		{"two documents", "rules:\n  - keepLast: 1\n---\nrules:\n  - keepLast: 50\n", transcript.Retention{},
+			"p.yaml:3: a second YAML document: want one policy in the file"},
+		{"null namespace", "rules:\n  - namespace: ~\n    keepLast: 2\n", transcript.Retention{},
+			`p.yaml:2: rules[0].namespace: null: want a value (leave the field out for "*")`},
+		{"null agent", "rules:\n  - agent: null\n    keepLast: 2\n", transcript.Retention{},
+			`p.yaml:2: rules[0].agent: null: want a value (leave the field out for "*")`},
+		{"null hold", "holds:\n  - ~\n", transcript.Retention{}, "p.yaml:2: holds[0]: null: want namespace/agent/session"},
+		{"null limit", "rules:\n  - keepLast:\n", transcript.Retention{}, "p.yaml:2: rules[0].keepLast: null: want a value"},
+		{"an empty second document", "holds: [a/b/c]\n---\n", transcript.Retention{Holds: []transcript.Hold{{Namespace: "a", Agent: "b", Session: "c"}}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

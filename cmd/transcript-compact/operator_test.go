@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -57,4 +58,34 @@ func TestJob_HoldMatchingNothingIsNamed(t *testing.T) {
 		requireSchema(t, []byte(r.stdout), "transcript-compact")
 		require.Equal(t, []string{"acme/codr/*"}, r.summary(t).Retention.UnmatchedHolds)
 	}
+}
+
+// TestJob_RuleMatchingNothingIsNamed: a rule for a namespace or agent that names
+// none the run examined (ACME for acme: names are case-sensitive) deletes
+// nothing, and the job used to say nothing of it. It names the rule on stderr
+// and in --json (retention.unmatchedRules); a rule outside --ns is not named.
+func TestJob_RuleMatchingNothingIsNamed(t *testing.T) {
+	url := "file://" + t.TempDir()
+	s := openStore(t, url)
+	writeSessions(t, s, "coder", 2, 1)
+	policy := filepath.Join(t.TempDir(), "retention.yaml")
+	require.NoError(t, os.WriteFile(policy, []byte(`rules:
+  - namespace: ACME
+    keepLast: 1
+  - namespace: acme
+    agent: coder
+    keepLast: 5
+`), 0o644))
+	for _, args := range [][]string{{"--dry-run"}, nil} {
+		r := runBinary(t, context.Background(), append([]string{"--store", url, "--json", "--retention", policy}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stderr, "retention: the rule for namespace ACME, agent * (keep-last 1) names no agent this run examined: check its spelling\n")
+		require.NotContains(t, r.stderr, "rule for namespace acme")
+		requireSchema(t, []byte(r.stdout), "transcript-compact")
+		require.Equal(t, []string{"namespace ACME, agent *"}, r.summary(t).Retention.UnmatchedRules)
+	}
+	r := runBinary(t, context.Background(), "--store", url, "--json", "--retention", policy, "--ns", "acme")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stderr, "names no agent", "--ns acme does not select namespace ACME")
+	require.Empty(t, r.summary(t).Retention.UnmatchedRules)
 }

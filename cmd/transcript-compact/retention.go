@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
@@ -109,6 +110,10 @@ type retentionSummary struct {
 	// UnmatchedHolds are the holds that named no session the run examined,
 	// though they could have (unmatchedHolds): a misspelt hold protects nothing.
 	UnmatchedHolds []string `json:"unmatchedHolds,omitempty"`
+	// UnmatchedRules name, as "namespace NS, agent A", the rules naming a
+	// namespace or an agent that named no agent the run examined, though they
+	// could have: a misspelt rule (namespace ACME for acme) deletes nothing.
+	UnmatchedRules []string `json:"unmatchedRules,omitempty"`
 }
 
 // problems counts the sessions that make the job exit 1.
@@ -150,14 +155,24 @@ func (j *job) retain(ctx context.Context, sum *summary, namespaces []string) err
 	defer j.retainProgress.Finish()
 	opts := transcript.RetentionOptions{DeleteDelay: j.opts.DeleteDelay, DryRun: j.opts.DryRun, Parallel: j.parallel,
 		OwnAgent: func(ns, agent string) bool { return agentInShard(ns, agent, j.shard, j.shards) }}
-	matched := make([]bool, len(j.retention.Holds))
+	// What the policy names, to say what named nothing: the holds, then the
+	// namespace and agent of each rule that names one.
+	names := slices.Clone(j.retention.Holds)
+	var rules []transcript.RetentionRule
+	for _, r := range j.retention.Rules {
+		if r.Namespace != transcript.AnyName || r.Agent != transcript.AnyName {
+			rules = append(rules, r)
+			names = append(names, transcript.Hold{Namespace: r.Namespace, Agent: r.Agent, Session: transcript.AnyName})
+		}
+	}
+	matched := make([]bool, len(names))
 	for _, ns := range namespaces {
 		err := j.store.Retain(ctx, ns, j.agent, j.retention, opts, func(res transcript.RetentionResult, err error) {
 			defer j.retainProgress.Done()
 			j.recordRetention(ctx, sum, res, err)
 			j.mu.Lock()
 			defer j.mu.Unlock()
-			for i, h := range j.retention.Holds {
+			for i, h := range names {
 				matched[i] = matched[i] || h.Holds(res.Ref)
 			}
 		})
@@ -165,10 +180,18 @@ func (j *job) retain(ctx context.Context, sum *summary, namespaces []string) err
 			return fmt.Errorf("retention: %w", err)
 		}
 	}
-	for i, h := range j.retention.Holds {
-		if !matched[i] && j.holdInScope(h) {
+	for i, h := range names {
+		switch {
+		case matched[i] || !j.holdInScope(h):
+		case i < len(j.retention.Holds):
 			rs.UnmatchedHolds = append(rs.UnmatchedHolds, h.String())
 			fmt.Fprintf(j.errOut, "retention: hold %s names no session this run examined: check its spelling\n", cli.Escape(h.String()))
+		default:
+			r := rules[i-len(j.retention.Holds)]
+			what := fmt.Sprintf("namespace %s, agent %s", r.Namespace, r.Agent)
+			rs.UnmatchedRules = append(rs.UnmatchedRules, what)
+			fmt.Fprintf(j.errOut, "retention: the rule for %s (%s) names no agent this run examined: check its spelling\n",
+				cli.Escape(what), r.Policy)
 		}
 	}
 	return nil

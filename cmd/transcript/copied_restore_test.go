@@ -85,3 +85,71 @@ func TestRestore_CopyLostSegment(t *testing.T) {
 		})
 	}
 }
+
+// TestRestore_CopyLostHeldSegment: files restored from a whole copy of a
+// bucket, then restored again (to catch up) from a copy that lacks one of the
+// segments they hold (the last one, whose entry no other names), are not
+// called identical to it: the run compares them with the session read whole
+// and fails the session, naming the entry the store lacks, on every run, as a
+// first run into those files does. Segments gone because a compaction merged
+// them and deleted them keep the catch-up incremental and clean.
+func TestRestore_CopyLostHeldSegment(t *testing.T) {
+	tests := []struct {
+		name string
+		// damage changes the copy after the first restore, given the store and
+		// the keys of the session's segments in the order written.
+		damage func(t *testing.T, s *transcript.Store, ref transcript.TranscriptRef, root string, keys []string)
+		lost   bool
+	}{
+		{"the last segment lost", func(t *testing.T, _ *transcript.Store, _ transcript.TranscriptRef, root string, keys []string) {
+			require.NoError(t, os.Remove(filepath.Join(root, filepath.FromSlash(keys[len(keys)-1]))))
+		}, true},
+		{"compacted, its inputs deleted", func(t *testing.T, s *transcript.Store, ref transcript.TranscriptRef, _ string, _ []string) {
+			_, err := s.Compact(t.Context(), ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+			require.NoError(t, err)
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			root := filepath.Join(dir, "copy")
+			store := "file://" + root
+			b, prefix, err := bucketurl.Open(t.Context(), store)
+			require.NoError(t, err)
+			s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
+			require.NoError(t, err)
+			defer s.Close()
+			w, err := transcript.NewWriter("replica")
+			require.NoError(t, err)
+			ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "coder", SessionID: "s1"}
+			var keys []string
+			for _, seg := range [][]string{{headerLine("s1"), messageLine("r", "", "root")}, {messageLine("a", "r", "one")},
+				{messageLine("b", "a", "two")}} {
+				batch := make([][]byte, len(seg))
+				for i, l := range seg {
+					batch[i] = []byte(l)
+				}
+				info, err := s.AppendSegment(t.Context(), ref, batch, w)
+				require.NoError(t, err)
+				keys = append(keys, info.Key)
+			}
+			out := filepath.Join(dir, "out")
+			r := cli(t, "restore", "--store", store, "--out", out)
+			require.Equal(t, 0, r.code, r.stdout+r.stderr)
+			tt.damage(t, s, ref, root, keys)
+			for run := 1; run <= 2; run++ {
+				r = cli(t, "restore", "--store", store, "--out", out, "--json")
+				var sum restoreSummary
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum), r.stdout+r.stderr)
+				if !tt.lost {
+					require.Equal(t, 0, r.code, r.stdout+r.stderr)
+					require.Equal(t, 1, sum.Skipped, r.stdout)
+					continue
+				}
+				require.Equal(t, 1, r.code, "run %d: %s %s", run, r.stdout, r.stderr)
+				require.Equal(t, 1, sum.Failed, r.stdout)
+				require.Contains(t, sum.Failures[0].Error, `entry b: `+errLocalOnly.Error())
+			}
+		})
+	}
+}

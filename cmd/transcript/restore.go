@@ -84,7 +84,10 @@ Beside the two files, {session}.segments names the segments they hold (and
 with a checksum of its bytes (the nanoseconds of its modification time): while
 both files bear their stamps, a later run fetches only the segments they lack
 and appends their entries (a session with none is skipped; a strict session, only
-while its head names every segment they hold, else it is read whole); files changed in any
+while its head names every segment they hold, else it is read whole; and a session
+whose store no longer lists a segment they hold, unless a new compacted segment
+does, is read whole too, so files holding entries a damaged copy of the bucket
+lacks fail as above); files changed in any
 way (lines swapped, say) are rebuilt whole, and skipped only if then identical,
 byte for byte. The Pi
 layout is rebuilt whole, and a file identical to what the bucket holds is skipped.
@@ -485,14 +488,16 @@ func restoreIncremental(ctx context.Context, s sessiontree.StoreReader, ref tran
 		return 0, 0, 0, false, nil
 	}
 	who := sessiontree.Identity{Namespace: ref.Namespace}
-	tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out, Store: s}, who, ref.AgentID, ref.SessionID)
+	tree, rep, err := sessiontree.Load(ctx, sessiontree.Config{Root: out, Store: heldWatch{s}}, who, ref.AgentID, ref.SessionID)
 	if err != nil || !rep.Clean() || !tree.SegmentsFileCurrent() || tree.HeldSegments() == 0 {
 		return 0, 0, 0, false, nil
 	}
 	before, stamped := fileSize(tree.LogPath())+fileSize(tree.ContextPath()), modTimes(dest)
 	pulled, err := tree.Pull(ctx)
-	if errors.Is(err, errHeldUnnamed) {
-		return 0, 0, 0, false, nil // a strict session the files may hold more of: rebuilt
+	if errors.Is(err, errHeldUnnamed) || errors.Is(err, errHeldGone) {
+		// A strict session the files may hold more of, or segments the files
+		// hold that the store may have lost: rebuilt, and compared whole.
+		return 0, 0, 0, false, nil
 	}
 	if err != nil {
 		return 0, 0, 0, true, err
@@ -512,6 +517,46 @@ func restoreIncremental(ctx context.Context, s sessiontree.StoreReader, ref tran
 		return outcomeSkipped, tree.Len(), 0, true, nil
 	}
 	return outcomeRestored, tree.Len(), fileSize(tree.LogPath()) + fileSize(tree.ContextPath()) - before, true, nil
+}
+
+// errHeldGone is wrapped by heldWatch.ReadNew when segments the reader holds
+// are gone from the store and no new compacted segment can account for them.
+var errHeldGone = errors.New("segments the files hold are gone from the store")
+
+// heldWatch is the store reader of an incremental restore. A segment the files
+// hold that a whole listing no longer shows was either merged into a compacted
+// segment and deleted (the compacted segment then shows up as new, unless an
+// earlier run already saw it) or lost: a copy of the bucket that left it out.
+// Pulled as they are, the files would keep the segment's entries and be called
+// identical to a store that lacks them. So, unless a new compacted segment is
+// listed, ReadNew refuses (errHeldGone) before the files or their segments
+// file change, and restore compares the files with the session read whole:
+// identical ones are skipped, and ones holding entries the store lacks fail
+// (errLocalOnly), as they do in a first run.
+type heldWatch struct{ sessiontree.StoreReader }
+
+// ReadNew is the store's ReadNew, refusing as heldWatch says.
+func (w heldWatch) ReadNew(ctx context.Context, ref transcript.TranscriptRef, have transcript.SegmentSet) (*transcript.Increment, error) {
+	inc, err := w.StoreReader.ReadNew(ctx, ref, have)
+	if err != nil || inc == nil || !inc.Full {
+		return inc, err
+	}
+	gone := ""
+	for _, k := range have.Keys() {
+		if !inc.Have.Has(k) {
+			gone = k
+			break
+		}
+	}
+	if gone == "" {
+		return inc, nil
+	}
+	for _, k := range inc.Have.Keys() {
+		if !have.Has(k) && !strings.HasPrefix(segmentRel(k), "L0/") {
+			return inc, nil // a compaction's output, new to the files: its inputs were deleted
+		}
+	}
+	return nil, fmt.Errorf("read %s: %w: %s", ref, errHeldGone, gone)
 }
 
 // The content stamp. Restore leaves the log and the context file of a session

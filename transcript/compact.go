@@ -353,14 +353,23 @@ func (s *Store) markResumed(ctx context.Context, st *compactState, marks []delet
 	}
 	var added []deletionMark
 	for _, out := range outs {
-		if !opts.DryRun {
-			m, err := s.scheduleDelete(ctx, st.ref, out, unmarked[out], opts)
-			if err != nil {
-				return nil, err
+		n := len(unmarked[out])
+		res.Marked += n
+		if opts.DryRun {
+			// What the run does with them, as countPlanned counts the inputs
+			// of the compactions planned.
+			if opts.DeleteDelay > 0 {
+				res.Pending += n
+			} else {
+				res.Deleted += n
 			}
-			added = append(added, m)
+			continue
 		}
-		res.Marked += len(unmarked[out])
+		m, err := s.scheduleDelete(ctx, st.ref, out, unmarked[out], opts)
+		if err != nil {
+			return nil, err
+		}
+		added = append(added, m)
 	}
 	return added, nil
 }

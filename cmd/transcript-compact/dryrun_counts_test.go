@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,6 +39,38 @@ func TestJob_DryRunCountsWhatTheRunMarksAndDeletes(t *testing.T) {
 			require.Equal(t,
 				counts{want.SessionsCompacted, want.SegmentsIn, want.SegmentsOut, want.Marks, want.Deletions, want.PendingDeletions},
 				counts{got.SessionsCompacted, got.SegmentsIn, got.SegmentsOut, got.Marks, got.Deletions, got.PendingDeletions})
+		})
+	}
+}
+
+// TestJob_DryRunCountsResumedMarks: after a run that stopped between storing
+// its outputs and marking their inputs (here: its marks removed), the next run
+// marks those inputs and deletes them (or leaves them waiting for their delay).
+// Its dry run counted them as marked but neither deleted nor waiting, so its
+// counts fell short of the run's.
+func TestJob_DryRunCountsResumedMarks(t *testing.T) {
+	for _, delay := range []string{"0", "10m"} {
+		t.Run(delay, func(t *testing.T) {
+			ctx := context.Background()
+			url := "file://" + t.TempDir()
+			s := openStore(t, url)
+			populate(t, s, 4, 4)
+			r := runBinary(t, ctx, "--store", url, "--delete-delay", "10m")
+			require.Equal(t, 0, r.code, r.stderr)
+			for key := range snapshot(t, s.Bucket()) {
+				if strings.Contains(key, "/gc/") {
+					require.NoError(t, s.Bucket().Delete(ctx, key))
+				}
+			}
+			args := []string{"--store", url, "--json", "--delete-delay", delay}
+			dry := runBinary(t, ctx, append(args, "--dry-run")...)
+			require.Equal(t, 0, dry.code, dry.stderr)
+			real := runBinary(t, ctx, args...)
+			require.Equal(t, 0, real.code, real.stderr)
+			want, got := real.summary(t), dry.summary(t)
+			require.Equal(t, 8, want.Marks)
+			type counts struct{ Marks, Deletions, Pending int }
+			require.Equal(t, counts{want.Marks, want.Deletions, want.PendingDeletions}, counts{got.Marks, got.Deletions, got.PendingDeletions})
 		})
 	}
 }

@@ -186,8 +186,11 @@ func (f *Follower) checkHeld(ctx context.Context, t *tracked) storeHolds {
 	switch {
 	case err != nil:
 		return holdsUnknown
-	case len(pending) > 0 && isHeader(pending[0]):
-		return holdsSession // the session's start waits in the uploader
+	case holdsHeader(pending):
+		// The session's start waits in the uploader: first, or behind later
+		// lines handed over while the store was down, when a refill after
+		// the store came back empty handed the header over after them.
+		return holdsSession
 	case f.cfg.Now().Before(f.storeQuietUntil):
 		return holdsUnknown
 	}
@@ -351,6 +354,10 @@ func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
 			if len(stored) > 0 {
 				f.lookForLoss(ctx)
 			}
+		case err != nil && holdsOwnHeader(t, stored, pending):
+			// The file's own header, behind later lines: this follower's
+			// refill after the store came back empty while those lines
+			// waited in the uploader. Not a second header.
 		case err != nil:
 			why = fmt.Sprintf("session %s exists without a session header first: its header would be a second one", t.ref)
 		case h.ID() != t.headerID:
@@ -568,6 +575,19 @@ func holdsHeader(lists ...[][]byte) bool {
 	for _, l := range lists {
 		if slices.ContainsFunc(l, isHeader) {
 			return true
+		}
+	}
+	return false
+}
+
+// holdsOwnHeader reports whether a line of lists is t's own session header:
+// its id and bytes.
+func holdsOwnHeader(t *tracked, lists ...[][]byte) bool {
+	for _, l := range lists {
+		for _, line := range l {
+			if h, err := pi.ParseHeader(line); err == nil && h.ID() == t.headerID && xxhash.Sum64(line) == t.header.sum {
+				return true
+			}
 		}
 	}
 	return false

@@ -14,6 +14,9 @@
 // coordination by --shard I/N (a stable hash of the session), for example as the
 // indexes of a Kubernetes indexed Job (deploy/k8s).
 //
+// Progress goes to stderr: a bar on a terminal, else (a CronJob's log) a line
+// every minute saying how many sessions are done.
+//
 // It takes the store flags of the transcript command (--store, env TRANSCRIPT_STORE,
 // --ns, --agent, --session; see internal/cli); a store that does not exist is "not
 // found" and nothing is created.

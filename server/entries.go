@@ -37,12 +37,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repositor
 		return
 	}
 	defer s.sessions.release(hd)
-	page := s.boundPage(hd.sess.Page(after, limit))
-	b := s.pageBuffer(0, page)
-	defer s.putPageBuffer(b)
-	appendPage(b, page, after)
-	b.WriteByte('\n')
-	writeBody(w, b.Bytes())
+	s.writePage(w, nil, s.boundPage(hd.sess.Page(after, limit)), after, "\n")
 }
 
 // boundPage cuts page before the entry that would take its entries' bytes past
@@ -60,64 +55,79 @@ func (s *Server) boundPage(page repository.Page) repository.Page {
 	return page
 }
 
-// pageSize is the size of page's JSON (appendPage), give or take the numbers.
-func pageSize(page repository.Page) int {
-	size := 128 + len(page.Head) // the envelope
-	for _, e := range page.Entries {
-		size += len(e.Raw()) + 1
-	}
-	return size
-}
+// pageChunk is the most of a page's body a request copies at once. A page is
+// up to megabytes (Config.MaxPageBytes); its entries are the handle's own
+// bytes, written from there a chunk at a time, so that a request whose client
+// reads slowly, or not at all, holds a chunk while it waits, not a copy of the
+// page (each such request held one, and nothing bounds their number).
+const pageChunk = 64 << 10
 
-// appendPage writes page, the entries after sequence number after, as the
-// entries route answers it: {"entries":[…],"nextSeq":…,"entryCount":…,"head":…}.
-func appendPage(b *bytes.Buffer, page repository.Page, after int) {
-	b.WriteString(`{"entries":[`)
+// writePage answers 200 with a JSON body of lead, page (the entries after
+// sequence number after, as the entries route answers them:
+// {"entries":[…],"nextSeq":…,"entryCount":…,"head":…}) and trail, with its
+// Content-Length, writing at most pageChunk bytes of it at a time but for an
+// entry larger than that, written from the handle's bytes.
+func (s *Server) writePage(w http.ResponseWriter, lead []byte, page repository.Page, after int, trail string) {
+	end := fmt.Appendf(nil, `],"nextSeq":%d,"entryCount":%d,"head":`, min(after, page.Count)+len(page.Entries), page.Count)
+	if page.Head == "" {
+		end = append(end, "null"...)
+	} else {
+		end = pi.AppendString(end, page.Head)
+	}
+	end = append(append(end, '}'), trail...)
+	const open = `{"entries":[`
+	size := len(lead) + len(open) + len(end)
+	for i, e := range page.Entries {
+		size += len(e.Raw())
+		if i > 0 {
+			size++
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(size))
+	b := s.chunkBuffer()
+	defer s.chunks.Put(b)
+	var err error
+	// put buffers p, first writing out what is buffered when p would not fit;
+	// an entry larger than a chunk is written from the handle's bytes.
+	put := func(p []byte) {
+		if err != nil {
+			return
+		}
+		if b.Len()+len(p) > pageChunk && b.Len() > 0 {
+			_, err = w.Write(b.Bytes())
+			b.Reset()
+		}
+		if len(p) >= pageChunk && err == nil {
+			_, err = w.Write(p)
+			return
+		}
+		b.Write(p)
+	}
+	put(lead)
+	b.WriteString(open)
 	for i, e := range page.Entries {
 		if i > 0 {
-			b.WriteByte(',')
+			put(comma)
 		}
-		b.Write(e.Raw())
+		put(e.Raw())
 	}
-	fmt.Fprintf(b, `],"nextSeq":%d,"entryCount":%d,"head":`, min(after, page.Count)+len(page.Entries), page.Count)
-	if page.Head == "" {
-		b.WriteString("null")
-	} else {
-		b.Write(pi.AppendString(nil, page.Head))
+	put(end)
+	if err == nil && b.Len() > 0 {
+		_, _ = w.Write(b.Bytes())
 	}
-	b.WriteByte('}')
 }
 
-// writeBody answers 200 with the JSON body.
-func writeBody(w http.ResponseWriter, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	_, _ = w.Write(body)
-}
+var comma = []byte{','}
 
-// maxPooledPage is the largest page body kept for reuse, room for a page of the
-// default bound (DefaultMaxPageBytes) and its envelope: a page made large by one
-// large entry (a page holds one, whatever its size) is left to the collector.
-const maxPooledPage = 2 * DefaultMaxPageBytes
-
-// pageBuffer returns an empty buffer for a body of extra bytes and page: one
-// from the pool when there is one (it grows as the page is written), else one
-// of the page's size. A page is up to megabytes (Config.MaxPageBytes), and a
-// fresh buffer for each was a large allocation, cleared and collected, per
-// request.
-func (s *Server) pageBuffer(extra int, page repository.Page) *bytes.Buffer {
-	if b, ok := s.pages.Get().(*bytes.Buffer); ok {
+// chunkBuffer returns an empty buffer of a chunk's size (pageChunk), from the
+// pool when there is one.
+func (s *Server) chunkBuffer() *bytes.Buffer {
+	if b, ok := s.chunks.Get().(*bytes.Buffer); ok {
 		b.Reset()
 		return b
 	}
-	return bytes.NewBuffer(make([]byte, 0, extra+pageSize(page)))
-}
-
-// putPageBuffer gives b back to the pool once its page is written.
-func (s *Server) putPageBuffer(b *bytes.Buffer) {
-	if b.Cap() <= maxPooledPage {
-		s.pages.Put(b)
-	}
+	return bytes.NewBuffer(make([]byte, 0, pageChunk))
 }
 
 // queryInt reads a non-negative integer query parameter.

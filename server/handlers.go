@@ -145,14 +145,8 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, repo *repository.R
 		s.failStore(w, r, err)
 		return
 	}
-	page := s.boundPage(hd.sess.Page(0, min(n, s.cfg.MaxPage)))
-	b := s.pageBuffer(len(data)+16, page)
-	defer s.putPageBuffer(b)
-	b.Write(data[:len(data)-1]) // without its closing brace
-	b.WriteString(`,"page":`)
-	appendPage(b, page, 0)
-	b.WriteString("}\n")
-	writeBody(w, b.Bytes())
+	lead := append(data[:len(data)-1:len(data)-1], `,"page":`...) // without its closing brace
+	s.writePage(w, lead, s.boundPage(hd.sess.Page(0, min(n, s.cfg.MaxPage))), 0, "}\n")
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {

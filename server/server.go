@@ -139,7 +139,7 @@ type Server struct {
 	sessions     *sessionCache
 	streams      *streams
 	bodies       bodyBudget
-	pages        sync.Pool // *bytes.Buffer: the bodies of entries pages, reused
+	chunks       sync.Pool // *bytes.Buffer: chunks of the bodies of entries pages (pageChunk), reused
 }
 
 // Route is one method and path pattern of the router.

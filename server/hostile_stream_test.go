@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"net"
 	"runtime"
 	"strings"
 	"testing"
@@ -52,4 +53,43 @@ func TestHostile_IdleStreamsHoldNoPage(t *testing.T) {
 	closed := heapAlloc()
 	require.Less(t, int64(idle)-int64(closed), int64(16<<20),
 		"%d idle streams hold %d MiB more than none", streams, (int64(idle)-int64(closed))>>20)
+}
+
+// TestHostile_UnreadStreamsHoldLittle: an event stream whose client does not
+// read holds a chunk of what it sends, not a page: a stream buffered a whole
+// page (up to Config.MaxPageBytes, 4 MiB by default) before writing it, and
+// held it until the write timed out (Config.RequestTimeout).
+func TestHostile_UnreadStreamsHoldLittle(t *testing.T) {
+	const streams, entries, size = 16, 40, 200 << 10
+	ts := newServer(t, backends[0].new(t), server.Config{})
+	c := ts.as(t, "acme", "alice")
+	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s"}))
+	parent := ""
+	for i := range entries {
+		id := fmt.Sprintf("e%d", i)
+		must(c.do("POST", "/v1/sessions/s/entries", appendReq(parent, msg(id, parent, "user", strings.Repeat("x", size)))))
+		parent = id
+	}
+	must(c.do("GET", "/v1/sessions/s/entries", nil)) // the handle is cached: its entries are not the streams'
+	before := heapAlloc()
+	tok := tokenFor(t, "acme", "alice")
+	for range streams {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(4096))
+		_, err = fmt.Fprintf(conn, "GET /v1/sessions/s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", tok)
+		require.NoError(t, err)
+		// Read past the header and the first event's start: the stream is
+		// sending its entries, and waits for the client to read on.
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+		got := 0
+		for got < 4096 {
+			n, err := conn.Read(make([]byte, 4096-got))
+			require.NoError(t, err)
+			got += n
+		}
+	}
+	held := int64(heapAlloc()) - int64(before)
+	require.Less(t, held, int64(streams<<20), "%d unread streams hold %d MiB", streams, held>>20)
 }

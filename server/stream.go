@@ -95,6 +95,11 @@ func (s *Server) sendNew(st *sseWriter, sess *repository.Session, sent *int, epo
 		}
 		for i, e := range p.Entries {
 			st.entry(*sent+i+1, e.Raw())
+			// Written a chunk at a time (pageChunk): a stream whose client
+			// reads slowly, or not at all, holds that much, not a page.
+			if st.buf.Len() >= pageChunk && !st.write() {
+				return false
+			}
 		}
 		*sent += len(p.Entries)
 		s.metrics.events.Add(float64(len(p.Entries)))
@@ -189,9 +194,8 @@ func (st *sseWriter) idle() {
 	}
 }
 
-// flush writes what is buffered and flushes it to the client; false once a
-// write failed.
-func (st *sseWriter) flush() bool {
+// write writes what is buffered; false once a write failed.
+func (st *sseWriter) write() bool {
 	if st.err != nil {
 		return false
 	}
@@ -202,6 +206,15 @@ func (st *sseWriter) flush() bool {
 			return false
 		}
 		st.buf.Reset()
+	}
+	return true
+}
+
+// flush writes what is buffered and flushes it to the client; false once a
+// write failed.
+func (st *sseWriter) flush() bool {
+	if !st.write() {
+		return false
 	}
 	if err := st.rc.Flush(); err != nil {
 		st.err = err

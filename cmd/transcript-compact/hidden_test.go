@@ -112,3 +112,32 @@ func TestJob_FolderHidingSegmentsKeepsThem(t *testing.T) {
 		})
 	}
 }
+
+// TestJob_ObjectHidingANamespaceIsNamed: an object named like a namespace's key
+// prefix (jobs/acme) hides the whole namespace from MinIO's listings: a run over
+// every namespace skipped it without a word and exited 0. It names the object
+// and exits 1; a run of another --ns does not look there.
+func TestJob_ObjectHidingANamespaceIsNamed(t *testing.T) {
+	ctx := context.Background()
+	url := stores()["minio"](t)
+	s := openStore(t, url)
+	w := transcript.NewRandomWriter()
+	for _, ns := range []string{"acme", "beta"} {
+		for _, id := range []string{"a", "b"} {
+			_, err := s.AppendSegment(ctx, transcript.TranscriptRef{Namespace: ns, AgentID: "coder", SessionID: "s1"}, [][]byte{entry(id, "")}, w)
+			require.NoError(t, err)
+		}
+	}
+	hider := strings.TrimSuffix(cli.NamespaceKeyPrefix(s, "acme"), "/")
+	require.NoError(t, s.Bucket().Put(ctx, hider, bytes.NewReader([]byte("x")), 1, bucket.PutOptions{}))
+
+	r := runBinary(t, ctx, "--store", url, "--json", "--dry-run")
+	require.Equal(t, 1, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	require.Contains(t, r.stderr, cli.HidingHint([]string{hider}))
+	require.Equal(t, []string{hider}, r.summary(t).HidingObjects)
+	requireSchema(t, []byte(r.stdout), "transcript-compact")
+
+	r = runBinary(t, ctx, "--store", url, "--json", "--dry-run", "--ns", "beta")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.summary(t).HidingObjects)
+}

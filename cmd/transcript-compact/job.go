@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -275,6 +276,11 @@ func (j *job) findHiding(ctx context.Context, sum *summary, namespaces []string)
 	if j.shard != 0 {
 		return nil // one worker reports them
 	}
+	if j.namespace == "" {
+		if err := j.findHidingNamespaces(ctx, sum); err != nil {
+			return err
+		}
+	}
 	for _, ns := range namespaces {
 		keys, err := cli.HidingObjects(ctx, j.store, ns, j.agent, "")
 		if err != nil {
@@ -283,6 +289,29 @@ func (j *job) findHiding(ctx context.Context, sum *summary, namespaces []string)
 		if len(keys) > 0 {
 			j.reportHiding(sum, ns, "namespace "+ns, keys)
 		}
+	}
+	return nil
+}
+
+// findHidingNamespaces reports the objects directly under the store's key
+// prefix named like a namespace: nothing of the layout lies there but the
+// namespaces' prefixes, and MinIO lists nothing of a namespace whose prefix
+// such an object hides, so a run over every namespace would skip it unseen.
+// One delimited listing.
+func (j *job) findHidingNamespaces(ctx context.Context, sum *summary) error {
+	root := strings.TrimSuffix(cli.NamespaceKeyPrefix(j.store, "x"), "x/")
+	var keys []string
+	err := j.store.Bucket().List(ctx, bucket.ListOptions{Prefix: root, Delimited: true}, func(oi bucket.ObjectInfo) error {
+		if !oi.IsPrefix && !transcript.IsDirectoryMarker(oi.Key) && transcript.ValidatePart("namespace", strings.TrimPrefix(oi.Key, root)) == nil {
+			keys = append(keys, oi.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("look for objects hiding namespaces: %w", err)
+	}
+	if len(keys) > 0 {
+		j.reportHiding(sum, "", "the store", keys)
 	}
 	return nil
 }

@@ -254,6 +254,7 @@ const verifyAttempts = 3
 // deleted before they could be read.
 func checkSessionOnce(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) (sessionCheck, int, error) {
 	v := &sessionVerifier{s: s, ref: ref, seen: map[string]int32{}, c: sessionCheck{payloads: map[transcript.PayloadHash]payloadUse{}}}
+	marks := v.readMarksAsync(ctx)
 	// A strict session's head is read before the listing, so that every segment
 	// it names was written before the listing (see checkHead).
 	head, headErr := s.ReadHead(ctx, ref)
@@ -277,7 +278,7 @@ func checkSessionOnce(ctx context.Context, s *transcript.Store, ref transcript.T
 	}
 	v.checkHeaders()
 	v.checkCompacted()
-	if err := v.checkMarkedLoss(ctx); err != nil {
+	if err := v.checkMarkedLoss(marks); err != nil {
 		return v.c, v.vanished, err
 	}
 	if err := v.checkHead(ctx, head, headErr); err != nil {

@@ -31,12 +31,13 @@ type markedLoss struct {
 // entries may hold nothing any other entry names, so the tree checks cannot
 // see the loss. Marks whose content is not a mark are reported elsewhere
 // (Store.Leftovers) and ignored here.
-func (v *sessionVerifier) checkMarkedLoss(ctx context.Context) error {
-	if v.vanished > 0 {
-		return nil // a compaction deleted segments meanwhile: checked again
-	}
-	marks, err := v.readMarks(ctx)
-	if err != nil || len(marks) == 0 {
+//
+// marks waits for the session's marks (readMarksAsync), read while the
+// segments were.
+func (v *sessionVerifier) checkMarkedLoss(marks func() ([]keyedMark, error)) error {
+	ms, err := marks()
+	if err != nil || len(ms) == 0 || v.vanished > 0 {
+		// v.vanished: a compaction deleted segments meanwhile; checked again.
 		return err
 	}
 	present := map[string]bool{}
@@ -52,9 +53,9 @@ func (v *sessionVerifier) checkMarkedLoss(ctx context.Context) error {
 	}
 	// What a covered compacted segment superseded is covered: down every level,
 	// at most one pass per mark.
-	for range marks {
+	for range ms {
 		grew := false
-		for _, m := range marks {
+		for _, m := range ms {
 			if !covered[m.mark.SupersededBy] {
 				continue
 			}
@@ -68,7 +69,7 @@ func (v *sessionVerifier) checkMarkedLoss(ctx context.Context) error {
 			break
 		}
 	}
-	for _, m := range marks {
+	for _, m := range ms {
 		for _, in := range m.mark.Inputs {
 			if !covered[in] && !present[in] {
 				v.report(m.key, "the compaction this deletion mark records merged %s into %s, and both are missing: "+
@@ -86,21 +87,63 @@ type keyedMark struct {
 	mark markedLoss
 }
 
+// readMarksAsync starts readMarks and returns a function that waits for its
+// result: the marks' listing and reads overlap the session's other reads, so
+// that the check costs no extra round trip in the common case (no mark). A
+// mark exists only once the compacted segment it names was stored, so a mark
+// read before or after the session's listing names nothing that listing could
+// have missed without showing its superseder (keys list in order, the lower
+// levels first); checkMarkedLoss gives up when a segment vanished meanwhile.
+func (v *sessionVerifier) readMarksAsync(ctx context.Context) func() ([]keyedMark, error) {
+	type result struct {
+		marks []keyedMark
+		err   error
+	}
+	ch := make(chan result, 1) // the reader never blocks, waited for or not
+	go func() {
+		m, err := v.readMarks(ctx)
+		ch <- result{m, err}
+	}()
+	return func() ([]keyedMark, error) {
+		r := <-ch
+		return r.marks, r.err
+	}
+}
+
 // readMarks lists the session's deletion marks and reads those that parse as
 // one, their keys relative to the session. A mark deleted since the listing
 // (the job collected it) is left out.
 func (v *sessionVerifier) readMarks(ctx context.Context) ([]keyedMark, error) {
+	// Delimited listings: one of the levels' folders under gc/ (none, but
+	// while a compaction's inputs wait), then one of each folder's marks.
 	b := v.s.Bucket()
-	prefix := v.s.SessionPrefix(v.ref) + "gc/L"
-	var keys []string
-	err := b.List(ctx, bucket.ListOptions{Prefix: prefix}, func(oi bucket.ObjectInfo) error {
-		if !oi.IsPrefix && strings.HasSuffix(oi.Key, ".mark.json") {
-			keys = append(keys, oi.Key)
+	var levels, keys []string
+	list := func(prefix string, fn func(oi bucket.ObjectInfo)) error {
+		err := b.List(ctx, bucket.ListOptions{Prefix: prefix, Delimited: true}, func(oi bucket.ObjectInfo) error {
+			fn(oi)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("list the deletion marks of %s: %w", v.ref, err)
 		}
 		return nil
+	}
+	err := list(v.s.SessionPrefix(v.ref)+"gc/L", func(oi bucket.ObjectInfo) {
+		if oi.IsPrefix {
+			levels = append(levels, oi.Key)
+		}
 	})
+	for _, l := range levels {
+		if err == nil {
+			err = list(l, func(oi bucket.ObjectInfo) {
+				if !oi.IsPrefix && strings.HasSuffix(oi.Key, ".mark.json") {
+					keys = append(keys, oi.Key)
+				}
+			})
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("list the deletion marks of %s: %w", v.ref, err)
+		return nil, err
 	}
 	sort.Strings(keys)
 	var marks []keyedMark

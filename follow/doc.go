@@ -48,7 +48,7 @@
 // with one HEAD when the follower starts and each rescan interval): a store
 // that lost it was emptied under the follower (its bucket or prefix), and the
 // follower asks about every file, so that the sessions of files that do not
-// grow come back too (and again at each look for a while after, as an
+// grow come back too (and again now and then for a while after, as an
 // emptying may delete the marker before the sessions); a store that still holds it lost only sessions deleted
 // on purpose (a retention policy), which are uploaded again only when their
 // files grow. Lines handed over while the store could not answer make the

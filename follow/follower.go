@@ -44,10 +44,10 @@ type Follower struct {
 	// marker when last asked (marker.go).
 	id     string
 	marked bool
-	// auditUntil: the store lost the marker lately (an emptying may still
-	// be under way); until then each look for the marker asks about every
-	// file again (marker.go).
-	auditUntil time.Time
+	// lostAt: when the store lost the marker lately (an emptying may still
+	// be under way), or last found a session lost since; auditedAt: when
+	// the follower last asked about every file since (marker.go).
+	lostAt, auditedAt time.Time
 
 	mu    sync.Mutex
 	stats stats
@@ -244,7 +244,7 @@ func (f *Follower) failed(t *tracked, err error) {
 
 // save writes the state file.
 func (f *Follower) save() error {
-	doc := &stateDoc{Format: stateFormat, Root: f.cfg.Root, Follower: f.id, Marked: f.marked, AuditUntil: f.auditUntil,
+	doc := &stateDoc{Format: stateFormat, Root: f.cfg.Root, Follower: f.id, Marked: f.marked, LostAt: f.lostAt, AuditedAt: f.auditedAt,
 		Files: make(map[string]*fileState, len(f.files))}
 	for rel, t := range f.files {
 		if t.kind != kindFollowing || (t.offset == 0 && t.uploading == 0) {

@@ -36,9 +36,10 @@ type remote struct {
 	failNext       int
 	acceptThenFail bool
 	uploads        int
-	// reads counts the calls of Entries, markerChecks those of MarkerExists;
-	// checkFails fails SessionExists, MarkerExists and PutMarker.
-	reads, markerChecks int
+	// reads counts the calls of Entries, markerChecks those of MarkerExists,
+	// existsChecks those of SessionExists; checkFails fails SessionExists,
+	// MarkerExists and PutMarker.
+	reads, markerChecks, existsChecks int
 	checkFails          bool
 	// existsFails fails SessionExists alone.
 	existsFails bool
@@ -100,6 +101,7 @@ func (r *remote) Entries(_ context.Context, ref transcript.TranscriptRef) ([][]b
 func (r *remote) SessionExists(_ context.Context, ref transcript.TranscriptRef) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.existsChecks++
 	if r.checkFails || r.existsFails {
 		return false, errInjected
 	}

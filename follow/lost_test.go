@@ -411,6 +411,19 @@ func TestFollower_StoreEmptiedMarkerFirst(t *testing.T) {
 			require.False(t, fx.saw(follow.EventLost, ""), "one loss, one lost event")
 			require.Len(t, fx.take(follow.EventRewritten), 2)
 
+			// The files are asked about again now and then, not at every
+			// rescan: a handful of times each over the while after a loss.
+			fx.remote.mu.Lock()
+			fx.remote.existsChecks = 0
+			fx.remote.mu.Unlock()
+			for range 60 {
+				now = now.Add(follow.DefaultRescanInterval)
+				run()
+			}
+			fx.remote.mu.Lock()
+			require.Less(t, fx.remote.existsChecks, 2*8)
+			fx.remote.mu.Unlock()
+
 			// Long after: retention's deletes are left alone.
 			now = now.Add(time.Hour)
 			run()

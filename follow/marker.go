@@ -31,13 +31,15 @@ import (
 // starts with a letter or a digit (Pi's "--cwd--" folders sort before it). So
 // the follower may find its marker gone while the store still holds its
 // sessions, find each held, put the marker back, and only then see the purge
-// delete them. For lossSettle after a loss (saved in the state file, so that
-// cron runs and restarts carry on), each look for the marker asks about every
-// file again; a session found lost meanwhile starts that while again.
+// delete them. For lossSettle after a loss, the looks for the marker ask
+// about every file again, one rescan interval after the loss, then two, four
+// and so on (a few dozen HEADs per file at most, whatever the rescan
+// interval); a session found lost meanwhile starts that again. Both times are
+// saved in the state file, so that cron runs and restarts carry on.
 
-// lossSettle is how long after the store lost the follower's marker each look
-// for the marker asks about every file again: at least minLossSettle, and at
-// least lossSettleRescans rescan intervals.
+// lossSettle is how long after the store lost the follower's marker (or a
+// session since) the follower asks about every file again now and then: at
+// least minLossSettle, and at least lossSettleRescans rescan intervals.
 func (f *Follower) lossSettle() time.Duration {
 	return max(minLossSettle, lossSettleRescans*f.cfg.RescanInterval)
 }
@@ -47,16 +49,29 @@ const (
 	lossSettleRescans = 30
 )
 
-// settling reports whether the store lost the marker within lossSettle.
-func (f *Follower) settling() bool {
-	return f.cfg.Now().Before(f.auditUntil)
+// reaudit asks about every file again when the store lost the marker (or a
+// session since) within lossSettle and the last time it asked is as long ago
+// as that was after the loss (at least a rescan interval); past lossSettle it
+// forgets the loss.
+func (f *Follower) reaudit() {
+	if f.lostAt.IsZero() {
+		return
+	}
+	now := f.cfg.Now()
+	switch {
+	case !now.Before(f.lostAt.Add(f.lossSettle())):
+		f.lostAt, f.auditedAt, f.dirty = time.Time{}, time.Time{}, true
+	case !now.Before(f.auditedAt.Add(max(f.cfg.RescanInterval, f.auditedAt.Sub(f.lostAt)))):
+		f.auditAll()
+		f.auditedAt, f.dirty = now, true
+	}
 }
 
 // settleAgain starts lossSettle again when the store lost the marker within
 // it: a session found lost says the emptying may still be under way.
 func (f *Follower) settleAgain() {
-	if f.settling() {
-		f.auditUntil, f.dirty = f.cfg.Now().Add(f.lossSettle()), true
+	if !f.lostAt.IsZero() && f.cfg.Now().Before(f.lostAt.Add(f.lossSettle())) {
+		f.lostAt, f.dirty = f.cfg.Now(), true
 	}
 }
 
@@ -84,8 +99,8 @@ func (f *Follower) markerBody() []byte {
 // longer does, every followed file whose lines were handed over is audited
 // (its next read asks whether the store holds its session) and the audits
 // are saved in the state file before the marker is put back, so that a crash
-// in between does not forget them, and so is the while (lossSettle) during
-// which each look asks about every file again. A store that does not answer
+// in between does not forget them, and so is the loss's time, after which
+// the looks ask about every file again now and then (reaudit). A store that does not answer
 // is not asked again for a rescan interval.
 func (f *Follower) lookForLoss(ctx context.Context) {
 	c, ok := f.cfg.Store.(SessionChecker)
@@ -99,16 +114,11 @@ func (f *Follower) lookForLoss(ctx context.Context) {
 		if !f.marked {
 			f.marked, f.dirty = true, true
 		}
-		switch {
-		case f.settling():
-			f.auditAll()
-		case !f.auditUntil.IsZero():
-			f.auditUntil, f.dirty = time.Time{}, true
-		}
+		f.reaudit()
 		return
 	}
 	if err == nil && f.marked {
-		f.auditUntil = f.cfg.Now().Add(f.lossSettle())
+		f.lostAt, f.auditedAt = f.cfg.Now(), f.cfg.Now()
 		n := f.auditAll()
 		f.emit(Event{Kind: EventLost, Message: fmt.Sprintf("the store no longer holds this follower's marker %s "+
 			"(its bucket or prefix emptied?): asking whether it still holds the session of each of the %d files handed over, "+

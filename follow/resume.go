@@ -27,7 +27,7 @@ func (f *Follower) resume() error {
 		return err
 	}
 	if doc.Follower != "" {
-		f.id, f.marked, f.auditUntil = doc.Follower, doc.Marked, doc.AuditUntil
+		f.id, f.marked, f.lostAt, f.auditedAt = doc.Follower, doc.Marked, doc.LostAt, doc.AuditedAt
 	}
 	if doc.Root != "" && doc.Root != f.cfg.Root {
 		f.emit(Event{Kind: EventError, Message: fmt.Sprintf("the state file is of root %s, not %s: every file is reconciled against the store", doc.Root, f.cfg.Root)})

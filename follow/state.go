@@ -41,16 +41,17 @@ const stateFormat = 1
 // audit, that the store lost the follower's marker and the file's next read
 // asks whether the store still holds the session. follower is the follower's
 // id, the name of its marker object in the store (marker.go); marked says that
-// the store held the marker when the state was written; auditUntil, that
-// the store lost the marker lately and every file is asked about again at
-// each look for it until then.
+// the store held the marker when the state was written; lostAt, when the
+// store lost the marker lately (or a session since), and auditedAt, when
+// every file was last asked about since (marker.go).
 type stateDoc struct {
-	Format     int                   `json:"format"`
-	Root       string                `json:"root"`
-	Follower   string                `json:"follower,omitempty"`
-	Marked     bool                  `json:"marked,omitempty"`
-	AuditUntil time.Time             `json:"auditUntil,omitzero"`
-	Files      map[string]*fileState `json:"files"`
+	Format    int                   `json:"format"`
+	Root      string                `json:"root"`
+	Follower  string                `json:"follower,omitempty"`
+	Marked    bool                  `json:"marked,omitempty"`
+	LostAt    time.Time             `json:"lostAt,omitzero"`
+	AuditedAt time.Time             `json:"auditedAt,omitzero"`
+	Files     map[string]*fileState `json:"files"`
 }
 
 // fileState is what the state file says of one file.

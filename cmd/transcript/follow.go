@@ -51,8 +51,8 @@ object of its own in the store ({ns}/.followers/{id}, looked for with one
 HEAD each --rescan): a store that lost it was emptied, and gets every file's
 session again ("lost", then "rewritten" per session), even after another
 machine's follower filled it first; an emptying takes a while (the marker may
-go before the sessions), so for 10 minutes (or 30 --rescan) after a loss each
-look asks about every file again. Sessions deleted on purpose (retention)
+go before the sessions), so for 10 minutes (or 30 --rescan) after a loss it
+asks about every file again after one --rescan, two, four and so on. Sessions deleted on purpose (retention)
 leave the marker, and come back only if their files grow. The state (bytes
 uploaded per file and their checksum) and the
 outbox (lines handed over, not yet in the bucket) live in --state-dir: a

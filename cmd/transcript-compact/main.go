@@ -120,7 +120,7 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	fs.BoolVar(&jsonOut, "json", false, "print the summary as JSON on stdout")
 	fs.StringVar(&writerID, "writer", "", "writer `ID` of the compacted segments (default: host name and random hex)")
 	fs.DurationVar(&j.opts.UncommittedAge, "uncommitted-age", transcript.DefaultDeleteDelay,
-		"delete segments of strict sessions that no head commits once this old, by the bucket's clock (longer than any append takes)")
+		"delete segments of strict sessions that no head commits once this old, by the bucket's clock (longer than any append takes; at least 1m)")
 	fs.Int64Var(&j.opts.TargetSegmentSize, "target-segment-size", segment.DefaultTargetSegmentSize,
 		"split an output above this many `BYTES` of JSONL into a group of parts of one level")
 	rf.register(fs)
@@ -201,6 +201,11 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	return nil
 }
 
+// minUncommittedAge is the least --uncommitted-age: a strict append stores its
+// segment, then writes its head; a segment deleted as uncommitted in between is
+// committed all the same, and the append, acknowledged, is lost.
+const minUncommittedAge = time.Minute
+
 // checkFlags refuses flag values the job cannot run with, as usage errors.
 func (j *job) checkFlags(minSegments int, delay time.Duration) error {
 	switch {
@@ -210,8 +215,9 @@ func (j *job) checkFlags(minSegments int, delay time.Duration) error {
 		return cli.Usagef("--delete-delay %s: want 0 or more", delay)
 	case j.parallel < 1:
 		return cli.Usagef("--parallel %d: want at least 1", j.parallel)
-	case j.opts.UncommittedAge <= 0:
-		return cli.Usagef("--uncommitted-age %s: want more than 0", j.opts.UncommittedAge)
+	case j.opts.UncommittedAge < minUncommittedAge:
+		return cli.Usagef("--uncommitted-age %s: want at least %s: it must exceed the longest a strict append takes from its segment to its head write",
+			j.opts.UncommittedAge, minUncommittedAge)
 	case j.olderThan < 0:
 		return cli.Usagef("--older-than %s: want 0 or more", j.olderThan)
 	case j.opts.TargetSegmentSize < 1 || j.opts.TargetSegmentSize > segment.DefaultMaxSegmentSize:

@@ -9,11 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A retention flag given with an empty or zero value (a cron line with
+// Flag values an operator gets wrong are usage errors, before the store is
+// opened. A retention flag given with an empty or zero value (a cron line with
 // --max-age="$MAX_AGE" whose variable is unset, --keep-last 0 meant as "keep
-// none") is a usage error: the job never runs as if no policy had been asked
-// for, deleting nothing and saying nothing about retention.
-func TestJob_RetentionFlagGivenEmpty(t *testing.T) {
+// none"): the job never runs as if no policy had been asked for, deleting
+// nothing and saying nothing about retention.
+func TestJob_OperatorFlagMistakes(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
@@ -24,6 +25,10 @@ func TestJob_RetentionFlagGivenEmpty(t *testing.T) {
 		{"max-age empty", []string{"--max-age="}, `Error: --max-age "": want a positive duration`},
 		{"max-age empty beside keep-last", []string{"--max-age", "", "--keep-last", "3"}, `Error: --max-age "": want a positive duration`},
 		{"retention empty", []string{"--retention="}, "Error: --retention: no FILE given"},
+		// A strict append writes its segment, then its head: a segment that a
+		// short --uncommitted-age deletes in between is committed all the same,
+		// and the acknowledged append is lost.
+		{"uncommitted-age too short", []string{"--uncommitted-age", "5s"}, "Error: --uncommitted-age 5s: want at least 1m0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -244,7 +244,7 @@ func (f *Follower) failed(t *tracked, err error) {
 
 // save writes the state file.
 func (f *Follower) save() error {
-	doc := &stateDoc{Format: stateFormat, Root: f.cfg.Root, Follower: f.id, Marked: f.marked, LostAt: f.lostAt, AuditedAt: f.auditedAt,
+	doc := &stateDoc{Format: stateFormat, Root: f.cfg.Root, Follower: f.id, Marked: f.marked, MarkedIn: f.markedIn(), LostAt: f.lostAt, AuditedAt: f.auditedAt,
 		Files: make(map[string]*fileState, len(f.files))}
 	for rel, t := range f.files {
 		if t.kind != kindFollowing || (t.offset == 0 && t.uploading == 0) {

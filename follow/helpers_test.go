@@ -40,7 +40,7 @@ type remote struct {
 	// existsChecks those of SessionExists; checkFails fails SessionExists,
 	// MarkerExists and PutMarker.
 	reads, markerChecks, existsChecks int
-	checkFails          bool
+	checkFails                        bool
 	// existsFails fails SessionExists alone.
 	existsFails bool
 	// markers are the followers' markers the store holds, by namespace/id.

@@ -493,3 +493,22 @@ func TestFollower_StoreLostWhileOutboxRetries(t *testing.T) {
 		})
 	}
 }
+
+// TestFollower_NamespaceChangedNoLoss: a follower started again with another
+// --ns finds no marker of its own in that namespace, which says nothing of a
+// store emptied: it puts one there without a "lost" event, and its files go
+// to their new sessions (each reconciled, as a change of --ns does).
+func TestFollower_NamespaceChangedNoLoss(t *testing.T) {
+	fx := newFixture(t)
+	fx.write(fileA, header("s1"), entry("e1", "", "hi"))
+	require.NoError(t, fx.once())
+	fx.tune = func(c *follow.Config) { c.Namespace = "other" }
+	require.NoError(t, fx.once())
+	require.False(t, fx.saw(follow.EventLost, ""), "no store was emptied")
+	other := refOf("s1")
+	other.Namespace = "other"
+	requireOnce(t, fx.remote, other, header("s1"), entry("e1", "", "hi"))
+	fx.remote.mu.Lock()
+	require.Len(t, fx.remote.markers, 2, "one marker in each namespace")
+	fx.remote.mu.Unlock()
+}

@@ -37,6 +37,15 @@ import (
 // interval); a session found lost meanwhile starts that again. Both times are
 // saved in the state file, so that cron runs and restarts carry on.
 
+// markedIn is the namespace the state file names for the marker: the
+// follower's, once the store held the marker there.
+func (f *Follower) markedIn() string {
+	if !f.marked {
+		return ""
+	}
+	return f.cfg.Namespace
+}
+
 // lossSettle is how long after the store lost the follower's marker (or a
 // session since) the follower asks about every file again now and then: at
 // least minLossSettle, and at least lossSettleRescans rescan intervals.

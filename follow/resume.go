@@ -27,7 +27,10 @@ func (f *Follower) resume() error {
 		return err
 	}
 	if doc.Follower != "" {
-		f.id, f.marked, f.lostAt, f.auditedAt = doc.Follower, doc.Marked, doc.LostAt, doc.AuditedAt
+		f.id, f.lostAt, f.auditedAt = doc.Follower, doc.LostAt, doc.AuditedAt
+		// A marker put in another namespace (--ns changed) is no sign that
+		// this one's store was emptied: its marker is put anew.
+		f.marked = doc.Marked && (doc.MarkedIn == "" || doc.MarkedIn == f.cfg.Namespace)
 	}
 	if doc.Root != "" && doc.Root != f.cfg.Root {
 		f.emit(Event{Kind: EventError, Message: fmt.Sprintf("the state file is of root %s, not %s: every file is reconciled against the store", doc.Root, f.cfg.Root)})

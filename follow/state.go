@@ -41,7 +41,9 @@ const stateFormat = 1
 // audit, that the store lost the follower's marker and the file's next read
 // asks whether the store still holds the session. follower is the follower's
 // id, the name of its marker object in the store (marker.go); marked says that
-// the store held the marker when the state was written; lostAt, when the
+// the store held the marker when the state was written, in namespace
+// markedIn (Config.Namespace then: the marker of another namespace says
+// nothing of this one's); lostAt, when the
 // store lost the marker lately (or a session since), and auditedAt, when
 // every file was last asked about since (marker.go).
 type stateDoc struct {
@@ -49,6 +51,7 @@ type stateDoc struct {
 	Root      string                `json:"root"`
 	Follower  string                `json:"follower,omitempty"`
 	Marked    bool                  `json:"marked,omitempty"`
+	MarkedIn  string                `json:"markedIn,omitempty"`
 	LostAt    time.Time             `json:"lostAt,omitzero"`
 	AuditedAt time.Time             `json:"auditedAt,omitzero"`
 	Files     map[string]*fileState `json:"files"`

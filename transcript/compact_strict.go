@@ -91,7 +91,7 @@ func (s *Store) compactStrict(ctx context.Context, ref TranscriptRef, opts Compa
 	if err := s.collect(ctx, st, marks, now, opts, res); err != nil {
 		return err
 	}
-	return s.collectUncommitted(ctx, loose, ls, now, opts, res)
+	return s.collectUncommitted(ctx, ref, loose, ls, now, opts, res)
 }
 
 // compactStrictLevels merges every level of st that has enough live segments,
@@ -281,8 +281,11 @@ func finalOutputs(ops []headOp) []string {
 
 // collectUncommitted deletes the segments among loose (listed in ls, and not
 // committed by the head read at the start of the run) that were stored at least
-// opts.UncommittedAge ago by the bucket's clock (now), in one batch.
-func (s *Store) collectUncommitted(ctx context.Context, loose []SegmentInfo, ls sessionListing, now time.Time, opts CompactOptions, res *CompactResult) error {
+// opts.UncommittedAge ago by the bucket's clock (now), in one batch. It reads
+// the head again first and keeps those it commits now: an append whose head
+// write landed while this run compacted (its segment stored before the run read
+// the head) is committed, and deleting its segment would lose it.
+func (s *Store) collectUncommitted(ctx context.Context, ref TranscriptRef, loose []SegmentInfo, ls sessionListing, now time.Time, opts CompactOptions, res *CompactResult) error {
 	var due []string
 	for _, in := range loose {
 		if stored, ok := ls.stored[in.Key]; ok && !stored.IsZero() && now.Sub(stored) >= opts.UncommittedAge {
@@ -292,8 +295,21 @@ func (s *Store) collectUncommitted(ctx context.Context, loose []SegmentInfo, ls 
 	if len(due) == 0 {
 		return nil
 	}
+	h, err := s.ReadHead(ctx, ref)
+	switch {
+	case errors.Is(err, bucket.ErrNotFound):
+		// The session is being deleted: its segments go anyway.
+	case err != nil:
+		return fmt.Errorf("read the head again before deleting uncommitted segments: %w", err)
+	default:
+		committed, err := s.committedClosure(ctx, ref, h)
+		if err != nil {
+			return err
+		}
+		due = slices.DeleteFunc(due, func(k string) bool { return committed[sessionRelKey(k)] })
+	}
 	res.Uncommitted += len(due)
-	if opts.DryRun {
+	if opts.DryRun || len(due) == 0 {
 		return nil
 	}
 	if err := s.deleteKeys(ctx, due); err != nil && !errors.Is(err, bucket.ErrNotFound) {

@@ -72,6 +72,10 @@ type sessionListing struct {
 	retention *bucket.ObjectInfo
 	strict    bool      // a strict head exists
 	newest    time.Time // the latest ModTime of a segment
+	// written is the latest, over the segments, of the earlier of the
+	// segment's ModTime and the time in its key: when the session was last
+	// written as far as a copy of the bucket can tell (retention ranks by it).
+	written time.Time
 	// stored holds each segment's ModTime, by key: its age on the bucket's clock.
 	stored map[string]time.Time
 	// stray holds the keys under the prefix that are neither a segment, a mark nor
@@ -154,6 +158,9 @@ func (s *Store) addListed(ls *sessionListing, sp string, oi bucket.ObjectInfo) {
 		ls.stored[oi.Key] = oi.ModTime
 		if oi.ModTime.After(ls.newest) {
 			ls.newest = oi.ModTime
+		}
+		if w := earlier(oi.ModTime, info.Time); w.After(ls.written) {
+			ls.written = w
 		}
 	}
 }
@@ -255,4 +262,12 @@ func (s *Store) listSessions(ctx context.Context, namespace, nsPrefix, lp string
 		return fmt.Errorf("list sessions under %s: %w", lp, err)
 	}
 	return flush()
+}
+
+// earlier returns the earlier of a and b, the other when one is zero.
+func earlier(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }

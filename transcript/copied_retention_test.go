@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,21 +19,13 @@ import (
 // copy (rclone, mc mirror) and runs the usual retention job on it must see it
 // select the sessions it selects on the original. A copy stamps every object
 // with the time it copied it (S3 LastModified), in whatever order the tool
-// copies: keep-last, which ranks an agent's sessions by the newest
-// LastModified of their segments, then ranks them by copy order and marks the
-// newest sessions for deletion instead of the oldest.
-//
-// Known to fail (the ranking is transcript/retention*.go's, not owned by the
-// author of this test): set TRANSCRIPT_TEST_KNOWN_COPY_RANKING=1 to run it.
-// Suggested fix: rank (and age) a session by the newest, over its level-0
-// segments, of min(key time, LastModified) (a compacted segment by the
-// newest key time of the inputs its metadata names, or its MaxTime): the
-// copy cannot make a session look newer than its writers did, and a writer
-// whose clock runs ahead cannot either.
+// copies. Keep-last, ranking an agent's sessions by the newest LastModified
+// of their segments, ranked them by copy order and marked the newest sessions
+// for deletion instead of the oldest. It now ranks by the newest, over a
+// session's segments, of the earlier of LastModified and the time in the
+// segment's key, which the copy keeps (the writer's clock: here the store's
+// Clock reads the test's).
 func TestRetain_CopyRanksAsTheOriginal(t *testing.T) {
-	if os.Getenv("TRANSCRIPT_TEST_KNOWN_COPY_RANKING") == "" {
-		t.Skip("known divergence of keep-last on a bucket copy: see the comment; TRANSCRIPT_TEST_KNOWN_COPY_RANKING=1 runs it")
-	}
 	ctx := t.Context()
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
@@ -44,7 +35,7 @@ func TestRetain_CopyRanksAsTheOriginal(t *testing.T) {
 
 	orig := membucket.New()
 	orig.SetClock(now)
-	s, err := transcript.New(transcript.Config{Bucket: orig})
+	s, err := transcript.New(transcript.Config{Bucket: orig, Clock: transcript.NewClock(now)})
 	require.NoError(t, err)
 	defer s.Close()
 	w, err := transcript.NewWriter("replica")
@@ -75,7 +66,7 @@ func TestRetain_CopyRanksAsTheOriginal(t *testing.T) {
 		require.NoError(t, cp.Put(ctx, keys[i], bytes.NewReader(data), int64(len(data)), bucket.PutOptions{}))
 		tick(time.Second)
 	}
-	c, err := transcript.New(transcript.Config{Bucket: cp})
+	c, err := transcript.New(transcript.Config{Bucket: cp, Clock: transcript.NewClock(now)})
 	require.NoError(t, err)
 	defer c.Close()
 

@@ -31,7 +31,11 @@ type RetentionPolicy struct {
 	// MaxAge ago on the bucket's clock.
 	MaxAge time.Duration
 	// KeepLast, when positive, keeps at most KeepLast sessions of each agent, the
-	// newest by last update (ties by session id), and selects the others.
+	// newest, and selects the others. The newest are those last written: by the
+	// newest, over a session's segments, of the earlier of its LastModified and
+	// the time in its key (ties by last update, then session id), so that a
+	// copy of the bucket, whose objects bear the time they were copied, ranks
+	// as the original does.
 	KeepLast int
 }
 

@@ -98,9 +98,13 @@ type RetentionResult struct {
 type retainItem struct {
 	ref        TranscriptRef
 	lastUpdate time.Time
-	segments   int
-	reason     string // why the policy selects it ("" when it does not)
-	held       bool
+	// written ranks the session among its agent's (keep-last): the newest,
+	// over its segments, of the earlier of LastModified and the key's time
+	// (sessionListing.written), which a copy of the bucket does not move.
+	written  time.Time
+	segments int
+	reason   string // why the policy selects it ("" when it does not)
+	held     bool
 	// The session's retention mark, when one is listed: markObj as listed, mark
 	// as read (marked: one of ours; foreign: not one of ours), and the segments
 	// written since it that it does not name (unseenWrites).
@@ -114,8 +118,8 @@ type retainItem struct {
 
 // Retain applies r to the sessions of agent in namespace (every agent when agent is
 // "", every one OwnAgent selects): it lists each agent's sessions with one
-// recursive listing, ranks them by last update (the newest LastModified of their
-// segments, see RetentionPolicy) and decides each against the agent's policy
+// recursive listing, ranks them by when they were last written (see
+// RetentionPolicy.KeepLast) and decides each against the agent's policy
 // (Retention.PolicyFor) on the bucket's clock. A selected session gets a retention
 // mark (RetentionMarkName) naming its segments; once the mark is DeleteDelay old, a
 // later run lists the session again and deletes it only if it holds no segment the
@@ -198,7 +202,7 @@ func (s *Store) retentionItems(ctx context.Context, r *Retention, namespace, age
 		if len(ls.infos) == 0 && ls.retention == nil {
 			return nil
 		}
-		it := &retainItem{ref: ref, lastUpdate: ls.newest, segments: len(ls.infos), markObj: ls.retention}
+		it := &retainItem{ref: ref, lastUpdate: ls.newest, written: ls.written, segments: len(ls.infos), markObj: ls.retention}
 		items = append(items, it)
 		if it.markObj != nil {
 			listings[it] = ls
@@ -252,16 +256,30 @@ func (s *Store) readItemMark(ctx context.Context, it *retainItem, ls sessionList
 	}
 	if len(it.unseen) == 0 && !m.LastUpdate.IsZero() && m.LastUpdate.Before(it.lastUpdate) {
 		it.lastUpdate = m.LastUpdate
+		it.written = earlier(it.written, m.LastUpdate)
 	}
 	return nil
 }
 
-// decideRetention ranks the sessions of one agent newest first (by last update,
-// then session id) and sets the reason of each one p selects, and whether a hold
-// names it. A session whose segments are all gone but whose mark remains is a
-// deletion that stopped part way: it is selected, to be finished.
+// decideRetention ranks the sessions of one agent newest first (by when they
+// were last written, then by last update, then session id) and sets the
+// reason of each one p selects, and whether a hold names it. A session whose
+// segments are all gone but whose mark remains is a deletion that stopped part
+// way: it is selected, to be finished.
+//
+// The ranking does not go by last update alone: a copy of the bucket (rclone,
+// mc mirror) stamps every object with the time it copied it, in the tool's
+// order, and keep-last run on a restored copy would keep the sessions copied
+// last, not the newest. The time in a segment's key is the writer's, copied
+// with the key; the earlier of the two is the bucket's time on the original
+// (a writer whose clock runs ahead cannot move its sessions up) and the
+// writer's on a copy. Max-age stays on the bucket's clock alone: a copy makes
+// sessions look younger, never older, so it never deletes one early.
 func decideRetention(r *Retention, p RetentionPolicy, now time.Time, items []*retainItem) {
 	slices.SortFunc(items, func(a, b *retainItem) int {
+		if c := b.written.Compare(a.written); c != 0 {
+			return c
+		}
 		if c := b.lastUpdate.Compare(a.lastUpdate); c != 0 {
 			return c
 		}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/transcriptstore/transcript/internal/jsonscan"
 )
 
 // Request bodies are checked at the edge, before any work: a body must be JSON
@@ -133,13 +135,35 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return s.decodeJSON(w, r, data, v)
 }
 
-// decodeOptional reads a JSON body into v; an empty body leaves v as is.
-func (s *Server) decodeOptional(w http.ResponseWriter, r *http.Request, v any) bool {
+// decodeOptional reads a JSON body into v; an empty body leaves v as is. It
+// returns the body (nil when empty) for asSent.
+func (s *Server) decodeOptional(w http.ResponseWriter, r *http.Request, v any) ([]byte, bool) {
 	data, ok := s.readBody(w, r)
 	if !ok {
-		return false
+		return nil, false
 	}
-	return data == nil || s.decodeJSON(w, r, data, v)
+	return data, data == nil || s.decodeJSON(w, r, data, v)
+}
+
+// asSent returns decoded, the string encoding/json decoded for field key of
+// the JSON object data, as the store decodes ids (jsonscan.String) when the
+// two may differ: encoding/json decodes a lone UTF-16 surrogate escape
+// ("\ud800") as U+FFFD, which would name a session other than the one sent,
+// where the store keeps the surrogate's WTF-8 bytes, which the id rule
+// refuses (an id is UTF-8). Keys are matched as encoding/json matches them
+// (case-insensitively, the last string counting).
+func asSent(data []byte, key, decoded string) string {
+	if !strings.ContainsRune(decoded, utf8.RuneError) {
+		return decoded
+	}
+	_ = jsonscan.EachRawField(data, func(k, v []byte, _ int) {
+		if len(v) > 0 && v[0] == '"' && bytes.EqualFold(k, []byte(key)) {
+			if id, ok := jsonscan.String(v); ok {
+				decoded = id
+			}
+		}
+	})
+	return decoded
 }
 
 // decodeJSON decodes data, one JSON value, into v: unknown fields, values of the

@@ -149,7 +149,7 @@ func TestEdge(t *testing.T) {
 		{name: "an id the command line accepts", req: rawReq{method: "POST", path: "/v1/sessions", contentType: jsonType, body: `{"id":"café"}`}, status: 201},
 		{name: "a session the command line wrote", req: rawReq{method: "GET", path: "/v1/sessions/" + "caf%C3%A9-cli"}, status: 200},
 		{name: "an id no one accepts", req: rawReq{method: "POST", path: "/v1/sessions", contentType: jsonType, body: `{"id":"x.log"}`},
-			status: 400, code: server.CodeInvalidRequest},
+			status: 400, code: server.CodeInvalidRequest, field: "id"},
 	}
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {

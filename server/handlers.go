@@ -28,8 +28,16 @@ type CreateRequest struct {
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {
 	var req CreateRequest
-	if !s.decodeOptional(w, r, &req) {
+	data, ok := s.decodeOptional(w, r, &req)
+	if !ok {
 		return
+	}
+	req.ID = asSent(data, "id", req.ID)
+	if req.ID != "" {
+		if err := repository.ValidateID(req.ID); err != nil {
+			s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidRequest, Field: "id", Message: err.Error()}, err)
+			return
+		}
 	}
 	strict := req.Strict == nil || *req.Strict
 	own, err := s.cfg.Repositories.Repository(repo.Owner())
@@ -197,9 +205,11 @@ func (req ForkRequest) forkOptions() (repository.ForkOptions, error) {
 
 func (s *Server) fork(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {
 	var req ForkRequest
-	if !s.decodeOptional(w, r, &req) {
+	data, ok := s.decodeOptional(w, r, &req)
+	if !ok {
 		return
 	}
+	req.ID = asSent(data, "id", req.ID)
 	opts, err := req.forkOptions()
 	if err != nil {
 		s.failWith(w, r, http.StatusBadRequest, ErrorDetail{Code: CodeInvalidRequest, Field: "entryId", Message: err.Error()}, err)

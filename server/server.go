@@ -139,6 +139,7 @@ type Server struct {
 	sessions     *sessionCache
 	streams      *streams
 	bodies       bodyBudget
+	readiness    readiness
 	chunks       sync.Pool // *bytes.Buffer: chunks of the bodies of entries pages (pageChunk), reused
 }
 
@@ -401,11 +402,40 @@ func (s *Server) withRepository(w http.ResponseWriter, r *http.Request, h ownerH
 	h(w, r, repo)
 }
 
-// ready reports whether the bucket answers (repository.Service.Ready).
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), DefaultReadyTimeout)
+// ReadyAge is how long the answer of /readyz (one request to the bucket) is
+// reused: the route is unauthenticated, and each of its requests was one to the
+// bucket, so that anyone who reached the server could send the bucket as many
+// requests as it sent, at the cost of every owner's.
+const ReadyAge = time.Second
+
+// readiness is the last answer of the bucket to /readyz.
+type readiness struct {
+	mu  sync.Mutex // held while the bucket is asked: concurrent probes wait for one answer
+	at  time.Time
+	err error
+}
+
+// check returns the bucket's last answer if it is less than ReadyAge old, else
+// asks it again (ready).
+func (rd *readiness) check(ready func(context.Context) error) error {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if !rd.at.IsZero() && time.Since(rd.at) < ReadyAge {
+		return rd.err
+	}
+	// Not the request's context: the answer is shared with the probes that
+	// wait for it.
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultReadyTimeout)
 	defer cancel()
-	if err := s.cfg.Repositories.Ready(ctx); err != nil {
+	rd.err = ready(ctx)
+	rd.at = time.Now()
+	return rd.err
+}
+
+// ready reports whether the bucket answers (repository.Service.Ready), as it
+// answered less than ReadyAge ago.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	if err := s.readiness.check(s.cfg.Repositories.Ready); err != nil {
 		s.fail(w, r, http.StatusServiceUnavailable, CodeNotReady, "bucket unreachable", err)
 		return
 	}

@@ -153,3 +153,34 @@ func TestRestore_CopyLostHeldSegment(t *testing.T) {
 		})
 	}
 }
+
+// TestLostParents: the entries named as a parent that no entry (the header
+// included) holds, each once, in the order first named.
+func TestLostParents(t *testing.T) {
+	tests := []struct {
+		name  string
+		pairs [][2]string // id, parentId
+		want  []string
+	}{
+		{"whole", [][2]string{{"h", ""}, {"a", ""}, {"b", "a"}}, nil},
+		{"the header as a parent", [][2]string{{"h", ""}, {"a", "h"}}, nil},
+		{"self-parent", [][2]string{{"h", ""}, {"a", "a"}}, nil},
+		{"lost, named twice", [][2]string{{"h", ""}, {"c", "b"}, {"d", "x"}, {"e", "b"}}, []string{"b", "x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := lostParents(len(tt.pairs), func(i int) (string, string) { return tt.pairs[i][0], tt.pairs[i][1] })
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestLostParentsOfFile: an entry whose parent is the session header (as some
+// writers store the first entry) names no lost entry.
+func TestLostParentsOfFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.log.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(headerLine("h1")+"\n"+messageLine("a", "h1", "one")+"\n"+messageLine("c", "b", "two")+"\n"), 0o644))
+	lost, err := lostParentsOfFile(path)
+	require.NoError(t, err)
+	require.Equal(t, []string{"b"}, lost)
+}

@@ -435,13 +435,17 @@ func lostParentsOfFile(path string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	_, entries, _, err := sessiontree.ParseSession(f)
+	h, entries, _, err := sessiontree.ParseSession(f)
 	if err != nil {
 		return nil, fmt.Errorf("read the restored log %s: %w", path, err)
 	}
-	return lostParents(len(entries), func(i int) (string, string) {
-		p, _ := entries[i].ParentID()
-		return entries[i].ID(), p
+	// The header is at 0: an entry may name it as its parent.
+	return lostParents(1+len(entries), func(i int) (string, string) {
+		if i == 0 {
+			return h.ID(), ""
+		}
+		p, _ := entries[i-1].ParentID()
+		return entries[i-1].ID(), p
 	}), nil
 }
 

@@ -91,3 +91,69 @@ func TestVerify_CopyLostCompactedSegment(t *testing.T) {
 		})
 	}
 }
+
+// TestVerify_CopyLostTail: a copy of a bucket that lacks the last segments of
+// a session (an interrupted rclone copies in key order) holds no trace of them
+// in the segments: no parent dangles. The summary object a list (the server's)
+// cached beside the session still names its active leaf and counts its
+// entries: verify reports a leaf no segment holds, or more entries than the
+// segments hold, and exits 1. A stale summary (older than the last appends)
+// is no problem.
+func TestVerify_CopyLostTail(t *testing.T) {
+	tests := []struct {
+		name    string
+		summary transcript.CachedSummary
+		drop    bool // drop the session's last segment
+		problem string
+	}{
+		{"whole copy", transcript.CachedSummary{Leaf: "c", Summary: transcript.Summary{Entries: 4}}, false, ""},
+		{"stale summary", transcript.CachedSummary{Leaf: "a", Summary: transcript.Summary{Entries: 2}}, false, ""},
+		{"tail lost", transcript.CachedSummary{Leaf: "c", Summary: transcript.Summary{Entries: 4}}, true,
+			"names its active leaf c, which no segment holds"},
+		{"tail lost, leaf unknown", transcript.CachedSummary{Summary: transcript.Summary{Entries: 4}}, true,
+			"counted 4 entries, its segments hold 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "copy")
+			store := "file://" + root
+			b, prefix, err := bucketurl.Open(t.Context(), store)
+			require.NoError(t, err)
+			s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
+			require.NoError(t, err)
+			defer s.Close()
+			w, err := transcript.NewWriter("replica")
+			require.NoError(t, err)
+			ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "coder", SessionID: "s1"}
+			var last string
+			for _, seg := range [][]string{{headerLine("s1"), messageLine("r", "", "root")}, {messageLine("a", "r", "one")},
+				{messageLine("b", "a", "two")}, {messageLine("c", "b", "three")}} {
+				batch := make([][]byte, len(seg))
+				for i, l := range seg {
+					batch[i] = []byte(l)
+				}
+				info, err := s.AppendSegment(t.Context(), ref, batch, w)
+				require.NoError(t, err)
+				last = info.Key
+			}
+			cs := tt.summary
+			cs.Tag = "derived-from-an-older-listing"
+			require.NoError(t, s.WriteSummary(t.Context(), ref, cs))
+			if tt.drop {
+				require.NoError(t, os.Remove(filepath.Join(root, filepath.FromSlash(last))))
+			}
+			r := cli(t, "verify", "--store", store, "--json")
+			var sum verifySummary
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum), r.stdout+r.stderr)
+			if tt.problem == "" {
+				require.Equal(t, 0, r.code, r.stdout+r.stderr)
+				require.Empty(t, sum.Problems)
+				return
+			}
+			require.Equal(t, 1, r.code, r.stdout+r.stderr)
+			require.Len(t, sum.Problems, 1, r.stdout)
+			require.Equal(t, "default/coder/s1/"+transcript.SummaryName, sum.Problems[0].Key)
+			require.Contains(t, sum.Problems[0].Problem, tt.problem)
+		})
+	}
+}

@@ -31,7 +31,8 @@ under the namespace's or an agent's key prefix (none with --session, only the
 agent's with --agent). A segment a deletion mark names as a compaction's input
 is lost when it is missing together with the compacted segment and no other
 segment holds its entries (a copy of the bucket that left both out): verify
-names it. Such an object named like an agent's or a session's key prefix
+names it, and so an active leaf or an entry count that the summary object a
+list cached beside a session names and its segments no longer hold. Such an object named like an agent's or a session's key prefix
 (an S3 tool's copy of a file to acme/coder/s1) hides what is stored under that
 prefix from the listings of some S3 servers (MinIO): verify says so, and names it
 as a problem also when it hides every session asked for. Then it checks each
@@ -254,7 +255,7 @@ const verifyAttempts = 3
 // deleted before they could be read.
 func checkSessionOnce(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef) (sessionCheck, int, error) {
 	v := &sessionVerifier{s: s, ref: ref, seen: map[string]int32{}, c: sessionCheck{payloads: map[transcript.PayloadHash]payloadUse{}}}
-	marks := v.readMarksAsync(ctx)
+	marks, summary := v.readMarksAsync(ctx), v.readSummaryAsync(ctx)
 	// A strict session's head is read before the listing, so that every segment
 	// it names was written before the listing (see checkHead).
 	head, headErr := s.ReadHead(ctx, ref)
@@ -295,6 +296,9 @@ func checkSessionOnce(ctx context.Context, s *transcript.Store, ref transcript.T
 		v.report(k, "a deletion mark that is not one: its content is not a mark, or names another segment than its key (the compaction job ignores it and never removes it)")
 	}
 	v.c.entries = len(v.order) - v.c.headers
+	if err := v.checkSummary(summary, headErr == nil || !errors.Is(headErr, bucket.ErrNotFound)); err != nil {
+		return v.c, v.vanished, err
+	}
 	v.checkTree()
 	return v.c, v.vanished, nil
 }

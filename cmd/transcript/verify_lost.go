@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	cmdcli "github.com/transcriptstore/transcript/internal/cli"
+	"github.com/transcriptstore/transcript/transcript"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
@@ -188,4 +190,57 @@ func readMarkedLoss(ctx context.Context, b bucket.Bucket, key string) (m markedL
 // ("L0/…jsonl.zst"), whether key is whole or relative.
 func segmentRel(key string) string {
 	return path.Join(path.Base(path.Dir(key)), path.Base(key))
+}
+
+// readSummaryAsync starts reading the session's summary object (a list's cache
+// of a default-mode session, docs/STORAGE.md) and returns a function that
+// waits for it: ok is false when there is none, or it does not parse (a list
+// derives it again).
+func (v *sessionVerifier) readSummaryAsync(ctx context.Context) func() (transcript.CachedSummary, bool, error) {
+	type result struct {
+		cs  transcript.CachedSummary
+		ok  bool
+		err error
+	}
+	ch := make(chan result, 1) // the reader never blocks, waited for or not
+	go func() {
+		cs, err := v.s.ReadSummary(ctx, v.ref)
+		switch {
+		case errors.Is(err, bucket.ErrNotFound), errors.Is(err, transcript.ErrInvalidHead):
+			ch <- result{}
+		default:
+			ch <- result{cs, err == nil, err}
+		}
+	}()
+	return func() (transcript.CachedSummary, bool, error) {
+		r := <-ch
+		return r.cs, r.ok, r.err
+	}
+}
+
+// checkSummary reports what the session's summary object says it held and
+// its segments no longer hold: a list derived it from the session as it was
+// (entries are never taken out of a session), so an active leaf it names that
+// no segment holds, or more entries than the segments hold, are entries lost
+// since (a segment lost, or left out of a copy of the bucket), even where no
+// other entry names them (the last segments of a session). Only a session
+// without a head has one; a stale summary counts fewer entries, never more.
+func (v *sessionVerifier) checkSummary(summary func() (transcript.CachedSummary, bool, error), strict bool) error {
+	cs, ok, err := summary()
+	if err != nil || !ok || strict || v.vanished > 0 {
+		return err
+	}
+	key := v.s.SessionPrefix(v.ref) + transcript.SummaryName
+	if leaf := cs.Leaf; leaf != "" {
+		if _, held := v.seen[leaf]; !held {
+			v.report(key, "the session's summary (a list's cache) names its active leaf %s, which no segment holds: "+
+				"entries are lost (a segment lost, or left out of a copy of the bucket)", cmdcli.Escape(leaf))
+			return nil
+		}
+	}
+	if n := cs.Summary.Entries; n > v.c.entries {
+		v.report(key, "the session's summary (a list's cache) counted %s, its segments hold %d: "+
+			"entries are lost (a segment lost, or left out of a copy of the bucket)", cmdcli.Count(n, "entry"), v.c.entries)
+	}
+	return nil
 }

@@ -102,6 +102,25 @@ func hidingError(keys []string) error {
 		ErrHiddenSegments, strings.Join(keys, ", "))
 }
 
+// hidesInNamespace reports whether rel, the key of an object relative to its
+// namespace's prefix, is named like a folder of the layout below it: an
+// agent's ("coder"), a session's ("coder/s1") or one of a session's folders
+// ("coder/s1/L0", "coder/s1/gc"). Some S3 servers (MinIO) list nothing under
+// a folder an object of its name hides, so a listing that meets one may lack
+// segments of the sessions there.
+func hidesInNamespace(rel string) bool {
+	parts := strings.SplitN(rel, "/", 3)
+	for i, p := range parts[:min(len(parts), 2)] {
+		if ValidatePart("name", p) != nil {
+			return false
+		}
+		if i == len(parts)-1 {
+			return true // an object named like an agent or a session
+		}
+	}
+	return len(parts) == 3 && hidesFolder(parts[2])
+}
+
 // hidesFolder reports whether rel, the key of an object relative to its
 // session's prefix, names a folder of the session's layout: a level ("L0") or
 // the marks' folder ("gc", "gc/L0").

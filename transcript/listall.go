@@ -24,15 +24,20 @@ import (
 func (s *Store) ListSessionSegments(ctx context.Context, namespace, agent string, fn func(ref TranscriptRef, infos []SegmentInfo) error) error {
 	return s.listSessionSegments(ctx, namespace, agent, func(ref TranscriptRef, infos []SegmentInfo, _ bool) error {
 		return fn(ref, infos)
-	})
+	}, nil)
 }
 
 // listSessionSegments is ListSessionSegments that also tells fn whether the
 // listing showed the session's strict head object (HeadName). A session's keys
 // are contiguous in the listing, so the head is the last one listed before the
 // session's first segment (HEAD.json sorts before L…/) or before its flush.
-func (s *Store) listSessionSegments(ctx context.Context, namespace, agent string, fn func(ref TranscriptRef, infos []SegmentInfo, head bool) error) error {
-	_, prefix, visible, err := s.namespaceListing(namespace, agent)
+// hiding, when not nil, is called with every key listed that is named like a
+// folder of the layout (hidesInNamespace): an object that hides what lies
+// under that folder from some servers' listings, so that the listing may lack
+// segments.
+func (s *Store) listSessionSegments(ctx context.Context, namespace, agent string, fn func(ref TranscriptRef, infos []SegmentInfo, head bool) error,
+	hiding func(key string)) error {
+	nsPrefix, prefix, visible, err := s.namespaceListing(namespace, agent)
 	if err != nil || !visible {
 		return err
 	}
@@ -51,6 +56,8 @@ func (s *Store) listSessionSegments(ctx context.Context, namespace, agent string
 		if err != nil {
 			if k, ok := strings.CutSuffix(oi.Key, "/"+HeadName); ok {
 				headOf = k + "/"
+			} else if hiding != nil && hidesInNamespace(strings.TrimPrefix(oi.Key, nsPrefix)) {
+				hiding(oi.Key)
 			}
 			return nil // a mark, a head object or a stray file: not a segment
 		}
@@ -209,7 +216,7 @@ func (s *Store) ForEachListedSessionAhead(ctx context.Context, namespace, agent 
 			case <-gctx.Done():
 				return gctx.Err()
 			}
-		})
+		}, nil)
 	})
 	for range parallel {
 		g.Go(func() error {

@@ -99,19 +99,27 @@ type PayloadRefs map[PayloadHash]int
 // metadata of each whose key is not in seen (which it then adds), adding their
 // references to refs. A segment gone since the listing is skipped; one whose
 // metadata does not verify is an error wrapping ErrCompactInput (its references
-// cannot be known, so nothing may be deleted).
+// cannot be known, so nothing may be deleted). So is a listing that meets an
+// object named like an agent's, a session's or a session folder's key prefix
+// (an S3 tool's copy of a file to acme/coder/s1): some servers (MinIO) list
+// nothing under such a folder, so the segments there, and what they reference,
+// may be missing from the listing; the error wraps ErrHiddenSegments too.
 func (s *Store) ReferencedPayloads(ctx context.Context, namespace string, refs PayloadRefs, seen map[string]bool) (int, error) {
 	var infos []SegmentInfo
-	err := s.ListSessionSegments(ctx, namespace, "", func(_ TranscriptRef, got []SegmentInfo) error {
+	var hiding []string
+	err := s.listSessionSegments(ctx, namespace, "", func(_ TranscriptRef, got []SegmentInfo, _ bool) error {
 		for _, in := range got {
 			if !seen[in.Key] {
 				infos = append(infos, in)
 			}
 		}
 		return nil
-	})
+	}, func(key string) { hiding = append(hiding, key) })
 	if err != nil {
 		return 0, err
+	}
+	if len(hiding) > 0 {
+		return 0, fmt.Errorf("%w: %w", ErrCompactInput, hidingError(hiding))
 	}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)

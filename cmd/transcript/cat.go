@@ -27,7 +27,7 @@ func runCat(ctx context.Context, env *cliEnv, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	res, _, err := sf.readLean(ctx, "cat")
+	res, ref, err := sf.readLean(ctx, "cat")
 	if err != nil {
 		return err
 	}
@@ -39,5 +39,9 @@ func runCat(ctx context.Context, env *cliEnv, args []string) error {
 	if err := res.WriteJSONL(w); err != nil {
 		return err
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	lostEntries(env, "cat", ref, res)
+	return nil
 }

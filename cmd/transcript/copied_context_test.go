@@ -13,21 +13,13 @@ import (
 
 // TestRead_CopyLostSegment: on a copy of a bucket that lacks a segment in the
 // middle of a session, the commands that read one session (cat, export,
-// context, tree) answer what is left, silently and with exit 0: context gives
-// the model a context that starts after the gap, as if the session began
-// there. Like verify and restore, each should name the missing parent and exit
-// 1.
-//
-// Known to fail (cat.go, tree.go and the export and context commands are not
-// owned by the author of this test): set TRANSCRIPT_TEST_KNOWN_READ_GAP=1 to
-// run it. Suggested fix: after the read, lostParentsLean (restore_pi.go) of
-// the lean result; when it is not empty, write the output anyway, print
-// "NAME: entries name parents no segment holds: ..." on stderr and return
-// errProblems.
+// context, tree) answered what was left, silently: context gave the model a
+// context that starts after the gap, as if the session began there. Like
+// restore, each now prints what it read and warns on stderr, naming the
+// missing parent. The exit code stays 0: Pi itself writes such sessions
+// (0.58's createBranchedSession), and the bucket cannot tell them apart.
+
 func TestRead_CopyLostSegment(t *testing.T) {
-	if os.Getenv("TRANSCRIPT_TEST_KNOWN_READ_GAP") == "" {
-		t.Skip("known: reads of a session with a lost segment exit 0; TRANSCRIPT_TEST_KNOWN_READ_GAP=1 runs it")
-	}
 	root := filepath.Join(t.TempDir(), "copy")
 	store := "file://" + root
 	b, prefix, err := bucketurl.Open(t.Context(), store)
@@ -55,8 +47,10 @@ func TestRead_CopyLostSegment(t *testing.T) {
 	for _, cmd := range []string{"cat", "export", "context", "tree"} {
 		t.Run(cmd, func(t *testing.T) {
 			r := cli(t, cmd, "--store", store, "--agent", "coder", "--session", "torn")
-			require.Equal(t, 1, r.code, "%s of a session with a lost segment: %s %s", cmd, r.stdout, r.stderr)
+			require.Equal(t, 0, r.code, "%s of a session with a lost segment: %s %s", cmd, r.stdout, r.stderr)
+			require.Contains(t, r.stderr, cmd+": warning: session default/coder/torn: entries name parents no segment holds")
 			require.Contains(t, r.stderr, `"b"`)
+			require.Contains(t, r.stdout, "three", "what the store holds is printed")
 		})
 	}
 }

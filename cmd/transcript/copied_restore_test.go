@@ -63,7 +63,8 @@ func TestRestore_CopyLostSegment(t *testing.T) {
 			out := filepath.Join(dir, "out-"+tt.layout)
 			for run := 1; run <= 2; run++ { // the second run finds the files in place
 				r := cli(t, "restore", "--store", store, "--out", out, "--layout", tt.layout, "--json")
-				require.Equal(t, 1, r.code, "run %d: an incomplete session is no clean restore: %s %s", run, r.stdout, r.stderr)
+				// A warning, not a failure: Pi writes such sessions too.
+				require.Equal(t, 0, r.code, "run %d: %s %s", run, r.stdout, r.stderr)
 				var sum restoreSummary
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum), r.stdout)
 				require.Equal(t, 2, sum.Sessions, r.stdout)

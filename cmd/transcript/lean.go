@@ -8,7 +8,10 @@ import (
 	"io"
 	"iter"
 	"os"
+	"strconv"
+	"strings"
 
+	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/internal/fsutil"
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/sessiontree"
@@ -39,6 +42,29 @@ func (f *storeFlags) readLean(ctx context.Context, cmd string) (*transcript.Lean
 		boundHeap(res.Size())
 	}
 	return res, ref.Norm(), err
+}
+
+// lostEntries warns on stderr of the parents that entries of res name and no
+// segment holds: what cmd printed of session ref lacks them, and a context
+// built from it starts after the gap. A segment lost from the bucket, or from
+// a copy of it, leaves such parents, and so does a writer (Pi 0.58's
+// createBranchedSession leaves the children of the labels it drops without
+// their parent): nothing in the bucket tells the two apart, so the warning
+// does not fail the command; transcript verify reports them as problems.
+func lostEntries(env *cliEnv, cmd string, ref transcript.TranscriptRef, res *transcript.LeanResult) {
+	lost := lostParentsLean(res)
+	if len(lost) == 0 {
+		return
+	}
+	quoted := make([]string, min(len(lost), 10))
+	for i := range quoted {
+		quoted[i] = strconv.QuoteToASCII(lost[i]) // no control or format character reaches the terminal
+	}
+	if len(lost) > len(quoted) {
+		quoted = append(quoted, fmt.Sprintf("and %d more", len(lost)-len(quoted)))
+	}
+	fmt.Fprintf(env.stderr, "%s: warning: session %s: entries name parents no segment holds (a segment lost from the bucket, "+
+		"or written so), so this lacks them: %s; transcript verify names what is missing\n", cmd, cmdcli.Escape(ref.String()), strings.Join(quoted, ", "))
 }
 
 // What an entry of a merged session is to Pi (leanSession.kind).
@@ -242,6 +268,7 @@ type restoredSession struct {
 	files   sessiontree.Files
 	entries int                  // Pi entries, the header not counted
 	has     func(id string) bool // whether the session has a Pi entry of that id
+	lost    []string             // parents entries name and no segment holds (lostParentsLean)
 }
 
 // restoreLean rebuilds ref from the store into local files under root, as
@@ -282,7 +309,7 @@ func restoreLean(ctx context.Context, s sessiontree.StoreReader, ref transcript.
 		}
 		return sess.has(id)
 	}
-	return restoredSession{files: r.Files, entries: r.Entries, has: has}, nil
+	return restoredSession{files: r.Files, entries: r.Entries, has: has, lost: lostParentsLean(res)}, nil
 }
 
 // payloadWindow is what a restore of res holds of payloads at once beside res:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,7 +61,10 @@ under "leftOut" with --json), writes the rest, and exits 1.
 A session whose entries name a parent that no segment holds (a segment lost,
 or left out of a copy of the bucket: an interrupted rclone) is written as the
 store holds it, in either layout; restore names those parents the same way,
-on every run, and exits 1.
+on every run, as a warning: a session can be written so (Pi 0.58's
+createBranchedSession leaves the children of the labels it drops without
+their parent), and nothing in the bucket tells the two apart. transcript
+verify reports them as problems.
 
 A strict session (one transcript-serve created) is restored as its head commits
 it, as the server reads it: a segment no head commits is not part of it.
@@ -145,7 +149,7 @@ const whyCycle = "their parentIds form a cycle; Pi cannot open a file holding th
 // name them as their parent, so a segment that held them is gone (lost, or
 // left out of a copy of the bucket). The files hold the rest.
 const whyLost = "entries of the session name them as their parent, but no segment of the store holds them: " +
-	"a segment is missing (lost, or not copied); the rest is written (run transcript verify)"
+	"a segment is missing (lost, or not copied), or the session was written so; the rest is written (run transcript verify)"
 
 // restoreOutcome is what happened to one session.
 type restoreOutcome int
@@ -211,14 +215,19 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	sum := restoreSummary{Out: *out, Sessions: len(refs), Failures: []restoreFailure{}}
 	var mu sync.Mutex
 	restoreOne := func(ctx context.Context, r sessiontree.StoreReader, ref transcript.TranscriptRef) (restoreOutcome, int, int64, error) {
-		outcome, entries, n, err := restoreSession(ctx, r, ref, *out, scratch, *force)
+		outcome, entries, n, scan, err := restoreSessionLost(ctx, r, ref, *out, scratch, *force)
 		if err != nil {
 			return outcome, entries, n, err
 		}
 		// What the files hold is what the store holds: entries they lack that
-		// others name as their parent are the store's loss, said every run.
+		// others name as their parent are the store's loss, said every run
+		// (found in the read when the session was read whole, else in the
+		// files a catch-up extended).
 		log := sessiontree.FilesOf(*out, ref).Log
-		lost, err := lostParentsOfFile(log)
+		lost := scan.ids
+		if !scan.read {
+			lost, err = lostParentsOfFile(log)
+		}
 		if len(lost) > 0 {
 			mu.Lock()
 			sum.LeftOut = append(sum.LeftOut, restoreLeftOut{Session: ref.String(), File: log, Entries: lost, Reason: whyLost})
@@ -280,7 +289,8 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	if sum.Interrupted {
 		return fmt.Errorf("restore interrupted after %d of %d sessions: %w", sum.Restored+sum.Skipped+sum.Failed, sum.Sessions, err)
 	}
-	if sum.Failed > 0 || len(sum.LeftOut) > 0 || len(sum.Hidden) > 0 {
+	leftOut := slices.ContainsFunc(sum.LeftOut, func(l restoreLeftOut) bool { return l.Reason != whyLost })
+	if sum.Failed > 0 || leftOut || len(sum.Hidden) > 0 {
 		return errProblems // a session written without some entries, or not at all: the restore is not whole
 	}
 	return nil
@@ -341,10 +351,22 @@ func (sum restoreSummary) print(env *cliEnv, asJSON bool) error {
 // identical files, or moves them into place (log first, context last). It
 // returns the entry count and the bytes written.
 func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, out, scratch string, force bool) (restoreOutcome, int, int64, error) {
+	outcome, entries, n, _, err := restoreSessionLost(ctx, s, ref, out, scratch, force)
+	return outcome, entries, n, err
+}
+
+// restoreSessionLost is restoreSession that also returns the parents that
+// entries of the session name and no segment holds (lostParents), when it read
+// the session whole; after a catch-up of files that held most of it already
+// (restoreIncremental), lost is nil and read is false: the files must be
+// scanned for them.
+func restoreSessionLost(ctx context.Context, s sessiontree.StoreReader, ref transcript.TranscriptRef, out, scratch string,
+	force bool) (outcome restoreOutcome, entries int, n int64, lost lostScan, err error) {
 	if outcome, entries, n, ok, err := restoreIncremental(ctx, s, ref, out); ok || err != nil {
-		return outcome, entries, n, err
+		return outcome, entries, n, lostScan{}, err
 	}
 	r, err := restoreLean(ctx, s, ref, scratch)
+	lost = lostScan{ids: r.lost, read: true}
 	// What is not moved into place leaves scratch now, not at the end of the run.
 	moved := false
 	defer func() {
@@ -357,7 +379,7 @@ func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcri
 		}
 	}()
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, lost, err
 	}
 	dest := sessiontree.FilesOf(out, ref)
 	files := []struct{ from, to string }{
@@ -370,43 +392,50 @@ func restoreSession(ctx context.Context, s sessiontree.StoreReader, ref transcri
 		size += fileSize(f.from)
 		same, err := sameFile(f.from, f.to)
 		if err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, lost, err
 		}
 		identical = identical && same
 	}
 	if identical {
 		if err := moveStoredSet(r.files, dest); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, lost, err
 		}
 		if err := dropUnsent(dest); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, lost, err
 		}
-		return outcomeSkipped, r.entries, 0, stampFiles(dest)
+		return outcomeSkipped, r.entries, 0, lost, stampFiles(dest)
 	}
 	if !force {
 		if err := checkNoLocalOnly(files[0].to, r.has); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, lost, err
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(dest.Context), 0o755); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, lost, err
 	}
 	if err := os.Remove(dest.Segments); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, 0, 0, err
+		return 0, 0, 0, lost, err
 	}
 	if err := dropUnsent(dest); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, lost, err
 	}
 	moved = true
 	for _, f := range files {
 		if err := os.Rename(f.from, f.to); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, lost, err
 		}
 	}
 	if err := moveStoredSet(r.files, dest); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, lost, err
 	}
-	return outcomeRestored, r.entries, size, stampFiles(dest)
+	return outcomeRestored, r.entries, size, lost, stampFiles(dest)
+}
+
+// lostScan is what a restore found of the parents no segment holds: ids,
+// when read says it read the session whole.
+type lostScan struct {
+	ids  []string
+	read bool
 }
 
 // lostParents returns the parentIds that entries name and no entry of entries

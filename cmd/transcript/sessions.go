@@ -218,11 +218,16 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	write := func(w io.Writer) error { _, err := sess.writeExport(w); return err }
 	if *out == "" {
-		return write(env.stdout)
+		if err := write(env.stdout); err != nil {
+			return err
+		}
+		lostEntries(env, "export", ref, res)
+		return nil
 	}
 	if err := fsutil.WriteFileAtomic(*out, false, write); err != nil {
 		return err
 	}
+	lostEntries(env, "export", ref, res)
 	_, err = fmt.Fprintf(env.stdout, "wrote %s/%s/%s (%d entries and the header) to %s\n", sf.Namespace, sf.Agent, sf.Session, sess.n, *out)
 	return err
 }
@@ -275,7 +280,7 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 	case *file == "":
 		// The context is built from the merged entries as read, streamed: no
 		// tree is materialised, on disk or in memory.
-		res, _, err := sf.readLean(ctx, "context")
+		res, ref, err := sf.readLean(ctx, "context")
 		if err != nil {
 			return err
 		}
@@ -285,7 +290,11 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 		if *leaf != "" && !sess.has(*leaf) {
 			return notFound("entry %q (--leaf)", *leaf)
 		}
-		return sess.writeContext(env.stdout, *leaf)
+		if err := sess.writeContext(env.stdout, *leaf); err != nil {
+			return err
+		}
+		lostEntries(env, "context", ref, res)
+		return nil
 	default:
 		return usagef("context takes --agent/--session or --file, not both")
 	}

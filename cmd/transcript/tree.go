@@ -100,6 +100,7 @@ func runTree(ctx context.Context, env *cliEnv, args []string) error {
 	for _, c := range res.Conflicts {
 		fmt.Fprintf(env.stdout, "conflict: entry %s has other contents in %s (not shown)\n", cmdcli.Escape(c.ID), c.DroppedSegment)
 	}
+	lostEntries(env, "tree", ref, res)
 	return nil
 }
 

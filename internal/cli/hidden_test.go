@@ -80,3 +80,25 @@ func TestSessionHidingObject(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "p/acme/coder/s1", key)
 }
+
+// TestNamespaceNotFound_Hidden: a namespace an object named like its key
+// prefix hides (p/acme) is no "not found" but a HiddenError naming the
+// object; a namespace nothing hides stays a NotFoundError.
+func TestNamespaceNotFound_Hidden(t *testing.T) {
+	ctx := t.Context()
+	b := membucket.New()
+	s, err := transcript.New(transcript.Config{Bucket: b, Prefix: "p"})
+	require.NoError(t, err)
+	require.NoError(t, b.Put(ctx, "p/acme", strings.NewReader("x"), 1, bucket.PutOptions{}))
+
+	err = cli.NamespaceNotFound(ctx, s, "acme")
+	var hidden *cli.HiddenError
+	require.ErrorAs(t, err, &hidden)
+	require.Equal(t, []string{"p/acme"}, hidden.Objects)
+	require.NotErrorIs(t, err, bucket.ErrNotFound)
+
+	err = cli.NamespaceNotFound(ctx, s, "other")
+	var nf *cli.NotFoundError
+	require.ErrorAs(t, err, &nf)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
+}

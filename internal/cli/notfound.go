@@ -36,8 +36,17 @@ const maxNamedNamespaces = 5
 // NamespaceNotFound is the error for namespace ns that the store does not hold.
 // all is the store unbound to a namespace; its other namespaces are named (up to
 // a few) so that the hint says which --ns to give. A store whose namespaces cannot
-// be listed (a role limited to one namespace) gets no hint.
+// be listed (a role limited to one namespace) gets no hint. When the bucket holds
+// an object named like the namespace's key prefix, which hides the namespace from
+// some servers' listings (MinIO), the error is a HiddenError naming it (one HEAD).
 func NamespaceNotFound(ctx context.Context, all *transcript.Store, ns string) error {
+	// An object named like the namespace's key prefix (an S3 tool's copy of a
+	// file to prefix/acme) hides the whole namespace from MinIO's listings.
+	if key := strings.TrimSuffix(NamespaceKeyPrefix(all, ns), "/"); key != "" {
+		if _, err := all.Bucket().Stat(ctx, key); err == nil {
+			return &HiddenError{What: fmt.Sprintf("namespace %q", ns), Objects: []string{key}}
+		}
+	}
 	nf := &NotFoundError{What: fmt.Sprintf("namespace %q", ns)}
 	nss, err := all.ListNamespaces(ctx)
 	if err != nil {

@@ -122,7 +122,7 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	fs.DurationVar(&j.opts.UncommittedAge, "uncommitted-age", transcript.DefaultDeleteDelay,
 		"delete segments of strict sessions that no head commits once this old, by the bucket's clock (longer than any append takes; at least 1m)")
 	fs.Int64Var(&j.opts.TargetSegmentSize, "target-segment-size", segment.DefaultTargetSegmentSize,
-		"split an output above this many `BYTES` of JSONL into a group of parts of one level")
+		"split an output above this many `BYTES` of JSONL into a group of parts of one level (at least 1024)")
 	rf.register(fs)
 	fs.StringVar(&metricsPush, "metrics-push", "", "push the run's metrics to the Prometheus Pushgateway at `URL` when it ends")
 	if err := cli.Parse(fs, args); err != nil {
@@ -220,8 +220,10 @@ func (j *job) checkFlags(minSegments int, delay time.Duration) error {
 			j.opts.UncommittedAge, minUncommittedAge)
 	case j.olderThan < 0:
 		return cli.Usagef("--older-than %s: want 0 or more", j.olderThan)
-	case j.opts.TargetSegmentSize < 1 || j.opts.TargetSegmentSize > segment.DefaultMaxSegmentSize:
-		return cli.Usagef("--target-segment-size %d: want 1 to %d", j.opts.TargetSegmentSize, segment.DefaultMaxSegmentSize)
+	case j.opts.TargetSegmentSize < minTargetSegmentSize || j.opts.TargetSegmentSize > segment.DefaultMaxSegmentSize:
+		// A size in MiB given as bytes (64 for 64 MiB) would write an object
+		// per entry and exit 0.
+		return cli.Usagef("--target-segment-size %d: want %d to %d bytes", j.opts.TargetSegmentSize, minTargetSegmentSize, segment.DefaultMaxSegmentSize)
 	case j.session != "" && j.agent == "":
 		return cli.Usagef("--session needs --agent")
 	}
@@ -251,3 +253,7 @@ func printSummary(w io.Writer, sum *summary) {
 			sum.Shard, sum.PayloadsMarked, sum.PayloadsDeleted, sum.PayloadBytesDeleted, sum.PayloadsPending)
 	}
 }
+
+// minTargetSegmentSize is the least --target-segment-size: below it the value
+// is a size meant in another unit.
+const minTargetSegmentSize = 1 << 10

@@ -279,6 +279,7 @@ func TestJob_Usage(t *testing.T) {
 		{"shard malformed", []string{"--shard", "x"}, "--shard"},
 		{"min segments", []string{"--min-segments", "1"}, "--min-segments"},
 		{"target segment size", []string{"--target-segment-size", "0"}, "--target-segment-size"},
+		{"target segment size in MiB", []string{"--target-segment-size", "64"}, "want 1024 to"},
 		{"parallel", []string{"--parallel", "0"}, "--parallel"},
 		{"negative delay", []string{"--delete-delay", "-1s"}, "--delete-delay"},
 		{"session without agent", []string{"--session", "s1"}, "--session needs --agent"},

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
 // TestRead_CopyLostSegment: on a copy of a bucket that lacks a segment in the
@@ -20,24 +19,12 @@ import (
 // (0.58's createBranchedSession), and the bucket cannot tell them apart.
 
 func TestRead_CopyLostSegment(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "copy")
-	store := "file://" + root
-	b, prefix, err := bucketurl.Open(t.Context(), store)
-	require.NoError(t, err)
-	s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
-	require.NoError(t, err)
-	defer s.Close()
-	w, err := transcript.NewWriter("replica")
-	require.NoError(t, err)
+	store, root, s, w := copyStore(t, t.TempDir())
 	ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "coder", SessionID: "torn"}
 	var lost string
 	for k, seg := range [][]string{{headerLine("torn"), messageLine("r", "", "root")}, {messageLine("a", "r", "one")},
 		{messageLine("b", "a", "two")}, {messageLine("c", "b", "three")}} {
-		batch := make([][]byte, len(seg))
-		for i, l := range seg {
-			batch[i] = []byte(l)
-		}
-		info, err := s.AppendSegment(t.Context(), ref, batch, w)
+		info, err := s.AppendSegment(t.Context(), ref, lineBatch(seg), w)
 		require.NoError(t, err)
 		if k == 2 {
 			lost = info.Key

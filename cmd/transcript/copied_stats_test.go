@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
 // TestStats_CopyTruncatedSegment: in a copy of a bucket one segment is
@@ -17,24 +16,12 @@ import (
 // that segment as unreadable (in --json too) and exits 1, instead of failing
 // whole on it with no count at all, or counting it silently.
 func TestStats_CopyTruncatedSegment(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "copy")
-	store := "file://" + root
-	b, prefix, err := bucketurl.Open(t.Context(), store)
-	require.NoError(t, err)
-	s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
-	require.NoError(t, err)
-	defer s.Close()
-	w, err := transcript.NewWriter("replica")
-	require.NoError(t, err)
+	store, root, s, w := copyStore(t, t.TempDir())
 	var keys []string
 	for _, id := range []string{"s1", "s2"} {
 		ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "coder", SessionID: id}
 		for _, seg := range [][]string{{headerLine(id), messageLine("r", "", "root")}, {messageLine("a", "r", "one")}} {
-			batch := make([][]byte, len(seg))
-			for i, l := range seg {
-				batch[i] = []byte(l)
-			}
-			info, err := s.AppendSegment(t.Context(), ref, batch, w)
+			info, err := s.AppendSegment(t.Context(), ref, lineBatch(seg), w)
 			require.NoError(t, err)
 			keys = append(keys, info.Key)
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript"
-	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
 // TestVerify_CopyLostCompactedSegment: a copy of a bucket taken while a
@@ -34,24 +33,12 @@ func TestVerify_CopyLostCompactedSegment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := filepath.Join(t.TempDir(), "copy")
-			store := "file://" + root
-			b, prefix, err := bucketurl.Open(t.Context(), store)
-			require.NoError(t, err)
-			s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
-			require.NoError(t, err)
-			defer s.Close()
-			w, err := transcript.NewWriter("replica")
-			require.NoError(t, err)
+			store, root, s, w := copyStore(t, t.TempDir())
 			ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "coder", SessionID: "s1"}
 			var inputs []string
 			for _, seg := range [][]string{{headerLine("s1"), messageLine("r", "", "root")}, {messageLine("a", "r", "one")},
 				{messageLine("b", "a", "two")}, {messageLine("c", "b", "three")}} {
-				batch := make([][]byte, len(seg))
-				for i, l := range seg {
-					batch[i] = []byte(l)
-				}
-				info, err := s.AppendSegment(t.Context(), ref, batch, w)
+				info, err := s.AppendSegment(t.Context(), ref, lineBatch(seg), w)
 				require.NoError(t, err)
 				inputs = append(inputs, info.Key)
 			}
@@ -115,24 +102,12 @@ func TestVerify_CopyLostTail(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := filepath.Join(t.TempDir(), "copy")
-			store := "file://" + root
-			b, prefix, err := bucketurl.Open(t.Context(), store)
-			require.NoError(t, err)
-			s, err := transcript.New(transcript.Config{Bucket: b, Prefix: prefix})
-			require.NoError(t, err)
-			defer s.Close()
-			w, err := transcript.NewWriter("replica")
-			require.NoError(t, err)
+			store, root, s, w := copyStore(t, t.TempDir())
 			ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "coder", SessionID: "s1"}
 			var last string
 			for _, seg := range [][]string{{headerLine("s1"), messageLine("r", "", "root")}, {messageLine("a", "r", "one")},
 				{messageLine("b", "a", "two")}, {messageLine("c", "b", "three")}} {
-				batch := make([][]byte, len(seg))
-				for i, l := range seg {
-					batch[i] = []byte(l)
-				}
-				info, err := s.AppendSegment(t.Context(), ref, batch, w)
+				info, err := s.AppendSegment(t.Context(), ref, lineBatch(seg), w)
 				require.NoError(t, err)
 				last = info.Key
 			}

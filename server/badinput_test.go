@@ -253,3 +253,35 @@ func TestSessionMetadataBounded(t *testing.T) {
 	p := decode[page](t, must(c.do("GET", "/v1/sessions/ok/entries", nil)))
 	require.Contains(t, string(p.Entries[0]), name, "the entry keeps the name whole")
 }
+
+// TestDamagedStrictSessionSaysSo: a strict session whose head commits a
+// segment the bucket lost reads as the bucket holds it, but its metadata says
+// it is damaged (it answered 200 as if whole before), and its appends are
+// refused as before; a whole session has no such field.
+func TestDamagedStrictSessionSaysSo(t *testing.T) {
+	mem := membucket.New()
+	ts := newServerWith(t, mem, server.Config{}, repository.Config{})
+	c := ts.as(t, "acme", "alice")
+	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s", "cwd": "/w"}))
+	must(c.do("POST", "/v1/sessions/s/entries", appendReq("", msg("u1", "", "user", "first"))))
+	must(c.do("POST", "/v1/sessions/s/entries", appendReq("u1", msg("u2", "u1", "user", "second"))))
+	whole := decode[server.SessionMetadata](t, must(c.do("GET", "/v1/sessions/s", nil)))
+	require.Empty(t, whole.Damaged)
+
+	var keys []string
+	require.NoError(t, mem.List(t.Context(), bucket.ListOptions{Prefix: "acme~alice/default/s/L0/"}, func(oi bucket.ObjectInfo) error {
+		keys = append(keys, oi.Key)
+		return nil
+	}))
+	require.NotEmpty(t, keys)
+	require.NoError(t, mem.Delete(t.Context(), keys[len(keys)-1])) // the segment of u2
+
+	fresh := newServerWith(t, mem, server.Config{}, repository.Config{}).as(t, "acme", "alice")
+	status, resp := fresh.do("GET", "/v1/sessions/s", nil)
+	require.Equal(t, http.StatusOK, status, string(resp))
+	meta := decode[server.SessionMetadata](t, resp)
+	require.Contains(t, meta.Damaged, "missing")
+	require.Contains(t, meta.Damaged, "transcript verify")
+	status, resp = fresh.do("POST", "/v1/sessions/s/entries", appendReq(*meta.Head, msg("u3", *meta.Head, "user", "third")))
+	require.Equal(t, http.StatusInternalServerError, status, string(resp))
+}

@@ -141,6 +141,9 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, repo *repository.R
 	}
 	defer s.sessions.release(hd)
 	meta := metadataOf(hd.sess.Snapshot())
+	if err := hd.sess.Err(); err != nil {
+		meta.Damaged = err.Error() + " (run transcript verify)"
+	}
 	if n == 0 {
 		writeJSON(w, http.StatusOK, meta)
 		return

@@ -457,6 +457,12 @@ type SessionMetadata struct {
 	// EntryCount (see the entries route).
 	EntryCount int  `json:"entryCount"`
 	Strict     bool `json:"strict"`
+	// Damaged, set only for a strict session whose stored head names segments
+	// the bucket lacks or does not match its committed entries, says so: the
+	// session reads as the bucket holds it (Head is then the head those
+	// entries make, not the stored one) and refuses appends (500
+	// invalid_session) until an operator repairs it.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 func headPtr(h string) *string {

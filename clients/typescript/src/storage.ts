@@ -31,6 +31,8 @@ export interface ServerMetadata {
 	parentSession?: string;
 	head: string | null;
 	entryCount: number;
+	/** Set only for a strict session the bucket holds damaged: why (its appends are refused). */
+	damaged?: string;
 }
 
 export function metadataOf(m: ServerMetadata): HttpSessionMetadata {

@@ -1,8 +1,6 @@
 package server_test
 
 import (
-	"fmt"
-	"net"
 	"runtime"
 	"strings"
 	"testing"
@@ -30,14 +28,7 @@ func heapAlloc() uint64 {
 func TestHostile_IdleStreamsHoldNoPage(t *testing.T) {
 	const streams, entries, size = 16, 40, 200 << 10 // two pages of 4 MiB
 	ts := newServer(t, backends[0].new(t), server.Config{})
-	c := ts.as(t, "acme", "alice")
-	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s"}))
-	parent := ""
-	for i := range entries {
-		id := fmt.Sprintf("e%d", i)
-		must(c.do("POST", "/v1/sessions/s/entries", appendReq(parent, msg(id, parent, "user", strings.Repeat("x", size)))))
-		parent = id
-	}
+	c := bigSession(t, ts, entries, size)
 	open := make([]*sseStream, streams)
 	for i := range open {
 		open[i] = c.stream("/v1/sessions/s/events", "")
@@ -62,24 +53,13 @@ func TestHostile_IdleStreamsHoldNoPage(t *testing.T) {
 func TestHostile_UnreadStreamsHoldLittle(t *testing.T) {
 	const streams, entries, size = 16, 40, 200 << 10
 	ts := newServer(t, backends[0].new(t), server.Config{})
-	c := ts.as(t, "acme", "alice")
-	must(c.do("POST", "/v1/sessions", map[string]any{"id": "s"}))
-	parent := ""
-	for i := range entries {
-		id := fmt.Sprintf("e%d", i)
-		must(c.do("POST", "/v1/sessions/s/entries", appendReq(parent, msg(id, parent, "user", strings.Repeat("x", size)))))
-		parent = id
-	}
+	c := bigSession(t, ts, entries, size)
 	must(c.do("GET", "/v1/sessions/s/entries", nil)) // the handle is cached: its entries are not the streams'
 	before := heapAlloc()
 	tok := tokenFor(t, "acme", "alice")
 	for range streams {
-		conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
-		require.NoError(t, err)
+		conn := slowGet(t, ts, tok, "/v1/sessions/s/events")
 		defer conn.Close()
-		require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(4096))
-		_, err = fmt.Fprintf(conn, "GET /v1/sessions/s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", tok)
-		require.NoError(t, err)
 		// Read past the header and the first event's start: the stream is
 		// sending its entries, and waits for the client to read on.
 		require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))

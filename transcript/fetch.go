@@ -109,24 +109,14 @@ func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCor
 		// without a second ParseKey.
 		listed := strings.HasPrefix(info.Key, prefix)
 		g.Go(func() error {
-			if s.gets != nil {
-				select {
-				case s.gets <- struct{}{}:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-			}
 			var seg *segment.Segment
-			var err error
-			region := trace.StartRegion(gctx, "get segment")
+			var ahead []parsedEntry
 			if listed {
-				seg, err = s.readListedSegment(gctx, info.Key)
-			} else {
-				seg, _, err = s.readSegmentAsStored(gctx, info.Key) // a key handed in: parsed and scoped
+				seg, ahead = s.cfg.SegmentCache.get(info.Key)
 			}
-			region.End()
-			if s.gets != nil {
-				<-s.gets // the slot bounds requests in flight, not the parsing after them
+			var err error
+			if seg == nil {
+				seg, err = s.fetchOne(gctx, info.Key, listed)
 			}
 			if err == nil && KeyChecksum(seg.Meta) != info.Hash {
 				err = fmt.Errorf("read segment %s: %w: key names checksum %016x, segment has %016x",
@@ -137,10 +127,19 @@ func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCor
 				return nil
 			}
 			segs[i] = seg
-			if err == nil && parse && seg.Meta.Index == nil {
-				trace.WithRegion(gctx, "parse entries", func() { parsed[i] = parseEntries(seg.Entries) })
+			if err != nil {
+				return err
 			}
-			return err
+			if parse && seg.Meta.Index == nil {
+				if ahead == nil {
+					trace.WithRegion(gctx, "parse entries", func() { ahead = parseEntries(seg.Entries) })
+				}
+				parsed[i] = ahead
+			}
+			if listed {
+				s.cfg.SegmentCache.put(info.Key, seg, ahead)
+			}
+			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -153,6 +152,26 @@ func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCor
 		}
 	}
 	return segs, parsed, corrupt, nil
+}
+
+// fetchOne GETs and decodes one segment of fetchAllParsed, within a GET slot of
+// s.gets when set: listed is whether a listing of this store gave the key (else
+// it is parsed and scoped first).
+func (s *Store) fetchOne(ctx context.Context, key string, listed bool) (*segment.Segment, error) {
+	if s.gets != nil {
+		select {
+		case s.gets <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-s.gets }() // the slot bounds requests in flight, not the parsing after them
+	}
+	defer trace.StartRegion(ctx, "get segment").End()
+	if listed {
+		return s.readListedSegment(ctx, key)
+	}
+	seg, _, err := s.readSegmentAsStored(ctx, key) // a key handed in: parsed and scoped
+	return seg, err
 }
 
 // parsedEntry is what parseStoredEntry reads of an entry: ok is false when it

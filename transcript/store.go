@@ -63,6 +63,10 @@ type Config struct {
 	// DefaultPayloadThreshold; a negative value keeps every payload in its
 	// segment. Reads put payloads back whatever this is.
 	PayloadThreshold int
+	// SegmentCache, when set, keeps the segments this store's reads decode, so that
+	// a later read of the same session (this store or another sharing the cache)
+	// lists it and fetches only the segments it has not seen. Nil: none kept.
+	SegmentCache *SegmentCache
 }
 
 // Store reads and writes session segments. It is safe for concurrent use.

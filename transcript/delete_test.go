@@ -47,12 +47,13 @@ func (b *deleteRecorder) DeleteBatch(ctx context.Context, keys []string) error {
 	return b.Bucket.DeleteBatch(ctx, keys)
 }
 
-// TestDelete_HeadLastAndWhatLandedMeanwhile: on every backend, Delete removes a
-// strict session's head after its segments (while the head exists, a reader
-// takes the session for the strict one it is, never for a default-mode session
-// of the segments left), and a segment that lands while it deletes (an append
-// in flight) is deleted too: nothing of the session is left.
-func TestDelete_HeadLastAndWhatLandedMeanwhile(t *testing.T) {
+// TestDelete_HeadFirstAndWhatLandedMeanwhile: on every backend, Delete removes a
+// strict session's head first, then the segment holding its header, in one
+// batch (a head naming segments already gone read as a damaged session, and
+// an append meeting it answered 500; without the head and the header the
+// session reads as gone), and a segment that lands while it deletes (an
+// append in flight) is deleted too: nothing of the session is left.
+func TestDelete_HeadFirstAndWhatLandedMeanwhile(t *testing.T) {
 	for name, newBucket := range testBackends() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
@@ -61,6 +62,8 @@ func TestDelete_HeadLastAndWhatLandedMeanwhile(t *testing.T) {
 			w := newWriter(t, "w")
 			ref := transcript.TranscriptRef{AgentID: "a", SessionID: "s"}
 			_, head, err := s.CreateSession(ctx, ref, [][]byte{entry("h", "")}, w, transcript.CreateOptions{Strict: true, Head: "h"})
+			require.NoError(t, err)
+			first, err := s.ListSegments(ctx, ref)
 			require.NoError(t, err)
 			_, _, err = s.CommitSegment(ctx, ref, head, [][]byte{entry("e1", "h")}, w, "e1", nil)
 			require.NoError(t, err)
@@ -71,8 +74,9 @@ func TestDelete_HeadLastAndWhatLandedMeanwhile(t *testing.T) {
 
 			require.NoError(t, s.Delete(ctx, ref))
 			require.Empty(t, sessionKeys(t, s, ref), "nothing of the session is left")
-			require.Len(t, b.deleted, 4, "the header's and e1's segments, the head, then the late segment: %v", b.deleted)
-			require.True(t, strings.HasSuffix(b.deleted[2], "/"+transcript.HeadName), "the head goes after the segments listed with it: %v", b.deleted)
+			require.Len(t, b.deleted, 4, "the head, the header's and e1's segments, then the late segment: %v", b.deleted)
+			require.True(t, strings.HasSuffix(b.deleted[0], "/"+transcript.HeadName), "the head goes first: %v", b.deleted)
+			require.Equal(t, first[0].Key, b.deleted[1], "then the header's segment")
 			exists, err := s.SessionExists(ctx, ref)
 			require.NoError(t, err)
 			require.False(t, exists)

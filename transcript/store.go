@@ -384,10 +384,20 @@ func (s *Store) DecodeSegment(data []byte) (*segment.Segment, error) {
 
 // Delete removes every object of ref (segments of all levels and anything else under
 // the session's prefix). Deleting a session that does not exist is not an error.
-// A strict session's head goes last: while it exists, a reader takes the session
-// for the strict one it is (with segments missing: damaged) rather than for a
-// default-mode session of the segments left, which an append would extend. It
-// lists the prefix again after deleting what it listed, and deletes what landed
+//
+// Each round lists the prefix and deletes what it found in one ordered batch
+// (bucket.DeleteInBatches): a strict session's head first, then the segments
+// that may hold the session's header (the first key of each level: the
+// session's first segment, and the compactions that merged it), then the rest.
+// So a session in deletion reads as gone, never as damaged: without the head a
+// strict session's appends find it gone (their head read or head write fails
+// with bucket.ErrNotFound), and without the header what is left is no session
+// (readers and SessionExists take segments without the header for leftovers).
+// A delete that stops between the two (a crash part way through the batch on a
+// backend without a batch request) leaves the session whole, read as a
+// default-mode session, which a later Delete removes; never a head naming
+// segments that are gone, which readers would report as damaged. It lists the
+// prefix again after deleting what it listed, and deletes what landed
 // meanwhile (segments of appends that were in flight), up to deleteRounds
 // listings in all.
 func (s *Store) Delete(ctx context.Context, ref TranscriptRef) error {
@@ -395,34 +405,51 @@ func (s *Store) Delete(ctx context.Context, ref TranscriptRef) error {
 	if err != nil || !visible {
 		return err
 	}
-	head := sessionPrefix(s.cfg.Prefix, ref) + HeadName
 	for range deleteRounds {
-		var keys []string
-		hasHead := false
-		err = s.cfg.Bucket.List(ctx, bucket.ListOptions{Prefix: sessionPrefix(s.cfg.Prefix, ref)}, func(oi bucket.ObjectInfo) error {
-			if oi.Key == head {
-				hasHead = true
-				return nil
-			}
-			keys = append(keys, oi.Key)
-			return nil
-		})
+		ls, err := s.sessionObjects(ctx, ref)
 		if err != nil {
 			return fmt.Errorf("delete %s: %w", ref, err)
 		}
-		if len(keys) == 0 && !hasHead {
+		keys := s.deleteOrder(ref, ls)
+		if len(keys) == 0 {
 			return nil
 		}
 		if err := s.deleteKeys(ctx, keys); err != nil {
 			return fmt.Errorf("delete %s: %w", ref, err)
 		}
-		if hasHead {
-			if err := s.cfg.Bucket.Delete(ctx, head); err != nil {
-				return fmt.Errorf("delete %s: %w", ref, err)
-			}
-		}
 	}
 	return nil
+}
+
+// deleteOrder returns every key of ls in the order Delete removes them: the
+// strict head, the first segment of each level (those that may hold the
+// session's header), then the other segments, the marks, the cached summary,
+// the retention mark and stray keys.
+func (s *Store) deleteOrder(ref TranscriptRef, ls sessionListing) []string {
+	var keys, rest []string
+	if ls.strict {
+		keys = append(keys, s.headKey(ref))
+	}
+	first := map[int]bool{}
+	for _, in := range ls.infos { // in key order: each level's first key comes first
+		if !first[in.Level] {
+			first[in.Level] = true
+			keys = append(keys, in.Key)
+			continue
+		}
+		rest = append(rest, in.Key)
+	}
+	keys = append(keys, rest...)
+	for _, m := range ls.marks {
+		keys = append(keys, m.Key)
+	}
+	if ls.summary != "" {
+		keys = append(keys, ls.summary)
+	}
+	if ls.retention != nil {
+		keys = append(keys, ls.retention.Key)
+	}
+	return append(keys, ls.stray...)
 }
 
 // deleteRounds bounds the listings of one Delete: appends that keep coming

@@ -28,6 +28,8 @@ import (
 //
 // Segments from the cache are shared: the Entry.Raw of a read's result may be
 // the cache's bytes, which no caller may modify (as for any read's result).
+// Share one cache only among stores over one bucket: the same key in a copy of
+// the bucket may hold other (damaged) bytes, which a read of the copy must see.
 type SegmentCache struct {
 	mu    sync.Mutex
 	max   int64

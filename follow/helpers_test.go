@@ -45,6 +45,10 @@ type remote struct {
 	existsFails bool
 	// markers are the followers' markers the store holds, by namespace/id.
 	markers map[string][]byte
+	// drops counts the calls of DropQueued; keepQueued makes it take back
+	// nothing (as when every batch is in flight already).
+	drops      int
+	keepQueued bool
 }
 
 func newRemote() *remote {
@@ -144,6 +148,20 @@ func (r *remote) PutMarker(_ context.Context, ns, id string, body []byte) error 
 		r.markers[ns+"/"+id] = slices.Clone(body)
 	}
 	return nil
+}
+
+// DropQueued takes back what is pending of ref (a follow.QueueDropper):
+// nothing is in flight here.
+func (r *remote) DropQueued(_ context.Context, ref transcript.TranscriptRef) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.drops++
+	if r.keepQueued {
+		return 0, nil
+	}
+	n := len(r.pending[ref])
+	delete(r.pending, ref)
+	return n, nil
 }
 
 // flush stores what is pending, as a mirror's workers do.

@@ -316,26 +316,6 @@ func runUntil(t *testing.T, fx *fixture, cond func() bool) {
 	require.NoError(t, f.Close())
 }
 
-// TestFollower_StoreLostOutboxHoldingLaterLines: the uploader holding later
-// lines of the session, but not its header, does not make a session the
-// store lost a held one: the whole file is uploaded again, and each line is
-// in the store once the uploader has uploaded what it holds.
-func TestFollower_StoreLostOutboxHoldingLaterLines(t *testing.T) {
-	fx := newFixture(t)
-	fx.remote.direct = false
-	fx.write(fileA, header("s1"), entry("e1", "", "hi"))
-	require.NoError(t, fx.once())
-	fx.remote.flush()
-	fx.appendRaw(fileA, entry("e2", "e1", "yo")+"\n")
-	require.NoError(t, fx.once()) // e2 waits in the uploader
-	fx.remote.wipe()
-	fx.appendRaw(fileA, entry("e3", "e2", "more")+"\n")
-	require.NoError(t, fx.once())
-	fx.remote.flush()
-	requireOnce(t, fx.remote, refOf("s1"), entry("e2", "e1", "yo"), header("s1"), entry("e1", "", "hi"), entry("e3", "e2", "more"))
-	require.Len(t, fx.take(follow.EventRewritten), 1)
-}
-
 // TestFollower_StoreLostOutboxLandsHeaderless: the uploader holding a later
 // line of a session when the bucket is emptied uploads it after the wipe, so
 // the store holds that line without a header, and looks like a store holding
@@ -443,11 +423,24 @@ func TestFollower_StoreEmptiedMarkerFirst(t *testing.T) {
 // after them. Until the uploader has uploaded both, it holds the session's
 // header behind those later lines: the session is held, not lost again, and
 // the header, which is the file's own, is no second one (no conflict, the
-// file is not stuck). Each line lands once.
+// file is not stuck). Each line lands once. An uploader that takes the later
+// lines back (a follow.QueueDropper) gets them again with the refill, in the
+// file's order.
 func TestFollower_StoreLostWhileOutboxRetries(t *testing.T) {
-	for _, landed := range []bool{false, true} {
-		t.Run(map[bool]string{false: "nothing uploaded yet", true: "the later lines uploaded"}[landed], func(t *testing.T) {
+	tests := []struct {
+		name             string
+		landed, takeBack bool
+	}{
+		{"nothing uploaded yet", false, false},
+		{"the later lines uploaded", true, false},
+		{"taken back", false, true},
+		{"taken back, the refill uploaded", true, true},
+	}
+	for _, tt := range tests {
+		landed := tt.landed
+		t.Run(tt.name, func(t *testing.T) {
 			fx := newFixture(t)
+			fx.remote.keepQueued = !tt.takeBack
 			now := time.Now()
 			fx.tune = func(c *follow.Config) { c.Now = func() time.Time { return now } }
 			fx.remote.direct = false
@@ -481,6 +474,10 @@ func TestFollower_StoreLostWhileOutboxRetries(t *testing.T) {
 			require.Len(t, fx.take(follow.EventRewritten), 1, "the session is lost once")
 			want := []string{entry("e2", "e1", "yo"), header("s1"), entry("e1", "", "hi"),
 				entry("e3", "e2", "more"), entry("e4", "e3", "again")}
+			if tt.takeBack {
+				want = []string{header("s1"), entry("e1", "", "hi"), entry("e2", "e1", "yo"),
+					entry("e3", "e2", "more"), entry("e4", "e3", "again")}
+			}
 			requireOnce(t, fx.remote, refOf("s1"), want...)
 
 			// A new state reconciles the file against that session.

@@ -72,3 +72,19 @@ type SessionChecker interface {
 	// body describing the follower; a marker already there is kept.
 	PutMarker(ctx context.Context, ns, id string, body []byte) error
 }
+
+// QueueDropper is an Uploader that can take back the batches of a session it
+// accepted and has not begun to upload. When the store lost a session (its
+// bucket emptied), the follower uploads the session's file again from its
+// start; with a QueueDropper it first takes back what it handed over of the
+// session before and that still waits, so that the refill holds those lines
+// in the file's order, behind the header, instead of their landing ahead of
+// it. Before it calls DropQueued, the follower records in its state file that
+// nothing of the file is handed over, so that a crash before the refill is
+// accepted reconciles the whole file again.
+type QueueDropper interface {
+	// DropQueued takes back ref's batches that wait to be uploaded and
+	// returns how many segments it took back; it then waits, until ctx ends,
+	// for the upload of one of ref in flight (which is not taken back).
+	DropQueued(ctx context.Context, ref transcript.TranscriptRef) (int, error)
+}

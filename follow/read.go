@@ -311,21 +311,102 @@ func (f *Follower) setKind(t *tracked, c classification) {
 	f.warn(t, kind, c.why, Event{Message: c.why})
 }
 
-// loadHeld starts a reconcile of t: it reads what the uploader holds of its
-// session, then what the store holds (in that order: an entry leaves the
-// uploader only once the store has it, so it is found in one or the other),
-// checks the session's header against the file's, and keeps the ids and the
-// hashes of their bytes for readLines to skip.
+// loadHeld starts a reconcile of t: it reads what the uploader and the store
+// hold of its session (heldOf), checks the session's header against the
+// file's, and keeps the ids and the hashes of their bytes for readLines to
+// skip.
+//
+// When neither holds the file's header (the store lost the session) and the
+// uploader holds later lines, those lines are taken back from the uploader
+// (dropQueued) and handed over again with the refill, so that they land in
+// the file's order, behind the header.
 func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
-	pending, err := f.cfg.Uploader.Pending(ctx, t.ref)
-	if err != nil {
-		return fmt.Errorf("read what the uploader holds of %s: %w", t.ref, err)
+	handed := t.offset // dropQueued moves it back to 0
+	var held map[string]uint64
+	for retook := false; ; retook = true {
+		stored, pending, h, err := f.heldOf(ctx, t)
+		if err != nil {
+			return err
+		}
+		if f.conflicts(ctx, t, stored, pending) {
+			return nil
+		}
+		held = h
+		if _, ok := held[t.headerID]; ok || len(pending) == 0 || retook || !f.dropQueued(ctx, t) {
+			break
+		}
 	}
-	stored, err := f.cfg.Store.Entries(ctx, t.ref)
-	if err != nil {
-		return fmt.Errorf("read session %s: %w", t.ref, err)
+	if _, ok := held[t.headerID]; !ok && handed > 0 {
+		f.emit(Event{Kind: EventRewritten, File: t.rel, Session: t.ref, Offset: handed,
+			Message: "the store and the uploader lack lines handed over before (a lost outbox, an emptied bucket?): reading the file again from its start, uploading only what the store lacks"})
+		t.offset, t.anchor = 0, span{}
+		t.digest.Reset()
+		f.lookForLoss(ctx)
 	}
-	held := make(map[string]uint64, len(stored)+len(pending))
+	t.held, t.reconcile, t.unsure = held, false, false
+	return nil
+}
+
+// conflicts reports whether the session the store and the uploader hold
+// (stored, pending) has another header than t's file, or entries ahead of a
+// header that is not the file's: t is then failed and reported, and nothing
+// of it is uploaded.
+func (f *Follower) conflicts(ctx context.Context, t *tracked, stored, pending [][]byte) bool {
+	first := stored
+	if len(first) == 0 {
+		first = pending
+	}
+	if len(first) == 0 {
+		return false
+	}
+	h, err := pi.ParseHeader(first[0])
+	var why string
+	switch {
+	case err != nil && !holdsHeader(stored, pending):
+		// Entries but no header at all: what an outbox uploaded after the
+		// store lost the session's start (its bucket emptied under it). The
+		// file's header and what the session lacks are uploaded below
+		// (the ids it holds with other bytes are conflicts, line by line).
+		// If the store lost the follower's marker, it lost every other
+		// session then too, though it holds this one's later lines: ask
+		// about every file.
+		if len(stored) > 0 {
+			f.lookForLoss(ctx)
+		}
+	case err != nil && holdsOwnHeader(t, stored, pending):
+		// The file's own header, behind later lines: this follower's
+		// refill after the store came back empty while those lines
+		// waited in the uploader. Not a second header.
+	case err != nil:
+		why = fmt.Sprintf("session %s exists without a session header first: its header would be a second one", t.ref)
+	case h.ID() != t.headerID:
+		why = fmt.Sprintf("session %s holds header %s, the file's is %s: another session under the same name", t.ref, strconv.Quote(h.ID()), strconv.Quote(t.headerID))
+	case xxhash.Sum64(first[0]) != t.header.sum:
+		why = fmt.Sprintf("session %s holds header %s with other bytes", t.ref, strconv.Quote(h.ID()))
+	}
+	if why == "" {
+		return false
+	}
+	f.countConflict()
+	t.kind, t.stuck = kindFailed, why
+	f.warn(t, EventConflict, why, Event{Message: why + ": nothing of the file is uploaded"})
+	return true
+}
+
+// heldOf reads what the uploader holds of t's session, then what the store
+// holds (in that order: an entry leaves the uploader only once the store has
+// it, so it is found in one or the other), and maps the ids of both to the
+// hash of their bytes.
+func (f *Follower) heldOf(ctx context.Context, t *tracked) (stored, pending [][]byte, held map[string]uint64, err error) {
+	pending, err = f.cfg.Uploader.Pending(ctx, t.ref)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read what the uploader holds of %s: %w", t.ref, err)
+	}
+	stored, err = f.cfg.Store.Entries(ctx, t.ref)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read session %s: %w", t.ref, err)
+	}
+	held = make(map[string]uint64, len(stored)+len(pending))
 	for _, raws := range [][][]byte{stored, pending} {
 		for _, raw := range raws {
 			if e, err := transcript.ParseEntry(raw); err == nil {
@@ -335,52 +416,37 @@ func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
 			}
 		}
 	}
-	first := stored
-	if len(first) == 0 {
-		first = pending
+	return stored, pending, held, nil
+}
+
+// dropQueued takes back from the uploader, when it is a QueueDropper, the
+// lines of t it holds: t's session lost its header, and the refill that
+// follows hands the whole file over again. First the state file is made to
+// say that nothing of t is handed over (its offset 0: the file leaves the
+// state), so that a crash after the lines are taken back and before the
+// refill is accepted reconciles the whole file at the next start. It reports
+// whether it asked the uploader (what the uploader holds then changed); an
+// uploader that did not answer in storeCheckTimeout keeps what it did not
+// take back, which the refill then skips as held.
+func (f *Follower) dropQueued(ctx context.Context, t *tracked) bool {
+	d, ok := f.cfg.Uploader.(QueueDropper)
+	if !ok {
+		return false
 	}
-	if len(first) > 0 {
-		h, err := pi.ParseHeader(first[0])
-		var why string
-		switch {
-		case err != nil && !holdsHeader(stored, pending):
-			// Entries but no header at all: what an outbox uploaded after the
-			// store lost the session's start (its bucket emptied under it). The
-			// file's header and what the session lacks are uploaded below
-			// (the ids it holds with other bytes are conflicts, line by line).
-			// If the store lost the follower's marker, it lost every other
-			// session then too, though it holds this one's later lines: ask
-			// about every file.
-			if len(stored) > 0 {
-				f.lookForLoss(ctx)
-			}
-		case err != nil && holdsOwnHeader(t, stored, pending):
-			// The file's own header, behind later lines: this follower's
-			// refill after the store came back empty while those lines
-			// waited in the uploader. Not a second header.
-		case err != nil:
-			why = fmt.Sprintf("session %s exists without a session header first: its header would be a second one", t.ref)
-		case h.ID() != t.headerID:
-			why = fmt.Sprintf("session %s holds header %s, the file's is %s: another session under the same name", t.ref, strconv.Quote(h.ID()), strconv.Quote(t.headerID))
-		case xxhash.Sum64(first[0]) != t.header.sum:
-			why = fmt.Sprintf("session %s holds header %s with other bytes", t.ref, strconv.Quote(h.ID()))
-		}
-		if why != "" {
-			f.countConflict()
-			t.kind, t.stuck = kindFailed, why
-			f.warn(t, EventConflict, why, Event{Message: why + ": nothing of the file is uploaded"})
-			return nil
-		}
+	t.offset, t.anchor = 0, span{}
+	t.digest.Reset()
+	if err := f.save(); err != nil {
+		f.emit(Event{Kind: EventError, File: t.rel, Session: t.ref,
+			Message: fmt.Sprintf("write the state file: %v: the lines the uploader holds of the session stay there, ahead of the refill", err)})
+		return false
 	}
-	if _, ok := held[t.headerID]; !ok && t.offset > 0 {
-		f.emit(Event{Kind: EventRewritten, File: t.rel, Session: t.ref, Offset: t.offset,
-			Message: "the store and the uploader lack lines handed over before (a lost outbox, an emptied bucket?): reading the file again from its start, uploading only what the store lacks"})
-		t.offset, t.anchor = 0, span{}
-		t.digest.Reset()
-		f.lookForLoss(ctx)
+	cctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+	defer cancel()
+	if _, err := d.DropQueued(cctx, t.ref); err != nil {
+		f.emit(Event{Kind: EventError, File: t.rel, Session: t.ref,
+			Message: fmt.Sprintf("take back the lines the uploader holds of session %s before its refill: %v", t.ref, err)})
 	}
-	t.held, t.reconcile, t.unsure = held, false, false
-	return nil
+	return true
 }
 
 // readLines reads the complete lines of t past its offset, at most

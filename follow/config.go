@@ -71,6 +71,13 @@ type Config struct {
 	// NoSync skips the fsyncs of the state file (tests and benchmarks only).
 	NoSync bool
 
+	// Machine names the machine the follower runs on (default ThisMachine).
+	// The state file records it with the state directory's path; a state
+	// file written on another machine or in another directory (copied with
+	// a home directory, a cloned VM image) makes the follower take a new id,
+	// so that each copy has a marker of its own (EventCopied).
+	Machine func() Machine
+
 	// OnEvent, when set, receives every Event, in order, from the goroutine
 	// that runs the follower; it must not block for long.
 	OnEvent func(Event)
@@ -135,6 +142,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Machine == nil {
+		c.Machine = ThisMachine
 	}
 	return c, nil
 }

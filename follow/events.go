@@ -43,6 +43,12 @@ const (
 	// emptied): every file some of whose lines were handed over is asked about,
 	// and an EventRewritten follows for each whose session the store lost too.
 	EventLost EventKind = "lost"
+	// EventCopied: the state file was written on another machine or in
+	// another state directory (copied with a home directory, a cloned VM
+	// image, or moved): the follower takes a new id, so that its marker is
+	// its own, and asks whether the store holds the session of every file
+	// handed over, as after EventLost.
+	EventCopied EventKind = "copied"
 	// EventRemoved: the file was removed locally; the bucket keeps the session.
 	EventRemoved EventKind = "removed"
 	// EventStuck: the file has ended in an unterminated line, or failed to

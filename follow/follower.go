@@ -44,6 +44,8 @@ type Follower struct {
 	// marker when last asked (marker.go).
 	id     string
 	marked bool
+	// place is where the follower's state lives (identity.go).
+	place place
 	// lostAt: when the store lost the marker lately (an emptying may still
 	// be under way), or last found a session lost since; auditedAt: when
 	// the follower last asked about every file since (marker.go).
@@ -72,7 +74,7 @@ func New(cfg Config) (*Follower, error) {
 		return nil, fmt.Errorf("follow: state directory %s: %w", cfg.StateDir, err)
 	}
 	f := &Follower{cfg: cfg, rootBase: filepath.Base(cfg.Root), walkRoot: cfg.Root, lock: lock, files: map[string]*tracked{},
-		maxEntry: segment.DefaultMaxEntrySize}
+		maxEntry: segment.DefaultMaxEntrySize, place: placeOf(cfg)}
 	if err := f.resume(); err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("follow: %w", err)
@@ -244,7 +246,8 @@ func (f *Follower) failed(t *tracked, err error) {
 
 // save writes the state file.
 func (f *Follower) save() error {
-	doc := &stateDoc{Format: stateFormat, Root: f.cfg.Root, Follower: f.id, Marked: f.marked, MarkedIn: f.markedIn(), LostAt: f.lostAt, AuditedAt: f.auditedAt,
+	doc := &stateDoc{Format: stateFormat, Root: f.cfg.Root, Follower: f.id, Host: f.place.Host, Machine: f.place.ID, StateDir: f.place.stateDir,
+		Marked: f.marked, MarkedIn: f.markedIn(), LostAt: f.lostAt, AuditedAt: f.auditedAt,
 		Files: make(map[string]*fileState, len(f.files))}
 	for rel, t := range f.files {
 		if t.kind != kindFollowing || (t.offset == 0 && t.uploading == 0) {

@@ -26,11 +26,26 @@ func (f *Follower) resume() error {
 	if err != nil {
 		return err
 	}
+	copied := false
 	if doc.Follower != "" {
 		f.id, f.lostAt, f.auditedAt = doc.Follower, doc.LostAt, doc.AuditedAt
 		// A marker put in another namespace (--ns changed) is no sign that
 		// this one's store was emptied: its marker is put anew.
 		f.marked = doc.Marked && (doc.MarkedIn == "" || doc.MarkedIn == f.cfg.Namespace)
+		if why := f.place.movedFrom(doc); why != "" {
+			// A copy of another follower's state: sharing its id, only the
+			// first of them to look after an emptying would find the marker
+			// gone. The store may have lost sessions since the copy was
+			// made, so every file is asked about.
+			old := f.id
+			f.id, f.marked, copied = newFollowerID(), false, true
+			f.emit(Event{Kind: EventCopied, Message: fmt.Sprintf("the state file was written elsewhere (%s): a copy, "+
+				"so this follower takes an id of its own, %s (the state's was %s), and asks whether the store holds the session of each file handed over",
+				why, f.id, old)})
+		}
+	}
+	if doc.Host != f.place.Host || doc.Machine != f.place.ID || doc.StateDir != f.place.stateDir {
+		f.dirty = true // record where the state lives now
 	}
 	if doc.Root != "" && doc.Root != f.cfg.Root {
 		f.emit(Event{Kind: EventError, Message: fmt.Sprintf("the state file is of root %s, not %s: every file is reconciled against the store", doc.Root, f.cfg.Root)})
@@ -43,6 +58,9 @@ func (f *Follower) resume() error {
 		t.schedule(now)
 		if err := f.take(t, st); err != nil {
 			f.emit(Event{Kind: EventError, File: rel, Session: st.ref(), Message: fmt.Sprintf("resume: %v: reconciling it against the store", err)})
+		}
+		if copied && auditable(t) {
+			t.audit = true
 		}
 	}
 	return nil

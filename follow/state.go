@@ -45,11 +45,17 @@ const stateFormat = 1
 // markedIn (Config.Namespace then: the marker of another namespace says
 // nothing of this one's); lostAt, when the
 // store lost the marker lately (or a session since), and auditedAt, when
-// every file was last asked about since (marker.go).
+// every file was last asked about since (marker.go). host, machine (a keyed
+// hash of the machine id) and stateDir say where the state was written
+// (identity.go): a state found elsewhere was copied, and the follower takes
+// a new id.
 type stateDoc struct {
 	Format    int                   `json:"format"`
 	Root      string                `json:"root"`
 	Follower  string                `json:"follower,omitempty"`
+	Host      string                `json:"host,omitempty"`
+	Machine   string                `json:"machine,omitempty"`
+	StateDir  string                `json:"stateDir,omitempty"`
 	Marked    bool                  `json:"marked,omitempty"`
 	MarkedIn  string                `json:"markedIn,omitempty"`
 	LostAt    time.Time             `json:"lostAt,omitzero"`

@@ -53,7 +53,12 @@ session again ("lost", then "rewritten" per session), even after another
 machine's follower filled it first; an emptying takes a while (the marker may
 go before the sessions), so for 10 minutes (or 30 --rescan) after a loss it
 asks about every file again after one --rescan, two, four and so on. Sessions deleted on purpose (retention)
-leave the marker, and come back only if their files grow. The state (bytes
+leave the marker, and come back only if their files grow. The marker's id
+is random, made at the first start and kept in --state-dir with the host
+name, the machine id (hashed) and the directory's path: a --state-dir
+copied to another machine (a synchronised home, a cloned VM image) or moved
+takes a new id at its next start ("copied"), so that each copy has its own
+marker, and asks about every file once. The state (bytes
 uploaded per file and their checksum) and the
 outbox (lines handed over, not yet in the bucket) live in --state-dir: a
 restart after a crash resumes there, uploading no line twice and skipping none.

@@ -65,13 +65,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, repo *repository
 func (s *Server) createAgain(w http.ResponseWriter, r *http.Request, repo *repository.Repository, req CreateRequest, strict bool) {
 	hd, err := s.current(r.Context(), repo, req.ID)
 	if errors.Is(err, bucket.ErrNotFound) {
-		// The id holds objects but no session: it is being deleted, or its
-		// deletion left segments of default-mode appends that raced it
-		// (repository.Delete), without the session's header. The store takes
-		// them for an existing session, every read for none; a delete clears
-		// them.
+		// The create lost to objects that are no session: segments without
+		// the session's header (of default-mode appends racing its deletion,
+		// repository.Delete) that landed while it created, or a session
+		// deleted as it was read. A create removes such leftovers first
+		// (transcript.Store.CreateSession), so trying again succeeds.
 		s.failWith(w, r, http.StatusConflict, ErrorDetail{Code: CodeExists, Field: "id",
-			Message: fmt.Sprintf("session %q is being deleted, or its deletion left segments of appends that raced it: it reads as no session; delete it, then create it", req.ID)}, err)
+			Message: fmt.Sprintf("session %q is being deleted, or segments of appends that raced its deletion landed as it was created: it reads as no session; create it again", req.ID)}, err)
 		return
 	}
 	if err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -37,25 +39,63 @@ type CreateOptions struct {
 	Check *PayloadCheck
 }
 
-// SessionExists reports whether ref holds a segment or a head object, with one
-// listing of its prefix (deletion marks, directory markers and stray keys do
-// not count). A store bound to another namespace sees no session there.
+// SessionExists reports whether ref holds a session: a strict head, or a
+// segment holding the session's header. Segments without the header (left by
+// appends that raced the session's deletion, by a delete that stopped part
+// way or by a partial copy) are no session, as every read takes them (see
+// Delete), and do not count; nor do deletion marks, directory markers and
+// stray keys. It lists the prefix once and, without a head, reads segments,
+// the highest level first, until one holds the header: one GET for a session
+// a writer started. A store bound to another namespace sees no session there.
 func (s *Store) SessionExists(ctx context.Context, ref TranscriptRef) (bool, error) {
+	exists, _, err := s.sessionStart(ctx, ref)
+	return exists, err
+}
+
+// sessionStart reports whether ref holds a session (SessionExists) and, when
+// it does not, the keys of the segments it read and found without the
+// session's header: leftovers, which a create removes first.
+func (s *Store) sessionStart(ctx context.Context, ref TranscriptRef) (bool, []string, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {
-		return false, err
+		return false, nil, err
 	}
 	ls, err := s.sessionObjects(ctx, ref)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
-	return len(ls.infos) > 0 || ls.strict, nil
+	if ls.strict {
+		return true, nil, nil
+	}
+	order := slices.Clone(ls.infos)
+	// A compaction's output holds the header of the segments it merged; within
+	// a level the header's segment sorts first.
+	slices.SortStableFunc(order, func(a, b SegmentInfo) int { return b.Level - a.Level })
+	var leftovers []string
+	for _, in := range order {
+		seg, _, err := s.readSegmentAsStored(ctx, in.Key)
+		switch {
+		case errors.Is(err, bucket.ErrNotFound):
+			continue // compacted or deleted since the listing
+		case errors.Is(err, segment.ErrCorrupt):
+			return true, nil, nil // it may hold the header: what reads it report
+		case err != nil:
+			return false, nil, fmt.Errorf("look for the header of %s: %w", ref, err)
+		}
+		if slices.ContainsFunc(seg.Entries, func(e []byte) bool { _, err := pi.ParseHeader(e); return err == nil }) {
+			return true, nil, nil
+		}
+		leftovers = append(leftovers, in.Key)
+	}
+	return false, leftovers, nil
 }
 
 // CreateSession stores a new session ref: entries (the caller's session header
 // first, then any entries) as its first segment, written by w, and, when
-// opts.Strict, a head committing that segment. A session that exists (a segment
-// or a head) gives an error wrapping bucket.ErrExists and writes nothing. Two
+// opts.Strict, a head committing that segment. A session that exists (a head,
+// or a segment holding its header: SessionExists) gives an error wrapping
+// bucket.ErrExists and writes nothing; segments without the header, which are
+// no session, are deleted first (a default-mode read would merge them in). Two
 // creates of one strict session racing each other are decided by the head's
 // create-only write: the loser's segment is deleted and it gets bucket.ErrExists.
 // A default-mode create lists the session once its segment is written: when
@@ -66,12 +106,17 @@ func (s *Store) SessionExists(ctx context.Context, ref TranscriptRef) (bool, err
 // first): only strict mode settles a create race exactly. It returns the
 // segment and, when strict, the head as stored.
 func (s *Store) CreateSession(ctx context.Context, ref TranscriptRef, entries [][]byte, w *Writer, opts CreateOptions) (SegmentInfo, Head, error) {
-	exists, err := s.SessionExists(ctx, ref)
+	exists, leftovers, err := s.sessionStart(ctx, ref)
 	if err != nil {
 		return SegmentInfo{}, Head{}, fmt.Errorf("create %s: %w", ref, err)
 	}
 	if exists {
 		return SegmentInfo{}, Head{}, fmt.Errorf("create %s: %w", ref.Norm(), bucket.ErrExists)
+	}
+	// Segments without a header are no session, but a default-mode read of the
+	// new one would merge their entries in: they go first.
+	if err := s.deleteKeys(ctx, leftovers); err != nil {
+		return SegmentInfo{}, Head{}, fmt.Errorf("create %s: delete leftovers: %w", ref.Norm(), err)
 	}
 	var info SegmentInfo
 	if opts.Refs != nil {

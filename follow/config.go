@@ -71,6 +71,14 @@ type Config struct {
 	// NoSync skips the fsyncs of the state file (tests and benchmarks only).
 	NoSync bool
 
+	// FollowerID, when set, is the follower's id, the name of its marker in
+	// the store (a transcript.ValidateWriterID name), instead of the random
+	// one made at the first start and kept in the state file. It lets a
+	// state directory that does not last (a new one for each Once, in a
+	// container) reuse one marker instead of leaving one more each run. Two
+	// followers must not share one: only the first to look after an
+	// emptying would find it gone.
+	FollowerID string
 	// Machine names the machine the follower runs on (default ThisMachine).
 	// The state file records it with the state directory's path; a state
 	// file written on another machine or in another directory (copied with
@@ -113,6 +121,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Agent != "" {
 		if err := transcript.ValidatePart("agent id", c.Agent); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if c.FollowerID != "" {
+		if err := transcript.ValidateWriterID(c.FollowerID); err != nil {
+			errs = append(errs, fmt.Errorf("follower id: %w", err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -146,3 +146,52 @@ func TestThisMachine(t *testing.T) {
 	require.NotContains(t, string(id), m.ID)
 	require.Equal(t, m, follow.ThisMachine(), "stable")
 }
+
+// TestFollower_GivenID: a state directory that does not last (a new one for
+// each run, as a cron job in a fresh container has) makes a new follower,
+// and a new marker, each run; with Config.FollowerID the runs share one. A
+// state written under another id says nothing of the given one's marker,
+// which is put without a loss reported. An invalid id is refused.
+func TestFollower_GivenID(t *testing.T) {
+	for _, given := range []string{"", "f-cron.host1"} {
+		t.Run("id "+given, func(t *testing.T) {
+			fx := newFixture(t)
+			fx.tune = func(c *follow.Config) { c.FollowerID = given }
+			fx.write(fileA, header("s1"), entry("e1", "", "hi"))
+			for range 3 {
+				fx.state = t.TempDir()
+				require.NoError(t, fx.once())
+				if given != "" {
+					require.Equal(t, given, stateOf(t, fx.state)["follower"])
+				}
+			}
+			fx.remote.mu.Lock()
+			markers := len(fx.remote.markers)
+			fx.remote.mu.Unlock()
+			if given == "" {
+				require.Equal(t, 3, markers, "a marker per run")
+			} else {
+				require.Equal(t, 1, markers, "one marker for every run")
+			}
+			require.False(t, fx.saw(follow.EventLost, ""))
+		})
+	}
+	t.Run("the state's id is another", func(t *testing.T) {
+		fx := newFixture(t)
+		fx.write(fileA, header("s1"), entry("e1", "", "hi"))
+		require.NoError(t, fx.once())
+		fx.tune = func(c *follow.Config) { c.FollowerID = "f-given" }
+		require.NoError(t, fx.once())
+		require.Equal(t, "f-given", stateOf(t, fx.state)["follower"])
+		fx.remote.mu.Lock()
+		require.Contains(t, fx.remote.markers, "default/f-given")
+		fx.remote.mu.Unlock()
+		require.False(t, fx.saw(follow.EventLost, ""))
+		require.False(t, fx.saw(follow.EventCopied, ""))
+	})
+	t.Run("invalid", func(t *testing.T) {
+		_, err := follow.New(follow.Config{Root: t.TempDir(), StateDir: t.TempDir(), Uploader: newRemote(), Store: newRemote(),
+			FollowerID: "no spaces"})
+		require.ErrorContains(t, err, "follower id")
+	})
+}

@@ -13,7 +13,10 @@ import (
 // resume reads the state file and takes up each file it names where it was
 // left (see New).
 func (f *Follower) resume() error {
-	f.id = newFollowerID() // unless the state names one
+	f.id = f.cfg.FollowerID
+	if f.id == "" {
+		f.id = newFollowerID() // unless the state names one
+	}
 	doc, err := readState(f.statePath())
 	if errors.Is(err, errCorruptState) {
 		aside, merr := moveAside(f.statePath(), f.cfg.Now().UTC().Format("20060102T150405.000000000"))
@@ -27,7 +30,13 @@ func (f *Follower) resume() error {
 		return err
 	}
 	copied := false
-	if doc.Follower != "" {
+	switch {
+	case doc.Follower != "" && f.cfg.FollowerID != "":
+		// The id is given: the state's says whether the store held the
+		// marker only when it is the same one.
+		f.lostAt, f.auditedAt = doc.LostAt, doc.AuditedAt
+		f.marked = doc.Follower == f.id && doc.Marked && (doc.MarkedIn == "" || doc.MarkedIn == f.cfg.Namespace)
+	case doc.Follower != "":
 		f.id, f.lostAt, f.auditedAt = doc.Follower, doc.LostAt, doc.AuditedAt
 		// A marker put in another namespace (--ns changed) is no sign that
 		// this one's store was emptied: its marker is put anew.

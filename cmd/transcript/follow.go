@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/follow"
+	"github.com/transcriptstore/transcript/transcript"
 )
 
 const followUsage = `
@@ -58,7 +59,12 @@ is random, made at the first start and kept in --state-dir with the host
 name, the machine id (hashed) and the directory's path: a --state-dir
 copied to another machine (a synchronised home, a cloned VM image) or moved
 takes a new id at its next start ("copied"), so that each copy has its own
-marker, and asks about every file once. The state (bytes
+marker, and asks about every file once. A --state-dir that does not last (a
+new one for each --once run, a container without a volume) makes a new
+follower each run: it reads every session the files map to, to reconcile
+them, and leaves one more marker each run; --follower-id names one for all
+runs (give each machine its own; an old marker can be deleted by hand once
+its follower is gone). The state (bytes
 uploaded per file and their checksum) and the
 outbox (lines handed over, not yet in the bucket) live in --state-dir: a
 restart after a crash resumes there, uploading no line twice and skipping none.
@@ -109,6 +115,7 @@ type followEvent struct {
 // followOptions are follow's own flags.
 type followOptions struct {
 	stateDir, writer, metricsAddr    string
+	followerID                       string
 	batch, rescan, stuckAfter, drain time.Duration
 	once, noWatch                    bool
 	workers                          int
@@ -126,6 +133,7 @@ func runFollow(ctx context.Context, env *cliEnv, args []string) error {
 	fs.BoolVar(&o.noWatch, "no-watch", false, "find changes by the rescan alone (file systems without inotify)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on `HOST:PORT`/metrics")
 	fs.StringVar(&o.writer, "writer", "", "writer id in the segment keys (default: host name and random hex)")
+	fs.StringVar(&o.followerID, "follower-id", "", "`ID` of this follower's marker in the store (default: random, kept in --state-dir); for a --state-dir that does not last, so that its runs share one marker")
 	fs.IntVar(&o.workers, "workers", 0, "concurrent uploads to the store (default 4; more where many sessions are written at once)")
 	fs.Lookup("agent").Usage = "agent `ID` of every session (default: the name of the folder holding each file)"
 	_ = fs.MarkHidden("session") // each file names its session
@@ -137,6 +145,11 @@ func runFollow(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if sf.Session != "" {
 		return usagef("follow: --session is not a flag of follow: each file names its session (its header's id)")
+	}
+	if o.followerID != "" {
+		if err := transcript.ValidateWriterID(o.followerID); err != nil {
+			return usagef("follow: --follower-id: %v", err)
+		}
 	}
 	if o.batch <= 0 || o.rescan <= 0 || o.stuckAfter <= 0 || o.drain <= 0 || o.workers < 0 {
 		return usagef("follow: --batch, --rescan, --stuck-after and --drain-timeout must be positive, --workers not negative")

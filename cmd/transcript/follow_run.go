@@ -38,7 +38,7 @@ func followRoot(ctx context.Context, env *cliEnv, sf *storeFlags, o followOption
 		return fmt.Errorf("follow: %w", err)
 	}
 	fl, err := follow.New(follow.Config{Root: root, StateDir: o.stateDir, Uploader: up, Store: up,
-		Namespace: sf.Namespace, Agent: sf.Agent, BatchInterval: o.batch, RescanInterval: o.rescan,
+		Namespace: sf.Namespace, Agent: sf.Agent, FollowerID: o.followerID, BatchInterval: o.batch, RescanInterval: o.rescan,
 		StuckAfter: o.stuckAfter, DrainTimeout: o.drain, NoWatch: o.noWatch, OnEvent: out.event})
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)

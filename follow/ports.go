@@ -84,7 +84,7 @@ type SessionChecker interface {
 // accepted reconciles the whole file again.
 type QueueDropper interface {
 	// DropQueued takes back ref's batches that wait to be uploaded and
-	// returns how many segments it took back; it then waits, until ctx ends,
-	// for the upload of one of ref in flight (which is not taken back).
+	// returns how many segments it took back. A batch being uploaded is not
+	// taken back: Pending still returns its entries, which the refill skips.
 	DropQueued(ctx context.Context, ref transcript.TranscriptRef) (int, error)
 }

@@ -1,9 +1,6 @@
 package mirror
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/transcriptstore/transcript/transcript"
 )
 
@@ -11,8 +8,8 @@ import (
 // (accepted, and not being uploaded), and returns how many it took back:
 // each leaves the outbox as if uploaded (its journal record is marked done,
 // its file under pending/ removed), and AwaitQuiescence counts it as done.
-// It then waits until no segment of ref is in flight, or ctx ends (the error
-// then wraps ctx.Err(); the count stands).
+// A segment of ref in flight is not taken back, nor are segments held back
+// behind a quarantined one (they are in the quarantine).
 //
 // It is for an uploader that hands the same entries over again right after,
 // whole: a follower refilling a session its store lost uploads the session's
@@ -21,11 +18,11 @@ import (
 // store's order. The caller must make sure, before it calls DropQueued, that
 // a crash before the entries are accepted again hands them over again (the
 // marks of the records taken back are not fsynced: after a machine crash
-// they may be uploaded after all, a copy readers collapse). Segments held
-// back behind a quarantined one are not queued and stay where they are.
-func (m *Mirror) DropQueued(ctx context.Context, ref transcript.TranscriptRef) (int, error) {
+// they may be uploaded after all, a copy readers collapse).
+func (m *Mirror) DropQueued(ref transcript.TranscriptRef) int {
 	name := ref.Norm().String()
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	dropped := 0
 	kept := m.queue[:0]
 	for _, j := range m.queue {
@@ -44,19 +41,5 @@ func (m *Mirror) DropQueued(ctx context.Context, ref transcript.TranscriptRef) (
 	}
 	clear(m.queue[len(kept):])
 	m.queue = kept
-	var flying []*job
-	for j := range m.pending {
-		if j.written && transcript.SessionNameOfKey(j.key) == name { // in flight: none is queued now
-			flying = append(flying, j)
-		}
-	}
-	m.mu.Unlock()
-	for _, j := range flying {
-		select {
-		case <-j.done:
-		case <-ctx.Done():
-			return dropped, fmt.Errorf("mirror: drop the queued segments of %s: %w (a segment of it is still in flight)", ref, ctx.Err())
-		}
-	}
-	return dropped, nil
+	return dropped
 }

@@ -9,10 +9,10 @@ import (
 
 var _ follow.QueueDropper = (*Uploader)(nil)
 
-// DropQueued takes back ref's segments that wait in the outbox (not in
-// flight) and returns how many, then waits until ctx ends for the one in
-// flight: the follower refilling a session the store lost hands their lines
-// over again, in the file's order (mirror.Mirror.DropQueued).
-func (u *Uploader) DropQueued(ctx context.Context, ref transcript.TranscriptRef) (int, error) {
-	return u.m.DropQueued(ctx, ref)
+// DropQueued takes back ref's segments that wait in the outbox (not the one
+// in flight) and returns how many: the follower refilling a session the
+// store lost hands their lines over again, in the file's order
+// (mirror.Mirror.DropQueued).
+func (u *Uploader) DropQueued(_ context.Context, ref transcript.TranscriptRef) (int, error) {
+	return u.m.DropQueued(ref), nil
 }

@@ -76,6 +76,14 @@ are JSON lines on stderr; durations are in milliseconds (duration_ms). SIGTERM
 stops accepting, ends the event streams (clients resume with Last-Event-ID) and
 lets in-flight appends finish.
 
+At most --max-connections connections are served at once (event streams
+included): more wait in the kernel's listen backlog, costing the server nothing,
+until one closes, and keep-alive connections idle between requests are closed
+to make room for them. A health probe (/healthz, /readyz) past the limit waits
+like any client: behind requests in progress, never behind idle connections;
+give probes a timeout above your longest request, or raise the limit over the
+streams you expect.
+
 Examples:
   TRANSCRIPT_JWT_KEY=$(openssl rand -hex 32) transcript-serve --addr :8080 \
     --store 's3://transcripts/sessions?endpoint=127.0.0.1:9000&insecure=true&create=true'
@@ -186,6 +194,7 @@ type serveFlags struct {
 	maxBody, maxBodiesInFlight, maxCachedBytes   int64
 	maxBodiesPerOwner                            int64
 	maxStreamsPerOwner, maxHeaderBytes           int
+	maxConnections                               int
 }
 
 // newServeFlagSet returns the flag set of serve and the flags it fills; its help
@@ -216,6 +225,8 @@ func newServeFlagSet(getenv func(string) string, stdout io.Writer) (*pflag.FlagS
 		"open event streams one owner may hold (then 429)")
 	fs.IntVar(&f.maxHeaderBytes, "max-header-bytes", server.DefaultMaxHeaderBytes,
 		"largest request header section, in `BYTES` (then 431)")
+	fs.IntVar(&f.maxConnections, "max-connections", defaultMaxConnections,
+		"connections served at once; more wait in the listen backlog (idle keep-alive connections are closed for them)")
 	fs.DurationVar(&f.watchInterval, "watch-interval", server.DefaultWatchInterval,
 		"how often a watched session is read for what other servers committed")
 	return fs, &f
@@ -239,6 +250,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return cli.Usagef("serve: --max-streams-per-owner %d: want more than 0", f.maxStreamsPerOwner)
 	case f.maxHeaderBytes <= 0:
 		return cli.Usagef("serve: --max-header-bytes %d: want more than 0", f.maxHeaderBytes)
+	case f.maxConnections <= 0:
+		return cli.Usagef("serve: --max-connections %d: want more than 0", f.maxConnections)
 	case f.maxBody <= 0 || f.maxBodiesInFlight < f.maxBody || f.maxCachedBytes <= 0:
 		return cli.Usagef("serve: --max-body %d, --max-bodies-in-flight %d, --max-cached-bytes %d: want more than 0, and --max-bodies-in-flight at least --max-body",
 			f.maxBody, f.maxBodiesInFlight, f.maxCachedBytes)
@@ -290,12 +303,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", f.addr)
+	tl, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return err
 	}
+	ln := newLimitListener(tl, f.maxConnections)
 	hs := &http.Server{
 		Handler:           srv.Handler(),
+		ConnState:         ln.ConnState,
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    f.maxHeaderBytes,
 		ReadTimeout:       f.requestTimeout,

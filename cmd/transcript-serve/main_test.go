@@ -57,10 +57,11 @@ type process struct {
 	done chan error
 }
 
-// start runs transcript-serve serve on store and waits for its "listening" line.
-func start(t *testing.T, store string) *process {
+// start runs transcript-serve serve on store (with the flags args) and waits
+// for its "listening" line.
+func start(t *testing.T, store string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--store", store)
+	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0", "--store", store}, args...)...)
 	cmd.Env = append(os.Environ(), "TRANSCRIPT_JWT_KEY="+testKey)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
@@ -247,6 +248,7 @@ func TestUsage(t *testing.T) {
 		{"bad agent", []string{"serve", "--store", "mem://", "--agent", "a/b"}, key, 2, "", `serve: --agent "a/b"`},
 		{"no streams", []string{"serve", "--store", "mem://", "--max-streams-per-owner", "0"}, key, 2, "", "--max-streams-per-owner 0"},
 		{"no headers", []string{"serve", "--store", "mem://", "--max-header-bytes", "0"}, key, 2, "", "--max-header-bytes 0"},
+		{"no connections", []string{"serve", "--store", "mem://", "--max-connections", "0"}, key, 2, "", "--max-connections 0"},
 		{"no key", []string{"serve", "--store", "mem://"}, nil, 2, "", "set --jwt-key-file"},
 		{"bodies in flight under one body", []string{"serve", "--store", "mem://", "--max-body", "100", "--max-bodies-in-flight", "99"}, key, 2, "", "--max-bodies-in-flight 99"},
 		{"bodies per owner under one body", []string{"serve", "--store", "mem://", "--max-body", "100", "--max-bodies-per-owner", "99"}, key, 2, "", "--max-bodies-per-owner 99"},

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// defaultMaxConnections is the default of --max-connections: room for many
+// clients and their event streams, while the memory the connections hold
+// (a goroutine and buffers each, tens of KiB) stays within about 100 MiB.
+const defaultMaxConnections = 4096
+
+// limitListener is a net.Listener that serves at most n connections at once
+// (--max-connections), as golang.org/x/net/netutil.LimitListener does, with one
+// difference: a keep-alive connection idle between requests gives its slot up
+// to a client that waits for one. Past the limit, Accept takes one more
+// connection and holds it, unserved, until a served one closes; the others
+// wait in the kernel's accept queue (the listen backlog), at no cost to the
+// process, and are served in turn. While a connection waits, the idle
+// connections are closed (as IdleTimeout would close them later; clients open
+// a new one for their next request), so that only requests in progress (event
+// streams among them) and connections whose request has not arrived yet
+// (closed after the header timeout) make a new client, or a health probe, wait.
+type limitListener struct {
+	net.Listener
+	slots     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	waiting   atomic.Int32 // accepted connections waiting for a slot
+	mu        sync.Mutex
+	idle      map[*limitConn]struct{} // connections between requests
+}
+
+// newLimitListener returns l serving at most n (more than 0) connections at once.
+// Its ConnState must be the http.Server's.
+func newLimitListener(l net.Listener, n int) *limitListener {
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}), idle: map[*limitConn]struct{}{}}
+}
+
+// Accept waits for a connection and then for a slot to serve it in.
+func (l *limitListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case l.slots <- struct{}{}:
+		return &limitConn{Conn: c, l: l}, nil
+	default:
+	}
+	l.waiting.Add(1)
+	defer l.waiting.Add(-1)
+	l.closeIdle()
+	select {
+	case l.slots <- struct{}{}:
+		return &limitConn{Conn: c, l: l}, nil
+	case <-l.done:
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
+}
+
+// Close closes the listener; an Accept waiting for a slot returns.
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// ConnState tracks the connections idle between requests (http.Server.ConnState)
+// and closes one that goes idle while a connection waits for its slot.
+func (l *limitListener) ConnState(nc net.Conn, st http.ConnState) {
+	c, ok := nc.(*limitConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	if st == http.StateIdle {
+		l.idle[c] = struct{}{}
+	} else {
+		delete(l.idle, c)
+	}
+	l.mu.Unlock()
+	if st == http.StateIdle && l.waiting.Load() > 0 {
+		_ = c.Close()
+	}
+}
+
+// closeIdle closes every connection idle between requests.
+func (l *limitListener) closeIdle() {
+	l.mu.Lock()
+	idle := make([]*limitConn, 0, len(l.idle))
+	for c := range l.idle {
+		idle = append(idle, c)
+	}
+	l.mu.Unlock()
+	for _, c := range idle {
+		_ = c.Close()
+	}
+}
+
+// limitConn is a served connection: closing it frees its slot.
+type limitConn struct {
+	net.Conn
+	l    *limitListener
+	once sync.Once
+}
+
+// Close closes the connection and frees its slot (once).
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.idle, c)
+		c.l.mu.Unlock()
+		<-c.l.slots
+	})
+	return err
+}

@@ -37,7 +37,18 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, repo *repositor
 		return
 	}
 	defer s.sessions.release(hd)
-	s.writePage(w, nil, s.boundPage(hd.sess.Page(after, limit)), after, "\n")
+	s.writePage(w, nil, s.boundPage(hd.sess.Page(after, limit)), after, damagedOf(hd.sess), "\n")
+}
+
+// damagedOf returns why sess, a strict session, is damaged (its stored head
+// names segments the bucket lacks or does not match its committed entries:
+// repository.Session.Err), for the "damaged" field of its metadata and pages
+// and the "damaged" event of its stream; "" for a whole session.
+func damagedOf(sess *repository.Session) string {
+	if err := sess.Err(); err != nil {
+		return err.Error() + " (run transcript verify)"
+	}
+	return ""
 }
 
 // boundPage cuts page before the entry that would take its entries' bytes past
@@ -64,15 +75,19 @@ const pageChunk = 64 << 10
 
 // writePage answers 200 with a JSON body of lead, page (the entries after
 // sequence number after, as the entries route answers them:
-// {"entries":[…],"nextSeq":…,"entryCount":…,"head":…}) and trail, with its
+// {"entries":[…],"nextSeq":…,"entryCount":…,"head":…}, then "damaged":…
+// unless damaged is "") and trail, with its
 // Content-Length, writing at most pageChunk bytes of it at a time but for an
 // entry larger than that, written from the handle's bytes.
-func (s *Server) writePage(w http.ResponseWriter, lead []byte, page repository.Page, after int, trail string) {
+func (s *Server) writePage(w http.ResponseWriter, lead []byte, page repository.Page, after int, damaged, trail string) {
 	end := fmt.Appendf(nil, `],"nextSeq":%d,"entryCount":%d,"head":`, min(after, page.Count)+len(page.Entries), page.Count)
 	if page.Head == "" {
 		end = append(end, "null"...)
 	} else {
 		end = pi.AppendString(end, page.Head)
+	}
+	if damaged != "" {
+		end = pi.AppendString(append(end, `,"damaged":`...), damaged)
 	}
 	end = append(append(end, '}'), trail...)
 	const open = `{"entries":[`

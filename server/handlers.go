@@ -141,9 +141,7 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, repo *repository.R
 	}
 	defer s.sessions.release(hd)
 	meta := metadataOf(hd.sess.Snapshot())
-	if err := hd.sess.Err(); err != nil {
-		meta.Damaged = err.Error() + " (run transcript verify)"
-	}
+	meta.Damaged = damagedOf(hd.sess)
 	if n == 0 {
 		writeJSON(w, http.StatusOK, meta)
 		return
@@ -157,7 +155,7 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, repo *repository.R
 		return
 	}
 	lead := append(data[:len(data)-1:len(data)-1], `,"page":`...) // without its closing brace
-	s.writePage(w, lead, s.boundPage(hd.sess.Page(0, min(n, s.cfg.MaxPage))), 0, "}\n")
+	s.writePage(w, lead, s.boundPage(hd.sess.Page(0, min(n, s.cfg.MaxPage))), 0, meta.Damaged, "}\n")
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {

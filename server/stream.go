@@ -26,7 +26,10 @@ const StreamRetryMillis = 1000
 // session's sequence changed under it (a default-mode session took a segment
 // that sorts before entries already sent, or the session was created anew; the
 // client reads the session again), an event "error" (the error envelope) when
-// the session was deleted, or without an event when the server shuts down.
+// the session was deleted, or without an event when the server shuts down. A
+// damaged strict session's stream sends an event "damaged" (data
+// {"damaged":REASON}, no id, so that Last-Event-ID stays the last entry's)
+// before its entries, and again when the reason changes.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, repo *repository.Repository) {
 	after, field, err := streamStart(r)
 	if err != nil {
@@ -56,7 +59,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, repo *repository
 	epoch := hd.sess.Page(0, 0).Epoch
 	beat := time.NewTicker(s.cfg.Heartbeat)
 	defer beat.Stop()
+	damaged := ""
 	for sent := after; ; {
+		if d := damagedOf(hd.sess); d != "" && d != damaged {
+			damaged = d
+			if !st.event("damaged", map[string]string{"damaged": d}) {
+				return
+			}
+		}
 		if !s.sendNew(st, hd.sess, &sent, epoch) {
 			return
 		}

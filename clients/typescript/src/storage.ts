@@ -68,6 +68,8 @@ interface Page {
 	nextSeq: number;
 	entryCount: number;
 	head: string | null;
+	/** Set only when the session is damaged (as in ServerMetadata): the page lacks committed entries. */
+	damaged?: string;
 }
 
 /** An entry as the server stores it: its JSON (undefined fields dropped). */
@@ -91,6 +93,8 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 	private head: string | null;
 	/** How many entries of the session's sequence this storage has read (pages and watch). */
 	private seq: number;
+	/** Why the server last said the session is damaged (undefined: whole). */
+	private damaged: string | undefined;
 
 	private constructor(
 		private readonly api: Api,
@@ -98,10 +102,12 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 		entries: SessionTreeEntry[],
 		head: string | null,
 		seq: number,
+		damaged: string | undefined,
 	) {
 		this.cache = new InMemorySessionStorage({ metadata, entries });
 		this.head = head;
 		this.seq = seq;
+		this.damaged = damaged;
 	}
 
 	/** Opens session id: reads its metadata and every entry. */
@@ -117,23 +123,36 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 		if (meta.status !== 200) throw toSessionError(`open session ${id}`, meta);
 		const entries: SessionTreeEntry[] = [];
 		let head: string | null = meta.body.head;
+		let damaged = meta.body.damaged;
 		let seq = 0;
 		let page = meta.body.page;
 		for (;;) {
 			page ??= await readPage(api, id, seq, api.pageSize);
 			entries.push(...page.entries);
 			head = page.head;
+			damaged = page.damaged;
 			if (page.entries.length === 0) break;
 			seq = page.nextSeq;
 			if (readToEnd(page)) break;
 			page = undefined;
 		}
-		return new HttpSessionStorage(api, metadataOf(meta.body), entries, head, seq);
+		return new HttpSessionStorage(api, metadataOf(meta.body), entries, head, seq, damaged);
 	}
 
 	/** The committed head this client last saw (the expectedHead of its next append). */
 	getHead(): string | null {
 		return this.head;
+	}
+
+	/**
+	 * Why the server last said the session is damaged (its metadata, a page or a
+	 * watch event "damaged": a strict session whose committed entries the bucket
+	 * lacks in part, whose appends are refused), or undefined while it says the
+	 * session is whole. What this storage read of a damaged session is what the
+	 * bucket holds, not the whole session.
+	 */
+	getDamaged(): string | undefined {
+		return this.damaged;
 	}
 
 	/** How many entries of the session's sequence this storage has read: where watch resumes. */
@@ -201,7 +220,8 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 	 * current. A connection that ends is resumed where it ended (Last-Event-ID),
 	 * so no entry is missed or delivered twice; when the server says the
 	 * session's order changed ("reset": a default-mode session), the storage
-	 * reads the session again and yields what it had not seen. A deleted session
+	 * reads the session again and yields what it had not seen. When the server
+	 * says the session is damaged (an event "damaged"), getDamaged says why. A deleted session
 	 * ends the watch with a SessionError "not_found"; so many failed connections
 	 * in a row (HttpClientOptions.retries) with a "storage" one.
 	 */
@@ -230,6 +250,10 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 				for await (const ev of readEvents(res.body!, (ms) => (retryMs = ms))) {
 					failures = 0;
 					if (ev.event === "error") throw toSessionError(`watch session ${id}`, { status: 404, body: parseJSON(ev.data) });
+					if (ev.event === "damaged") {
+						this.damaged = (parseJSON(ev.data) as { damaged?: string } | undefined)?.damaged ?? "damaged";
+						continue;
+					}
 					if (ev.event === "reset") {
 						for (const w of await this.reread()) yield w;
 						after = this.seq;
@@ -265,6 +289,7 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 		const out: WatchedEntry[] = [];
 		for (let seq = 0; ; ) {
 			const page = await readPage(this.api, this.metadata.id, seq, this.api.pageSize);
+			this.damaged = page.damaged;
 			if (page.entries.length === 0) {
 				this.seq = page.entryCount;
 				this.head = page.head;
@@ -316,6 +341,7 @@ export class HttpSessionStorage implements SessionStorage<HttpSessionMetadata> {
 			const want = options?.limit === undefined ? undefined : options.limit - out.length;
 			if (want !== undefined && want <= 0) return out;
 			const page = await readPage(this.api, this.metadata.id, after, want);
+			this.damaged = page.damaged;
 			if (page.entries.length === 0) return out;
 			out.push(...page.entries);
 			after = page.nextSeq;

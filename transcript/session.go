@@ -46,7 +46,10 @@ type CreateOptions struct {
 // Delete), and do not count; nor do deletion marks, directory markers and
 // stray keys. It lists the prefix once and, without a head, reads segments,
 // the highest level first, until one holds the header: one GET for a session
-// a writer started. A store bound to another namespace sees no session there.
+// a writer started (a segment gone since the listing, or unreadable, counts as
+// holding it: nothing is taken for leftovers while a compaction or a delete
+// moves the session's segments). A store bound to another namespace sees no
+// session there.
 func (s *Store) SessionExists(ctx context.Context, ref TranscriptRef) (bool, error) {
 	exists, _, err := s.sessionStart(ctx, ref)
 	return exists, err
@@ -75,10 +78,12 @@ func (s *Store) sessionStart(ctx context.Context, ref TranscriptRef) (bool, []st
 	for _, in := range order {
 		seg, _, err := s.readSegmentAsStored(ctx, in.Key)
 		switch {
-		case errors.Is(err, bucket.ErrNotFound):
-			continue // compacted or deleted since the listing
-		case errors.Is(err, segment.ErrCorrupt):
-			return true, nil, nil // it may hold the header: what reads it report
+		case errors.Is(err, bucket.ErrNotFound), errors.Is(err, segment.ErrCorrupt):
+			// Gone since the listing (a compaction's input, whose output the
+			// listing may lack, or a delete under way), or unreadable: it may
+			// hold the header. Nothing is taken for leftovers then; what reads
+			// the session says what it is.
+			return true, nil, nil
 		case err != nil:
 			return false, nil, fmt.Errorf("look for the header of %s: %w", ref, err)
 		}

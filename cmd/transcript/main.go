@@ -104,9 +104,15 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		printUsage(stderr)
 		return usagef("no command given")
 	case name == "help":
-		if len(rest) == 0 {
+		// "help --help" and "help -h" ask for help too, and "help --version" for
+		// the version: each answers on stdout with exit 0, as on every command.
+		if len(rest) == 0 || rest[0] == "-h" || rest[0] == "--help" {
 			printUsage(stdout)
 			return nil
+		}
+		if rest[0] == "--"+cmdcli.VersionFlag {
+			_, err := fmt.Fprintln(stdout, cmdcli.Version())
+			return err
 		}
 		if c, ok := findCommand(rest[0]); ok {
 			return c.run(ctx, env, []string{"--help"})

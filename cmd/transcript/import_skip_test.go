@@ -28,6 +28,7 @@ func TestImport_SkipMalformed(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "line 3")
 	require.Contains(t, r.stderr, "torn last line")
+	require.NotContains(t, r.stderr, "dropped", "a refused import drops nothing: it imports nothing")
 	require.Contains(t, r.stderr, "2 malformed lines (--skip-malformed imports the rest)")
 	r = cli(t, append([]string{"cat"}, sel...)...)
 	require.NotEqual(t, 0, r.code, "a refused import stores nothing")
@@ -37,6 +38,7 @@ func TestImport_SkipMalformed(t *testing.T) {
 	require.Contains(t, r.stdout, "default/a/s\t3 lines\t3 added as ")
 	require.True(t, strings.HasSuffix(r.stdout, "\t2 skipped\n"), r.stdout)
 	require.Contains(t, r.stderr, "line 3", "what is skipped is still named")
+	require.Contains(t, r.stderr, "dropped a torn last line")
 	require.Equal(t, header+"\n"+e1+"\n"+e2+"\n", ok(t, append([]string{"cat"}, sel...)...))
 
 	r = cli(t, append(append([]string{"import", "--skip-malformed", "--json"}, sel...), path)...)

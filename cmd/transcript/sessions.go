@@ -123,7 +123,7 @@ func importLines(ctx context.Context, env *cliEnv, ref transcript.TranscriptRef,
 	if err != nil {
 		return nil, 0, err
 	}
-	reportLoad(env, path, rep)
+	reportLoad(env, path, rep, skipMalformed)
 	skipped := len(rep.Malformed) + min(rep.TornBytes, 1)
 	if skipped > 0 && !skipMalformed {
 		return nil, 0, fmt.Errorf("%d malformed lines (--skip-malformed imports the rest): %w", skipped, pi.ErrInvalidEntry)
@@ -159,10 +159,15 @@ func newWriter(id string) (*transcript.Writer, error) {
 	return w, nil
 }
 
-// reportLoad prints what a load or import skipped, on stderr.
-func reportLoad(env *cliEnv, what string, rep sessiontree.LoadReport) {
-	if rep.TornBytes > 0 {
+// reportLoad prints what a load or import skipped, on stderr; dropping says
+// whether the torn last line is left out (else the caller refuses the file, and
+// nothing is dropped).
+func reportLoad(env *cliEnv, what string, rep sessiontree.LoadReport, dropping bool) {
+	switch {
+	case rep.TornBytes > 0 && dropping:
 		fmt.Fprintf(env.stderr, "%s: dropped a torn last line (%d bytes)\n", what, rep.TornBytes)
+	case rep.TornBytes > 0:
+		fmt.Fprintf(env.stderr, "%s: torn last line (%d bytes without a newline: a write cut short)\n", what, rep.TornBytes)
 	}
 	for _, m := range rep.Malformed {
 		fmt.Fprintf(env.stderr, "%s: malformed line: %v\n", what, m)
@@ -266,7 +271,7 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", *file, err)
 		}
-		reportLoad(env, *file, rep)
+		reportLoad(env, *file, rep, true)
 		var at *string
 		if *leaf != "" {
 			if !slices.ContainsFunc(entries, func(e sessiontree.Entry) bool { return e.ID() == *leaf }) {

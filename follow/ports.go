@@ -83,8 +83,10 @@ type SessionChecker interface {
 // nothing of the file is handed over, so that a crash before the refill is
 // accepted reconciles the whole file again.
 type QueueDropper interface {
-	// DropQueued takes back ref's batches that wait to be uploaded and
-	// returns how many segments it took back. A batch being uploaded is not
-	// taken back: Pending still returns its entries, which the refill skips.
+	// DropQueued takes back ref's batches the store does not have yet and
+	// returns how many segments it took back. One whose upload succeeds
+	// meanwhile is not taken back, nor one still being uploaded when ctx
+	// ends: Pending returns its entries until the store has them, and the
+	// refill skips them.
 	DropQueued(ctx context.Context, ref transcript.TranscriptRef) (int, error)
 }

@@ -1,15 +1,20 @@
 package mirror
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// DropQueued takes back ref's segments that wait in the outbox for a worker
-// (accepted, and not being uploaded), and returns how many it took back:
-// each leaves the outbox as if uploaded (its journal record is marked done,
-// its file under pending/ removed), and AwaitQuiescence counts it as done.
-// A segment of ref in flight is not taken back, nor are segments held back
-// behind a quarantined one (they are in the quarantine).
+// DropQueued takes back ref's segments that the store does not have yet,
+// and returns how many it took back: each leaves the outbox as if uploaded
+// (its journal record is marked done, its file under pending/ removed), and
+// AwaitQuiescence counts it as done. A segment of ref in flight is taken
+// back too unless its PUT succeeds: its upload's context is cancelled and
+// DropQueued waits for it to end (or for ctx to end: the error then wraps
+// ctx.Err(), and that segment may still land). Segments held back behind a
+// quarantined one are in the quarantine, and stay there.
 //
 // It is for an uploader that hands the same entries over again right after,
 // whole: a follower refilling a session its store lost uploads the session's
@@ -19,10 +24,9 @@ import (
 // a crash before the entries are accepted again hands them over again (the
 // marks of the records taken back are not fsynced: after a machine crash
 // they may be uploaded after all, a copy readers collapse).
-func (m *Mirror) DropQueued(ref transcript.TranscriptRef) int {
+func (m *Mirror) DropQueued(ctx context.Context, ref transcript.TranscriptRef) (int, error) {
 	name := ref.Norm().String()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	dropped := 0
 	kept := m.queue[:0]
 	for _, j := range m.queue {
@@ -41,5 +45,29 @@ func (m *Mirror) DropQueued(ref transcript.TranscriptRef) int {
 	}
 	clear(m.queue[len(kept):])
 	m.queue = kept
-	return dropped
+	// What is left of ref and written is in flight.
+	var flying []*job
+	for j := range m.pending {
+		if j.written && transcript.SessionNameOfKey(j.key) == name {
+			j.drop = true
+			if j.cancel != nil {
+				j.cancel()
+			}
+			flying = append(flying, j)
+		}
+	}
+	m.mu.Unlock()
+	for _, j := range flying {
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			return dropped, fmt.Errorf("mirror: take back the segments of %s: %w (one is still in flight)", ref, ctx.Err())
+		}
+		m.mu.Lock()
+		if j.dropped {
+			dropped++
+		}
+		m.mu.Unlock()
+	}
+	return dropped, nil
 }

@@ -92,6 +92,12 @@ type job struct {
 	enqueued time.Time
 	done     chan struct{} // closed when the segment left the outbox (uploaded or quarantined)
 	err      error         // set before done is closed when the segment failed for good
+	// drop: DropQueued takes the segment back while it is in flight (its
+	// upload stops unless its PUT succeeds); cancel ends its upload's
+	// context (nil until the upload starts); dropped: it was taken back
+	// without being stored. All three are guarded by Mirror.mu.
+	drop, dropped bool
+	cancel        context.CancelFunc
 }
 
 var _ sessiontree.Uploader = (*Mirror)(nil)

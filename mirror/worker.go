@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"slices"
 	"time"
 )
@@ -70,14 +71,23 @@ func (m *Mirror) signal() {
 }
 
 // upload stores one segment, retrying transient failures with backoff until it
-// succeeds, the store rejects it for good, or Close stops the worker (the segment then
-// stays in the outbox and stays pending).
+// succeeds, the store rejects it for good, DropQueued takes it back, or Close
+// stops the worker (the segment then stays in the outbox and stays pending).
 func (m *Mirror) upload(j *job, data []byte) {
 	log := m.cfg.Logger.With("key", j.key)
+	ctx, cancel := context.WithCancel(m.ctx)
+	defer cancel()
+	if !m.flying(j, cancel) {
+		m.takenBack(j, log)
+		return
+	}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			m.countRetry()
-			if !sleep(m.ctx, backoff(attempt-1, m.cfg.MinBackoff, m.cfg.MaxBackoff)) {
+			if !sleep(ctx, backoff(attempt-1, m.cfg.MinBackoff, m.cfg.MaxBackoff)) {
+				if m.ctx.Err() == nil {
+					m.takenBack(j, log)
+				}
 				return
 			}
 		}
@@ -94,9 +104,9 @@ func (m *Mirror) upload(j *job, data []byte) {
 			}
 		}
 		if err == nil {
-			ctx, cancel := context.WithTimeout(m.ctx, m.cfg.RequestTimeout)
-			err = m.cfg.Store.PutSegment(ctx, j.key, data)
-			cancel()
+			rctx, rcancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
+			err = m.cfg.Store.PutSegment(rctx, j.key, data)
+			rcancel()
 		}
 		if err == nil && j.jf == nil { // a journal record is released by done
 			if rerr := m.box.remove(j.key); rerr != nil {
@@ -113,6 +123,10 @@ func (m *Mirror) upload(j *job, data []byte) {
 		if m.ctx.Err() != nil {
 			return // stopped by Close; the segment stays in the outbox
 		}
+		if m.dropping(j) {
+			m.takenBack(j, log)
+			return
+		}
 		m.countFailure(err)
 		if permanent(err) {
 			log.Error("mirror: store rejected segment; moving it to quarantine; its session is stuck until released", "err", err)
@@ -122,6 +136,36 @@ func (m *Mirror) upload(j *job, data []byte) {
 		}
 		log.Warn("mirror: upload failed; will retry", "attempt", attempt+1, "err", err)
 	}
+}
+
+// flying records cancel as the end of j's upload, for DropQueued, and
+// reports whether j is still to be uploaded (false: taken back already).
+func (m *Mirror) flying(j *job, cancel context.CancelFunc) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j.cancel = cancel
+	return !j.drop
+}
+
+// dropping reports whether DropQueued takes j back.
+func (m *Mirror) dropping(j *job) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return j.drop
+}
+
+// takenBack ends the upload of j, which DropQueued took back before the
+// store had it: it leaves the outbox as if uploaded.
+func (m *Mirror) takenBack(j *job, log *slog.Logger) {
+	if j.jf == nil { // a journal record is released by done
+		if err := m.box.remove(j.key); err != nil {
+			log.Warn("mirror: remove a segment taken back from the outbox", "err", err)
+		}
+	}
+	m.mu.Lock()
+	j.dropped = true
+	m.mu.Unlock()
+	m.done(j, nil)
 }
 
 // done marks j as no longer pending; err is non-nil when it failed for good. The

@@ -44,30 +44,31 @@ skips it; a file rewritten in place is read again, and lines the store holds
 (same id and bytes) are never uploaded twice; a file removed locally stays in
 the bucket. A session the store lost (its bucket deleted and created again,
 its prefix emptied) is uploaded again whole, header first, before the file's
-next lines ("rewritten"): follow asks the store whether it holds the session
-with its header (one HEAD of the segment holding it; a listing when that is
-gone) before each upload of a file's new lines; lines the outbox uploaded
-after a wipe, without the header, do not count. Each follower keeps a marker
-object of its own in the store ({ns}/.followers/{id}, looked for with one
-HEAD each --rescan): a store that lost it was emptied, and gets every file's
-session again ("lost", then "rewritten" per session), even after another
-machine's follower filled it first; an emptying takes a while (the marker may
-go before the sessions), so for 10 minutes (or 30 --rescan) after a loss it
-asks about every file again after one --rescan, two, four and so on. Sessions deleted on purpose (retention)
-leave the marker, and come back only if their files grow. The marker's id
-is random, made at the first start and kept in --state-dir with the host
-name, the machine id (hashed) and the directory's path: a --state-dir
-copied to another machine (a synchronised home, a cloned VM image) or moved
-takes a new id at its next start ("copied"), so that each copy has its own
-marker, and asks about every file once. A --state-dir that does not last (a
-new one for each --once run, a container without a volume) makes a new
-follower each run: it reads every session the files map to, to reconcile
-them, and leaves one more marker each run; --follower-id names one for all
-runs (give each machine its own; an old marker can be deleted by hand once
-its follower is gone). The state (bytes
-uploaded per file and their checksum) and the
-outbox (lines handed over, not yet in the bucket) live in --state-dir: a
-restart after a crash resumes there, uploading no line twice and skipping none.
+next lines ("rewritten"), with the lines of it still in the outbox, so that
+the store's order is the file's: follow asks the store whether it holds the
+session with its header (one HEAD of the segment holding it; a listing when
+that is gone) before each upload of a file's new lines; lines the outbox
+uploaded after a wipe, without the header, do not count. Each follower keeps a
+marker object of its own in the store ({ns}/.followers/{id}, looked for with
+one HEAD each --rescan): a store that lost it was emptied, and gets every
+file's session again ("lost", then "rewritten" per session), even after
+another machine's follower filled it first; an emptying takes a while (the
+marker may go before the sessions), so for 10 minutes (or 30 --rescan) after a
+loss it asks about every file again after one --rescan, two, four and so on.
+Sessions deleted on purpose (retention) leave the marker, and come back only
+if their files grow. The marker's id is random, made at the first start and
+kept in --state-dir with the host name, the machine id (hashed) and the
+directory's path: a --state-dir copied to another machine (a synchronised
+home, a cloned VM image) or moved takes a new id at its next start ("copied"),
+so that each copy has its own marker, and asks about every file once. A
+--state-dir that does not last (a new one for each --once run, a container
+without a volume) makes a new follower each run: it reads every session the
+files map to, to reconcile them, and leaves one more marker each run;
+--follower-id names one for all runs (give each machine its own; an old marker
+can be deleted by hand once its follower is gone). The state (bytes uploaded
+per file and their checksum) and the outbox (lines handed over, not yet in the
+bucket) live in --state-dir: a restart after a crash resumes there, uploading
+no line twice and skipping none.
 
 A store that cannot be reached at start (down, unreachable, timing out or
 answering 503: a laptop offline at boot) is waited for: follow says so once

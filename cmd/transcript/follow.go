@@ -65,10 +65,11 @@ so that each copy has its own marker, and asks about every file once. A
 without a volume) makes a new follower each run: it reads every session the
 files map to, to reconcile them, and leaves one more marker each run;
 --follower-id names one for all runs (give each machine its own; an old marker
-can be deleted by hand once its follower is gone). The state (bytes uploaded
-per file and their checksum) and the outbox (lines handed over, not yet in the
-bucket) live in --state-dir: a restart after a crash resumes there, uploading
-no line twice and skipping none.
+can be deleted by hand once its follower is gone), as it does for a container
+whose host name changes at each start. The state (bytes uploaded per file and
+their checksum) and the outbox (lines handed over, not yet in the bucket) live
+in --state-dir: a restart after a crash resumes there, uploading no line twice
+and skipping none.
 
 A store that cannot be reached at start (down, unreachable, timing out or
 answering 503: a laptop offline at boot) is waited for: follow says so once

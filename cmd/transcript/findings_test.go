@@ -123,6 +123,7 @@ func TestFindings_ReadOnlyCommandsCreateNothing(t *testing.T) {
 			require.Equal(t, 1, r.code, r.stderr)
 			require.Empty(t, r.stdout)
 			require.Contains(t, r.stderr, "not found: no directory "+missing)
+			require.NotContains(t, r.stderr, "session header", "a missing store is not a session without its header")
 		})
 		t.Run(args[0]+" with the default store", func(t *testing.T) {
 			wd := t.TempDir()
@@ -137,6 +138,17 @@ func TestFindings_ReadOnlyCommandsCreateNothing(t *testing.T) {
 	entries, err := os.ReadDir(parent)
 	require.NoError(t, err)
 	require.Empty(t, entries, "no command created the store or --out")
+}
+
+// A session that does not exist is "not found" in the same words for export as for
+// cat; "(or it has no session header)" is only for segments without their header.
+func TestFindings_ExportOfAMissingSession(t *testing.T) {
+	store, _ := storeWithSessions(t, 1)
+	for _, cmd := range []string{"cat", "export"} {
+		r := cli(t, cmd, "--store", store, "--agent", "a", "--session", "nope")
+		require.Equal(t, 1, r.code, r.stderr)
+		require.Equal(t, "Error: session default/a/nope: not found\n", r.stderr, cmd)
+	}
 }
 
 func TestFindings_ContextAtAnUnknownLeaf(t *testing.T) {

@@ -210,10 +210,9 @@ func runExport(ctx context.Context, env *cliEnv, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	// A missing store or session is "not found" as readLean says it; only a
+	// session whose segments hold no header gets the suffix, below.
 	res, ref, err := sf.readLean(ctx, "export")
-	if errors.Is(err, bucket.ErrNotFound) {
-		return fmt.Errorf("%w (or it has no session header)", err)
-	}
 	if err != nil {
 		return err
 	}

@@ -233,6 +233,9 @@ func (d *demoRun) report(sf *storeFlags) error {
 		if err := writeJSON(d.env.stdout, sum); err != nil {
 			return err
 		}
+	} else if strings.HasPrefix(sf.URL, "mem:") {
+		// A later command would open an empty store of its own.
+		d.say("next: the mem:// store ended with the demo; run it with --store file://DIR or s3://... to look at the session afterwards\n")
 	} else {
 		d.say("next: transcript tree --store '%s' --ns %s --agent %s --session %s\n", sf.URL, d.ref.Namespace, d.ref.AgentID, d.ref.SessionID)
 	}

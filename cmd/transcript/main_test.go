@@ -695,6 +695,15 @@ func TestDemo_DefaultStore(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestDemo_MemStoreSuggestsNoLaterCommand: a mem:// store ends with the demo, so
+// the demo does not suggest a later command on it, which would find nothing.
+func TestDemo_MemStoreSuggestsNoLaterCommand(t *testing.T) {
+	r := cli(t, "demo", "--store", "mem://", "--replicas", "1", "--turns", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "next: transcript tree --store 'mem://'")
+	require.Contains(t, r.stdout, "next: the mem:// store ended with the demo")
+}
+
 // TestCLI_StoreLimits: import and append store an entry dated 2300-01-01 and one
 // of 20 MiB, and refuse one of 70 MiB naming the limit, storing nothing.
 func TestCLI_StoreLimits(t *testing.T) {

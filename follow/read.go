@@ -328,7 +328,8 @@ func (f *Follower) loadHeld(ctx context.Context, t *tracked) error {
 		if err != nil {
 			return err
 		}
-		if f.conflicts(ctx, t, stored, pending) {
+		// Taking lines back cannot make a conflict: it is looked for once.
+		if !retook && f.conflicts(ctx, t, stored, pending) {
 			return nil
 		}
 		held = h

@@ -5,12 +5,25 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+
+	"github.com/transcriptstore/transcript/server"
 )
 
-// defaultMaxConnections is the default of --max-connections: room for many
-// clients and their event streams, while the memory the connections hold
-// (a goroutine and buffers each, tens of KiB) stays within about 100 MiB.
-const defaultMaxConnections = 4096
+// defaultMaxConnections is the default of --max-connections: the server's
+// default number of event streams (server.DefaultMaxStreams) and a fifth more
+// for other requests (see maxStreamsFor), while the memory the connections
+// hold (a goroutine and buffers each, tens of KiB) stays about 100 MiB.
+const defaultMaxConnections = server.DefaultMaxStreams * 5 / 4
+
+// maxStreamsFor returns the most event streams a server of maxConns
+// connections holds (server.Config.MaxStreams): four fifths of them, at most
+// server.DefaultMaxStreams, at least one. A stream holds its connection for
+// as long as it lasts; the fifth left over is for requests and health probes,
+// which streams could otherwise crowd out (a stream past the bound is answered
+// 503, and its client retries).
+func maxStreamsFor(maxConns int) int {
+	return max(1, min(server.DefaultMaxStreams, maxConns-maxConns/5))
+}
 
 // limitListener is a net.Listener that serves at most n connections at once
 // (--max-connections), as golang.org/x/net/netutil.LimitListener does, with one

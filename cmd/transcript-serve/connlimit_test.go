@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/server"
 )
 
 // countingListener counts the connections its Accept returned.
@@ -145,6 +147,43 @@ func TestMaxConnections(t *testing.T) {
 	require.Error(t, err, "a probe past the limit waits")
 	require.NoError(t, held[0].Close())
 	code, err := probe(5 * time.Second)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code)
+}
+
+// TestMaxStreamsFor: event streams get four fifths of the connections, at
+// most the server's default bound and at least one.
+func TestMaxStreamsFor(t *testing.T) {
+	for _, tc := range []struct{ conns, streams int }{
+		{1, 1}, {2, 2}, {5, 4}, {100, 80}, {defaultMaxConnections, server.DefaultMaxStreams}, {1 << 20, server.DefaultMaxStreams},
+	} {
+		require.Equal(t, tc.streams, maxStreamsFor(tc.conns), "%d connections", tc.conns)
+	}
+}
+
+// TestStreamsLeaveRoomForProbes: event streams hold their connections for as
+// long as they last; with --max-connections 5, four streams are served, a
+// fifth is answered 503, and a health probe is still answered at once.
+func TestStreamsLeaveRoomForProbes(t *testing.T) {
+	p := start(t, "file://"+t.TempDir(), "--max-connections", "5")
+	tok := mint(t, "acme", "alice")
+	code, body := call(t, p.addr, tok, "POST", "/v1/sessions", `{"id":"s"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	open := func() *http.Response {
+		ctx, cancel := context.WithCancel(t.Context())
+		req, err := http.NewRequestWithContext(ctx, "GET", "http://"+p.addr+"/v1/sessions/s/events", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { cancel(); _ = resp.Body.Close() })
+		return resp
+	}
+	for range 4 {
+		require.Equal(t, http.StatusOK, open().StatusCode)
+	}
+	require.Equal(t, http.StatusServiceUnavailable, open().StatusCode, "a fifth stream")
+	code, err := get(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}, p.addr, "/healthz")
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, code)
 }

@@ -76,13 +76,14 @@ are JSON lines on stderr; durations are in milliseconds (duration_ms). SIGTERM
 stops accepting, ends the event streams (clients resume with Last-Event-ID) and
 lets in-flight appends finish.
 
-At most --max-connections connections are served at once (event streams
-included): more wait in the kernel's listen backlog, costing the server nothing,
-until one closes, and keep-alive connections idle between requests are closed
-to make room for them. A health probe (/healthz, /readyz) past the limit waits
-like any client: behind requests in progress, never behind idle connections;
-give probes a timeout above your longest request, or raise the limit over the
-streams you expect.
+At most --max-connections connections are served at once: more wait in the
+kernel's listen backlog, costing the server nothing, until one closes, and
+keep-alive connections idle between requests are closed to make room for them.
+Event streams take at most four fifths of the connections (4096 by default;
+past that a stream is answered 503), so requests and health probes always
+find room beyond them. A probe (/healthz, /readyz) past the limit waits like
+any client, behind requests in progress only: its timeout should exceed
+--request-timeout when the server runs at its limit.
 
 Examples:
   TRANSCRIPT_JWT_KEY=$(openssl rand -hex 32) transcript-serve --addr :8080 \
@@ -297,7 +298,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Repositories: repos, Auth: auth, Logger: log, Registry: reg,
 		RequestTimeout: f.requestTimeout, MaxBodyBytes: f.maxBody, BodyTimeout: f.bodyTimeout,
 		MaxBodyBytesInFlight: f.maxBodiesInFlight, MaxBodyBytesPerOwner: f.maxBodiesPerOwner, MaxCachedBytes: f.maxCachedBytes,
-		WatchInterval: f.watchInterval, MaxStreamsPerOwner: f.maxStreamsPerOwner,
+		WatchInterval: f.watchInterval, MaxStreamsPerOwner: f.maxStreamsPerOwner, MaxStreams: maxStreamsFor(f.maxConnections),
 	})
 	if err != nil {
 		return err

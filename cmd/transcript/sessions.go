@@ -30,7 +30,7 @@ entries Pi itself would load from that file.
 
 Examples:
   transcript import --agent coder --session s1 ~/.pi/sessions/2026-09-25.jsonl
-  transcript import --store 's3://b/p?endpoint=127.0.0.1:9000&insecure=true' --agent a --session s FILE.jsonl
+  transcript import --store 's3://transcripts/prod?endpoint=127.0.0.1:9000&insecure=true' --agent a --session s FILE.jsonl
 `
 
 // importSummary is import's result.

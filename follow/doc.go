@@ -56,5 +56,12 @@
 // a reconcile that finds entries of the session but no header at all (lines
 // an outbox uploaded after the loss) uploads the header and what the session
 // lacks (and looks for the marker). A session holding another header stays
-// refused.
+// refused. An uploader that is a QueueDropper gives back, before a refill,
+// the lines of the session it has not stored yet, which the refill then
+// carries behind the header: the store's order stays the file's.
+//
+// Each follower's marker is its own: the state file records the machine
+// (Config.Machine) and the state directory it was written in, and a state
+// found elsewhere (a copy) makes the follower take a new id (EventCopied)
+// and ask about every file once; Config.FollowerID names the id instead.
 package follow

@@ -420,9 +420,9 @@ func (f *Follower) heldOf(ctx context.Context, t *tracked) (stored, pending [][]
 	return stored, pending, held, nil
 }
 
-// dropQueued takes back from the uploader, when it is a QueueDropper, the
-// lines of t it holds: t's session lost its header, and the refill that
-// follows hands the whole file over again. First the state file is made to
+// dropQueued takes back from the uploader, when it is a QueueDropper and no
+// other file maps to t's session, the lines of t it holds: t's session lost
+// its header, and the refill that follows hands the whole file over again. First the state file is made to
 // say that nothing of t is handed over (its offset 0: the file leaves the
 // state), so that a crash after the lines are taken back and before the
 // refill is accepted reconciles the whole file at the next start. It reports
@@ -433,6 +433,14 @@ func (f *Follower) dropQueued(ctx context.Context, t *tracked) bool {
 	d, ok := f.cfg.Uploader.(QueueDropper)
 	if !ok {
 		return false
+	}
+	for _, o := range f.files {
+		if o != t && o.kind == kindFollowing && o.ref == t.ref {
+			// Another file of the session (a copy of t beside it): the
+			// uploader's lines may be that file's, which t's refill does
+			// not carry.
+			return false
+		}
 	}
 	t.offset, t.anchor = 0, span{}
 	t.digest.Reset()

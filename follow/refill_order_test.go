@@ -40,3 +40,27 @@ func TestFollower_RefillInFileOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestFollower_RefillOfASharedSession: two files of one session (a copy of
+// a session file beside it) take nothing back from the uploader for a
+// refill, as the lines waiting there may be the other file's: every line of
+// both lands.
+func TestFollower_RefillOfASharedSession(t *testing.T) {
+	fx := newFixture(t)
+	copyOfA := piFolder + "/copy.jsonl"
+	fx.write(fileA, header("s1"), entry("e1", "", "hi"))
+	fx.write(copyOfA, header("s1"), entry("e1", "", "hi"))
+	require.NoError(t, fx.once())
+	fx.remote.direct = false
+	fx.appendRaw(copyOfA, entry("c2", "e1", "copy")+"\n")
+	require.NoError(t, fx.once())
+	fx.remote.wipe()
+	fx.appendRaw(fileA, entry("e2", "e1", "yo")+"\n")
+	require.NoError(t, fx.once())
+	fx.remote.flush()
+	got := fx.remote.all(refOf("s1"))
+	for _, line := range []string{header("s1"), entry("e1", "", "hi"), entry("c2", "e1", "copy"), entry("e2", "e1", "yo")} {
+		require.Contains(t, got, line)
+	}
+	require.Zero(t, fx.remote.drops)
+}

@@ -236,11 +236,12 @@ func printSummary(w io.Writer, sum *summary) {
 	for _, sk := range sum.Skipped {
 		fmt.Fprintf(w, "skipped %s: %s\n", cli.Escape(sk.Session), sk.Reason)
 	}
-	verb := "compacted"
+	// A dry run marks and deletes nothing: its counts are what the run would do.
+	verb, counts := "compacted", "%d marked, %d deleted, %d waiting for their delay, %d uncommitted deleted"
 	if sum.DryRun {
-		verb = "would compact"
+		verb, counts = "would compact", "would mark %d, would delete %d, %d waiting for their delay, would delete %d uncommitted"
 	}
-	fmt.Fprintf(w, "shard %s: %s scanned, %s %d (%s, %d bytes -> %s, %d bytes); %d marked, %d deleted, %d waiting for their delay, %d uncommitted deleted; %d skipped (%d as recent), %d failed; %.1fs\n",
+	fmt.Fprintf(w, "shard %s: %s scanned, %s %d (%s, %d bytes -> %s, %d bytes); "+counts+"; %d skipped (%d as recent), %d failed; %.1fs\n",
 		sum.Shard, cli.Count(sum.SessionsScanned, "session"), verb, sum.SessionsCompacted,
 		cli.Count(sum.SegmentsIn, "segment"), sum.BytesIn, cli.Count(sum.SegmentsOut, "segment"), sum.BytesOut,
 		sum.Marks, sum.Deletions, sum.PendingDeletions, sum.Uncommitted, len(sum.Skipped), sum.SessionsSkipped,

@@ -55,7 +55,7 @@ func TestJob_SharedStoreFlags(t *testing.T) {
 // TestJob_MissingTargetsAreNotFound: a namespace, agent or session named that
 // does not exist is "not found" with exit 1, as in the transcript command, not a
 // run that scans 0 sessions and exits 0; nothing is written. A bucket that does
-// not exist is "not found" too, also with create=true. (Issue 26, finding 4.)
+// not exist is "not found" too, also with create=true.
 func TestJob_MissingTargetsAreNotFound(t *testing.T) {
 	for name, fresh := range stores() {
 		t.Run(name, func(t *testing.T) {

@@ -99,7 +99,6 @@ func TestManifests(t *testing.T) {
 
 // TestManifests_PinnedImages: every image of deploy/k8s names a release tag (or a
 // digest), never :latest or no tag, so that a rollout runs what was reviewed.
-// (Issue 26, finding 7.)
 func TestManifests_PinnedImages(t *testing.T) {
 	files, err := filepath.Glob("../../deploy/k8s/*.yaml")
 	require.NoError(t, err)

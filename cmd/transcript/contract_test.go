@@ -26,7 +26,7 @@ var binaryCommands = map[string][]string{
 // with --help, with --version and with a flag it does not have, and checks the
 // contract README.md states for all of them: help and the version on stdout
 // (nothing on stderr) with exit 0; a wrong flag a usage error on stderr (nothing
-// on stdout) that names the flag, with exit 2. (Issue 26.)
+// on stdout) that names the flag, with exit 2.
 func TestContract_HelpVersionAndWrongFlags(t *testing.T) {
 	for bin, cmds := range binaryCommands {
 		path := builtBinary(t, bin)
@@ -73,7 +73,7 @@ func TestContract_HelpVersionAndWrongFlags(t *testing.T) {
 
 // TestContract_NotFoundInEveryBinary: a store that does not exist is "not found"
 // with exit 1 in each of the four binaries, and none of them creates it unless
-// it writes and the URL says create=true. (Issue 26.)
+// it writes and the URL says create=true.
 func TestContract_NotFoundInEveryBinary(t *testing.T) {
 	endpoint, _, _ := s3test.S3Endpoint(t)
 	bucketURL := fmt.Sprintf("s3://transcript-missing-%d-%d/p?endpoint=%s&insecure=true", os.Getpid(), time.Now().UnixNano(), endpoint)

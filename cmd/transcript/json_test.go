@@ -30,7 +30,7 @@ func TestJSON_MinIO(t *testing.T) { testJSONSchema(t, s3Backend()) }
 
 // testJSONSchema: every --json output of every command is the shape
 // docs/cli-json.schema.json gives it: one object per line for a listing, one
-// object on one line for a summary. (Issue 26.)
+// object on one line for a summary.
 func testJSONSchema(t *testing.T, b backend) {
 	v3 := fixture(t, fixtureV3)
 	store := b.fresh(t)

@@ -70,7 +70,7 @@ func emptyOutbox(t *testing.T) string {
 
 // TestCLI_OutboxNotFound: outbox never answers "all clear" for what is not an
 // outbox, never creates anything, and says "not found" (exit 1) or names the
-// usage error (exit 2). (Issue 26, finding 3.)
+// usage error (exit 2).
 func TestCLI_OutboxNotFound(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope-outbox")
 	plain := t.TempDir() // a directory, but no outbox

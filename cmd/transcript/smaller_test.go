@@ -17,8 +17,8 @@ import (
 	"github.com/transcriptstore/transcript/internal/s3test"
 )
 
-// TestFindings_Smaller holds the smaller findings of issue 26 (finding 7), one row
-// each. Others of that list have tests of their own: help on stdout and --version
+// TestFindings_Smaller holds smaller findings of a review of the command line,
+// one row each. Others of that review have tests of their own: help on stdout and --version
 // (TestContract_HelpVersionAndWrongFlags), the JSON shapes (TestJSON_*), a read
 // command's missing bucket (TestFindings_ReadOnlyCommandsCreateNoBucket), the
 // namespace hint (TestFindings_NamespaceNotFound), --trust-headers

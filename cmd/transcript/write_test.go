@@ -39,7 +39,7 @@ func TestWrite_MinIO(t *testing.T) { testWrites(t, s3Backend()) }
 // testWrites: import and append read the session first and refuse, writing
 // nothing, an input that would merge two sessions, leave one without a header
 // first (which export and restore refuse) or put an id in conflict; an input the
-// session holds already changes nothing and says so. (Issue 26, findings 1 and 2.)
+// session holds already changes nothing and says so.
 func testWrites(t *testing.T, b backend) {
 	v3, v1 := fixture(t, fixtureV3), fixture(t, fixtureV1)
 	sel := func(session string) []string { return []string{"--agent", "a", "--session", session} }

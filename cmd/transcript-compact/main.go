@@ -96,6 +96,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 }
 
 func runJob(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	if len(args) == 1 && args[0] == "help" {
+		args = []string{"--help"} // as 'transcript help' and 'transcript-serve help' take it
+	}
 	fs := cli.NewFlagSet("transcript-compact", usage, stdout)
 	var (
 		j           = &job{out: stdout, errOut: stderr}

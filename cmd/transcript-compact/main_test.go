@@ -300,6 +300,10 @@ func TestJob_Usage(t *testing.T) {
 	r := runBinary(t, context.Background(), "-h")
 	require.Equal(t, 0, r.code)
 	require.Contains(t, r.stdout, "--shard", "help goes to stdout")
+	// 'help', as transcript and transcript-serve take it, is the help too.
+	h := runBinary(t, context.Background(), "help")
+	require.Equal(t, 0, h.code, h.stderr)
+	require.Equal(t, r.stdout, h.stdout)
 }
 
 func TestJob_CorruptSessionSkipped(t *testing.T) {

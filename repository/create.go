@@ -116,7 +116,8 @@ func (r *Repository) sessionInfo(name string) ([]byte, error) {
 // bucket.ErrNotFound. A default-mode append racing the delete may leave its
 // segment behind (a strict one cannot commit: its head write fails, and it
 // removes its segment); segments without the session's header are no session
-// (load), so such a leftover does not bring it back.
+// (load), so such a leftover does not bring it back. A DELETE of an id that
+// holds only such leftovers removes them and gives bucket.ErrNotFound.
 func (r *Repository) Delete(ctx context.Context, id string) error {
 	s, err := r.newSession(id)
 	if err != nil {
@@ -126,11 +127,15 @@ func (r *Repository) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if !exists {
-		return notFound(id)
-	}
+	// Segments without the session's header (an append that raced an
+	// earlier delete, a delete stopped part way) are no session, so the
+	// answer is not found; they are deleted all the same, so that a DELETE
+	// leaves nothing under the id.
 	if err := r.store.Delete(ctx, s.ref); err != nil {
 		return fmt.Errorf("delete session %q: %w", id, err)
+	}
+	if !exists {
+		return notFound(id)
 	}
 	return nil
 }

@@ -327,7 +327,10 @@ func TestManifestArgs(t *testing.T) {
 			Template struct {
 				Spec struct {
 					Containers []struct {
-						Args []string `yaml:"args"`
+						Args          []string `yaml:"args"`
+						LivenessProbe struct {
+							TimeoutSeconds int `yaml:"timeoutSeconds"`
+						} `yaml:"livenessProbe"`
 					} `yaml:"containers"`
 				} `yaml:"spec"`
 			} `yaml:"template"`
@@ -342,6 +345,9 @@ func TestManifestArgs(t *testing.T) {
 	require.NoError(t, parse(fs, args))
 	require.Equal(t, "$(TRANSCRIPT_STORE)", f.store.URL)
 	require.Equal(t, ":8080", f.addr)
+	// A probe past --max-connections waits behind requests in progress.
+	probe := time.Duration(doc.Spec.Template.Spec.Containers[0].LivenessProbe.TimeoutSeconds) * time.Second
+	require.Greater(t, probe, f.requestTimeout, "the liveness probe outwaits a request")
 }
 
 // TestShutdownEndsStreams: SIGTERM ends an open event stream at once (it never

@@ -42,6 +42,11 @@ var (
 	// request may succeed if retried later; the server answers 503 with
 	// Retry-After.
 	ErrUnavailable = errors.New("bucket unavailable")
+	// ErrNoBucket is returned when the bucket itself does not exist (S3's
+	// NoSuchBucket): deleted, or not created yet. Unlike ErrNotFound it says
+	// that nothing under any key is there, and unlike ErrUnavailable that the
+	// server answered; a bucket created again later starts empty.
+	ErrNoBucket = errors.New("bucket does not exist")
 )
 
 // MetaChecksum is the user-metadata name under which Put records PutOptions.Checksum.

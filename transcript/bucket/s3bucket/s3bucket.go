@@ -96,8 +96,9 @@ func New(ctx context.Context, cfg Config) (*Bucket, error) {
 }
 
 // ErrNoBucket is returned (wrapped) by New when the bucket does not exist and
-// Config.Create is not set.
-var ErrNoBucket = errors.New("bucket does not exist")
+// Config.Create is not set. It is bucket.ErrNoBucket, which every request to a
+// bucket deleted since wraps too.
+var ErrNoBucket = bucket.ErrNoBucket
 
 func (b *Bucket) ensureBucket(ctx context.Context) error {
 	ctx, cancel := b.timeout(ctx)
@@ -265,6 +266,10 @@ func classify(ctx context.Context, err error) error {
 	switch {
 	case resp.Code == "NoSuchKey" || resp.Code == "NoSuchObject":
 		return fmt.Errorf("%w (%w)", bucket.ErrNotFound, err)
+	case resp.Code == "NoSuchBucket":
+		// The bucket was deleted (a HEAD's answer has no body: minio-go names
+		// it NoSuchKey unless the server says more, as MinIO does).
+		return fmt.Errorf("%w (%w)", bucket.ErrNoBucket, err)
 	case resp.Code == "PreconditionFailed" || resp.StatusCode == http.StatusPreconditionFailed:
 		// A 412: callers map it to what the operation means (bucket.ErrExists for
 		// a create-only PUT).

@@ -280,6 +280,7 @@ func TestUsage(t *testing.T) {
 		{"unknown flag", []string{"ls", "--store", store, "--nope"}, 2, "", "unknown flag --nope"},
 		{"bad flag value", []string{"restore", "--store", store, "--out", "x", "--parallel", "zero"}, 2, "", "invalid argument"},
 		{"cat without session", []string{"cat", "--store", store}, 2, "", "needs --agent and --session"},
+		{"context without session or file", []string{"context", "--store", store, "--agent", "a"}, 2, "", "context needs --agent and --session, or --file"},
 		{"session path traversal", []string{"cat", "--store", store, "--agent", "a", "--session", "../x"}, 2, "", `--session "../x"`},
 		{"agent with a slash", []string{"export", "--store", store, "--agent", "a/b", "--session", "s"}, 2, "", `--agent "a/b"`},
 		{"namespace path traversal", []string{"ls", "--store", store, "--ns", ".."}, 2, "", `--ns ".."`},

@@ -282,6 +282,9 @@ func runContext(ctx context.Context, env *cliEnv, args []string) error {
 		_, err = fmt.Fprintf(env.stdout, "%s\n", c.JSON())
 		return err
 	case *file == "":
+		if sf.Agent == "" || sf.Session == "" {
+			return usagef("context needs --agent and --session, or --file")
+		}
 		// The context is built from the merged entries as read, streamed: no
 		// tree is materialised, on disk or in memory.
 		res, ref, err := sf.readLean(ctx, "context")

@@ -35,7 +35,11 @@ type RetentionPolicy struct {
 	// newest, over a session's segments, of the earlier of its LastModified and
 	// the time in its key (ties by last update, then session id), so that a
 	// copy of the bucket, whose objects bear the time they were copied, ranks
-	// as the original does.
+	// as the original does. A compacted segment, whose times are the
+	// compaction's, counts no later than the newest key time of its entries'
+	// origins (read from its metadata frame, for the sessions whose newest
+	// segment may be one), so that the sessions one run compacted do not
+	// outrank those written since.
 	KeepLast int
 }
 

@@ -100,11 +100,16 @@ type retainItem struct {
 	lastUpdate time.Time
 	// written ranks the session among its agent's (keep-last): the newest,
 	// over its segments, of the earlier of LastModified and the key's time
-	// (sessionListing.written), which a copy of the bucket does not move.
-	written  time.Time
-	segments int
-	reason   string // why the policy selects it ("" when it does not)
-	held     bool
+	// (sessionListing.written), which a copy of the bucket does not move,
+	// and for a compacted segment, of its entries' newest origin key time
+	// (rankPlan.written), which compaction does not move.
+	written time.Time
+	// rankReads counts the metadata frames of compacted segments read to rank
+	// the session (rankPlan.written).
+	rankReads int
+	segments  int
+	reason    string // why the policy selects it ("" when it does not)
+	held      bool
 	// The session's retention mark, when one is listed: markObj as listed, mark
 	// as read (marked: one of ours; foreign: not one of ours), and the segments
 	// written since it that it does not name (unseenWrites).
@@ -118,8 +123,9 @@ type retainItem struct {
 
 // Retain applies r to the sessions of agent in namespace (every agent when agent is
 // "", every one OwnAgent selects): it lists each agent's sessions with one
-// recursive listing, ranks them by when they were last written (see
-// RetentionPolicy.KeepLast) and decides each against the agent's policy
+// recursive listing (and, for keep-last, the metadata frame of each session's
+// newest compacted segment that may outrank its level-0 ones), ranks them by
+// when they were last written (see RetentionPolicy.KeepLast) and decides each against the agent's policy
 // (Retention.PolicyFor) on the bucket's clock. A selected session gets a retention
 // mark (RetentionMarkName) naming its segments; once the mark is DeleteDelay old, a
 // later run lists the session again and deletes it only if it holds no segment the
@@ -192,6 +198,8 @@ func (s *Store) Retain(ctx context.Context, namespace, agent string, r *Retentio
 func (s *Store) retentionItems(ctx context.Context, r *Retention, namespace, agent, nsPrefix string, parallel int) ([]*retainItem, time.Time, error) {
 	var items []*retainItem
 	listings := map[*retainItem]sessionListing{} // of the marked sessions
+	plans := map[*retainItem]rankPlan{}          // of the sessions a compacted segment may rank
+	p, _ := r.PolicyFor(namespace, agent)
 	lp := nsPrefix + agent + "/"
 	err := s.listSessions(ctx, namespace, nsPrefix, lp, func(ref TranscriptRef, ls sessionListing) error {
 		if len(ls.hiding) > 0 {
@@ -207,6 +215,11 @@ func (s *Store) retentionItems(ctx context.Context, r *Retention, namespace, age
 		if it.markObj != nil {
 			listings[it] = ls
 		}
+		if p.KeepLast > 0 {
+			if rp := planRank(ls); len(rp.cands) > 0 {
+				plans[it] = rp
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -215,6 +228,13 @@ func (s *Store) retentionItems(ctx context.Context, r *Retention, namespace, age
 	now, err := s.bucketNow(ctx)
 	if err != nil {
 		return nil, now, err
+	}
+	if len(plans) > 0 && rankedCount(items) > p.KeepLast {
+		// Keep-last selects some: rank the sessions whose newest segment may be
+		// a compaction by their entries' writes.
+		if err := s.rankByWrites(ctx, plans, parallel); err != nil {
+			return nil, now, err
+		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(1, parallel))
@@ -227,7 +247,6 @@ func (s *Store) retentionItems(ctx context.Context, r *Retention, namespace, age
 	if err := g.Wait(); err != nil {
 		return nil, now, err
 	}
-	p, _ := r.PolicyFor(namespace, agent)
 	decideRetention(r, p, now, items)
 	return items, now, ctx.Err()
 }
@@ -273,8 +292,11 @@ func (s *Store) readItemMark(ctx context.Context, it *retainItem, ls sessionList
 // last, not the newest. The time in a segment's key is the writer's, copied
 // with the key; the earlier of the two is the bucket's time on the original
 // (a writer whose clock runs ahead cannot move its sessions up) and the
-// writer's on a copy. Max-age stays on the bucket's clock alone: a copy makes
-// sessions look younger, never older, so it never deletes one early.
+// writer's on a copy. A compacted segment's LastModified and key time are the
+// compaction's, so retentionItems lowers its time to its entries' newest
+// origin key time (rankPlan.written) before the ranking. Max-age stays on the
+// bucket's clock alone: a copy or a compaction makes sessions look younger,
+// never older, so it never deletes one early.
 func decideRetention(r *Retention, p RetentionPolicy, now time.Time, items []*retainItem) {
 	slices.SortFunc(items, func(a, b *retainItem) int {
 		if c := b.written.Compare(a.written); c != 0 {

@@ -1,0 +1,102 @@
+package transcript_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
+)
+
+// TestRetain_KeepLastRanksCompactedByTheirEntries: an operator who compacts
+// nightly and keeps each agent's N newest sessions must keep the sessions
+// written last, whether the night's compaction merged them or not. A
+// compacted segment's key time and LastModified are both the compaction's, so
+// keep-last ranked every session compacted in one run as written at the
+// compaction, ahead of sessions written since their last write but before the
+// compaction that were not compacted (one segment): it marked the recent
+// sessions and kept the long-dead ones. It now ranks a session whose newest
+// segment is compacted by the newest origin key time its metadata frame
+// records (one ranged GET of such sessions only), never later than the
+// compacted segment's own times.
+func TestRetain_KeepLastRanksCompactedByTheirEntries(t *testing.T) {
+	ctx := t.Context()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := t0
+	tick := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+
+	mb := membucket.New()
+	mb.SetClock(now)
+	fc := newFetchCounter(mb)
+	s, err := transcript.New(transcript.Config{Bucket: fc, Clock: transcript.NewClock(now)})
+	require.NoError(t, err)
+	defer s.Close()
+	w, err := transcript.NewWriter("replica")
+	require.NoError(t, err)
+	ref := func(id string) transcript.TranscriptRef {
+		return transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: id}
+	}
+	appendTo := func(id string, n int) {
+		for i := range n {
+			_, err := s.AppendSegment(ctx, ref(id), [][]byte{[]byte(`{"type":"session","version":3,"id":"` + id +
+				`","timestamp":"2026-11-01T00:00:00.000Z","cwd":"/w","n":` + string(rune('0'+i)) + `}`)}, w)
+			require.NoError(t, err)
+			tick(time.Minute)
+		}
+	}
+	// Two long-dead sessions with several segments each, a day apart; then,
+	// days later, two recent sessions of one segment each (nothing to merge).
+	appendTo("dead-a", 4)
+	tick(24 * time.Hour)
+	appendTo("dead-b", 4)
+	tick(10 * 24 * time.Hour)
+	appendTo("recent-a", 1)
+	tick(time.Hour)
+	appendTo("recent-b", 1)
+	tick(time.Hour)
+	// The night's compaction merges the dead sessions.
+	for _, id := range []string{"dead-a", "dead-b"} {
+		res, err := s.Compact(ctx, ref(id), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce, Writer: w})
+		require.NoError(t, err)
+		require.Equal(t, 1, res.SegmentsOut(), "%s compacted", id)
+	}
+	tick(time.Hour)
+
+	run := func(keep int) (marked []string, metaReads int) {
+		fc.take()
+		r := transcript.Retention{Rules: []transcript.RetentionRule{{Policy: transcript.RetentionPolicy{KeepLast: keep}}}}
+		var mu sync.Mutex
+		require.NoError(t, s.Retain(context.WithoutCancel(ctx), "acme", "", &r, transcript.RetentionOptions{DryRun: true},
+			func(res transcript.RetentionResult, err error) {
+				require.NoError(t, err)
+				if res.Action == transcript.RetentionMarked {
+					mu.Lock()
+					marked = append(marked, res.Ref.SessionID)
+					mu.Unlock()
+				}
+			}))
+		_, metaReads = fc.take()
+		return marked, metaReads
+	}
+	tests := []struct {
+		keep      int
+		marked    []string
+		metaReads int // ranged GETs of compacted segments' metadata
+	}{
+		{keep: 1, marked: []string{"dead-a", "dead-b", "recent-a"}, metaReads: 2},
+		{keep: 2, marked: []string{"dead-a", "dead-b"}, metaReads: 2},
+		{keep: 3, marked: []string{"dead-a"}, metaReads: 2},
+		{keep: 4, marked: nil, metaReads: 0}, // no more sessions than kept: nothing to rank
+	}
+	for _, tt := range tests {
+		marked, reads := run(tt.keep)
+		require.ElementsMatch(t, tt.marked, marked, "keep-last %d", tt.keep)
+		require.Equal(t, tt.metaReads, reads, "keep-last %d: metadata reads", tt.keep)
+	}
+}

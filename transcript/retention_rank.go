@@ -1,0 +1,136 @@
+package transcript
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/transcriptstore/transcript/segment"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+)
+
+// rankCandidate is a compacted segment that may hold a session's newest write:
+// its key and bound, the earlier of its LastModified and its key time (both the
+// compaction's, not its entries').
+type rankCandidate struct {
+	key   string
+	bound time.Time
+}
+
+// rankPlan is what keep-last's ranking of one session needs beyond its
+// listing: base, the newest of the earlier of LastModified and key time over
+// its level-0 segments, and the compacted segments whose bound is later than
+// base, latest bound first.
+type rankPlan struct {
+	base  time.Time
+	cands []rankCandidate
+}
+
+// planRank returns the rank plan of a session's listing.
+func planRank(ls sessionListing) rankPlan {
+	var p rankPlan
+	for _, in := range ls.infos {
+		w := earlier(ls.stored[in.Key], in.Time)
+		if in.Level == 0 {
+			p.base = later(p.base, w)
+			continue
+		}
+		p.cands = append(p.cands, rankCandidate{key: in.Key, bound: w})
+	}
+	p.cands = slices.DeleteFunc(p.cands, func(c rankCandidate) bool { return !c.bound.After(p.base) })
+	slices.SortFunc(p.cands, func(a, b rankCandidate) int { return b.bound.Compare(a.bound) })
+	return p
+}
+
+// written returns when the session was last written: the newest, over its
+// segments, of the earlier of LastModified and key time, where a compacted
+// segment's time is moreover no later than the newest key time of its
+// entries' origins (the level-0 segments they were first stored in), read
+// from its metadata frame. It reads the compacted segments latest bound
+// first, and stops at the first whose bound is no later than what it has:
+// usually one ranged GET, none when a level-0 segment is the newest.
+func (p rankPlan) written(ctx context.Context, s *Store) (time.Time, int, error) {
+	w, reads := p.base, 0
+	for _, c := range p.cands {
+		if !c.bound.After(w) {
+			break
+		}
+		m, err := s.ReadSegmentMeta(ctx, c.key)
+		reads++
+		switch {
+		case errors.Is(err, bucket.ErrNotFound):
+			// Collected since the listing: rank it as listed (no earlier).
+			w = c.bound
+			continue
+		case err != nil:
+			return time.Time{}, reads, fmt.Errorf("rank for keep-last: %w", err)
+		}
+		w = later(w, earlier(c.bound, newestOrigin(m, c.bound)))
+	}
+	return w, reads, nil
+}
+
+// newestOrigin returns the newest key time of the origins m records (for a
+// version 1 segment, which records none, of its inputs), or def when none
+// parses.
+func newestOrigin(m segment.Meta, def time.Time) time.Time {
+	var t time.Time
+	for _, o := range m.Origins {
+		t = later(t, Origin{Key: o.Key}.Time())
+	}
+	if len(m.Origins) == 0 {
+		for _, in := range m.Inputs {
+			if it, err := relKeyTime(in); err == nil {
+				t = later(t, it)
+			}
+		}
+	}
+	if t.IsZero() {
+		return def
+	}
+	return t
+}
+
+// rankByWrites sets the written time of each item of plans, parallel at a
+// time, from its rank plan, and the metadata frames it read for it
+// (retainItem.rankReads). An error of one read stops the agent's decision: a
+// wrong rank would select another session.
+func (s *Store) rankByWrites(ctx context.Context, plans map[*retainItem]rankPlan, parallel int) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, parallel))
+	for it, p := range plans {
+		g.Go(func() error {
+			w, n, err := p.written(gctx, s)
+			it.rankReads = n
+			if err != nil {
+				return fmt.Errorf("%s: %w", it.ref, err)
+			}
+			it.written = w
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// rankedCount returns how many of items keep-last ranks: those with a segment.
+func rankedCount(items []*retainItem) int {
+	n := 0
+	for _, it := range items {
+		if it.segments > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -100,3 +100,73 @@ func TestRetain_KeepLastRanksCompactedByTheirEntries(t *testing.T) {
 		require.Equal(t, tt.metaReads, reads, "keep-last %d: metadata reads", tt.keep)
 	}
 }
+
+// TestRetain_CompactionKeepsTheRanking: compacting sessions does not move
+// them in keep-last's ranking, also a session whose last write resent entries
+// it already held (a writer's retry): the compaction keeps one copy, with the
+// earlier origin, but the session was written when the resend landed, and
+// ranked so before the compaction.
+func TestRetain_CompactionKeepsTheRanking(t *testing.T) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	tick := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	mb := membucket.New()
+	mb.SetClock(now)
+	s, err := transcript.New(transcript.Config{Bucket: mb, Clock: transcript.NewClock(now)})
+	require.NoError(t, err)
+	defer s.Close()
+	w, err := transcript.NewWriter("replica")
+	require.NoError(t, err)
+	ref := func(id string) transcript.TranscriptRef {
+		return transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: id}
+	}
+	put := func(id, entry string) {
+		_, err := s.AppendSegment(ctx, ref(id), [][]byte{[]byte(entry)}, w)
+		require.NoError(t, err)
+		tick(time.Minute)
+	}
+	header := func(id string) string {
+		return `{"type":"session","version":3,"id":"` + id + `","timestamp":"2026-11-01T00:00:00.000Z","cwd":"/w"}`
+	}
+	msg := `{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2026-11-01T00:01:00.000Z","message":{"role":"user","content":"hi"}}`
+	put("old", header("old"))
+	put("old", msg)
+	put("resend", header("resend"))
+	put("resend", msg)
+	tick(5 * 24 * time.Hour)
+	put("mid", header("mid"))
+	tick(3 * 24 * time.Hour)
+	put("resend", msg) // the retry, days later: the same bytes
+	tick(time.Hour)
+
+	marked := func(keep int) []string {
+		r := transcript.Retention{Rules: []transcript.RetentionRule{{Policy: transcript.RetentionPolicy{KeepLast: keep}}}}
+		var out []string
+		var mu sync.Mutex
+		require.NoError(t, s.Retain(context.WithoutCancel(ctx), "acme", "", &r, transcript.RetentionOptions{DryRun: true},
+			func(res transcript.RetentionResult, err error) {
+				require.NoError(t, err)
+				if res.Action == transcript.RetentionMarked {
+					mu.Lock()
+					out = append(out, res.Ref.SessionID)
+					mu.Unlock()
+				}
+			}))
+		return out
+	}
+	want := map[int][]string{1: {"old", "mid"}, 2: {"old"}}
+	for keep, m := range want {
+		require.ElementsMatch(t, m, marked(keep), "keep-last %d before the compaction", keep)
+	}
+	for _, id := range []string{"old", "resend"} {
+		res, err := s.Compact(ctx, ref(id), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce, Writer: w})
+		require.NoError(t, err)
+		require.Equal(t, 1, res.SegmentsOut(), "%s compacted", id)
+	}
+	tick(time.Hour)
+	for keep, m := range want {
+		require.ElementsMatch(t, m, marked(keep), "keep-last %d after the compaction", keep)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -12,6 +13,10 @@ import (
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
+
+// level0Rel begins the key of a level-0 segment relative to its session (an
+// input or an origin of a compacted segment: "L0/{name}.jsonl.zst").
+const level0Rel = "L0/"
 
 // rankCandidate is a compacted segment that may hold a session's newest write:
 // its key and bound, the earlier of its LastModified and its key time (both the
@@ -74,19 +79,24 @@ func (p rankPlan) written(ctx context.Context, s *Store) (time.Time, int, error)
 	return w, reads, nil
 }
 
-// newestOrigin returns the newest key time of the origins m records (for a
-// version 1 segment, which records none, of its inputs), or def when none
-// parses.
+// newestOrigin returns the newest key time of the level-0 segments whose
+// writes m holds, or def when none parses: of its entries' origins and of its
+// level-0 inputs (an input whose entries all repeat earlier ones, a resend,
+// keeps no origin but was a write, and counted as one before the compaction).
+// The inputs of a higher level are compactions, whose key times are not
+// writes', but for a version 1 segment, which records no origins, whose inputs
+// count all the same (no later than the segment itself).
 func newestOrigin(m segment.Meta, def time.Time) time.Time {
 	var t time.Time
 	for _, o := range m.Origins {
 		t = later(t, Origin{Key: o.Key}.Time())
 	}
-	if len(m.Origins) == 0 {
-		for _, in := range m.Inputs {
-			if it, err := relKeyTime(in); err == nil {
-				t = later(t, it)
-			}
+	for _, in := range m.Inputs {
+		if len(m.Origins) > 0 && !strings.HasPrefix(in, level0Rel) {
+			continue
+		}
+		if it, err := relKeyTime(in); err == nil {
+			t = later(t, it)
 		}
 	}
 	if t.IsZero() {

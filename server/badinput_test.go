@@ -29,7 +29,7 @@ func oneEntrySession(t *testing.T) *client {
 
 // TestBadEntriesAreTheClientsError: every entry the repository refuses is the
 // client's error, a 4xx whose code openapi.yaml lists and that names the entry's
-// index, never a 500; nothing of the refused append is stored. (Issue 29, item 4.)
+// index, never a 500; nothing of the refused append is stored.
 func TestBadEntriesAreTheClientsError(t *testing.T) {
 	good := msg("u2", "u1", "user", "ok")
 	cases := []struct {

@@ -69,7 +69,7 @@ func requireEnvelope(t *testing.T, status int, h http.Header, body []byte, code 
 // request, and answers what is: a body of another type, trailing data, unknown
 // fields and type errors name what is wrong; unknown routes and methods answer
 // 404 and 405; a create of an existing id with other fields is a 409; conflicts
-// name the entry; ids the command line accepts are served. (Issue 26, finding 6.)
+// name the entry; ids the command line accepts are served.
 func TestEdge(t *testing.T) {
 	const jsonType = "application/json"
 	appendBody := func(head string, entries ...json.RawMessage) string {
@@ -201,7 +201,7 @@ func writeLikeTheCLI(t *testing.T, b bucket.Bucket, ns, id string) {
 
 // TestEdge_StalledBody: a body that stops arriving answers 408 request_timeout
 // once Config.BodyTimeout has passed, in the envelope, and the connection is
-// closed. (Issue 26, finding 6.)
+// closed.
 func TestEdge_StalledBody(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
@@ -303,7 +303,6 @@ func TestEdge_BodiesInFlightBounded(t *testing.T) {
 
 // TestEdge_BucketDown: with MinIO unreachable, requests answer 503 unavailable
 // with Retry-After (what clients retry on), /readyz too; once it is back, 200.
-// (Issue 26, finding 6.)
 func TestEdge_BucketDown(t *testing.T) {
 	endpoint, access, secret := s3test.S3Endpoint(t)
 	name := s3test.NewS3Bucket(t, "serve-down-").Name()
@@ -402,7 +401,7 @@ func (p *tcpProxy) stop() {
 }
 
 // TestEdge_LogDurations: each request's log line carries its duration with its
-// unit, duration_ms, a number of milliseconds. (Issue 26, finding 7.)
+// unit, duration_ms, a number of milliseconds.
 func TestEdge_LogDurations(t *testing.T) {
 	ts := newServer(t, backends[0].new(t), server.Config{})
 	c := ts.as(t, "acme", "alice")

@@ -19,7 +19,7 @@ type listPage struct {
 // TestListPagesAndFilters: GET /v1/sessions reports each session's cwd, pages in
 // id order with a cursor ("next", passed back as "after") and a limit, filters by
 // cwd, and answers a limit that is not an integer from 1 up as the client's
-// error. (Issue 29, items 2 and 6.)
+// error.
 func TestListPagesAndFilters(t *testing.T) {
 	c := newServer(t, backends[0].new(t), server.Config{}).as(t, "acme", "alice")
 	cwds := map[string]string{"s1": "/a", "s2": "/b", "s3": "/a", "s4": "", "s5": "/a", "s6": "/b"}

@@ -60,7 +60,7 @@ func readAll(t *testing.T, c *client, id string, pageSize int) (ids []string, pa
 // that did not see the appends answers what the bucket holds, a page read
 // costs one request once the session is open (the head object, or one listing
 // of the newest keys), so reading a session page by page costs O(n) in total,
-// and a read of an unchanged session costs a LIST or less. (Issue 29, item 1.)
+// and a read of an unchanged session costs a LIST or less.
 func TestReadsCostWhatIsNew(t *testing.T) {
 	for _, be := range backends[:2] {
 		for _, strict := range []bool{true, false} {
@@ -112,7 +112,7 @@ func TestReadsCostWhatIsNew(t *testing.T) {
 
 // TestStaleHeadAndForkReadWhatIsNew: a stale-head 409 reports the committed head,
 // and a fork tells an unknown entry from an unknown session, each without reading
-// the session again. (Issue 29, item 1.)
+// the session again.
 func TestStaleHeadAndForkReadWhatIsNew(t *testing.T) {
 	b := backends[0].new(t)
 	cb, requests := countingBucket(t, b)

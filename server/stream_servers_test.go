@@ -47,7 +47,7 @@ func postAppend(base, token, id string, i int) error {
 // appends through one while another client streams from the other, which is
 // restarted half way (its streams end, a new server takes its place) and resumed
 // from Last-Event-ID: the streaming client sees every entry exactly once, in
-// the order committed. (Issue 29, item 8.)
+// the order committed.
 func TestEventStreamAcrossServersAndRestart(t *testing.T) {
 	for _, be := range backends[:2] {
 		t.Run(be.name, func(t *testing.T) {

@@ -32,7 +32,6 @@ func appendChain(t *testing.T, c *client, id string, from, to int) []string {
 // committed entry (through this server at once, through another on the same
 // bucket within the watch interval), with the sequence number as event id and
 // heartbeats while idle; Last-Event-ID resumes exactly and wins over "after".
-// (Issue 29, item 3.)
 func TestEventStream(t *testing.T) {
 	for _, be := range backends[:2] {
 		t.Run(be.name, func(t *testing.T) {
@@ -77,7 +76,6 @@ func TestEventStream(t *testing.T) {
 // TestEventStreamEnds: a stream ends with an "error" event when its session is
 // deleted, with "reset" when a default-mode session's sequence changes under it,
 // and without an event when the server ends its streams (new ones are then 503).
-// (Issue 29, item 3.)
 func TestEventStreamEnds(t *testing.T) {
 	b := backends[0].new(t)
 	ts := newServer(t, b, server.Config{WatchInterval: 20 * time.Millisecond})
@@ -124,7 +122,7 @@ func TestEventStreamEnds(t *testing.T) {
 
 // TestEventStreamBounds: an owner holds at most MaxStreamsPerOwner streams (then
 // 429 too_many_streams with Retry-After, in the envelope), another owner is not
-// held back, and a closed stream frees its place. (Issue 29, item 3.)
+// held back, and a closed stream frees its place.
 func TestEventStreamBounds(t *testing.T) {
 	ts := newServer(t, backends[0].new(t), server.Config{MaxStreamsPerOwner: 2})
 	alice, bob := ts.as(t, "acme", "alice"), ts.as(t, "acme", "bob")

@@ -233,7 +233,7 @@ func TestBucketMetrics(t *testing.T) {
 
 // TestUsage checks the command line: usage errors exit 2 and print nothing on
 // stdout; help and the version go to stdout; a token that would be expired at once
-// is refused. (Issue 26, finding 7.)
+// is refused.
 func TestUsage(t *testing.T) {
 	key := map[string]string{"TRANSCRIPT_JWT_KEY": testKey}
 	cases := []struct {
@@ -293,7 +293,7 @@ func TestUsage(t *testing.T) {
 }
 
 // TestTrustHeadersWarns: a server that takes owners from headers says so, at
-// warning level, before it listens. (Issue 26, finding 7.)
+// warning level, before it listens.
 func TestTrustHeadersWarns(t *testing.T) {
 	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--store", "file://"+t.TempDir(), "--trust-headers")
 	stderr, err := cmd.StderrPipe()

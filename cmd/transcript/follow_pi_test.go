@@ -23,7 +23,7 @@ import (
 	"github.com/transcriptstore/transcript/transcript"
 )
 
-// TestFollowPi16_KilledAtRandom is issue 28's test: Pi 1.6's own
+// TestFollowPi16_KilledAtRandom: Pi 1.6's own
 // SessionManager writes several sessions at once into a fresh sessions root
 // (branches, compactions, and a version 1 file that Pi migrates and rewrites in
 // place), while `transcript follow` uploads them to MinIO and is killed with

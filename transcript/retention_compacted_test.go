@@ -170,3 +170,59 @@ func TestRetain_CompactionKeepsTheRanking(t *testing.T) {
 		require.ElementsMatch(t, m, marked(keep), "keep-last %d after the compaction", keep)
 	}
 }
+
+// TestRetain_CompactedSkewedWriterRanksNoLaterThanItsCompaction: origin key
+// times are the writers' clocks. A writer whose clock runs ahead cannot rank
+// its compacted session after the compaction (its LastModified and key time,
+// the bucket's and the compactor's clocks), so a session written since on an
+// honest clock still outranks it.
+func TestRetain_CompactedSkewedWriterRanksNoLaterThanItsCompaction(t *testing.T) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	tick := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	ahead := func() time.Time { return now().Add(30 * 24 * time.Hour) }
+	mb := membucket.New()
+	mb.SetClock(now)
+	honest, err := transcript.New(transcript.Config{Bucket: mb, Clock: transcript.NewClock(now)})
+	require.NoError(t, err)
+	defer honest.Close()
+	fast, err := transcript.New(transcript.Config{Bucket: mb, Clock: transcript.NewClock(ahead)})
+	require.NoError(t, err)
+	defer fast.Close()
+	w, err := transcript.NewWriter("replica")
+	require.NoError(t, err)
+	ref := func(id string) transcript.TranscriptRef {
+		return transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: id}
+	}
+	put := func(s *transcript.Store, id string, n int) {
+		for i := range n {
+			_, err := s.AppendSegment(ctx, ref(id), [][]byte{[]byte(`{"type":"session","version":3,"id":"` + id +
+				`","timestamp":"2026-11-01T00:00:00.000Z","cwd":"/w","n":` + string(rune('0'+i)) + `}`)}, w)
+			require.NoError(t, err)
+			tick(time.Minute)
+		}
+	}
+	put(fast, "skewed", 2) // keys 30 days ahead
+	tick(10 * 24 * time.Hour)
+	res, err := honest.Compact(ctx, ref("skewed"), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce, Writer: w})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.SegmentsOut())
+	tick(24 * time.Hour)
+	put(honest, "later", 1)
+
+	r := transcript.Retention{Rules: []transcript.RetentionRule{{Policy: transcript.RetentionPolicy{KeepLast: 1}}}}
+	var marked []string
+	var mmu sync.Mutex
+	require.NoError(t, honest.Retain(ctx, "acme", "", &r, transcript.RetentionOptions{DryRun: true},
+		func(res transcript.RetentionResult, err error) {
+			require.NoError(t, err)
+			if res.Action == transcript.RetentionMarked {
+				mmu.Lock()
+				marked = append(marked, res.Ref.SessionID)
+				mmu.Unlock()
+			}
+		}))
+	require.Equal(t, []string{"skewed"}, marked)
+}

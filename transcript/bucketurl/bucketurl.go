@@ -23,6 +23,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minio/minio-go/v7/pkg/s3utils"
+
 	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/filebucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
@@ -178,6 +180,10 @@ func parseS3(u *url.URL, fail func(string, ...any) (Location, error)) (Location,
 	}
 	if cfg.Create && cfg.NoCheck {
 		return fail("create=true needs the check that check=false leaves out")
+	}
+	// A name S3 refuses is the command line's mistake, said before any request.
+	if err := s3utils.CheckValidBucketName(cfg.Bucket); err != nil {
+		return fail("bucket name %q: %v", cfg.Bucket, err)
 	}
 	return Location{Scheme: "s3", S3: cfg, Prefix: prefix}, nil
 }

@@ -75,6 +75,8 @@ func TestParse_Errors(t *testing.T) {
 		{"s3://AKIAEXAMPLE:hunter2@b/p", "credentials in the URL"},
 		{"s3://b#frag", "fragment"},
 		{"s3://b/%zz", "malformed"},
+		{"s3://b/p", `bucket name "b"`},
+		{"s3://a..b/p", `bucket name "a..b"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {

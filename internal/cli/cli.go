@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -59,11 +60,19 @@ func ExitCode(err error, stderr io.Writer, hint string) int {
 	default:
 		fmt.Fprintf(stderr, "Error: %s\n", Escape(err.Error()))
 		if errors.Is(err, bucket.ErrAccessDenied) {
-			fmt.Fprintln(stderr, AccessDeniedHint)
+			if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_SECRET_ACCESS_KEY") == "" {
+				fmt.Fprintln(stderr, NoCredentialsHint)
+			} else {
+				fmt.Fprintln(stderr, AccessDeniedHint)
+			}
 		}
 		return 1
 	}
 }
+
+// NoCredentialsHint follows an error the bucket refused when no credentials
+// were set: the request went without any.
+const NoCredentialsHint = "Hint: no credentials are set, so the store was asked without any: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (deploy/iam lists what each role may do)."
 
 // AccessDeniedHint follows an error the bucket refused for the credentials.
 const AccessDeniedHint = "Hint: the store refused these credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): check that they are right and that their policy allows this command (deploy/iam lists what each role may do)."

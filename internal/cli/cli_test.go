@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/internal/cli"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 func TestExitCode(t *testing.T) {
@@ -90,4 +91,26 @@ func TestParse(t *testing.T) {
 	require.NoError(t, cli.Parse(fs, []string{"--agent", "a"}))
 	require.Equal(t, cli.StoreFlags{URL: "mem://", Namespace: "default", Agent: "a"}, sf, "TRANSCRIPT_STORE sets the default store")
 	require.ErrorIs(t, cli.Parse(fs, []string{"--help"}), cli.ErrHelp)
+}
+
+// TestExitCode_AccessDeniedHint: a refusal names the credentials that were
+// set, or says that none were (the request went anonymous).
+func TestExitCode_AccessDeniedHint(t *testing.T) {
+	denied := fmt.Errorf("list: %w", bucket.ErrAccessDenied)
+	cases := []struct {
+		name, key, secret, hint string
+	}{
+		{"credentials set", "AKIA", "secret", cli.AccessDeniedHint},
+		{"none set", "", "", cli.NoCredentialsHint},
+		{"only the key", "AKIA", "", cli.AccessDeniedHint},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("AWS_ACCESS_KEY_ID", tc.key)
+			t.Setenv("AWS_SECRET_ACCESS_KEY", tc.secret)
+			var buf bytes.Buffer
+			require.Equal(t, 1, cli.ExitCode(denied, &buf, "tool -h"))
+			require.Contains(t, buf.String(), "\n"+tc.hint+"\n")
+		})
+	}
 }

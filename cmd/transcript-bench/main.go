@@ -120,6 +120,9 @@ type options struct {
 }
 
 func parseFlags(args []string, stdout io.Writer) (options, error) {
+	if len(args) == 1 && args[0] == "help" {
+		args = []string{"--help"} // as the other binaries take it
+	}
 	var o options
 	fs := cli.NewFlagSet("transcript-bench", benchUsage, stdout)
 	// No TRANSCRIPT_STORE here: the bench writes (under a prefix of its own), so the

@@ -228,6 +228,11 @@ func TestParseFlags_UsageErrorsExit2(t *testing.T) {
 	_, err := parseFlags([]string{"--help"}, &help)
 	require.Equal(t, 0, cli.ExitCode(err, &bytes.Buffer{}, ""))
 	require.Contains(t, help.String(), "--store URL")
+	// 'help', as the other binaries take it, is the help too.
+	var word bytes.Buffer
+	_, err = parseFlags([]string{"help"}, &word)
+	require.Equal(t, 0, cli.ExitCode(err, &bytes.Buffer{}, ""))
+	require.Equal(t, help.String(), word.String())
 	require.NotContains(t, help.String(), "--scale", "hidden")
 }
 

@@ -84,6 +84,7 @@ func TestPayloads_CLI(t *testing.T) {
 	r = cli(t, "verify", "--store", store)
 	require.Equal(t, 1, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stdout, "payload "+hex.EncodeToString(h[:]))
+	require.Contains(t, r.stdout, " bytes, 2 references): ", "the references counted in words")
 	r = cli(t, "verify", "--store", store, "--no-payloads")
 	require.Equal(t, 0, r.code, "--no-payloads reads no payload: %s", r.stdout)
 

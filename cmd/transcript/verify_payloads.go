@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript"
 )
@@ -95,7 +96,7 @@ func checkPayloads(ctx context.Context, s *transcript.Store, checks []sessionChe
 			mu.Lock()
 			defer mu.Unlock()
 			out.problems = append(out.problems, verifyProblem{Session: u.session, Key: u.key,
-				Problem: fmt.Sprintf("payload %s (%d bytes, %d references): %v", hex.EncodeToString(k.hash[:]), u.size, u.refs, err)})
+				Problem: fmt.Sprintf("payload %s (%d bytes, %s): %v", hex.EncodeToString(k.hash[:]), u.size, cmdcli.Count(u.refs, "reference"), err)})
 			return nil
 		})
 	}

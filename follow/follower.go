@@ -50,6 +50,8 @@ type Follower struct {
 	// be under way), or last found a session lost since; auditedAt: when
 	// the follower last asked about every file since (marker.go).
 	lostAt, auditedAt time.Time
+	// bucketMissing: the store's bucket does not exist (nobucket.go).
+	bucketMissing bool
 
 	mu    sync.Mutex
 	stats stats
@@ -247,7 +249,7 @@ func (f *Follower) failed(t *tracked, err error) {
 // save writes the state file.
 func (f *Follower) save() error {
 	doc := &stateDoc{Format: stateFormat, Root: f.cfg.Root, Follower: f.id, Host: f.place.Host, Machine: f.place.ID, StateDir: f.place.stateDir,
-		Marked: f.marked, MarkedIn: f.markedIn(), LostAt: f.lostAt, AuditedAt: f.auditedAt,
+		Marked: f.marked, MarkedIn: f.markedIn(), LostAt: f.lostAt, AuditedAt: f.auditedAt, NoBucket: f.bucketMissing,
 		Files: make(map[string]*fileState, len(f.files))}
 	for rel, t := range f.files {
 		if t.kind != kindFollowing || (t.offset == 0 && t.uploading == 0) {

@@ -18,6 +18,7 @@ import (
 	"github.com/transcriptstore/transcript/follow"
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -49,12 +50,21 @@ type remote struct {
 	// nothing (as when every batch is in flight already).
 	drops      int
 	keepQueued bool
+	// gone: the bucket does not exist (deleteBucket): every request to the
+	// store fails with bucket.ErrNoBucket, and flush uploads nothing (the
+	// outbox retries). missing tells the follower, as an outbox whose
+	// uploads fail so (a follow.BucketWatcher).
+	gone    bool
+	missing chan struct{}
 }
 
 func newRemote() *remote {
 	return &remote{direct: true, segments: map[transcript.TranscriptRef][][][]byte{}, pending: map[transcript.TranscriptRef][][][]byte{},
-		markers: map[string][]byte{}}
+		markers: map[string][]byte{}, missing: make(chan struct{}, 1)}
 }
+
+// errNoBucket is what the remote's store answers while its bucket is gone.
+var errNoBucket = fmt.Errorf("NoSuchBucket: %w", bucket.ErrNoBucket)
 
 var errInjected = errors.New("injected upload failure")
 
@@ -97,6 +107,9 @@ func (r *remote) Entries(_ context.Context, ref transcript.TranscriptRef) ([][]b
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reads++
+	if r.gone {
+		return nil, errNoBucket
+	}
 	return slices.Concat(r.segments[ref]...), nil
 }
 
@@ -106,6 +119,9 @@ func (r *remote) SessionExists(_ context.Context, ref transcript.TranscriptRef) 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.existsChecks++
+	if r.gone {
+		return false, errNoBucket
+	}
 	if r.checkFails || r.existsFails {
 		return false, errInjected
 	}
@@ -129,6 +145,9 @@ func (r *remote) MarkerExists(_ context.Context, ns, id string) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.markerChecks++
+	if r.gone {
+		return false, errNoBucket
+	}
 	if r.checkFails {
 		return false, errInjected
 	}
@@ -141,6 +160,9 @@ func (r *remote) MarkerExists(_ context.Context, ns, id string) (bool, error) {
 func (r *remote) PutMarker(_ context.Context, ns, id string, body []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.gone {
+		return errNoBucket
+	}
 	if r.checkFails {
 		return errInjected
 	}
@@ -168,6 +190,9 @@ func (r *remote) DropQueued(_ context.Context, ref transcript.TranscriptRef) (in
 func (r *remote) flush() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.gone {
+		return
+	}
 	for ref, segs := range r.pending {
 		r.segments[ref] = append(r.segments[ref], segs...)
 	}

@@ -119,6 +119,13 @@ func (f *Follower) lookForLoss(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
 	defer cancel()
 	has, err := c.MarkerExists(cctx, f.cfg.Namespace, f.id)
+	if f.bucketGone(ctx, err) {
+		return // looked for again at the next rescan
+	}
+	wasMissing := f.bucketMissing
+	if err == nil && wasMissing {
+		f.bucketBack()
+	}
 	if err == nil && has {
 		if !f.marked {
 			f.marked, f.dirty = true, true
@@ -129,15 +136,20 @@ func (f *Follower) lookForLoss(ctx context.Context) {
 	if err == nil && f.marked {
 		f.lostAt, f.auditedAt = f.cfg.Now(), f.cfg.Now()
 		n := f.auditAll()
-		f.emit(Event{Kind: EventLost, Message: fmt.Sprintf("the store no longer holds this follower's marker %s "+
-			"(its bucket or prefix emptied?): asking whether it still holds the session of each of the %d files handed over, "+
-			"and uploading again those it lost", f.id, n)})
+		if !wasMissing { // else reported when the bucket went
+			f.emit(Event{Kind: EventLost, Message: fmt.Sprintf("the store no longer holds this follower's marker %s "+
+				"(its bucket or prefix emptied?): asking whether it still holds the session of each of the %d files handed over, "+
+				"and uploading again those it lost", f.id, n)})
+		}
 		if err = f.save(); err != nil {
 			err = fmt.Errorf("write the state file: %w", err)
 		}
 	}
 	if err == nil {
 		err = c.PutMarker(cctx, f.cfg.Namespace, f.id, f.markerBody())
+	}
+	if f.bucketGone(ctx, err) {
+		return
 	}
 	if err != nil {
 		f.storeQuietUntil = f.cfg.Now().Add(f.cfg.RescanInterval)

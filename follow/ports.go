@@ -90,3 +90,15 @@ type QueueDropper interface {
 	// refill skips them.
 	DropQueued(ctx context.Context, ref transcript.TranscriptRef) (int, error)
 }
+
+// BucketWatcher is an Uploader that tells when its uploads found the store's
+// bucket missing (bucket.ErrNoBucket): deleted, while it still holds lines it
+// retries. The follower then takes those lines back at once (QueueDropper)
+// and uploads every file again, whole, once the bucket is back, so that they
+// do not land in the bucket created again ahead of their sessions' headers.
+type BucketWatcher interface {
+	// BucketMissing returns a channel that receives when an upload found the
+	// store's bucket missing since it last received (one value for many
+	// failures); it is never closed.
+	BucketMissing() <-chan struct{}
+}

@@ -100,9 +100,12 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 			return nil, err
 		}
 	}
+	if f.bucketMissing && t.kind == kindFollowing {
+		return nil, nil // read again once the bucket is back (nobucket.go)
+	}
 	if t.reconcile {
-		if err := f.loadHeld(ctx, t); err != nil || t.kind != kindFollowing {
-			return nil, err
+		if err := f.loadHeld(ctx, t); f.waitBucket(ctx, err) || err != nil || t.kind != kindFollowing {
+			return nil, f.unlessNoBucket(err)
 		}
 	}
 	b, err := f.readLines(t, fh, st.Size())
@@ -113,7 +116,11 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 		return b, err
 	}
 	unsure := t.unsure
-	switch f.checkHeld(ctx, t) {
+	held := f.checkHeld(ctx, t)
+	if f.bucketMissing {
+		return nil, nil // the file was taken back to its start (nobucket.go)
+	}
+	switch held {
 	case holdsUnknown:
 		// Hand the lines over all the same (the uploader rides out an
 		// outage), and look again once the store answers.
@@ -141,8 +148,8 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 		}
 	}
 	t.reconcile = true
-	if err := f.loadHeld(ctx, t); err != nil || t.kind != kindFollowing {
-		return nil, err
+	if err := f.loadHeld(ctx, t); f.waitBucket(ctx, err) || err != nil || t.kind != kindFollowing {
+		return nil, f.unlessNoBucket(err)
 	}
 	if unsure && t.offset == 0 {
 		// The store lost the session's start while it could not answer (its
@@ -198,6 +205,8 @@ func (f *Follower) checkHeld(ctx context.Context, t *tracked) storeHolds {
 	defer cancel()
 	exists, err := c.SessionExists(cctx, t.ref)
 	switch {
+	case f.bucketGone(ctx, err):
+		return holdsUnknown
 	case err != nil:
 		f.storeQuietUntil = f.cfg.Now().Add(f.cfg.RescanInterval)
 		return holdsUnknown

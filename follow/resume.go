@@ -36,11 +36,13 @@ func (f *Follower) resume() error {
 		// marker only when it is the same one.
 		f.lostAt, f.auditedAt = doc.LostAt, doc.AuditedAt
 		f.marked = doc.Follower == f.id && doc.Marked && (doc.MarkedIn == "" || doc.MarkedIn == f.cfg.Namespace)
+		f.bucketMissing = f.marked && doc.NoBucket
 	case doc.Follower != "":
 		f.id, f.lostAt, f.auditedAt = doc.Follower, doc.LostAt, doc.AuditedAt
 		// A marker put in another namespace (--ns changed) is no sign that
 		// this one's store was emptied: its marker is put anew.
 		f.marked = doc.Marked && (doc.MarkedIn == "" || doc.MarkedIn == f.cfg.Namespace)
+		f.bucketMissing = f.marked && doc.NoBucket
 		if why := f.place.movedFrom(doc); why != "" {
 			// A copy of another follower's state: sharing its id, only the
 			// first of them to look after an emptying would find the marker

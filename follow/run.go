@@ -45,6 +45,7 @@ func (f *Follower) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	missing := f.missingSignal()
 	for {
 		f.resetTimer(timer)
 		select {
@@ -61,6 +62,8 @@ func (f *Follower) Run(ctx context.Context) error {
 					rescan(0)
 				}
 			}
+		case <-missing:
+			f.noBucket(ctx, errNoBucketSeen)
 		case <-ticker.C:
 			rescan(f.cfg.BatchInterval)
 			f.lookForLoss(ctx)
@@ -131,6 +134,9 @@ func (f *Follower) Once(ctx context.Context) error {
 		return err
 	}
 	f.lookForLoss(ctx)
+	if f.bucketMissingNow() {
+		f.noBucket(ctx, errNoBucketSeen)
+	}
 	err := f.pass(ctx)
 	f.checkStuck(f.cfg.Now())
 	f.snapshot()

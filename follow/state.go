@@ -60,6 +60,7 @@ type stateDoc struct {
 	MarkedIn  string                `json:"markedIn,omitempty"`
 	LostAt    time.Time             `json:"lostAt,omitzero"`
 	AuditedAt time.Time             `json:"auditedAt,omitzero"`
+	NoBucket  bool                  `json:"noBucket,omitempty"`
 	Files     map[string]*fileState `json:"files"`
 }
 

@@ -34,6 +34,8 @@ type Uploader struct {
 	// the store held with the session's header: a key names the same bytes
 	// for good, so while that object is there the header is.
 	headerAt map[string]string
+	// missing receives when an upload found the bucket missing (nobucket.go).
+	missing chan struct{}
 }
 
 var (
@@ -59,12 +61,17 @@ type Config struct {
 // previous process left in the outbox). Upload blocks while the outbox is full.
 // The caller must Close it.
 func Open(s *transcript.Store, cfg Config) (*Uploader, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	missing := make(chan struct{}, 1)
 	m, err := mirror.New(mirror.Config{Store: s, Writer: cfg.Writer, OutboxDir: cfg.OutboxDir, Workers: cfg.Workers,
-		BlockWhenFull: true, Logger: cfg.Logger})
+		BlockWhenFull: true, Logger: slog.New(watchHandler{logger.Handler(), missing})})
 	if err != nil {
 		return nil, err
 	}
-	return &Uploader{m: m, s: s, headerAt: map[string]string{}}, nil
+	return &Uploader{m: m, s: s, headerAt: map[string]string{}, missing: missing}, nil
 }
 
 // Upload hands entries to the outbox as one segment of ref; it returns once

@@ -56,7 +56,7 @@ func TestCompactJob_RetentionDeferredIsReported(t *testing.T) {
 		}))
 	require.Equal(t, transcript.RetentionDeferred, got["old"].Action)
 	require.Equal(t, "deferred", got["old"].Action.String())
-	require.Equal(t, "keep-last 1: number 2 by last update", got["old"].Reason)
+	require.Equal(t, "keep-last 1: number 2 by last write", got["old"].Reason)
 	require.Equal(t, transcript.RetentionKept, got["new"].Action)
 	require.NotEmpty(t, sessionKeys(t, s, old), "kept (its segments have no Pi header: SessionExists says no session)")
 }

@@ -234,7 +234,7 @@ func TestRetain_KeepLast(t *testing.T) {
 				"coder/s1": "kept", "coder/s2": "kept", "coder/s3": "deleted", "coder/s4": "deleted", "coder/s5": "deleted",
 				"bot/b1": "kept", "bot/b2": "kept", "bot/b3": "deleted",
 			}, actions(res))
-			require.Equal(t, "keep-last 2: number 5 by last update", res["coder/s5"].Reason)
+			require.Equal(t, "keep-last 2: number 5 by last write", res["coder/s5"].Reason)
 			for key, r := range res {
 				// Objects, not SessionExists: these sessions have no Pi header.
 				require.Equal(t, r.Action == transcript.RetentionKept, len(sessionKeys(t, s, r.Ref)) > 0, key)
@@ -416,7 +416,7 @@ func TestRetain_ReleasedWhenNoLongerSelected(t *testing.T) {
 	r.Rules[0].Policy.KeepLast = 5
 	res := retained(t, s, r, transcript.RetentionOptions{})
 	require.Equal(t, map[string]string{"coder/s1": "kept", "coder/s2": "released"}, actions(res))
-	require.Equal(t, "keep-last 1: number 2 by last update", res["coder/s2"].Reason, "the reason of the dropped mark")
+	require.Equal(t, "keep-last 1: number 2 by last write", res["coder/s2"].Reason, "the reason of the dropped mark")
 	require.False(t, markExists(t, s, acmeRef("coder", "s2")))
 }
 

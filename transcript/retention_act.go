@@ -10,7 +10,7 @@ import (
 
 // retainOne acts on one session the decision selected or found marked.
 func (s *Store) retainOne(ctx context.Context, it *retainItem, opts RetentionOptions, now time.Time) (RetentionResult, error) {
-	res := RetentionResult{Ref: it.ref, Reason: it.reason, LastUpdate: it.lastUpdate, Unseen: it.unseen}
+	res := RetentionResult{Ref: it.ref, Reason: it.reason, LastUpdate: it.lastUpdate, Unseen: it.unseen, RankReads: it.rankReads}
 	if it.err != nil {
 		return res, it.err
 	}

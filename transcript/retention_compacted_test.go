@@ -72,16 +72,19 @@ func TestRetain_KeepLastRanksCompactedByTheirEntries(t *testing.T) {
 		fc.take()
 		r := transcript.Retention{Rules: []transcript.RetentionRule{{Policy: transcript.RetentionPolicy{KeepLast: keep}}}}
 		var mu sync.Mutex
+		reported := 0
 		require.NoError(t, s.Retain(context.WithoutCancel(ctx), "acme", "", &r, transcript.RetentionOptions{DryRun: true},
 			func(res transcript.RetentionResult, err error) {
 				require.NoError(t, err)
+				mu.Lock()
+				defer mu.Unlock()
+				reported += res.RankReads
 				if res.Action == transcript.RetentionMarked {
-					mu.Lock()
 					marked = append(marked, res.Ref.SessionID)
-					mu.Unlock()
 				}
 			}))
 		_, metaReads = fc.take()
+		require.Equal(t, metaReads, reported, "keep-last %d: the reads reported (RankReads)", keep)
 		return marked, metaReads
 	}
 	tests := []struct {

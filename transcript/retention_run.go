@@ -92,6 +92,10 @@ type RetentionResult struct {
 	// Unseen names the segments that kept the session (RetentionSurvived) or that
 	// landed while it was deleted (RetentionLateWrite).
 	Unseen []string
+	// RankReads counts the ranged GETs of compacted segments' metadata frames
+	// that ranked the session for keep-last (RetentionPolicy.KeepLast): none
+	// when a level-0 segment is its newest, or no keep-last applies.
+	RankReads int
 }
 
 // retainItem is one session of an agent, as the decision sees it.
@@ -177,7 +181,7 @@ func (s *Store) Retain(ctx context.Context, namespace, agent string, r *Retentio
 		}
 		for _, it := range items {
 			if it.err == nil && it.reason == "" && it.markObj == nil {
-				done(RetentionResult{Ref: it.ref, LastUpdate: it.lastUpdate}, nil)
+				done(RetentionResult{Ref: it.ref, LastUpdate: it.lastUpdate, RankReads: it.rankReads}, nil)
 				continue
 			}
 			g.Go(func() error {
@@ -320,7 +324,7 @@ func decideRetention(r *Retention, p RetentionPolicy, now time.Time, items []*re
 			why = append(why, fmt.Sprintf("max-age %s: last update %s ago", FormatAge(p.MaxAge), FormatAge(age)))
 		}
 		if p.KeepLast > 0 && rank > p.KeepLast {
-			why = append(why, fmt.Sprintf("keep-last %d: number %d by last update", p.KeepLast, rank))
+			why = append(why, fmt.Sprintf("keep-last %d: number %d by last write", p.KeepLast, rank))
 		}
 		it.reason = strings.Join(why, "; ")
 	}

@@ -25,7 +25,7 @@ type retentionFlags struct {
 func (f *retentionFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.file, "retention", "", "apply the retention policy `FILE` (YAML: rules by namespace and agent, holds; docs/RETENTION.md)")
 	fs.StringVar(&f.maxAge, "max-age", "", "delete sessions whose last update is older than `AGE` by the bucket's clock (720h, 30d)")
-	fs.IntVar(&f.keepLast, "keep-last", 0, "keep at most `N` sessions per agent, the newest by last update, and delete the others")
+	fs.IntVar(&f.keepLast, "keep-last", 0, "keep at most `N` sessions per agent, the last written (a compacted one by its entries' writes), and delete the others")
 	fs.StringArrayVar(&f.holds, "hold", nil, "never delete `NS/AGENT/SESSION` (an element may be *; repeatable)")
 }
 
@@ -107,6 +107,9 @@ type retentionSummary struct {
 	Failed           int   `json:"failed"`
 	ObjectsDeleted   int   `json:"objectsDeleted"`
 	BytesDeleted     int64 `json:"bytesDeleted"`
+	// RankReads counts the ranged GETs of compacted segments' metadata that
+	// keep-last's ranking cost (transcript.RetentionResult.RankReads).
+	RankReads int `json:"rankReads"`
 	// UnmatchedHolds are the holds that named no session the run examined,
 	// though they could have (unmatchedHolds): a misspelt hold protects nothing.
 	UnmatchedHolds []string `json:"unmatchedHolds,omitempty"`
@@ -227,6 +230,7 @@ func (j *job) recordRetention(ctx context.Context, sum *summary, res transcript.
 	}
 	rs := sum.Retention
 	rs.SessionsExamined++
+	rs.RankReads += res.RankReads
 	ref := cli.Escape(res.Ref.String())
 	if err != nil {
 		rs.Failed++
@@ -301,4 +305,8 @@ func printRetentionSummary(w io.Writer, rs *retentionSummary, dryRun bool) {
 	fmt.Fprintf(w, "retention: %s examined; %s %d, %s %d (%s, %d bytes); %d waiting for their delay, %d kept by a hold, %d survived (written during the delay), %d released, %d left for the next run (written since listed), %d written while deleted, %d failed\n",
 		cli.Count(rs.SessionsExamined, "session"), mark, rs.Marked, del, rs.Deleted, cli.Count(rs.ObjectsDeleted, "object"), rs.BytesDeleted,
 		rs.Pending, rs.KeptByHold, rs.Survived, rs.Released, rs.Deferred, rs.LateWrites, rs.Failed)
+	if rs.RankReads > 0 {
+		fmt.Fprintf(w, "retention: keep-last ranked the compacted sessions by their entries' writes: %s of compacted segments' metadata\n",
+			cli.Count(rs.RankReads, "ranged read"))
+	}
 }

@@ -89,9 +89,9 @@ func TestJob_Retention(t *testing.T) {
 			sum := r.summary(t)
 			require.NotNil(t, sum.Retention)
 			require.Equal(t, retentionSummary{SessionsExamined: 4, Marked: 2, KeptByHold: 1}, *sum.Retention)
-			require.Contains(t, r.stderr, "retention plan acme/coder/s002: marked for deletion (keep-last 1: number 2 by last update)")
-			require.Contains(t, r.stderr, "retention plan acme/coder/s001: marked for deletion (keep-last 1: number 3 by last update)")
-			require.Contains(t, r.stderr, "retention plan acme/coder/s000: kept by a hold (keep-last 1: number 4 by last update)")
+			require.Contains(t, r.stderr, "retention plan acme/coder/s002: marked for deletion (keep-last 1: number 2 by last write)")
+			require.Contains(t, r.stderr, "retention plan acme/coder/s001: marked for deletion (keep-last 1: number 3 by last write)")
+			require.Contains(t, r.stderr, "retention plan acme/coder/s000: kept by a hold (keep-last 1: number 4 by last write)")
 			require.NotContains(t, r.stderr, "s003")
 			r = runBinary(t, ctx, append(args, "--dry-run")...)
 			require.Equal(t, 0, r.code, r.stderr)
@@ -163,8 +163,8 @@ holds: [acme/coder/s000]
 	r := runBinary(t, context.Background(), "--store", url, "--retention", policy, "--dry-run")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.ElementsMatch(t, []string{
-		"retention plan acme/coder/s001: marked for deletion (keep-last 1: number 2 by last update)\n",
-		"retention plan acme/coder/s000: kept by a hold (keep-last 1: number 3 by last update)\n",
+		"retention plan acme/coder/s001: marked for deletion (keep-last 1: number 2 by last write)\n",
+		"retention plan acme/coder/s000: kept by a hold (keep-last 1: number 3 by last write)\n",
 	}, grepLines(r.stdout, "retention plan "), "one line per session it would change, in any order")
 	require.Contains(t, r.stdout, "retention: 6 sessions examined; would mark 1, would delete 0 (0 objects, 0 bytes); 0 waiting for their delay, 1 kept by a hold")
 	require.Equal(t, before, snapshot(t, s.Bucket()))

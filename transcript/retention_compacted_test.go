@@ -2,6 +2,8 @@ package transcript_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
@@ -228,4 +231,76 @@ func TestRetain_CompactedSkewedWriterRanksNoLaterThanItsCompaction(t *testing.T)
 			}
 		}))
 	require.Equal(t, []string{"skewed"}, marked)
+}
+
+// failingRanges fails every ranged read with err.
+type failingRanges struct {
+	bucket.Bucket
+	err error
+}
+
+func (f failingRanges) GetRange(context.Context, string, int64, int64) ([]byte, error) {
+	return nil, f.err
+}
+
+// TestRetain_KeepLastRankReadFails: a metadata read that fails stops the
+// decision (a wrong rank would select another session), but for a segment
+// collected since the listing, which ranks as listed.
+func TestRetain_KeepLastRankReadFails(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		marked []string // nil: Retain fails
+	}{
+		{"collected since the listing", bucket.ErrNotFound, []string{"recent"}},
+		{"read fails", errors.New("connection reset"), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			var mu sync.Mutex
+			clock := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+			now := func() time.Time { mu.Lock(); defer mu.Unlock(); clock = clock.Add(time.Second); return clock }
+			mb := membucket.New()
+			mb.SetClock(now)
+			s, err := transcript.New(transcript.Config{Bucket: mb, Clock: transcript.NewClock(now)})
+			require.NoError(t, err)
+			defer s.Close()
+			w, err := transcript.NewWriter("replica")
+			require.NoError(t, err)
+			ref := func(id string) transcript.TranscriptRef {
+				return transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: id}
+			}
+			for i := range 2 {
+				_, err := s.AppendSegment(ctx, ref("dead"), [][]byte{[]byte(fmt.Sprintf(`{"type":"message","id":"0000000%d","parentId":null,"timestamp":"2026-11-01T00:00:00.000Z"}`, i))}, w)
+				require.NoError(t, err)
+			}
+			_, err = s.AppendSegment(ctx, ref("recent"), [][]byte{[]byte(`{"type":"message","id":"00000009","parentId":null,"timestamp":"2026-11-01T00:00:00.000Z"}`)}, w)
+			require.NoError(t, err)
+			_, err = s.Compact(ctx, ref("dead"), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce, Writer: w})
+			require.NoError(t, err)
+
+			f, err := transcript.New(transcript.Config{Bucket: failingRanges{Bucket: mb, err: tt.err}, Clock: transcript.NewClock(now)})
+			require.NoError(t, err)
+			defer f.Close()
+			r := transcript.Retention{Rules: []transcript.RetentionRule{{Policy: transcript.RetentionPolicy{KeepLast: 1}}}}
+			var marked []string
+			err = f.Retain(ctx, "acme", "", &r, transcript.RetentionOptions{DryRun: true}, func(res transcript.RetentionResult, err error) {
+				require.NoError(t, err)
+				if res.Action == transcript.RetentionMarked {
+					mu.Lock()
+					marked = append(marked, res.Ref.SessionID)
+					mu.Unlock()
+				}
+			})
+			if tt.marked == nil {
+				require.ErrorIs(t, err, tt.err)
+				require.ErrorContains(t, err, "acme/coder/dead: rank for keep-last")
+				require.Empty(t, marked, "nothing decided")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.marked, marked, "ranked as listed: by the compaction's times")
+		})
+	}
 }

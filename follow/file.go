@@ -102,6 +102,10 @@ type tracked struct {
 	// audit: the next read asks whether the store still holds the session,
 	// even when the file did not grow (Follower.lookForLoss).
 	audit bool
+	// retiring: while the follower asks about every file again after a lost
+	// marker, the store held the session with a retention mark when last
+	// asked: found gone later, it was deleted by retention (marker.go).
+	retiring bool
 
 	// What the last stat showed, and what it showed when the file was classified
 	// (a legacy, ignored or failed file is classified again when it changes).

@@ -257,7 +257,7 @@ func (f *Follower) save() error {
 		}
 		doc.Files[rel] = &fileState{Namespace: t.ref.Namespace, Agent: t.ref.AgentID, Session: t.ref.SessionID,
 			Inode: t.ino, Offset: t.offset, Sum: fmt.Sprintf("%016x", t.digest.Sum64()), Uploading: t.uploading,
-			Reconcile: t.reconcile || t.held != nil || t.unsure, Audit: t.audit}
+			Reconcile: t.reconcile || t.held != nil || t.unsure, Audit: t.audit, Retiring: t.retiring}
 	}
 	if err := writeState(f.statePath(), doc, f.cfg.NoSync); err != nil {
 		return err

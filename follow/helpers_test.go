@@ -56,6 +56,8 @@ type remote struct {
 	// uploads fail so (a follow.BucketWatcher).
 	gone    bool
 	missing chan struct{}
+	// retention holds the sessions a retention policy marked for deletion.
+	retention map[transcript.TranscriptRef]bool
 }
 
 func newRemote() *remote {

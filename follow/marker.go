@@ -35,7 +35,11 @@ import (
 // about every file again, one rescan interval after the loss, then two, four
 // and so on (a few dozen HEADs per file at most, whatever the rescan
 // interval); a session found lost meanwhile starts that again. Both times are
-// saved in the state file, so that cron runs and restarts carry on.
+// saved in the state file, so that cron runs and restarts carry on. A
+// retention run within lossSettle is told apart by its mark: a session found
+// held with a retention mark (RetentionChecker) and found gone at a later
+// look was deleted by retention, and stays deleted while its file does not
+// grow (noteRetention).
 
 // markedIn is the namespace the state file names for the marker: the
 // follower's, once the store held the marker there.
@@ -70,9 +74,31 @@ func (f *Follower) reaudit() {
 	switch {
 	case !now.Before(f.lostAt.Add(f.lossSettle())):
 		f.lostAt, f.auditedAt, f.dirty = time.Time{}, time.Time{}, true
+		for _, t := range f.files {
+			t.retiring = false
+		}
 	case !now.Before(f.auditedAt.Add(max(f.cfg.RescanInterval, f.auditedAt.Sub(f.lostAt)))):
 		f.auditAll()
 		f.auditedAt, f.dirty = now, true
+	}
+}
+
+// noteRetention asks, while the follower asks about every file again after a
+// lost marker, whether the store holds a retention mark of t's session,
+// which it found held: a session so marked, found gone at a later look, was
+// deleted by retention (whose delete delay outlasts the looks' intervals),
+// and is not uploaded again unless its file grows. A store that does not
+// answer leaves what was known.
+func (f *Follower) noteRetention(ctx context.Context, t *tracked) {
+	rc, ok := f.cfg.Store.(RetentionChecker)
+	if !ok || f.lostAt.IsZero() {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+	defer cancel()
+	marked, err := rc.RetentionMarked(cctx, t.ref)
+	if err == nil && marked != t.retiring {
+		t.retiring, f.dirty = marked, true
 	}
 }
 

@@ -73,6 +73,18 @@ type SessionChecker interface {
 	PutMarker(ctx context.Context, ns, id string, body []byte) error
 }
 
+// RetentionChecker is a Store that also tells whether a retention policy
+// marked a session for deletion (transcript.RetentionMarkName under the
+// session's prefix, which Retain writes a delete delay before it deletes the
+// session). While the follower asks about every file again after a lost
+// marker, a session it saw so marked and then finds gone was deleted by
+// retention, not by the emptying: it is not uploaded again unless its file
+// grows (marker.go).
+type RetentionChecker interface {
+	// RetentionMarked reports whether the store holds a retention mark of ref.
+	RetentionMarked(ctx context.Context, ref transcript.TranscriptRef) (bool, error)
+}
+
 // QueueDropper is an Uploader that can take back the batches of a session it
 // accepted and has not begun to upload. When the store lost a session (its
 // bucket emptied), the follower uploads the session's file again from its

@@ -131,6 +131,9 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 		}
 		return b, nil
 	case holdsSession:
+		if audit {
+			f.noteRetention(ctx, t)
+		}
 		if !t.unsure {
 			return b, nil
 		}
@@ -138,6 +141,12 @@ func (f *Follower) read(ctx context.Context, t *tracked) (*batch, error) {
 		// held the session: reconcile, in case it had lost its start.
 		t.unsure = false
 	case lostSession:
+		if audit && !handing && t.retiring {
+			// Deleted by the retention that marked it, not by the emptying:
+			// left deleted while the file does not grow.
+			return b, nil
+		}
+		t.retiring = false
 		f.emit(Event{Kind: EventRewritten, File: t.rel, Session: t.ref, Offset: t.offset,
 			Message: fmt.Sprintf("the store and the uploader no longer hold session %s with its header, whose first %d bytes were handed over (the bucket or its prefix emptied, or the session deleted?): uploading the whole file again, header first", t.ref, t.offset)})
 		t.offset, t.anchor, t.unsure = 0, span{}, false

@@ -142,6 +142,7 @@ func (f *Follower) take(t *tracked, st *fileState) error {
 	t.uploading = st.Uploading
 	t.reconcile = st.Uploading != 0 || st.Reconcile
 	t.audit = st.Audit && !t.reconcile
+	t.retiring = st.Retiring
 	t.classified()
 	return nil
 }

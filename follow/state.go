@@ -75,6 +75,7 @@ type fileState struct {
 	Uploading int64  `json:"uploading,omitempty"`
 	Reconcile bool   `json:"reconcile,omitempty"`
 	Audit     bool   `json:"audit,omitempty"`
+	Retiring  bool   `json:"retiring,omitempty"`
 }
 
 func (s *fileState) ref() transcript.TranscriptRef {

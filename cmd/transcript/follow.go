@@ -56,7 +56,10 @@ another machine's follower filled it first; an emptying takes a while (the
 marker may go before the sessions), so for 10 minutes (or 30 --rescan) after a
 loss it asks about every file again after one --rescan, two, four and so on.
 Sessions deleted on purpose (retention) leave the marker, and come back only
-if their files grow. The marker's id is random, made at the first start and
+if their files grow; within those 10 minutes, a session last seen with a
+retention mark is taken for retention's. A deleted bucket (NoSuchBucket) is
+an emptying at once: the outbox's lines are taken back ("lost"), and every
+file is uploaded again whole once the bucket is back. The marker's id is random, made at the first start and
 kept in --state-dir with the host name, the machine id (hashed) and the
 directory's path: a --state-dir copied to another machine (a synchronised
 home, a cloned VM image) or moved takes a new id at its next start ("copied"),

@@ -243,17 +243,24 @@ func (f failingRanges) GetRange(context.Context, string, int64, int64) ([]byte, 
 	return nil, f.err
 }
 
-// TestRetain_KeepLastRankReadFails: a metadata read that fails stops the
-// decision (a wrong rank would select another session), but for a segment
-// collected since the listing, which ranks as listed.
+// TestRetain_KeepLastRankReadFails: a metadata read that fails leaves
+// keep-last undecided for the agent this run (a wrong rank would select
+// another session): the session fails, with the error, the others of its
+// agent are decided by max-age alone, a mark that only keep-last may select
+// stays (it fails too), and the other agents are decided as ever. A segment
+// collected since the listing ranks as listed.
 func TestRetain_KeepLastRankReadFails(t *testing.T) {
 	tests := []struct {
 		name   string
 		err    error
-		marked []string // nil: Retain fails
+		marked []string
+		failed map[string]string // session: error
 	}{
-		{"collected since the listing", bucket.ErrNotFound, []string{"recent"}},
-		{"read fails", errors.New("connection reset"), nil},
+		{"collected since the listing", bucket.ErrNotFound, []string{"coder/keeper", "coder/recent", "other/old"}, map[string]string{}},
+		{"read fails", errors.New("connection reset"), []string{"other/old"}, map[string]string{
+			"coder/dead":   "rank for keep-last: read metadata of ",
+			"coder/marked": "keep-last could not rank agent coder this run",
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,39 +275,49 @@ func TestRetain_KeepLastRankReadFails(t *testing.T) {
 			defer s.Close()
 			w, err := transcript.NewWriter("replica")
 			require.NoError(t, err)
-			ref := func(id string) transcript.TranscriptRef {
-				return transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: id}
+			put := func(agent, id string, n int) {
+				for i := range n {
+					_, err := s.AppendSegment(ctx, transcript.TranscriptRef{Namespace: "acme", AgentID: agent, SessionID: id},
+						[][]byte{[]byte(fmt.Sprintf(`{"type":"message","id":"0000000%d","parentId":null,"timestamp":"2026-11-01T00:00:00.000Z"}`, i))}, w)
+					require.NoError(t, err)
+				}
 			}
-			for i := range 2 {
-				_, err := s.AppendSegment(ctx, ref("dead"), [][]byte{[]byte(fmt.Sprintf(`{"type":"message","id":"0000000%d","parentId":null,"timestamp":"2026-11-01T00:00:00.000Z"}`, i))}, w)
+			r := transcript.Retention{Rules: []transcript.RetentionRule{{Policy: transcript.RetentionPolicy{KeepLast: 1}}}}
+			put("coder", "marked", 1)
+			put("coder", "keeper", 1)
+			// A real run marks "marked" (keep-last 1).
+			require.NoError(t, s.Retain(ctx, "acme", "coder", &r, transcript.RetentionOptions{}, func(res transcript.RetentionResult, err error) {
 				require.NoError(t, err)
-			}
-			_, err = s.AppendSegment(ctx, ref("recent"), [][]byte{[]byte(`{"type":"message","id":"00000009","parentId":null,"timestamp":"2026-11-01T00:00:00.000Z"}`)}, w)
-			require.NoError(t, err)
-			_, err = s.Compact(ctx, ref("dead"), transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce, Writer: w})
+			}))
+			put("coder", "dead", 2)
+			put("coder", "recent", 1)
+			put("other", "old", 1)
+			put("other", "new", 1)
+			_, err = s.Compact(ctx, transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "dead"},
+				transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce, Writer: w})
 			require.NoError(t, err)
 
 			f, err := transcript.New(transcript.Config{Bucket: failingRanges{Bucket: mb, err: tt.err}, Clock: transcript.NewClock(now)})
 			require.NoError(t, err)
 			defer f.Close()
-			r := transcript.Retention{Rules: []transcript.RetentionRule{{Policy: transcript.RetentionPolicy{KeepLast: 1}}}}
 			var marked []string
-			err = f.Retain(ctx, "acme", "", &r, transcript.RetentionOptions{DryRun: true}, func(res transcript.RetentionResult, err error) {
-				require.NoError(t, err)
-				if res.Action == transcript.RetentionMarked {
-					mu.Lock()
-					marked = append(marked, res.Ref.SessionID)
-					mu.Unlock()
+			failed := map[string]string{}
+			require.NoError(t, f.Retain(ctx, "acme", "", &r, transcript.RetentionOptions{DryRun: true}, func(res transcript.RetentionResult, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				name := res.Ref.AgentID + "/" + res.Ref.SessionID
+				if err != nil {
+					failed[name] = err.Error()
 				}
-			})
-			if tt.marked == nil {
-				require.ErrorIs(t, err, tt.err)
-				require.ErrorContains(t, err, "acme/coder/dead: rank for keep-last")
-				require.Empty(t, marked, "nothing decided")
-				return
+				if res.Action == transcript.RetentionMarked {
+					marked = append(marked, name)
+				}
+			}))
+			require.ElementsMatch(t, tt.marked, marked)
+			require.Len(t, failed, len(tt.failed), "%v", failed)
+			for name, msg := range tt.failed {
+				require.Contains(t, failed[name], msg, name)
 			}
-			require.NoError(t, err)
-			require.Equal(t, tt.marked, marked, "ranked as listed: by the compaction's times")
 		})
 	}
 }

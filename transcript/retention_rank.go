@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -107,24 +108,52 @@ func newestOrigin(m segment.Meta, def time.Time) time.Time {
 
 // rankByWrites sets the written time of each item of plans, parallel at a
 // time, from its rank plan, and the metadata frames it read for it
-// (retainItem.rankReads). An error of one read stops the agent's decision: a
-// wrong rank would select another session.
-func (s *Store) rankByWrites(ctx context.Context, plans map[*retainItem]rankPlan, parallel int) error {
-	g, gctx := errgroup.WithContext(ctx)
+// (retainItem.rankReads). A read that fails sets the item's rankErr (see
+// settleRankErrors) and does not stop the others; rankByWrites reports whether
+// one did.
+func (s *Store) rankByWrites(ctx context.Context, plans map[*retainItem]rankPlan, parallel int) bool {
+	var g errgroup.Group
 	g.SetLimit(max(1, parallel))
+	var failed atomic.Bool
 	for it, p := range plans {
 		g.Go(func() error {
-			w, n, err := p.written(gctx, s)
+			w, n, err := p.written(ctx, s)
 			it.rankReads = n
 			if err != nil {
-				return fmt.Errorf("%s: %w", it.ref, err)
+				it.rankErr = err
+				failed.Store(true)
+				return nil
 			}
 			it.written = w
 			return nil
 		})
 	}
-	return g.Wait()
+	_ = g.Wait() // the goroutines return nil
+	return failed.Load()
 }
+
+// settleRankErrors decides what the failed ranking of an agent's sessions
+// leaves undecided, after decideRetention ran without keep-last (max-age
+// alone): a wrong rank would select another session, so keep-last selects
+// nothing this run. A session whose read failed fails; so does one with a
+// mark of ours that nothing but keep-last may still select (not held, not
+// written since it, not selected by max-age), so that its mark stays, neither
+// released nor acted on, until a run ranks the agent again.
+func settleRankErrors(items []*retainItem, agent string) {
+	for _, it := range items {
+		switch {
+		case it.err != nil:
+		case it.rankErr != nil:
+			it.err = it.rankErr
+		case it.marked && !it.held && len(it.unseen) == 0 && it.reason == "":
+			it.err = fmt.Errorf("%w: keep-last could not rank agent %s this run (a compacted segment's metadata was not read): the mark stays", errRankUnknown, agent)
+		}
+	}
+}
+
+// errRankUnknown is wrapped by the error of a marked session left undecided
+// because keep-last could not rank its agent.
+var errRankUnknown = errors.New("rank unknown")
 
 // rankedCount returns how many of items keep-last ranks: those with a segment.
 func rankedCount(items []*retainItem) int {

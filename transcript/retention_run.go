@@ -111,6 +111,7 @@ type retainItem struct {
 	// rankReads counts the metadata frames of compacted segments read to rank
 	// the session (rankPlan.written).
 	rankReads int
+	rankErr   error // ranking it failed (rankByWrites)
 	segments  int
 	reason    string // why the policy selects it ("" when it does not)
 	held      bool
@@ -233,11 +234,12 @@ func (s *Store) retentionItems(ctx context.Context, r *Retention, namespace, age
 	if err != nil {
 		return nil, now, err
 	}
+	rankFailed := false
 	if len(plans) > 0 && rankedCount(items) > p.KeepLast {
 		// Keep-last selects some: rank the sessions whose newest segment may be
 		// a compaction by their entries' writes.
-		if err := s.rankByWrites(ctx, plans, parallel); err != nil {
-			return nil, now, err
+		if rankFailed = s.rankByWrites(ctx, plans, parallel); ctx.Err() != nil {
+			return nil, now, ctx.Err()
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
@@ -251,7 +253,13 @@ func (s *Store) retentionItems(ctx context.Context, r *Retention, namespace, age
 	if err := g.Wait(); err != nil {
 		return nil, now, err
 	}
+	if rankFailed {
+		p.KeepLast = 0
+	}
 	decideRetention(r, p, now, items)
+	if rankFailed {
+		settleRankErrors(items, agent)
+	}
 	return items, now, ctx.Err()
 }
 

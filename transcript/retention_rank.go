@@ -54,9 +54,9 @@ func planRank(ls sessionListing) rankPlan {
 
 // written returns when the session was last written: the newest, over its
 // segments, of the earlier of LastModified and key time, where a compacted
-// segment's time is moreover no later than the newest key time of its
-// entries' origins (the level-0 segments they were first stored in), read
-// from its metadata frame. It reads the compacted segments latest bound
+// segment's time is moreover no later than the newest key time of the
+// level-0 segments whose writes it holds (newestOrigin), read from its
+// metadata frame. It reads the compacted segments latest bound
 // first, and stops at the first whose bound is no later than what it has:
 // usually one ranged GET, none when a level-0 segment is the newest.
 func (p rankPlan) written(ctx context.Context, s *Store) (time.Time, int, error) {

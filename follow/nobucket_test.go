@@ -1,6 +1,7 @@
 package follow_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -62,14 +63,35 @@ func TestFollower_BucketDeleted(t *testing.T) {
 			require.NoError(t, fx.once())
 			fx.take(follow.EventUploaded)
 
-			fx.remote.deleteBucket(tt.run)
 			if tt.run {
-				runUntil(t, fx, func() bool {
+				// Deleted under a running follower, between two looks for
+				// its marker (an hour apart): the uploader says so.
+				fx.remote.mu.Lock()
+				looks := fx.remote.markerChecks
+				fx.remote.mu.Unlock()
+				f := fx.open()
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- f.Run(ctx) }()
+				require.Eventually(t, func() bool {
+					fx.remote.mu.Lock()
+					defer fx.remote.mu.Unlock()
+					return fx.remote.markerChecks > looks
+				}, 10*time.Second, time.Millisecond)
+				fx.remote.deleteBucket(true)
+				require.Eventually(t, func() bool {
 					fx.remote.mu.Lock()
 					defer fx.remote.mu.Unlock()
 					return len(fx.remote.pending) == 0
-				})
+				}, 10*time.Second, time.Millisecond)
+				cancel()
+				require.NoError(t, <-done)
+				require.NoError(t, f.Close())
+				fx.remote.mu.Lock()
+				require.Equal(t, looks+1, fx.remote.markerChecks, "taken back before the next look")
+				fx.remote.mu.Unlock()
 			} else {
+				fx.remote.deleteBucket(false)
 				require.NoError(t, fx.once())
 			}
 			require.Len(t, fx.take(follow.EventLost), 1)

@@ -140,9 +140,14 @@ func (b *Bucket) createTemp(ctx context.Context, dir string) (*os.File, error) {
 }
 
 // mkdirs creates dir and its parents and reports whether it had to create any.
+// It does not create the root: a root removed under the bucket is a bucket
+// deleted (bucket.ErrNoBucket), which a write does not bring back, as on S3.
 func (b *Bucket) mkdirs(dir string) (bool, error) {
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		return false, nil
+	}
+	if _, err := os.Stat(b.root); errors.Is(err, fs.ErrNotExist) {
+		return false, bucket.ErrNoBucket
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {

@@ -176,6 +176,7 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 	acked := map[string]map[string]bool{}
 	var injected []tornTail
 	var st crashStats
+	var outputs []string                       // every child's output, for explainMissing
 	budget := time.Now().Add(90 * time.Second) // the whole loop, whatever the machine
 	jobBin := buildCmd(t, "transcript-compact")
 	for round := 0; round < rounds && time.Now().Before(budget); round++ {
@@ -216,6 +217,7 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 			"round %d: the writer must die by SIGKILL, not exit:\n%s", round, out)
 		st.rounds++
 		st.record(out.String(), acked)
+		outputs = append(outputs, out.String())
 		// Every fifth round, tear the tail of a session file as a power loss would
 		// (SIGKILL alone never tears a write to the page cache).
 		if round%5 == 4 {
@@ -239,6 +241,7 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 	require.NoError(t, err)
 	defer m.Close(ctx)
 	cfg := sessiontree.Config{Root: root, Uploader: m, Store: store}
+	trees := make([]*sessiontree.Tree, crashSessions)
 	for i := range crashSessions {
 		sid := crashSessionID(i)
 		tr, _, err := sessiontree.Load(ctx, cfg, sessiontree.Identity{}, crashAgent, sid)
@@ -250,6 +253,7 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 			require.NoError(t, err, "acknowledged entry %s of %s lost locally", id, sid)
 		}
 		requireTreeClosed(t, tr)
+		trees[i] = tr
 		_, err = tr.AppendMessage(json.RawMessage(`{"role":"user","content":"after the crashes"}`))
 		require.NoError(t, err)
 		require.NoError(t, tr.Flush(ctx))
@@ -268,7 +272,10 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 		require.NoError(t, err)
 		require.Empty(t, res.Conflicts)
 		require.Empty(t, res.Invalid)
-		require.NoError(t, prefixClosed(res))
+		if err := prefixClosed(res); err != nil {
+			explainMissing(t, ctx, store, ref, res, trees[i], outbox, outputs)
+			require.NoError(t, err)
+		}
 		ids := entryIDs(res)
 		for id := range acked[ref.SessionID] {
 			require.True(t, ids[id], "acknowledged entry %s of %s lost in the bucket", id, ref)
@@ -282,6 +289,62 @@ func runCrash(t *testing.T, storeURL string, rounds int) {
 	}
 	t.Logf("%d kills (%d mid-flush, %d mid-compaction in the writer, %d of a running transcript-compact job), %d entries acknowledged, %d stored, %d torn tails injected, %d torn tails reported by Load, %d compacted segments read; lost: 0",
 		st.rounds, st.midFlush, st.midCompaction, st.midJob, st.acked, stored, st.tornInjected, st.tornReported, compacted)
+}
+
+// explainMissing logs where the parents res lacks are, so that a failure
+// seen once in a hundred runs leaves its evidence: in the local tree or not,
+// in which listed segments (each with its level and inputs), the lines of
+// the children's outputs that name it, and what the outbox still holds.
+func explainMissing(t *testing.T, ctx context.Context, store *transcript.Store, ref transcript.TranscriptRef,
+	res *transcript.MergeResult, tr *sessiontree.Tree, outbox string, outputs []string) {
+	t.Helper()
+	ids := entryIDs(res)
+	for _, e := range res.Entries {
+		if e.ParentID == "" || ids[e.ParentID] {
+			continue
+		}
+		p := e.ParentID
+		_, lerr := tr.Entry(p)
+		t.Logf("missing parent %s of %s (segment %s); in the local tree: %v", p, e.ID, e.Segment, lerr == nil)
+		infos, err := store.ListSegments(ctx, ref)
+		if err != nil {
+			t.Logf("list: %v", err)
+		}
+		others := 0
+		for _, in := range infos {
+			seg, err := store.ReadSegment(ctx, in.Key)
+			if err != nil {
+				t.Logf("  %s: %v", in.Key, err)
+				continue
+			}
+			hasP, hasC := false, false
+			for _, raw := range seg.Entries {
+				hasP = hasP || bytes.Contains(raw, []byte(`"id":"`+p+`"`))
+				hasC = hasC || bytes.Contains(raw, []byte(`"id":"`+e.ID+`"`))
+			}
+			if hasP || hasC || seg.Meta.Level > 0 {
+				t.Logf("  %s level %d, %d entries, %d inputs; parent %v child %v", in.Key, seg.Meta.Level, len(seg.Entries), len(seg.Meta.Inputs), hasP, hasC)
+			} else {
+				others++
+			}
+		}
+		t.Logf("  and %d level-0 segments without either", others)
+		for round, out := range outputs {
+			for line := range strings.Lines(out) {
+				if strings.Contains(line, p) || strings.Contains(line, e.ID) || strings.HasPrefix(line, "ERROR") {
+					t.Logf("  round %d: %s", round, strings.TrimSpace(line))
+				}
+			}
+		}
+		_ = filepath.WalkDir(outbox, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if fi, err := d.Info(); err == nil {
+					t.Logf("  outbox %s (%d bytes)", path, fi.Size())
+				}
+			}
+			return nil
+		})
+	}
 }
 
 // record adds the acknowledged ids of one child's output to acked and counts

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
@@ -150,14 +151,37 @@ func (b *Bucket) mkdirs(dir string) (bool, error) {
 		return false, bucket.ErrNoBucket
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
-			rel, _ := filepath.Rel(b.root, dir)
-			return false, fmt.Errorf("%w: %s is an object, not a directory of keys",
-				bucket.ErrInvalidKey, filepath.ToSlash(rel))
-		}
-		return true, err
+		return true, b.mkdirError(dir, err)
 	}
 	return true, nil
+}
+
+// mkdirError tells what an error of os.MkdirAll(dir) means for a write. Only
+// an object where the path wants a directory makes the key invalid. MkdirAll
+// also answers EEXIST when another write created a directory of the path at the
+// same moment and a Delete pruned it before MkdirAll looked at it again (it
+// checks that what exists is a directory); that is a directory that vanished
+// mid-create, which createTemp starts over after (an fs.ErrNotExist), not an
+// invalid key: the mirror quarantines a segment whose PUT says invalid key.
+func (b *Bucket) mkdirError(dir string, err error) error {
+	if !errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	rel, _ := filepath.Rel(b.root, dir)
+	p := b.root
+	for _, elem := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, elem)
+		fi, lerr := os.Lstat(p)
+		if lerr != nil {
+			break // missing: pruned meanwhile, so nothing below it is an object
+		}
+		if !fi.IsDir() {
+			obj, _ := filepath.Rel(b.root, p)
+			return fmt.Errorf("%w: %s is an object, not a directory of keys",
+				bucket.ErrInvalidKey, filepath.ToSlash(obj))
+		}
+	}
+	return fmt.Errorf("create %s: a directory was removed while it was created: %w", filepath.ToSlash(rel), fs.ErrNotExist)
 }
 
 // syncParents fsyncs each parent of dir up to the root.

@@ -16,13 +16,14 @@ import (
 const defaultMaxConnections = server.DefaultMaxStreams * 5 / 4
 
 // maxStreamsFor returns the most event streams a server of maxConns
-// connections holds (server.Config.MaxStreams): four fifths of them, at most
-// server.DefaultMaxStreams, at least one. A stream holds its connection for
-// as long as it lasts; the fifth left over is for requests and health probes,
-// which streams could otherwise crowd out (a stream past the bound is answered
-// 503, and its client retries).
+// connections holds (server.Config.MaxStreams): four fifths of them rounded
+// down, at most server.DefaultMaxStreams, at least one. A stream holds its
+// connection for as long as it lasts; the fifth left over (rounded up, so at
+// least one connection from two on) is for requests and health probes, which
+// streams could otherwise crowd out (a stream past the bound is answered 503,
+// and its client retries).
 func maxStreamsFor(maxConns int) int {
-	return max(1, min(server.DefaultMaxStreams, maxConns-maxConns/5))
+	return max(1, min(server.DefaultMaxStreams, maxConns/5*4+maxConns%5*4/5)) // maxConns*4/5, without overflow
 }
 
 // limitListener is a net.Listener that serves at most n connections at once

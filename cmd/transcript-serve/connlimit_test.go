@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -151,11 +152,11 @@ func TestMaxConnections(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 }
 
-// TestMaxStreamsFor: event streams get four fifths of the connections, at
-// most the server's default bound and at least one.
+// TestMaxStreamsFor: event streams get four fifths of the connections
+// (rounded down), at most the server's default bound and at least one.
 func TestMaxStreamsFor(t *testing.T) {
 	for _, tc := range []struct{ conns, streams int }{
-		{1, 1}, {2, 2}, {5, 4}, {100, 80}, {defaultMaxConnections, server.DefaultMaxStreams}, {1 << 20, server.DefaultMaxStreams},
+		{1, 1}, {2, 1}, {4, 3}, {5, 4}, {6, 4}, {100, 80}, {math.MaxInt, server.DefaultMaxStreams}, {defaultMaxConnections, server.DefaultMaxStreams}, {1 << 20, server.DefaultMaxStreams},
 	} {
 		require.Equal(t, tc.streams, maxStreamsFor(tc.conns), "%d connections", tc.conns)
 	}

@@ -79,9 +79,9 @@ lets in-flight appends finish.
 At most --max-connections connections are served at once: more wait in the
 kernel's listen backlog, costing the server nothing, until one closes, and
 keep-alive connections idle between requests are closed to make room for them.
-Event streams take at most four fifths of the connections (4096 by default;
-past that a stream is answered 503), so requests and health probes always
-find room beyond them. A probe (/healthz, /readyz) past the limit waits like
+Event streams take at most four fifths of the connections, rounded down (4096
+by default; past that a stream is answered 503), so requests and health probes
+always find room beyond them (from --max-connections 2 on). A probe (/healthz, /readyz) past the limit waits like
 any client, behind requests in progress only: its timeout should exceed
 --request-timeout when the server runs at its limit.
 

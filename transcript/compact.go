@@ -29,6 +29,18 @@ const DeleteAtOnce time.Duration = -1
 // Store.Delete), or another compaction, whose output holds them, deleted them.
 const SkipSessionDeleted = "its segments were deleted while it merged them: its output was deleted"
 
+// outputSettle is how old, on the bucket's clock, another run's output must be
+// before Compact deletes the inputs it supersedes on its account. The run that
+// stored an output deletes it again when it finds every input gone (see
+// dropIfInputsGone): it cannot tell a deletion of the session from another
+// compaction's, and the other compaction may be one that resumed from its own
+// output, found in a listing before its inputs were marked. So a run that did
+// not write an output leaves its inputs (marked, Pending) until the output is
+// outputSettle old, and the writer drops its output only if it found the inputs
+// gone within outputSettle of starting the merge: the two never both happen.
+// With a DeleteDelay of a minute or more the marks already wait longer.
+const outputSettle = time.Minute
+
 // ErrCompactInput is wrapped by Compact errors about an input it cannot compact
 // without losing something: a segment that fails verification, or an entry without
 // a usable id. The session is left as it was.
@@ -43,6 +55,9 @@ type CompactOptions struct {
 	// DeleteDelay is how long a marked input stays before Compact deletes it, so a
 	// reader that listed it a moment ago can still fetch it. Zero means
 	// DefaultDeleteDelay; DeleteAtOnce (any negative value) deletes in the same run.
+	// Whatever the delay, the inputs of an output this run did not store wait
+	// until that output is a minute old on the bucket's clock (its writer may
+	// drop it until then: see SkipSessionDeleted).
 	DeleteDelay time.Duration
 	// DryRun plans without writing or deleting anything.
 	DryRun bool
@@ -95,7 +110,9 @@ type CompactOptions struct {
 //
 // Compact never touches a segment it did not read: a segment written while it runs is
 // neither an input nor marked. It is idempotent and resumable: run again after a crash
-// it marks the inputs of outputs already written instead of merging them again. Two
+// it marks the inputs of outputs already written instead of merging them again
+// (and deletes them only once those outputs are a minute old on the bucket's
+// clock: the run that wrote one may still be running, see outputSettle). Two
 // runs on one session at once may both write an output; readers collapse the
 // duplicates; if another job keeps deleting what a run listed, the run stops and
 // reports CompactResult.Contended. A segment that fails verification stops the
@@ -187,6 +204,22 @@ type compactState struct {
 	// sup holds the segments that supersede others (see superseders).
 	sup     map[string]SegmentInfo
 	present map[string]SegmentInfo
+	// stored holds each listed segment's ModTime, by key, when the outputs of
+	// other runs must settle before their inputs go (outputSettle; a strict
+	// session's outputs are committed by its head instead, and never dropped
+	// once committed).
+	stored map[string]time.Time
+}
+
+// unsettled reports whether out, an output this run did not write, was stored
+// less than outputSettle before now on the bucket's clock, so that its writer
+// may still drop it (dropIfInputsGone).
+func (st *compactState) unsettled(out string, now time.Time) bool {
+	if st.stored == nil {
+		return false
+	}
+	at, ok := st.stored[out]
+	return !ok || now.Sub(at) < outputSettle
 }
 
 // supersededBy returns the key of the segment that supersedes the segment at key,
@@ -276,11 +309,15 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	if err != nil {
 		return res, err
 	}
+	st.stored = ls.stored
+	if st.stored == nil {
+		st.stored = map[string]time.Time{}
+	}
 	marks, err := s.readMarks(ctx, ref, ls.marks)
 	if err != nil {
 		return res, err
 	}
-	resumed, err := s.markResumed(ctx, st, marks, opts, &res)
+	resumed, err := s.markResumed(ctx, st, marks, now, opts, &res)
 	if err != nil {
 		return res, err
 	}
@@ -323,7 +360,7 @@ func (s *Store) newCompactState(ctx context.Context, ref TranscriptRef, infos []
 // markResumed marks for deletion the inputs of outputs that a run which stopped
 // before marking them wrote (after checking that each output holds its input),
 // and returns the new marks.
-func (s *Store) markResumed(ctx context.Context, st *compactState, marks []deletionMark, opts CompactOptions, res *CompactResult) ([]deletionMark, error) {
+func (s *Store) markResumed(ctx context.Context, st *compactState, marks []deletionMark, now time.Time, opts CompactOptions, res *CompactResult) ([]deletionMark, error) {
 	marked := map[string]bool{}
 	for _, m := range marks {
 		for _, k := range m.Inputs {
@@ -357,8 +394,8 @@ func (s *Store) markResumed(ctx context.Context, st *compactState, marks []delet
 		res.Marked += n
 		if opts.DryRun {
 			// What the run does with them, as countPlanned counts the inputs
-			// of the compactions planned.
-			if opts.DeleteDelay > 0 {
+			// of the compactions planned (another run's output settles first).
+			if opts.DeleteDelay > 0 || st.unsettled(out, now) {
 				res.Pending += n
 			} else {
 				res.Deleted += n
@@ -381,6 +418,7 @@ func (s *Store) markResumed(ctx context.Context, st *compactState, marks []delet
 func (s *Store) compactLevels(ctx context.Context, st *compactState, opts CompactOptions, res *CompactResult) ([]deletionMark, error) {
 	var added []deletionMark
 	err := st.eachFullLevel(opts, res, func(live []SegmentInfo) (bool, error) {
+		started := time.Now()
 		c, err := s.compactLevel(ctx, st.ref, st, live, opts)
 		if err != nil {
 			return false, err
@@ -389,7 +427,7 @@ func (s *Store) compactLevels(ctx context.Context, st *compactState, opts Compac
 			res.Compactions = append(res.Compactions, c)
 			return true, nil
 		}
-		if gone, err := s.dropIfInputsGone(ctx, live, c); err != nil || gone {
+		if gone, err := s.dropIfInputsGone(ctx, live, c, started); err != nil || gone {
 			if gone {
 				res.Skipped = SkipSessionDeleted
 			}
@@ -400,6 +438,7 @@ func (s *Store) compactLevels(ctx context.Context, st *compactState, opts Compac
 		if err != nil {
 			return false, err
 		}
+		m.own = true
 		added = append(added, m)
 		return true, nil
 	})
@@ -418,7 +457,12 @@ func (s *Store) compactLevels(ctx context.Context, st *compactState, opts Compac
 // found here lists the session after its deletes and removes the output then
 // (docs/RETENTION.md). One HEAD when the first input is there (retention deletes
 // the oldest segments last).
-func (s *Store) dropIfInputsGone(ctx context.Context, live []SegmentInfo, c Compaction) (bool, error) {
+//
+// It drops the output only when it found the inputs gone within outputSettle
+// of started, the time the merge began (before the output was stored): later,
+// another run may have deleted them on account of this very output, which must
+// then stay.
+func (s *Store) dropIfInputsGone(ctx context.Context, live []SegmentInfo, c Compaction, started time.Time) (bool, error) {
 	for _, in := range live {
 		_, err := s.cfg.Bucket.Stat(ctx, in.Key)
 		if err == nil {
@@ -427,6 +471,9 @@ func (s *Store) dropIfInputsGone(ctx context.Context, live []SegmentInfo, c Comp
 		if !errors.Is(err, bucket.ErrNotFound) {
 			return false, fmt.Errorf("look for input %s: %w", in.Key, err)
 		}
+	}
+	if time.Since(started) >= outputSettle {
+		return false, nil
 	}
 	keys := make([]string, len(c.Outputs))
 	for i, out := range c.Outputs {

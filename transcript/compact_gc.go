@@ -40,6 +40,9 @@ type deletionMark struct {
 	// unstored marks a schedule with no mark object (see scheduleDelete): collect
 	// stores it only if it must keep one of the inputs.
 	unstored bool
+	// own marks the schedule of a compaction this run stored and kept (see
+	// dropIfInputsGone): its inputs need not wait for the output to settle.
+	own bool
 }
 
 // markKey returns the key of the deletion mark of the inputs of the compacted
@@ -191,6 +194,7 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 	for _, m := range marks {
 		waiting := false
 		var due []string
+		held := map[string]bool{}
 		for _, k := range m.Inputs {
 			_, present := st.present[k]
 			out, superseded := st.supersededBy(k)
@@ -202,6 +206,12 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 				res.Pending++
 				waiting = true
 			default:
+				if !(m.own && out == m.SupersededBy) && st.unsettled(out, now) {
+					// Another run's output, which its writer may still drop
+					// (outputSettle): the input is checked against it now,
+					// and stays, marked, until it settles.
+					held[k] = true
+				}
 				due = append(due, k)
 			}
 			counted[k] = true
@@ -215,7 +225,15 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 			res.Unverified += len(due) - len(verified)
 			waiting = true // the mark stays: it is the operator's lead
 		}
-		due = verified
+		due = verified[:0:0]
+		for _, k := range verified {
+			if held[k] {
+				res.Pending++
+				waiting = true
+				continue
+			}
+			due = append(due, k)
+		}
 		res.Deleted += len(due)
 		if opts.DryRun {
 			continue

@@ -301,8 +301,9 @@ func TestCompact_IncompleteGroupKeepsInputs(t *testing.T) {
 			}
 			tc.damage(t, b, byPart, segByPart)
 
-			// Due now, and no new compaction (a high threshold): only the
-			// deletes are in question.
+			// Due now (the output settled), and no new compaction (a high
+			// threshold): only the deletes are in question.
+			settleOutputs(b)
 			res, err = s.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 1000,
 				DeleteDelay: transcript.DeleteAtOnce, TargetSegmentSize: testTarget})
 			if tc.wantErr {

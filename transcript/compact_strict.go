@@ -75,7 +75,7 @@ func (s *Store) compactStrict(ctx context.Context, ref TranscriptRef, opts Compa
 	if err != nil {
 		return err
 	}
-	resumed, err := s.markResumed(ctx, st, marks, opts, res)
+	resumed, err := s.markResumed(ctx, st, marks, now, opts, res)
 	if err != nil {
 		return err
 	}

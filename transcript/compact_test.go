@@ -295,10 +295,20 @@ func TestCompact_ResumesAfterCrashBeforeMarks(t *testing.T) {
 	require.Equal(t, map[int]int{0: 8, 1: 1}, levels(t, s, ref), "output written, inputs unmarked")
 
 	fb.failing.Store(false)
+	// The output is another run's, just stored: its inputs are marked and wait
+	// for it to settle, however short the delete delay.
 	res, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
 	require.NoError(t, err)
 	require.Empty(t, res.Compactions, "the output already there is reused, not written again")
 	require.Equal(t, 8, res.Marked)
+	require.Equal(t, 8, res.Pending)
+	require.Zero(t, res.Deleted)
+	require.Equal(t, map[int]int{0: 8, 1: 1}, levels(t, s, ref))
+
+	settleOutputs(fb.Bucket.(*membucket.Bucket))
+	res, err = s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
+	require.NoError(t, err)
+	require.Empty(t, res.Compactions)
 	require.Equal(t, 8, res.Deleted)
 	got, err := s.ReadAll(ctx, ref)
 	require.NoError(t, err)
@@ -573,6 +583,7 @@ func TestCompact_ResumeKeepsConflictingVersions(t *testing.T) {
 	_, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: time.Hour})
 	require.ErrorIs(t, err, errInjected)
 	fb.failing.Store(false)
+	settleOutputs(fb.Bucket.(*membucket.Bucket))
 	res, err := s.Compact(ctx, ref, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce})
 	require.NoError(t, err)
 	require.Equal(t, 4, res.Marked)

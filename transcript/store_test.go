@@ -41,6 +41,13 @@ func newStore(t testing.TB, b bucket.Bucket, cfg transcript.Config) *transcript.
 	return s
 }
 
+// settleOutputs moves b's clock two minutes ahead, past the minute for which
+// Compact leaves the inputs of an output it did not write (one its writer may
+// still drop when it finds them gone).
+func settleOutputs(b *membucket.Bucket) {
+	b.SetClock(func() time.Time { return time.Now().Add(2 * time.Minute) })
+}
+
 func newWriter(t testing.TB, id string) *transcript.Writer {
 	t.Helper()
 	w, err := transcript.NewWriter(id)

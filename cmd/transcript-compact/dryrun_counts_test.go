@@ -45,7 +45,8 @@ func TestJob_DryRunCountsWhatTheRunMarksAndDeletes(t *testing.T) {
 
 // TestJob_DryRunCountsResumedMarks: after a run that stopped between storing
 // its outputs and marking their inputs (here: its marks removed), the next run
-// marks those inputs and deletes them (or leaves them waiting for their delay).
+// marks those inputs and deletes them (or leaves them waiting for their delay,
+// or for the outputs, which another run stored, to be a minute old).
 // Its dry run counted them as marked but neither deleted nor waiting, so its
 // counts fell short of the run's.
 func TestJob_DryRunCountsResumedMarks(t *testing.T) {

@@ -113,7 +113,7 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	)
 	sf.Register(fs, getenv, "", "only this `NAMESPACE` (default: every namespace)")
 	fs.IntVar(&minSegments, "min-segments", transcript.DefaultMinSegments, "compact a level once it holds this many segments (at least 2)")
-	fs.DurationVar(&delay, "delete-delay", transcript.DefaultDeleteDelay, "keep superseded segments, and sessions retention marked, this long after marking them (0: delete at once)")
+	fs.DurationVar(&delay, "delete-delay", transcript.DefaultDeleteDelay, "keep superseded segments, and sessions retention marked, this long after marking them (0: delete at once; the inputs of another run's output wait until it is a minute old)")
 	fs.StringVar(&shard, "shard", "0/1", "process shard `I/N` (stable hash of the session; for retention, of the agent)")
 	fs.IntVar(&j.parallel, "parallel", cli.DefaultParallel, "sessions compacted at once")
 	fs.DurationVar(&j.olderThan, "older-than", 0, "skip sessions with a segment stored less than this ago, by the bucket's clock (0: none skipped)")

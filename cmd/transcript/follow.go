@@ -151,6 +151,11 @@ func runFollow(ctx context.Context, env *cliEnv, args []string) error {
 	if sf.Session != "" {
 		return usagef("follow: --session is not a flag of follow: each file names its session (its header's id)")
 	}
+	if o.followerID == "" && fs.Changed("follower-id") {
+		// An empty id would quietly mean a random one: a fleet whose
+		// templating left the id out would then get one marker per run.
+		return usagef("follow: --follower-id is empty: give an id, or leave the flag out for a random one kept in --state-dir")
+	}
 	if o.followerID != "" {
 		if err := transcript.ValidateWriterID(o.followerID); err != nil {
 			return usagef("follow: --follower-id: %v", err)

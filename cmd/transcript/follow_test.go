@@ -75,6 +75,7 @@ func TestFollow_Errors(t *testing.T) {
 		{[]string{"follow", "--once", "--store", store, "--batch", "0s", t.TempDir()}, 2, "must be positive"},
 		{[]string{"follow", "--once", "--store", store, "--agent", "../x", t.TempDir()}, 2, "--agent"},
 		{[]string{"follow", "--once", "--store", store, "--follower-id", "a b", t.TempDir()}, 2, "--follower-id"},
+		{[]string{"follow", "--once", "--store", store, "--follower-id", "", t.TempDir()}, 2, "--follower-id is empty"},
 		{[]string{"follow", "--once", "--store", store, "--state-dir", t.TempDir(), filepath.Join(t.TempDir(), "none")}, 1, "not found"},
 	}
 	for _, tt := range tests {

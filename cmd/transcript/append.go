@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	cmdcli "github.com/transcriptstore/transcript/internal/cli"
 	"github.com/transcriptstore/transcript/pi"
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/sessiontree"
@@ -90,14 +91,14 @@ func runAppend(ctx context.Context, env *cliEnv, args []string) error {
 		return writeJSON(env.stdout, sum)
 	}
 	if sum.Added == 0 {
-		_, err = fmt.Fprintf(env.stdout, "%s\t%d entries\tunchanged (the session holds them all)\n", sum.Session, sum.Entries)
+		_, err = fmt.Fprintf(env.stdout, "%s\t%s\tunchanged (the session holds them all)\n", sum.Session, cmdcli.Count(sum.Entries, "entry"))
 		return err
 	}
 	keys := sum.Segment
 	if len(sum.Segments) > 1 {
 		keys = strings.Join(sum.Segments, " ")
 	}
-	_, err = fmt.Fprintf(env.stdout, "%s\t%d entries\t%d added as %s\n", sum.Session, sum.Entries, sum.Added, keys)
+	_, err = fmt.Fprintf(env.stdout, "%s\t%s\t%d added as %s\n", sum.Session, cmdcli.Count(sum.Entries, "entry"), sum.Added, keys)
 	return err
 }
 

@@ -73,9 +73,16 @@ func (f *Follower) noBucket(ctx context.Context, cause error) {
 	}
 	now := f.cfg.Now()
 	f.lostAt, f.auditedAt, f.dirty = now, now, true
+	taken := "no file has lines handed over to the uploader"
+	switch {
+	case n == 1:
+		taken = "taking back the lines of the 1 file handed over that wait in the uploader"
+	case n > 1:
+		taken = fmt.Sprintf("taking back the lines of the %d files handed over that wait in the uploader", n)
+	}
 	f.emit(Event{Kind: EventLost, Message: fmt.Sprintf("the store's bucket does not exist (deleted?): %v: "+
-		"taking back the lines of the %d files handed over that wait in the uploader; every file is uploaded again whole, "+
-		"header first, once the bucket is back (looked for every %s)", cause, n, f.cfg.RescanInterval)})
+		"%s; every file is uploaded again whole, header first, once the bucket is back (looked for every %s)",
+		cause, taken, f.cfg.RescanInterval)})
 	if err := f.save(); err != nil {
 		f.emit(Event{Kind: EventError, Message: fmt.Sprintf("write the state file: %v: the lines the uploader holds stay there, ahead of the refills", err)})
 		return

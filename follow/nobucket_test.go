@@ -94,7 +94,9 @@ func TestFollower_BucketDeleted(t *testing.T) {
 				fx.remote.deleteBucket(false)
 				require.NoError(t, fx.once())
 			}
-			require.Len(t, fx.take(follow.EventLost), 1)
+			lost := fx.take(follow.EventLost)
+			require.Len(t, lost, 1)
+			require.Contains(t, lost[0].Message, "taking back the lines of the 2 files handed over")
 			fx.remote.recreateBucket()
 			fx.remote.flush() // the outbox uploads what it still holds
 			require.NoError(t, fx.once())

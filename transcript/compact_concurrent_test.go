@@ -1,0 +1,77 @@
+package transcript_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/transcript"
+	"github.com/transcriptstore/transcript/transcript/bucket"
+	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
+)
+
+// slowBucket gives each write, look and listing a random latency of up to a
+// millisecond, as a server's would, so that concurrent runs interleave.
+type slowBucket struct{ bucket.Bucket }
+
+func (b slowBucket) pause() { time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond)))) }
+
+func (b slowBucket) Put(ctx context.Context, key string, r io.Reader, size int64, opts bucket.PutOptions) error {
+	b.pause()
+	return b.Bucket.Put(ctx, key, r, size, opts)
+}
+
+func (b slowBucket) Stat(ctx context.Context, key string) (bucket.ObjectInfo, error) {
+	b.pause()
+	return b.Bucket.Stat(ctx, key)
+}
+
+func (b slowBucket) Delete(ctx context.Context, key string) error {
+	b.pause()
+	return b.Bucket.Delete(ctx, key)
+}
+
+// TestCompact_ConcurrentRunsKeepEverything runs three compactions of one session
+// at once, with no delete delay, after each of a bounded number of appends: after
+// every round the session holds every entry appended so far. Runs that resume
+// one another's outputs are what lost whole sessions before the outputs of other
+// runs had to settle (TestCompact_TwoRunsDoNotLoseTheOutput pins the interleaving).
+func TestCompact_ConcurrentRunsKeepEverything(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, slowBucket{membucket.New()}, transcript.Config{})
+	w := newWriter(t, "w")
+	var want []string
+	parent := ""
+	const rounds, runs = 60, 3
+	for round := range rounds {
+		for i := range 2 {
+			id := fmt.Sprintf("r%d-%d", round, i)
+			_, err := s.AppendSegment(ctx, ref, [][]byte{entry(id, parent)}, w)
+			require.NoError(t, err)
+			want, parent = append(want, id), id
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, runs)
+		for r := range runs {
+			wg.Go(func() {
+				// Staggered, so that a run may list while another is between
+				// storing its output and marking the inputs.
+				time.Sleep(time.Duration(rand.Int64N(int64(4 * time.Millisecond))))
+				_, errs[r] = s.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		got, err := s.ReadAll(ctx, ref)
+		require.NoError(t, err, "round %d", round)
+		require.Empty(t, got.Missing(want), "round %d", round)
+	}
+}

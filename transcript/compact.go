@@ -30,15 +30,17 @@ const DeleteAtOnce time.Duration = -1
 const SkipSessionDeleted = "its segments were deleted while it merged them: its output was deleted"
 
 // outputSettle is how old, on the bucket's clock, another run's output must be
-// before Compact deletes the inputs it supersedes on its account. The run that
-// stored an output deletes it again when it finds every input gone (see
-// dropIfInputsGone): it cannot tell a deletion of the session from another
-// compaction's, and the other compaction may be one that resumed from its own
-// output, found in a listing before its inputs were marked. So a run that did
-// not write an output leaves its inputs (marked, Pending) until the output is
-// outputSettle old, and the writer drops its output only if it found the inputs
-// gone within outputSettle of starting the merge: the two never both happen.
-// With a DeleteDelay of a minute or more the marks already wait longer.
+// (every part of its group) before Compact deletes the inputs it supersedes on
+// its account. The run that stored an output deletes it again when it finds
+// every input gone (see dropIfInputsGone): it cannot tell a deletion of the
+// session from another compaction's, and the other compaction may be one that
+// resumed from its own output, found in a listing before its inputs were
+// marked. So a run that did not write an output leaves its inputs (marked,
+// Pending) until the output's newest part is outputSettle old, and the writer
+// drops its output only if it found the inputs gone within outputSettle of
+// starting the PUT of that part: the two never both happen (the clocks of the
+// bucket and of the job may differ, but they run at one rate). With a
+// DeleteDelay of a minute or more the marks already wait longer.
 const outputSettle = time.Minute
 
 // ErrCompactInput is wrapped by Compact errors about an input it cannot compact
@@ -209,17 +211,32 @@ type compactState struct {
 	// session's outputs are committed by its head instead, and never dropped
 	// once committed).
 	stored map[string]time.Time
+	// lastPut is when this run started the PUT of the last segment it stored
+	// (the job's clock): dropIfInputsGone counts from it.
+	lastPut time.Time
 }
 
-// unsettled reports whether out, an output this run did not write, was stored
-// less than outputSettle before now on the bucket's clock, so that its writer
-// may still drop it (dropIfInputsGone).
+// unsettled reports whether out, an output this run did not write, or a part
+// of its group, was stored less than outputSettle before now on the bucket's
+// clock, so that its writer may still drop it (dropIfInputsGone).
 func (st *compactState) unsettled(out string, now time.Time) bool {
 	if st.stored == nil {
 		return false
 	}
-	at, ok := st.stored[out]
-	return !ok || now.Sub(at) < outputSettle
+	keys := []string{out}
+	if g := st.groupOf[out]; g != nil {
+		keys = keys[:0]
+		for _, p := range g.parts {
+			keys = append(keys, p.Key)
+		}
+	}
+	for _, k := range keys {
+		at, ok := st.stored[k]
+		if !ok || now.Sub(at) < outputSettle {
+			return true
+		}
+	}
+	return false
 }
 
 // supersededBy returns the key of the segment that supersedes the segment at key,
@@ -418,7 +435,6 @@ func (s *Store) markResumed(ctx context.Context, st *compactState, marks []delet
 func (s *Store) compactLevels(ctx context.Context, st *compactState, opts CompactOptions, res *CompactResult) ([]deletionMark, error) {
 	var added []deletionMark
 	err := st.eachFullLevel(opts, res, func(live []SegmentInfo) (bool, error) {
-		started := time.Now()
 		c, err := s.compactLevel(ctx, st.ref, st, live, opts)
 		if err != nil {
 			return false, err
@@ -427,7 +443,7 @@ func (s *Store) compactLevels(ctx context.Context, st *compactState, opts Compac
 			res.Compactions = append(res.Compactions, c)
 			return true, nil
 		}
-		if gone, err := s.dropIfInputsGone(ctx, live, c, started); err != nil || gone {
+		if gone, err := s.dropIfInputsGone(ctx, live, c, st.lastPut); err != nil || gone {
 			if gone {
 				res.Skipped = SkipSessionDeleted
 			}
@@ -459,10 +475,11 @@ func (s *Store) compactLevels(ctx context.Context, st *compactState, opts Compac
 // the oldest segments last).
 //
 // It drops the output only when it found the inputs gone within outputSettle
-// of started, the time the merge began (before the output was stored): later,
-// another run may have deleted them on account of this very output, which must
-// then stay.
-func (s *Store) dropIfInputsGone(ctx context.Context, live []SegmentInfo, c Compaction, started time.Time) (bool, error) {
+// of lastPut, when the PUT of the output's last part began: later, another run
+// may have deleted them on account of this very output, which must then stay
+// (a deletion of the session then leaves it, and retention decides the session
+// again).
+func (s *Store) dropIfInputsGone(ctx context.Context, live []SegmentInfo, c Compaction, lastPut time.Time) (bool, error) {
 	for _, in := range live {
 		_, err := s.cfg.Bucket.Stat(ctx, in.Key)
 		if err == nil {
@@ -472,7 +489,7 @@ func (s *Store) dropIfInputsGone(ctx context.Context, live []SegmentInfo, c Comp
 			return false, fmt.Errorf("look for input %s: %w", in.Key, err)
 		}
 	}
-	if time.Since(started) >= outputSettle {
+	if time.Since(lastPut) >= outputSettle {
 		return false, nil
 	}
 	keys := make([]string, len(c.Outputs))

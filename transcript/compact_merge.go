@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/transcriptstore/transcript/segment"
 )
@@ -199,6 +200,7 @@ func (s *Store) compactLevel(ctx context.Context, ref TranscriptRef, st *compact
 		if opts.DryRun {
 			continue
 		}
+		st.lastPut = time.Now()
 		if err := s.PutSegment(ctx, obj.Info.Key, obj.Data); err != nil {
 			if len(runs) > 1 {
 				err = fmt.Errorf("part %d of %d: %w", i+1, len(runs), err)

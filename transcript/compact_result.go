@@ -39,7 +39,8 @@ type CompactResult struct {
 	Marked int
 	// Deleted counts superseded segments deleted because their mark was due.
 	Deleted int
-	// Pending counts marked segments whose delete delay has not passed.
+	// Pending counts marked segments whose delete delay has not passed, or
+	// whose superseding output, stored by another run, is not a minute old yet.
 	//
 	// In a dry run, Marked, Deleted and Pending count what the run would do:
 	// the marks it finds, and the inputs of the compactions it plans.

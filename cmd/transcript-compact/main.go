@@ -240,9 +240,11 @@ func printSummary(w io.Writer, sum *summary) {
 		fmt.Fprintf(w, "skipped %s: %s\n", cli.Escape(sk.Session), sk.Reason)
 	}
 	// A dry run marks and deletes nothing: its counts are what the run would do.
-	verb, counts := "compacted", "%d marked, %d deleted, %d waiting for their delay, %d uncommitted deleted"
+	// Marked segments wait for their delay, or for another run's output that
+	// supersedes them to settle (a minute, whatever the delay).
+	verb, counts := "compacted", "%d marked, %d deleted, %d waiting, %d uncommitted deleted"
 	if sum.DryRun {
-		verb, counts = "would compact", "would mark %d, would delete %d, %d waiting for their delay, would delete %d uncommitted"
+		verb, counts = "would compact", "would mark %d, would delete %d, %d waiting, would delete %d uncommitted"
 	}
 	fmt.Fprintf(w, "shard %s: %s scanned, %s %d (%s, %d bytes -> %s, %d bytes); "+counts+"; %d skipped (%d as recent), %d failed; %.1fs\n",
 		sum.Shard, cli.Count(sum.SessionsScanned, "session"), verb, sum.SessionsCompacted,

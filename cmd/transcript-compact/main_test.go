@@ -206,7 +206,7 @@ func TestJob_DryRunChangesNothing(t *testing.T) {
 	require.Contains(t, r.stdout, "plan acme/coder/s000: 6 L0 segments")
 	require.NotContains(t, r.stdout, "s001:")
 	require.Contains(t, r.stdout, "would compact 1")
-	require.Contains(t, r.stdout, "; would mark 6, would delete 6, 0 waiting for their delay, would delete 0 uncommitted;",
+	require.Contains(t, r.stdout, "; would mark 6, would delete 6, 0 waiting, would delete 0 uncommitted;",
 		"a dry run marks and deletes nothing, and its summary says so")
 	require.Equal(t, before, snapshot(t, s.Bucket()))
 }

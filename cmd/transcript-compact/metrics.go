@@ -50,7 +50,7 @@ func pushMetrics(ctx context.Context, url string, sum *summary, shard, shards in
 		"skipped": float64(len(sum.Skipped)), "contended": float64(sum.SessionsContended),
 		"failed": float64(sum.SessionsFailed),
 	})
-	labelled("segments", "Segments of the last run: merged (in), written (out), marked, deleted, waiting for their delay (pending).", "kind", map[string]float64{
+	labelled("segments", "Segments of the last run: merged (in), written (out), marked, deleted, waiting for their delay or for another run's output to settle (pending).", "kind", map[string]float64{
 		"in": float64(sum.SegmentsIn), "out": float64(sum.SegmentsOut), "marked": float64(sum.Marks),
 		"deleted": float64(sum.Deletions), "pending": float64(sum.PendingDeletions),
 	})

@@ -206,10 +206,11 @@ type compactState struct {
 	// sup holds the segments that supersede others (see superseders).
 	sup     map[string]SegmentInfo
 	present map[string]SegmentInfo
-	// stored holds each listed segment's ModTime, by key, when the outputs of
-	// other runs must settle before their inputs go (outputSettle; a strict
-	// session's outputs are committed by its head instead, and never dropped
-	// once committed).
+	// settle says that the outputs of other runs must settle before their
+	// inputs go (outputSettle): not in a strict session, whose outputs are
+	// committed by its head and never dropped once committed.
+	settle bool
+	// stored holds each listed segment's ModTime, by key.
 	stored map[string]time.Time
 	// lastPut is when this run started the PUT of the last segment it stored
 	// (the job's clock): dropIfInputsGone counts from it.
@@ -220,23 +221,31 @@ type compactState struct {
 // of its group, was stored less than outputSettle before now on the bucket's
 // clock, so that its writer may still drop it (dropIfInputsGone).
 func (st *compactState) unsettled(out string, now time.Time) bool {
-	if st.stored == nil {
+	if !st.settle {
 		return false
 	}
-	keys := []string{out}
-	if g := st.groupOf[out]; g != nil {
-		keys = keys[:0]
-		for _, p := range g.parts {
-			keys = append(keys, p.Key)
-		}
+	young := func(key string) bool {
+		at, ok := st.stored[key]
+		return !ok || now.Sub(at) < outputSettle
 	}
-	for _, k := range keys {
-		at, ok := st.stored[k]
-		if !ok || now.Sub(at) < outputSettle {
+	g := st.groupOf[out]
+	if g == nil {
+		return young(out)
+	}
+	for _, p := range g.parts {
+		if young(p.Key) {
 			return true
 		}
 	}
 	return false
+}
+
+// waitsForOutput reports whether input k of mark m must stay until the output
+// that supersedes it settles: an output this run did not store (m is another
+// run's, or k is superseded by another output than m's) and is unsettled.
+func (st *compactState) waitsForOutput(m deletionMark, k string, now time.Time) bool {
+	out, _ := st.supersededBy(k)
+	return !(m.own && out == m.SupersededBy) && st.unsettled(out, now)
 }
 
 // supersededBy returns the key of the segment that supersedes the segment at key,
@@ -326,10 +335,7 @@ func (s *Store) compactOnce(ctx context.Context, ref TranscriptRef, opts Compact
 	if err != nil {
 		return res, err
 	}
-	st.stored = ls.stored
-	if st.stored == nil {
-		st.stored = map[string]time.Time{}
-	}
+	st.settle, st.stored = true, ls.stored
 	marks, err := s.readMarks(ctx, ref, ls.marks)
 	if err != nil {
 		return res, err
@@ -454,7 +460,6 @@ func (s *Store) compactLevels(ctx context.Context, st *compactState, opts Compac
 		if err != nil {
 			return false, err
 		}
-		m.own = true
 		added = append(added, m)
 		return true, nil
 	})
@@ -502,8 +507,8 @@ func (s *Store) dropIfInputsGone(ctx context.Context, live []SegmentInfo, c Comp
 	return true, nil
 }
 
-// markInputs schedules the deletion of the inputs of the compaction whose output
-// is at key and counts them in res.Marked.
+// markInputs schedules the deletion of the inputs of the compaction, stored by
+// this run, whose output is at key, and counts them in res.Marked.
 func (s *Store) markInputs(ctx context.Context, ref TranscriptRef, output string, inputs []SegmentInfo, opts CompactOptions, res *CompactResult) (deletionMark, error) {
 	keys := make([]string, len(inputs))
 	for i, in := range inputs {
@@ -514,6 +519,7 @@ func (s *Store) markInputs(ctx context.Context, ref TranscriptRef, output string
 		return deletionMark{}, err
 	}
 	res.Marked += len(keys)
+	m.own = true
 	return m, nil
 }
 

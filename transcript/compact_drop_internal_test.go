@@ -78,7 +78,7 @@ func TestUnsettled_EveryPartOfAGroup(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &compactState{stored: tc.stored, groupOf: map[string]*segGroup{}}
+			st := &compactState{settle: true, stored: tc.stored, groupOf: map[string]*segGroup{}}
 			if tc.group {
 				st.groupOf["p0"], st.groupOf["p1"] = g, g
 			}

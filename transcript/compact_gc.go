@@ -194,7 +194,6 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 	for _, m := range marks {
 		waiting := false
 		var due []string
-		held := map[string]bool{}
 		for _, k := range m.Inputs {
 			_, present := st.present[k]
 			out, superseded := st.supersededBy(k)
@@ -206,12 +205,6 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 				res.Pending++
 				waiting = true
 			default:
-				if !(m.own && out == m.SupersededBy) && st.unsettled(out, now) {
-					// Another run's output, which its writer may still drop
-					// (outputSettle): the input is checked against it now,
-					// and stays, marked, until it settles.
-					held[k] = true
-				}
 				due = append(due, k)
 			}
 			counted[k] = true
@@ -225,9 +218,12 @@ func (s *Store) collect(ctx context.Context, st *compactState, marks []deletionM
 			res.Unverified += len(due) - len(verified)
 			waiting = true // the mark stays: it is the operator's lead
 		}
+		// An input of another run's output, which its writer may still drop
+		// (outputSettle), is checked against it above and stays, marked,
+		// until the output settles.
 		due = verified[:0:0]
 		for _, k := range verified {
-			if held[k] {
+			if st.waitsForOutput(m, k, now) {
 				res.Pending++
 				waiting = true
 				continue

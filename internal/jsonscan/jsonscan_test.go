@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -145,19 +146,42 @@ func TestField(t *testing.T) {
 	require.Nil(t, jsonscan.Field([]byte(`{"a":1}`), "b"))
 }
 
-// FuzzEachField checks the scanner against encoding/json on every valid object:
-// the same keys (last duplicate wins) with the same values.
+// surrogatesAsReplacement replaces the WTF-8 bytes of each lone surrogate in s,
+// which the scanner makes of a lone surrogate escape ("\ud800"), with U+FFFD, as
+// encoding/json decodes that escape.
+func surrogatesAsReplacement(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if i+2 < len(s) && s[i] == 0xed && s[i+1] >= 0xa0 && s[i+1] <= 0xbf && s[i+2] >= 0x80 && s[i+2] <= 0xbf {
+			b.WriteRune(utf8.RuneError)
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// FuzzEachField checks the scanner against encoding/json on every valid object
+// of valid UTF-8: the same keys (last duplicate wins) with the same values. The
+// two decode differently on purpose where the scanner follows Node (decode.go):
+// a lone surrogate escape, compared here as encoding/json's U+FFFD, and bytes
+// that are not UTF-8 (a truncated sequence is one U+FFFD for Node, one per byte
+// for encoding/json), where only the absence of a panic is checked.
 func FuzzEachField(f *testing.F) {
 	for _, s := range []string{`{}`, `{"a":1,"b":[1,2,{"c":"d"}],"a":"\"}"}`, `{"type":"message","id":"1","parentId":null}`,
-		`{"x":{"y":{"z":[[]]}},"e":"\u00e9\ud83d\ude00"}`, ` {"a" : true , "b" : false } `} {
+		`{"x":{"y":{"z":[[]]}},"e":"\u00e9\ud83d\ude00"}`, ` {"a" : true , "b" : false } `,
+		`{"\ud800":1,"\ufffd":2}`, "{\"\xed\x96\":\"\"}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got := map[string]string{}
-		err := jsonscan.EachField(b, func(k string, v []byte, _ int) { got[k] = string(v) })
+		err := jsonscan.EachField(b, func(k string, v []byte, _ int) {
+			got[surrogatesAsReplacement(k)] = string(v)
+		})
 		var want map[string]json.RawMessage
-		if json.Unmarshal(b, &want) != nil || want == nil {
-			return // not a valid object: the scanner may say anything but must not panic
+		if json.Unmarshal(b, &want) != nil || want == nil || !utf8.Valid(b) {
+			return // not a valid object of UTF-8: the scanner may say anything but must not panic
 		}
 		require.NoError(t, err)
 		require.Len(t, got, len(want))

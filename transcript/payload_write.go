@@ -227,7 +227,7 @@ func (s *Store) putExtracted(ctx context.Context, info SegmentInfo, data []byte)
 		if meta.Refs == nil {
 			return s.putObject(ctx, info.Key, data) // every payload stays inline
 		}
-		out, _, err := s.enc.Encode(meta, stored)
+		out, _, err := s.encoder(meta.Level).Encode(meta, stored)
 		if err != nil {
 			return fmt.Errorf("put segment %s: %w", info.Key, err)
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/transcriptstore/transcript/segment"
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
@@ -46,7 +48,9 @@ type Config struct {
 	// in MergeResult.Corrupt instead of failing.
 	SkipCorrupt bool
 	// Encoder and Decoder are the segment codecs; nil means defaults created (and
-	// closed) by the store.
+	// closed) by the store: level-0 segments are then compressed at
+	// Level0EncoderLevel and compacted ones at zstd's default level. An Encoder
+	// given here writes every segment.
 	Encoder *segment.Encoder
 	Decoder *segment.Decoder
 	// Now returns the current time (default time.Now): the wall clock of the
@@ -69,10 +73,22 @@ type Config struct {
 	SegmentCache *SegmentCache
 }
 
+// Level0EncoderLevel is the zstd level of the level-0 segments a store writes
+// with its own encoder: the fastest. A level-0 segment is usually one turn of a
+// few KiB, compressed on the writer's critical path and rewritten by the next
+// compaction at the default level; at the default level each one costs about
+// three times the CPU (its match tables are 1 MiB against 256 KiB, and a
+// process flushing from several goroutines misses the cache on most lookups)
+// for about 4% fewer bytes. BENCHMARKS.md gives the figures.
+const Level0EncoderLevel = zstd.SpeedFastest
+
 // Store reads and writes session segments. It is safe for concurrent use.
 type Store struct {
-	cfg      Config
-	enc      *segment.Encoder
+	cfg Config
+	enc *segment.Encoder
+	// enc0 encodes level-0 segments: Config.Encoder when set, else an encoder
+	// at zstd's fastest level (see Level0EncoderLevel).
+	enc0     *segment.Encoder
 	dec      *segment.Decoder
 	ownCodec bool
 	// adaptiveReads: Config.ReadConcurrency was left zero (see readLimit).
@@ -126,11 +142,14 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = NewClock(cfg.Now)
 	}
-	s := &Store{cfg: cfg, enc: cfg.Encoder, dec: cfg.Decoder, adaptiveReads: adaptive, payloadFloor: MinPayloadDeleteDelay}
+	s := &Store{cfg: cfg, enc: cfg.Encoder, enc0: cfg.Encoder, dec: cfg.Decoder, adaptiveReads: adaptive, payloadFloor: MinPayloadDeleteDelay}
 	var err error
 	if s.enc == nil {
 		if s.enc, err = segment.NewEncoder(); err != nil {
 			return nil, fmt.Errorf("transcript: %w", err)
+		}
+		if s.enc0, err = segment.NewEncoder(segment.WithEncoderLevel(Level0EncoderLevel)); err != nil {
+			return nil, errors.Join(fmt.Errorf("transcript: %w", err), s.enc.Close())
 		}
 		s.ownCodec = true
 	}
@@ -150,7 +169,7 @@ func (s *Store) Close() error {
 	}
 	var errs []error
 	if s.cfg.Encoder == nil {
-		errs = append(errs, s.enc.Close())
+		errs = append(errs, s.enc.Close(), s.enc0.Close())
 	}
 	if s.cfg.Decoder == nil {
 		errs = append(errs, s.dec.Close())

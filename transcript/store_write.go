@@ -125,7 +125,7 @@ func (s *Store) encodeAs(ref TranscriptRef, meta segment.Meta, entries [][]byte,
 // (prepareExtracted draws it when the segment is prepared, so that a batch's
 // segments are keyed in their order whenever each is encoded).
 func (s *Store) encodeAt(ref TranscriptRef, meta segment.Meta, entries [][]byte, w *Writer, now time.Time) (SegmentObject, error) {
-	data, meta, err := s.enc.Encode(meta, entries)
+	data, meta, err := s.encoder(meta.Level).Encode(meta, entries)
 	if err != nil {
 		return SegmentObject{}, fmt.Errorf("prepare segment: %w", err)
 	}
@@ -137,6 +137,16 @@ func (s *Store) encodeAt(ref TranscriptRef, meta segment.Meta, entries [][]byte,
 		Seq: meta.Seq, Hash: sum, Size: int64(len(data)), Refs: meta.Refs,
 	}
 	return SegmentObject{Info: info, Meta: meta, Data: data}, nil
+}
+
+// encoder returns the encoder of segments of level: the level-0 encoder (at
+// Level0EncoderLevel unless Config.Encoder was given) for level 0, the store's
+// other encoder for compacted segments.
+func (s *Store) encoder(level uint8) *segment.Encoder {
+	if level == 0 {
+		return s.enc0
+	}
+	return s.enc
 }
 
 // flattenRefs returns the references of each entry (refs[i] those of entry i) as

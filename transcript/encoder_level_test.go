@@ -24,15 +24,15 @@ import (
 // metadata and entries, and differ from what the other level makes.
 func TestStore_EncoderLevels(t *testing.T) {
 	ctx := context.Background()
-	fast, err := segment.NewEncoder(segment.WithEncoderLevel(transcript.Level0EncoderLevel))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, fast.Close()) })
-	def, err := segment.NewEncoder()
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, def.Close()) })
-	better, err := segment.NewEncoder(segment.WithEncoderLevel(zstd.SpeedBetterCompression))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, better.Close()) })
+	newEncoder := func(opts ...segment.EncoderOption) *segment.Encoder {
+		enc, err := segment.NewEncoder(opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, enc.Close()) })
+		return enc
+	}
+	fast := newEncoder(segment.WithEncoderLevel(transcript.Level0EncoderLevel))
+	def := newEncoder()
+	better := newEncoder(segment.WithEncoderLevel(zstd.SpeedBetterCompression))
 	dec, err := segment.NewDecoder()
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, dec.Close()) })

@@ -74,11 +74,12 @@ func (f *Follower) noBucket(ctx context.Context, cause error) {
 	now := f.cfg.Now()
 	f.lostAt, f.auditedAt, f.dirty = now, now, true
 	taken := "no file has lines handed over to the uploader"
-	switch {
-	case n == 1:
-		taken = "taking back the lines of the 1 file handed over that wait in the uploader"
-	case n > 1:
-		taken = fmt.Sprintf("taking back the lines of the %d files handed over that wait in the uploader", n)
+	if n > 0 {
+		files := "files"
+		if n == 1 {
+			files = "file"
+		}
+		taken = fmt.Sprintf("taking back the lines of the %d %s handed over that wait in the uploader", n, files)
 	}
 	f.emit(Event{Kind: EventLost, Message: fmt.Sprintf("the store's bucket does not exist (deleted?): %v: "+
 		"%s; every file is uploaded again whole, header first, once the bucket is back (looked for every %s)",

@@ -46,3 +46,11 @@ func ReadJournal(dir string) ([]JournalRecord, error) {
 	}
 	return out, nil
 }
+
+// JournalSyncs returns how many fsyncs m's outbox journal has made (of files
+// and of its directory).
+func JournalSyncs(m *Mirror) int {
+	m.journal.mu.Lock()
+	defer m.journal.mu.Unlock()
+	return m.journal.syncs
+}

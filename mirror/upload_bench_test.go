@@ -14,13 +14,14 @@ import (
 
 // BenchmarkMirror_Upload measures the flush path of the segment Mirror alone:
 // Upload of one realistic turn (encode, journal append, the shared sync of the
-// outbox journal on the local disk) from 1 and from 32 goroutines at once, each
+// outbox journal on the local disk) from 1, 4 and 32 goroutines at once, each
 // flushing a session of its own, over an in-memory store (the uploads behind it
 // cost next to nothing). ns/op is the time per flush of all flushers together
-// (32 goroutines: flushers/GOMAXPROCS per P, 32 on two cores).
+// (32 goroutines: flushers/GOMAXPROCS per P, 32 on two cores); fsyncs/flush how
+// many flushes an fsync of the journal covered.
 func BenchmarkMirror_Upload(b *testing.B) {
 	turns := newBenchSession(64)
-	for _, flushers := range []int{1, 32} {
+	for _, flushers := range []int{1, 4, 32} {
 		b.Run(fmt.Sprintf("flushers=%d", flushers), func(b *testing.B) {
 			store := newStore(b, membucket.New(), "bench")
 			m := newMirror(b, store, "", func(c *mirror.Config) { c.BlockWhenFull = true })
@@ -50,6 +51,7 @@ func BenchmarkMirror_Upload(b *testing.B) {
 				})
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(mirror.JournalSyncs(m))/float64(b.N), "fsyncs/flush")
 			if err := m.AwaitQuiescence(b.Context()); err != nil {
 				b.Fatal(err)
 			}

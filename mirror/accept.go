@@ -30,6 +30,17 @@ func (m *Mirror) Upload(ctx context.Context, b sessiontree.Batch) error {
 	if len(b.Entries) == 0 {
 		return nil
 	}
+	// The journal learns of this Upload's appends before the encoding, so that
+	// a concurrent Upload about to fsync waits for them (see journal.expect):
+	// one segment until prepare says how many, each counted off as it is
+	// appended; what is left when Upload returns was never appended.
+	m.journal.expect(1)
+	announced := 1
+	defer func() {
+		if announced > 0 {
+			m.journal.unexpect(announced)
+		}
+	}()
 	if !m.cfg.BlockWhenFull {
 		// Refuse early, before spending time on encoding.
 		if err := m.full(1, 0); err != nil {
@@ -44,6 +55,10 @@ func (m *Mirror) Upload(ctx context.Context, b sessiontree.Batch) error {
 		}
 		return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
 	}
+	if n := len(objs); n != announced {
+		m.journal.expect(n - announced)
+		announced = n
+	}
 	// A batch larger than a segment holds becomes several, uploaded in order.
 	// The bounds take them all or none, so that a refusal accepts nothing of a
 	// batch the caller hands over again whole. Only a journal write that fails
@@ -54,6 +69,7 @@ func (m *Mirror) Upload(ctx context.Context, b sessiontree.Batch) error {
 		return fmt.Errorf("mirror upload %s: %w", b.Ref, err)
 	}
 	for i, j := range jobs {
+		announced-- // appendAnnounced counts it off, written or not
 		if err := m.accept(j); err != nil {
 			for _, j := range jobs[i+1:] {
 				m.release(j)
@@ -81,7 +97,7 @@ func (m *Mirror) prepare(b sessiontree.Batch) ([]transcript.SegmentObject, error
 // it.
 func (m *Mirror) accept(j *job) error {
 	defer m.uploads.Done()
-	jf, pos, err := m.journal.append(j.key, j.data)
+	jf, pos, err := m.journal.appendAnnounced(j.key, j.data)
 	if err != nil {
 		m.release(j)
 		return err
@@ -140,11 +156,16 @@ func (m *Mirror) reserve(ctx context.Context, objs []transcript.SegmentObject) (
 		}
 		room := m.room
 		m.mu.Unlock()
+		// Waiting for room, these appends are not about to come: no fsync
+		// should wait for them meanwhile.
+		m.journal.unexpect(len(objs))
 		select {
 		case <-room:
 		case <-ctx.Done():
+			m.journal.expect(len(objs))
 			return nil, fmt.Errorf("%w: %w", ctx.Err(), err)
 		}
+		m.journal.expect(len(objs))
 		m.mu.Lock()
 	}
 	defer m.mu.Unlock()

@@ -36,11 +36,13 @@ func TestMirror_BackpressureRefusesWholeBatch(t *testing.T) {
 		s.ids = append(s.ids, id)
 	}
 	require.ErrorIs(t, m.Upload(ctx, big), mirror.ErrBackpressure)
+	require.Zero(t, mirror.JournalArriving(m), "a refused batch of several segments announces no append")
 	require.Equal(t, 1, m.Status().Pending, "no segment of the refused batch is pending")
 
 	fb.Heal()
 	require.NoError(t, m.AwaitQuiescence(ctx))
 	require.NoError(t, m.Upload(ctx, big), "handed over again")
+	require.Zero(t, mirror.JournalArriving(m), "each segment appended counts off its announcement")
 	require.NoError(t, m.AwaitQuiescence(ctx))
 	require.EqualValues(t, 3, m.Status().Uploaded, "the first batch, then the large one as two segments")
 	segs, err := store.ListSegments(ctx, s.ref)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // JournalRecord is one record of an outbox journal, as tests see it.
@@ -53,4 +54,28 @@ func JournalSyncs(m *Mirror) int {
 	m.journal.mu.Lock()
 	defer m.journal.mu.Unlock()
 	return m.journal.syncs
+}
+
+// JournalArriving returns how many appends m's outbox journal was told to
+// expect (see journal.expect) that were neither made nor withdrawn: zero
+// whenever no Upload runs.
+func JournalArriving(m *Mirror) int {
+	m.journal.mu.Lock()
+	defer m.journal.mu.Unlock()
+	return m.journal.arriving
+}
+
+// SetJournalStraggleWait sets how long a leader of m's journal waits for
+// announced appends before it fsyncs.
+func SetJournalStraggleWait(m *Mirror, d time.Duration) {
+	m.journal.mu.Lock()
+	defer m.journal.mu.Unlock()
+	m.journal.straggleWait = d
+}
+
+// AppendJournal appends a record to m's outbox journal as an Upload of no
+// segment would, and returns once it is durable.
+func AppendJournal(m *Mirror, key string, data []byte) error {
+	_, _, err := m.journal.append(key, data)
+	return err
 }

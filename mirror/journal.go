@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/transcriptstore/transcript/internal/fsutil"
 )
@@ -23,12 +24,17 @@ import (
 // file that covers the record. Concurrent Uploads share that fsync (group commit):
 // the first to wait becomes the leader and fsyncs everything appended before it
 // began; those that append meanwhile wait for the leader to finish and then elect
-// the next one, which covers all of them. No timer is involved, so a lone Upload
-// pays exactly one fsync and no waiting. One file per segment, as the outbox used
-// before, costs an fsync of the file and one of its directory per segment, and
-// the fsyncs of concurrent Uploads cannot be shared. On Linux the file's fsync
-// is an fdatasync: it makes the appended bytes and the new file size durable, as
-// replay needs, and skips the timestamps.
+// the next one, which covers all of them. Before it fsyncs, a leader waits for
+// the appends other Uploads have announced (they are encoding their segments:
+// see expect), at most journalStraggleWait. Concurrent Uploads that one fsync
+// released start their next appends together; without the wait the first of
+// them to write fsynced alone while the others waited behind it, and the
+// groups alternated between one record and the rest. A lone Upload announces
+// only itself, so it pays exactly one fsync and no waiting. One file per
+// segment, as the outbox used before, costs an fsync of the file and one of its
+// directory per segment, and the fsyncs of concurrent Uploads cannot be shared.
+// On Linux the file's fsync is an fdatasync: it makes the appended bytes and the
+// new file size durable, as replay needs, and skips the timestamps.
 //
 // A record is framed as
 //
@@ -85,6 +91,13 @@ const (
 	maxJournalKey       = 1<<16 - 1
 )
 
+// journalStraggleWait bounds how long a leader waits for announced appends
+// before it fsyncs (see above). An announced append is an Upload encoding a
+// turn, tens of microseconds; the bound only matters for one encoding a large
+// batch, which then makes the next fsync instead, and it is well under the
+// fsync it would otherwise wait for.
+const journalStraggleWait = 500 * time.Microsecond
+
 // castagnoli is the CRC-32C table of the record checksums (read-only).
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -101,8 +114,14 @@ type journal struct {
 	// sequence number of the file after it.
 	active *journalFile
 	next   uint64
-	// syncing is set while a leader fsyncs the active file.
+	// syncing is set while a leader fsyncs the active file (or waits for
+	// announced appends before it does).
 	syncing bool
+	// arriving counts the appends announced (expect) and not yet written or
+	// withdrawn; straggleWait bounds a leader's wait for them
+	// (journalStraggleWait; tests change it).
+	arriving     int
+	straggleWait time.Duration
 	// syncs counts the fsyncs the journal made (files and directory), for tests.
 	syncs int
 	// sync makes a journal file's data durable (datasync: fdatasync where there
@@ -155,7 +174,8 @@ func openJournal(dir string) (*journal, []journalRecord, error) {
 		dir: filepath.Join(dir, outboxJournal), next: 1,
 		sync: datasync, syncDir: fsutil.SyncDir,
 		rotateBytes: journalRotateBytes, recycleBytes: journalRecycleBytes,
-		marking: map[*journalFile]struct{}{},
+		straggleWait: journalStraggleWait,
+		marking:      map[*journalFile]struct{}{},
 	}
 	j.cond = sync.NewCond(&j.mu)
 	if err := mkdirAllSync(j.dir); err != nil {
@@ -351,12 +371,48 @@ func decodeRecord(b []byte) (string, []byte, int, error) {
 // crash may still leave it replayable: uploading it then stores a segment whose
 // entries the caller hands over again, and readers collapse the copies).
 func (j *journal) append(key string, data []byte) (*journalFile, journalPos, error) {
+	return j.appendRecord(key, data, false)
+}
+
+// appendAnnounced is append for a record announced with expect: it counts as
+// arrived once written (or failed), and a leader waiting for it goes on.
+func (j *journal) appendAnnounced(key string, data []byte) (*journalFile, journalPos, error) {
+	return j.appendRecord(key, data, true)
+}
+
+// expect announces n appends about to be made with appendAnnounced, so that a
+// leader about to fsync waits for them (see above).
+func (j *journal) expect(n int) {
+	j.mu.Lock()
+	j.arriving += n
+	j.mu.Unlock()
+}
+
+// unexpect withdraws n announced appends that will not be made, or not soon (an
+// Upload that failed, or that waits for room in the outbox).
+func (j *journal) unexpect(n int) {
+	j.mu.Lock()
+	j.arriving -= n
+	j.cond.Broadcast()
+	j.mu.Unlock()
+}
+
+func (j *journal) appendRecord(key string, data []byte, announced bool) (*journalFile, journalPos, error) {
 	if len(key) == 0 || len(key) > maxJournalKey {
+		if announced {
+			j.unexpect(1)
+		}
 		return nil, journalPos{}, fmt.Errorf("journal append: key of %d bytes", len(key))
 	}
 	rec := encodeRecord(key, data)
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if announced {
+		// A leader sees this only once the lock is released: after the write
+		// below, or after a failure before it.
+		j.arriving--
+		j.cond.Broadcast()
+	}
 	if err := j.rotateIfDueLocked(); err != nil {
 		return nil, journalPos{}, fmt.Errorf("journal append: %w", err)
 	}
@@ -396,6 +452,7 @@ func (j *journal) awaitDurableLocked(jf *journalFile, end int64) error {
 		// Lead: fsync everything appended so far. jf is the active file: a retired
 		// one is durable to its end or has err set.
 		j.syncing = true
+		j.awaitArrivingLocked()
 		target, f := jf.size, jf.f
 		j.mu.Unlock()
 		err := j.sync(f)
@@ -409,6 +466,27 @@ func (j *journal) awaitDurableLocked(jf *journalFile, end int64) error {
 		}
 		j.cond.Broadcast()
 	}
+}
+
+// awaitArrivingLocked waits, as a leader about to fsync, until the announced
+// appends are written or withdrawn, at most j.straggleWait. No file rotates
+// meanwhile (syncing is set), so what they write lands in the file the
+// leader fsyncs.
+func (j *journal) awaitArrivingLocked() {
+	if j.arriving <= 0 || j.straggleWait <= 0 {
+		return
+	}
+	expired := false
+	t := time.AfterFunc(j.straggleWait, func() {
+		j.mu.Lock()
+		expired = true
+		j.cond.Broadcast()
+		j.mu.Unlock()
+	})
+	for j.arriving > 0 && !expired {
+		j.cond.Wait()
+	}
+	t.Stop()
 }
 
 // rotateIfDueLocked starts a new active file when there is none, the active one

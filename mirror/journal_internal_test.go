@@ -8,7 +8,9 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -97,6 +99,121 @@ func TestJournal_GroupCommit(t *testing.T) {
 			require.NoError(t, j.close())
 		})
 	}
+}
+
+// A leader about to fsync waits for the appends other Uploads announced, so
+// that one fsync covers them too; an announcement withdrawn, or one that does
+// not arrive within the bound, lets it go on. In every case one fsync is made
+// and the leader's record is durable.
+func TestJournal_LeaderWaitsForAnnouncedAppends(t *testing.T) {
+	tests := []struct {
+		name string
+		wait time.Duration // straggleWait
+		// late is what the announced Upload does once the leader waits.
+		late      func(t *testing.T, j *journal)
+		wantLate  bool // its record is in the fsynced bytes
+		wantSyncs int
+	}{
+		{"the announced append joins the leader's fsync", time.Hour, func(t *testing.T, j *journal) {
+			_, _, err := j.appendAnnounced("k/late", []byte("segment"))
+			require.NoError(t, err)
+		}, true, 1},
+		{"a withdrawn announcement lets the leader go on", time.Hour, func(_ *testing.T, j *journal) { j.unexpect(1) }, false, 1},
+		{"an announcement that does not come in time", 20 * time.Millisecond, nil, false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j, dir := newTestJournal(t)
+			j.straggleWait = tt.wait
+			var mu sync.Mutex
+			var synced []int64 // the file size at each fsync
+			j.sync = func(f *os.File) error {
+				st, err := f.Stat()
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				synced = append(synced, st.Size())
+				mu.Unlock()
+				return f.Sync()
+			}
+			j.expect(1)
+			led := make(chan error, 1)
+			go func() {
+				_, _, err := j.append("k/lead", []byte("segment"))
+				led <- err
+			}()
+			// Wait (bounded) until the leader waits for the announced append.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				j.mu.Lock()
+				leading := j.syncing
+				j.mu.Unlock()
+				if leading {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "no leader")
+				time.Sleep(time.Millisecond)
+			}
+			mu.Lock()
+			require.Empty(t, synced, "the leader fsyncs only once the announced append came")
+			mu.Unlock()
+			if tt.late != nil {
+				tt.late(t, j)
+			}
+			select {
+			case err := <-led:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the leader never fsynced")
+			}
+			if tt.late == nil {
+				j.unexpect(1)
+			}
+			require.Len(t, synced, tt.wantSyncs)
+			recs, err := ReadJournal(dir)
+			require.NoError(t, err)
+			var keys []string
+			for _, r := range recs {
+				require.LessOrEqual(t, int64(r.End), synced[0], "record %s", r.Key)
+				keys = append(keys, r.Key)
+			}
+			want := []string{"k/lead"}
+			if tt.wantLate {
+				want = append(want, "k/late")
+			}
+			require.Equal(t, want, keys)
+			require.Zero(t, j.arriving)
+			require.NoError(t, j.close())
+		})
+	}
+}
+
+// An Upload alone announces only its own append, which counts itself off when
+// written: it fsyncs at once, whatever the bound.
+func TestJournal_LoneAnnouncedAppendDoesNotWait(t *testing.T) {
+	j, _ := newTestJournal(t)
+	j.straggleWait = time.Hour
+	var fileSyncs atomic.Int32
+	j.sync = func(f *os.File) error {
+		fileSyncs.Add(1)
+		return f.Sync()
+	}
+	j.expect(1)
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := j.appendAnnounced("k/only", []byte("segment"))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a lone announced append waited for itself")
+	}
+	require.Zero(t, j.arriving)
+	require.EqualValues(t, 1, fileSyncs.Load())
+	require.NoError(t, j.close())
 }
 
 // Replay keeps every record before the first torn or garbled one, whatever byte

@@ -184,6 +184,7 @@ func TestMirror_Backpressure(t *testing.T) {
 	err := m.Upload(ctx, s.batch(1))
 	require.ErrorIs(t, err, mirror.ErrBackpressure)
 	require.Equal(t, 3, m.Status().Pending)
+	require.Zero(t, mirror.JournalArriving(m), "a refused Upload announces no append")
 	fb.Heal()
 	require.NoError(t, m.AwaitQuiescence(ctx))
 	s.ids = s.ids[:len(s.ids)-1] // the refused batch was not accepted
@@ -209,6 +210,7 @@ func TestMirror_BlockWhenFull(t *testing.T) {
 	err := m.Upload(short, s.batch(1))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorIs(t, err, mirror.ErrBackpressure)
+	require.Zero(t, mirror.JournalArriving(m), "an Upload that gave up waiting for room announces no append")
 	s.ids = s.ids[:len(s.ids)-1]
 
 	done := make(chan error, 1)
@@ -223,6 +225,33 @@ func TestMirror_BlockWhenFull(t *testing.T) {
 	require.NoError(t, <-done, "Upload proceeds once there is room")
 	require.NoError(t, m.AwaitQuiescence(ctx))
 	requireStored(t, store, s.ref, s.ids)
+}
+
+// An Upload waiting for room in the outbox is not about to append: a leader
+// of the journal's group commit must not wait for it before it fsyncs, or
+// every fsync would wait the whole bound while the outbox is full.
+func TestMirror_UploadWaitingForRoomHoldsNoFsync(t *testing.T) {
+	h := newHungMirror(t, func(c *mirror.Config) { c.MaxPending = 1; c.BlockWhenFull = true })
+	fb, m, s, ctx := h.fb, h.m, h.s, h.ctx
+	require.NoError(t, m.Upload(ctx, s.batch(1)))
+	mirror.SetJournalStraggleWait(m, time.Hour)
+	blocked := make(chan error, 1)
+	go func() { blocked <- m.Upload(ctx, s.batch(1)) }()
+	// Whether the Upload is still encoding (announced) or already waiting for
+	// room (withdrawn), the append below returns soon; it would wait the hour
+	// if the wait for room kept the announcement.
+	appended := make(chan error, 1)
+	go func() { appended <- mirror.AppendJournal(m, "k/other", []byte("segment")) }()
+	select {
+	case err := <-appended:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the journal's fsync waited for an Upload that waits for room")
+	}
+	require.Eventually(t, func() bool { return mirror.JournalArriving(m) == 0 }, 5*time.Second, time.Millisecond,
+		"the Upload waiting for room withdrew its announcement")
+	fb.Heal()
+	require.NoError(t, <-blocked)
 }
 
 func TestMirror_CloseUnblocksUpload(t *testing.T) {

@@ -162,6 +162,7 @@ func TestMirror_RefusedBatchIsVisible(t *testing.T) {
 	err := m.Upload(ctx, b)
 	require.ErrorIs(t, err, mirror.ErrStuck)
 	require.ErrorIs(t, err, segment.ErrEntryTooLarge)
+	require.Zero(t, mirror.JournalArriving(m), "a refused batch announces no append")
 	require.NoError(t, m.Upload(ctx, other.batch(3)))
 	require.NoError(t, m.AwaitQuiescence(ctx))
 	requireStored(t, store, other.ref, other.ids)

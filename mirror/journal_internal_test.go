@@ -138,11 +138,7 @@ func TestJournal_LeaderWaitsForAnnouncedAppends(t *testing.T) {
 				return f.Sync()
 			}
 			j.expect(1)
-			led := make(chan error, 1)
-			go func() {
-				_, _, err := j.append("k/lead", []byte("segment"))
-				led <- err
-			}()
+			led := appendInBackground(j, "k/lead", false)
 			// Wait (bounded) until the leader waits for the announced append.
 			deadline := time.Now().Add(10 * time.Second)
 			for {
@@ -161,12 +157,7 @@ func TestJournal_LeaderWaitsForAnnouncedAppends(t *testing.T) {
 			if tt.late != nil {
 				tt.late(t, j)
 			}
-			select {
-			case err := <-led:
-				require.NoError(t, err)
-			case <-time.After(10 * time.Second):
-				t.Fatal("the leader never fsynced")
-			}
+			requireReturns(t, led, "the leader never fsynced")
 			if tt.late == nil {
 				j.unexpect(1)
 			}
@@ -200,20 +191,33 @@ func TestJournal_LoneAnnouncedAppendDoesNotWait(t *testing.T) {
 		return f.Sync()
 	}
 	j.expect(1)
+	requireReturns(t, appendInBackground(j, "k/only", true), "a lone announced append waited for itself")
+	require.Zero(t, j.arriving)
+	require.EqualValues(t, 1, fileSyncs.Load())
+	require.NoError(t, j.close())
+}
+
+// appendInBackground appends a record under key (announced with expect or
+// not) in a goroutine of its own and returns the channel its error comes on.
+func appendInBackground(j *journal, key string, announced bool) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := j.appendAnnounced("k/only", []byte("segment"))
+		_, _, err := j.appendRecord(key, []byte("segment"), announced)
 		done <- err
 	}()
+	return done
+}
+
+// requireReturns waits, at most 10 s, for an append of appendInBackground to
+// return, and fails with what if it does not.
+func requireReturns(t *testing.T, done <-chan error, what string) {
+	t.Helper()
 	select {
 	case err := <-done:
 		require.NoError(t, err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("a lone announced append waited for itself")
+		t.Fatal(what)
 	}
-	require.Zero(t, j.arriving)
-	require.EqualValues(t, 1, fileSyncs.Load())
-	require.NoError(t, j.close())
 }
 
 // Replay keeps every record before the first torn or garbled one, whatever byte

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,15 +27,19 @@ import (
 // began; those that append meanwhile wait for the leader to finish and then elect
 // the next one, which covers all of them. Before it fsyncs, a leader waits for
 // the appends other Uploads have announced (they are encoding their segments:
-// see expect), at most journalStraggleWait. Concurrent Uploads that one fsync
-// released start their next appends together; without the wait the first of
-// them to write fsynced alone while the others waited behind it, and the
-// groups alternated between one record and the rest. A lone Upload announces
-// only itself, so it pays exactly one fsync and no waiting. One file per
-// segment, as the outbox used before, costs an fsync of the file and one of its
-// directory per segment, and the fsyncs of concurrent Uploads cannot be shared.
-// On Linux the file's fsync is an fdatasync: it makes the appended bytes and the
-// new file size durable, as replay needs, and skips the timestamps.
+// see expect), at most journalStraggleWait; when the fsync before covered more
+// than one record, it first yields its core once (runtime.Gosched), so that
+// the Uploads that fsync released and that append again at once (a caller
+// flushing one session after another) announce theirs before it looks.
+// Without both, the first Upload to write after an fsync led the next one
+// alone while the others, a few tens of microseconds behind, waited for it:
+// the groups alternated between one record and the rest. A lone Upload
+// announces only itself and follows groups of one, so it pays exactly one
+// fsync and no waiting. One file per segment, as the outbox used before, costs
+// an fsync of the file and one of its directory per segment, and the fsyncs of
+// concurrent Uploads cannot be shared. On Linux the file's fsync is an
+// fdatasync: it makes the appended bytes and the new file size durable, as
+// replay needs, and skips the timestamps.
 //
 // A record is framed as
 //
@@ -122,6 +127,9 @@ type journal struct {
 	// (journalStraggleWait; tests change it).
 	arriving     int
 	straggleWait time.Duration
+	// appended counts the records written; grouped is what it was when the
+	// last fsync began, and lastGroup how many records that fsync covered.
+	appended, grouped, lastGroup int
 	// syncs counts the fsyncs the journal made (files and directory), for tests.
 	syncs int
 	// sync makes a journal file's data durable (datasync: fdatasync where there
@@ -428,6 +436,7 @@ func (j *journal) appendRecord(key string, data []byte, announced bool) (*journa
 	}
 	jf.size += int64(len(rec))
 	jf.live++
+	j.appended++
 	end := jf.size
 	if err := j.awaitDurableLocked(jf, end); err != nil {
 		j.doneLocked(jf, pos)
@@ -452,8 +461,16 @@ func (j *journal) awaitDurableLocked(jf *journalFile, end int64) error {
 		// Lead: fsync everything appended so far. jf is the active file: a retired
 		// one is durable to its end or has err set.
 		j.syncing = true
+		if j.lastGroup > 1 {
+			// Uploads the last fsync released may be about to append
+			// again: let them run up to their announcement first.
+			j.mu.Unlock()
+			runtime.Gosched()
+			j.mu.Lock()
+		}
 		j.awaitArrivingLocked()
 		target, f := jf.size, jf.f
+		j.lastGroup, j.grouped = j.appended-j.grouped, j.appended
 		j.mu.Unlock()
 		err := j.sync(f)
 		j.mu.Lock()

@@ -405,6 +405,7 @@ func (j *journal) unexpect(n int) {
 	j.mu.Unlock()
 }
 
+// appendRecord is append, and appendAnnounced when announced is set.
 func (j *journal) appendRecord(key string, data []byte, announced bool) (*journalFile, journalPos, error) {
 	if len(key) == 0 || len(key) > maxJournalKey {
 		if announced {
@@ -416,8 +417,9 @@ func (j *journal) appendRecord(key string, data []byte, announced bool) (*journa
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if announced {
-		// A leader sees this only once the lock is released: after the write
-		// below, or after a failure before it.
+		// A leader sees this once the lock is released: after the write below
+		// or a failure before it, or while a rotation after a failed write
+		// waits for the leader (whose fsync then goes without this record).
 		j.arriving--
 		j.cond.Broadcast()
 	}

@@ -115,6 +115,10 @@ type journal struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond // signalled when an fsync ends or a file is retired
+	// arrived is signalled when an announced append is written or withdrawn,
+	// or a leader's wait for them times out: only a leader waits on it (one
+	// at a time, while syncing), so the fsync's waiters are not woken for it.
+	arrived *sync.Cond
 	// active is the file appended to (nil until the first append); next is the
 	// sequence number of the file after it.
 	active *journalFile
@@ -186,6 +190,7 @@ func openJournal(dir string) (*journal, []journalRecord, error) {
 		marking:      map[*journalFile]struct{}{},
 	}
 	j.cond = sync.NewCond(&j.mu)
+	j.arrived = sync.NewCond(&j.mu)
 	if err := mkdirAllSync(j.dir); err != nil {
 		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
@@ -400,9 +405,15 @@ func (j *journal) expect(n int) {
 // Upload that failed, or that waits for room in the outbox).
 func (j *journal) unexpect(n int) {
 	j.mu.Lock()
-	j.arriving -= n
-	j.cond.Broadcast()
+	j.arrivedLocked(n)
 	j.mu.Unlock()
+}
+
+// arrivedLocked counts off n announced appends, made or withdrawn, and wakes a
+// leader waiting for them.
+func (j *journal) arrivedLocked(n int) {
+	j.arriving -= n
+	j.arrived.Signal()
 }
 
 // appendRecord is append, and appendAnnounced when announced is set.
@@ -420,8 +431,7 @@ func (j *journal) appendRecord(key string, data []byte, announced bool) (*journa
 		// A leader sees this once the lock is released: after the write below
 		// or a failure before it, or while a rotation after a failed write
 		// waits for the leader (whose fsync then goes without this record).
-		j.arriving--
-		j.cond.Broadcast()
+		j.arrivedLocked(1)
 	}
 	if err := j.rotateIfDueLocked(); err != nil {
 		return nil, journalPos{}, fmt.Errorf("journal append: %w", err)
@@ -499,11 +509,11 @@ func (j *journal) awaitArrivingLocked() {
 	t := time.AfterFunc(j.straggleWait, func() {
 		j.mu.Lock()
 		expired = true
-		j.cond.Broadcast()
+		j.arrived.Signal()
 		j.mu.Unlock()
 	})
 	for j.arriving > 0 && !expired {
-		j.cond.Wait()
+		j.arrived.Wait()
 	}
 	t.Stop()
 }

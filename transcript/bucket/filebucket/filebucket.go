@@ -68,6 +68,9 @@ type Bucket struct {
 	// condWritten, when set (by tests), runs in PutIf once the condition has
 	// been checked under the lock, before the write.
 	condWritten func()
+	// published, when set (by tests), runs in a write once the object is in
+	// place, before its directory is fsynced.
+	published func()
 }
 
 // New opens the bucket rooted at dir, creating the directory if needed. It does not

@@ -76,7 +76,7 @@ func (b *Bucket) write(ctx context.Context, key string, r io.Reader, size int64,
 			return err
 		}
 		published = true
-		return fsutil.SyncDir(dir)
+		return b.syncPublished(dir)
 	}
 
 	if err := os.Link(tmp.Name(), final); err != nil {
@@ -96,7 +96,22 @@ func (b *Bucket) write(ctx context.Context, key string, r io.Reader, size int64,
 	if err := os.Remove(tmp.Name()); err != nil {
 		return err
 	}
-	return fsutil.SyncDir(dir)
+	return b.syncPublished(dir)
+}
+
+// syncPublished fsyncs dir once a write put its object there. A concurrent
+// Delete of the object (a compaction in another process taking it as an input,
+// say) may have removed it and pruned dir meanwhile: the write happened and was
+// undone, as a PUT followed by a DELETE on S3, and a directory gone leaves
+// nothing to make durable, so it is not an error (Delete treats it alike).
+func (b *Bucket) syncPublished(dir string) error {
+	if b.published != nil {
+		b.published()
+	}
+	if err := fsutil.SyncDir(dir); err != nil && !isNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 // maxCreateAttempts bounds how often createTemp starts over after a concurrent

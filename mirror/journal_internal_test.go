@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,30 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
+
+// recordsEnd returns the offset just past the last whole record of the journal
+// file at path: what replay reads of it.
+func recordsEnd(path string) (int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	off := 0
+	for off < len(data) {
+		_, _, n, err := decodeRecord(data[off:])
+		if err != nil {
+			break
+		}
+		off += n
+	}
+	return int64(off), nil
+}
+
+// requireZeros requires b to hold only zeros.
+func requireZeros(t *testing.T, b []byte, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, -1, slices.IndexFunc(b, func(c byte) bool { return c != 0 }), msgAndArgs...)
+}
 
 // newTestJournal opens a journal in a fresh outbox directory.
 func newTestJournal(t *testing.T) (*journal, string) {
@@ -128,12 +153,12 @@ func TestJournal_LeaderWaitsForAnnouncedAppends(t *testing.T) {
 			var mu sync.Mutex
 			var synced []int64 // the file size at each fsync
 			j.sync = func(f *os.File) error {
-				st, err := f.Stat()
+				end, err := recordsEnd(f.Name())
 				if err != nil {
 					return err
 				}
 				mu.Lock()
-				synced = append(synced, st.Size())
+				synced = append(synced, end)
 				mu.Unlock()
 				return f.Sync()
 			}
@@ -265,9 +290,14 @@ func TestJournal_TornTail(t *testing.T) {
 	}
 	path := j.active.path
 	require.NoError(t, j.close())
-	whole, err := os.ReadFile(path)
+	file, err := os.ReadFile(path)
 	require.NoError(t, err)
 	last := len(encodeRecord("p/k2", segs[2]))
+	end, err := recordsEnd(path)
+	require.NoError(t, err)
+	requireZeros(t, file[end:], "written ahead of the records")
+	require.Greater(t, len(file), int(end), "zeros written ahead of the records")
+	whole := file[:end] // as a file without zeros ahead ends
 	start := len(whole) - last
 
 	replay := func(t *testing.T, data []byte) []journalRecord {
@@ -287,12 +317,17 @@ func TestJournal_TornTail(t *testing.T) {
 			require.Equal(t, segs[i], r.data, what)
 		}
 	}
+	requireFirst(t, replay(t, file), 3, "intact, with the zeros ahead")
 	requireFirst(t, replay(t, whole), 3, "intact")
 	for cut := start; cut < len(whole); cut++ {
 		requireFirst(t, replay(t, whole[:cut]), 2, fmt.Sprintf("cut at %d", cut))
+		// The same write torn over the zeros written ahead of it.
+		over := append([]byte(nil), file...)
+		clear(over[cut:end])
+		requireFirst(t, replay(t, over), 2, fmt.Sprintf("cut at %d, zeros after", cut))
 	}
 	for at := start; at < len(whole); at++ {
-		flipped := append([]byte(nil), whole...)
+		flipped := append([]byte(nil), file...)
 		flipped[at] ^= 0x40
 		requireFirst(t, replay(t, flipped), 2, fmt.Sprintf("byte %d flipped", at))
 	}
@@ -358,7 +393,7 @@ func TestJournal_GroupCommitAcksOnlySyncedBytes(t *testing.T) {
 			calls := 0
 			synced := map[string]int64{} // path → bytes held when a successful sync began
 			j.sync = func(f *os.File) error {
-				fi, err := f.Stat()
+				end, err := recordsEnd(f.Name())
 				require.NoError(t, err)
 				mu.Lock()
 				calls++
@@ -372,7 +407,7 @@ func TestJournal_GroupCommitAcksOnlySyncedBytes(t *testing.T) {
 					return err
 				}
 				mu.Lock()
-				synced[f.Name()] = max(synced[f.Name()], fi.Size())
+				synced[f.Name()] = max(synced[f.Name()], end)
 				mu.Unlock()
 				return nil
 			}
@@ -413,7 +448,10 @@ func TestJournal_GroupCommitAcksOnlySyncedBytes(t *testing.T) {
 				require.NoError(t, err)
 				for off := 0; off < len(data); {
 					key, _, n, err := decodeRecord(data[off:])
-					require.NoError(t, err)
+					if err != nil {
+						requireZeros(t, data[off:], "past the records of %s", a.path)
+						break
+					}
 					off += n
 					ends[key] = int64(off)
 				}
@@ -436,4 +474,40 @@ func TestDatasync(t *testing.T) {
 	require.NoError(t, datasync(f))
 	require.NoError(t, f.Close())
 	require.Error(t, datasync(f), "a closed file")
+}
+
+// A record that ends past the zeros written ahead is followed by preallocBytes
+// of zeros; records that fit in them leave the file's length alone (so their
+// fsyncs commit no new size); replay reads every record and stops at the zeros.
+func TestJournal_RecordsOverZerosWrittenAhead(t *testing.T) {
+	tests := []struct {
+		name     string
+		prealloc int64
+		want     []int64 // the file's length after each append
+	}{
+		// Records of 73 bytes (see below).
+		{"zeros ahead", 100, []int64{173, 173, 319, 319, 465}},
+		{"a record longer than the zeros", 50, []int64{123, 196, 269, 342, 415}},
+		{"none", 0, []int64{73, 146, 219, 292, 365}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j, dir := newTestJournal(t)
+			j.preallocBytes = tt.prealloc
+			seg := make([]byte, 60) // a record of 73 bytes with a key of 3
+			var got []int64
+			for i := range tt.want {
+				jf, _, err := j.append(fmt.Sprintf("k/%d", i), seg)
+				require.NoError(t, err)
+				fi, err := os.Stat(jf.path)
+				require.NoError(t, err)
+				got = append(got, fi.Size())
+			}
+			require.Equal(t, tt.want, got)
+			require.NoError(t, j.close())
+			_, recs, err := openJournal(dir)
+			require.NoError(t, err)
+			require.Len(t, recs, len(tt.want), "replay reads every record and no zeros")
+		})
+	}
 }

@@ -48,14 +48,6 @@ func ReadJournal(dir string) ([]JournalRecord, error) {
 	return out, nil
 }
 
-// JournalSyncs returns how many fsyncs m's outbox journal has made (of files
-// and of its directory).
-func JournalSyncs(m *Mirror) int {
-	m.journal.mu.Lock()
-	defer m.journal.mu.Unlock()
-	return m.journal.syncs
-}
-
 // JournalArriving returns how many appends m's outbox journal was told to
 // expect (see journal.expect) that were neither made nor withdrawn: zero
 // whenever no Upload runs.

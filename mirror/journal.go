@@ -145,7 +145,7 @@ type journal struct {
 	// appended counts the records written; grouped is what it was when the
 	// last fsync began, and lastGroup how many records that fsync covered.
 	appended, grouped, lastGroup int
-	// syncs counts the fsyncs the journal made (files and directory), for tests.
+	// syncs counts the fsyncs the journal made (files and directory).
 	syncs int
 	// sync makes a journal file's data durable (datasync: fdatasync where there
 	// is one), syncDir the journal directory (both replaced in tests).
@@ -496,6 +496,14 @@ func (j *journal) preallocLocked(jf *journalFile) {
 	if _, err := jf.f.WriteAt(j.zeros, jf.size); err == nil {
 		jf.alloc = jf.size + j.preallocBytes
 	}
+}
+
+// counts returns how many records the journal appended and how many fsyncs it
+// made, since it was opened.
+func (j *journal) counts() (records, syncs uint64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return uint64(j.appended), uint64(j.syncs)
 }
 
 // awaitDurableLocked returns once jf's bytes up to end are durable (group commit,

@@ -48,7 +48,13 @@ transcript_mirror_upload_retries_total{replica="r1"} 2
 transcript_mirror_quarantined_segments{replica="r1"} 0
 `), mirror.MetricPendingSegments, mirror.MetricUploadedSegments, mirror.MetricUploadFailures,
 		mirror.MetricUploadRetries, mirror.MetricQuarantinedSegments))
-	require.Equal(t, 10, testutil.CollectAndCount(m.Collector()), "nine figures and no stuck session")
+	require.Equal(t, 12, testutil.CollectAndCount(m.Collector()), "eleven figures and no stuck session")
+	require.Equal(t, uint64(2), st.JournalRecords, "one segment per Upload")
+	// Each Upload alone fsynced its record; the first also the directory, for
+	// the journal file it started.
+	require.Equal(t, uint64(3), st.JournalSyncs)
+	require.Equal(t, float64(st.JournalRecords), gauge(t, reg, mirror.MetricJournalRecords))
+	require.Equal(t, float64(st.JournalSyncs), gauge(t, reg, mirror.MetricJournalSyncs))
 	require.Equal(t, float64(st.UploadedBytes), gauge(t, reg, mirror.MetricUploadedBytes))
 	require.Equal(t, float64(st.LastErrorTime.UnixNano())/1e9, gauge(t, reg, mirror.MetricLastErrorTimestamp))
 	require.NoError(t, testutil.CollectAndCompare(m.Collector(), strings.NewReader(`

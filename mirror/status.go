@@ -31,6 +31,12 @@ type Status struct {
 	// store refused one of their segments or batches for good. Other sessions
 	// keep uploading. See Mirror.Release.
 	Stuck []StuckSession
+	// JournalRecords counts the segments Upload appended to the outbox journal
+	// since New, and JournalSyncs the fsyncs the journal made (of its files,
+	// shared by concurrent Uploads, and of its directory when a file starts):
+	// JournalRecords / JournalSyncs is how many flushes an fsync covered.
+	JournalRecords uint64
+	JournalSyncs   uint64
 }
 
 // counters are the cumulative figures of Status, guarded by Mirror.mu.
@@ -46,19 +52,23 @@ type counters struct {
 
 // Status returns a snapshot of the Mirror's state and counters.
 func (m *Mirror) Status() Status {
+	// The journal's lock is never taken inside m.mu's, nor the other way round.
+	records, syncs := m.journal.counts()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := Status{
-		Pending:       len(m.pending),
-		PendingBytes:  m.bytes,
-		Uploaded:      m.stats.uploaded,
-		UploadedBytes: m.stats.uploadedBytes,
-		Failures:      m.stats.failures,
-		Retries:       m.stats.retries,
-		Quarantined:   m.stats.quarantined,
-		LastError:     m.stats.lastError,
-		LastErrorTime: m.stats.lastErrorTime,
-		Stuck:         m.stuckSnapshot(),
+		JournalRecords: records,
+		JournalSyncs:   syncs,
+		Pending:        len(m.pending),
+		PendingBytes:   m.bytes,
+		Uploaded:       m.stats.uploaded,
+		UploadedBytes:  m.stats.uploadedBytes,
+		Failures:       m.stats.failures,
+		Retries:        m.stats.retries,
+		Quarantined:    m.stats.quarantined,
+		LastError:      m.stats.lastError,
+		LastErrorTime:  m.stats.lastErrorTime,
+		Stuck:          m.stuckSnapshot(),
 	}
 	var oldest time.Time
 	for j := range m.pending {

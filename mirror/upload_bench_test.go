@@ -51,7 +51,7 @@ func BenchmarkMirror_Upload(b *testing.B) {
 				})
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(mirror.JournalSyncs(m))/float64(b.N), "fsyncs/flush")
+			b.ReportMetric(float64(m.Status().JournalSyncs)/float64(b.N), "fsyncs/flush")
 			if err := m.AwaitQuiescence(b.Context()); err != nil {
 				b.Fatal(err)
 			}

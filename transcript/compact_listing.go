@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,14 +42,31 @@ type Leftovers struct {
 // Leftovers): a GET of each deletion mark, which exists only while a
 // compaction's inputs wait for their delete delay.
 func (s *Store) Leftovers(ctx context.Context, ref TranscriptRef) (Leftovers, error) {
+	_, left, err := s.ListSegmentsWithLeftovers(ctx, ref)
+	return left, err
+}
+
+// ListSegmentsWithLeftovers is ListSegments and Leftovers from one listing of
+// ref's prefix (a checker that needs both sends one LIST, not two).
+func (s *Store) ListSegmentsWithLeftovers(ctx context.Context, ref TranscriptRef) ([]SegmentInfo, Leftovers, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil || !visible {
-		return Leftovers{}, err
+		return nil, Leftovers{}, err
 	}
 	ls, err := s.sessionObjects(ctx, ref)
 	if err != nil {
-		return Leftovers{}, err
+		return nil, Leftovers{}, err
 	}
+	infos := ls.infos
+	if s.keep != nil {
+		infos = slices.DeleteFunc(infos, s.hidden)
+	}
+	left, err := s.leftoversOf(ctx, ref, ls)
+	return infos, left, err
+}
+
+// leftoversOf is Leftovers of the listing ls of ref.
+func (s *Store) leftoversOf(ctx context.Context, ref TranscriptRef, ls sessionListing) (Leftovers, error) {
 	out := Leftovers{Stray: ls.stray}
 	for _, oi := range ls.marks {
 		_, ok, err := s.markAt(ctx, ref, oi)

@@ -262,7 +262,8 @@ func checkSessionOnce(ctx context.Context, s *transcript.Store, ref transcript.T
 	if headErr != nil && !errors.Is(headErr, bucket.ErrNotFound) && !errors.Is(headErr, transcript.ErrInvalidHead) {
 		return v.c, 0, headErr
 	}
-	segs, err := s.ListSegments(ctx, ref)
+	// One listing gives the segments and what else lies under the prefix.
+	segs, left, err := s.ListSegmentsWithLeftovers(ctx, ref)
 	if err != nil {
 		return v.c, v.vanished, err
 	}
@@ -283,10 +284,6 @@ func checkSessionOnce(ctx context.Context, s *transcript.Store, ref transcript.T
 		return v.c, v.vanished, err
 	}
 	if err := v.checkHead(ctx, head, headErr); err != nil {
-		return v.c, v.vanished, err
-	}
-	left, err := s.Leftovers(ctx, ref)
-	if err != nil {
 		return v.c, v.vanished, err
 	}
 	for _, k := range left.Stray {

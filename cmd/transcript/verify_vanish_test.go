@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -16,14 +17,12 @@ import (
 // compactsAfterListing is a bucket that runs compact after a listing of a
 // session's segments was handed out, times times: a compaction with no delete
 // delay that merges and deletes what a reader has just listed. A check of a
-// session lists its prefix twice (its segments, then what else lies there):
-// compact runs after the first of each two.
+// session lists its prefix once (its segments and what else lies there).
 type compactsAfterListing struct {
 	bucket.Bucket
 	times   int
 	compact func()
 	mu      sync.Mutex
-	lists   int
 	done    int
 }
 
@@ -36,7 +35,7 @@ func (c *compactsAfterListing) List(ctx context.Context, opts bucket.ListOptions
 	if opts.Delimited {
 		return nil
 	}
-	if c.lists++; c.lists%2 == 1 && c.done < c.times {
+	if c.done < c.times {
 		c.done++
 		c.compact()
 	}
@@ -109,4 +108,49 @@ func TestVerify_SegmentsCompactedWhileRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countsLists is a bucket that counts the recursive listings sent through it.
+type countsLists struct {
+	bucket.Bucket
+	mu    sync.Mutex
+	lists int
+}
+
+func (c *countsLists) List(ctx context.Context, opts bucket.ListOptions, fn func(bucket.ObjectInfo) error) error {
+	if !opts.Delimited {
+		c.mu.Lock()
+		c.lists++
+		c.mu.Unlock()
+	}
+	return c.Bucket.List(ctx, opts, fn)
+}
+
+// TestVerify_OneListingPerSession: the check of a session lists its prefix
+// once, and still names what else lies there.
+func TestVerify_OneListingPerSession(t *testing.T) {
+	ctx := context.Background()
+	inner := membucket.New()
+	writer, err := transcript.New(transcript.Config{Bucket: inner})
+	require.NoError(t, err)
+	defer writer.Close()
+	w, err := transcript.NewWriter("replica")
+	require.NoError(t, err)
+	ref := transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "s1"}
+	for _, raw := range []string{`{"type":"session","version":3,"id":"h1","timestamp":"2026-09-25T22:28:55.488Z","cwd":"/"}`, entryLine("e1", ""), entryLine("e2", "e1")} {
+		_, err := writer.AppendSegment(ctx, ref, [][]byte{[]byte(raw)}, w)
+		require.NoError(t, err)
+	}
+	stray := writer.SessionPrefix(ref) + "notes.txt"
+	require.NoError(t, inner.Put(ctx, stray, strings.NewReader("x"), 1, bucket.PutOptions{}))
+	counted := &countsLists{Bucket: inner}
+	reader, err := transcript.New(transcript.Config{Bucket: counted})
+	require.NoError(t, err)
+	defer reader.Close()
+	c, err := checkSession(ctx, reader, ref)
+	require.NoError(t, err)
+	require.Equal(t, 1, counted.lists)
+	require.Len(t, c.problems, 1, "%+v", c.problems)
+	require.Contains(t, c.problems[0].Problem, "not a segment")
+	require.Equal(t, 2, c.entries)
 }

@@ -45,12 +45,17 @@ type limitListener struct {
 	waiting   atomic.Int32 // accepted connections waiting for a slot
 	mu        sync.Mutex
 	idle      map[*limitConn]struct{} // connections between requests
+	// fresh holds the connections whose first request has not begun
+	// (http.StateNew); shutting is set once shutdown began (see CloseFresh).
+	fresh    map[*limitConn]struct{}
+	shutting bool
 }
 
 // newLimitListener returns l serving at most n (more than 0) connections at once.
 // Its ConnState must be the http.Server's.
 func newLimitListener(l net.Listener, n int) *limitListener {
-	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}), idle: map[*limitConn]struct{}{}}
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}),
+		idle: map[*limitConn]struct{}{}, fresh: map[*limitConn]struct{}{}}
 }
 
 // Accept waits for a connection and then for a slot to serve it in.
@@ -95,8 +100,35 @@ func (l *limitListener) ConnState(nc net.Conn, st http.ConnState) {
 	} else {
 		delete(l.idle, c)
 	}
+	if st == http.StateNew {
+		l.fresh[c] = struct{}{}
+	} else {
+		delete(l.fresh, c)
+	}
+	shutting := l.shutting
 	l.mu.Unlock()
-	if st == http.StateIdle && l.waiting.Load() > 0 {
+	if (st == http.StateIdle && l.waiting.Load() > 0) || (st == http.StateNew && shutting) {
+		_ = c.Close()
+	}
+}
+
+// CloseFresh closes the connections that have not begun a request, now and
+// from now on (register it with http.Server.RegisterOnShutdown). Shutdown
+// closes the connections idle between requests at once, but takes one that
+// never sent a byte for idle only after 5 seconds (the net/http rule for
+// http.StateNew): a client that connected ahead of its request, a pool's
+// spare connection or a load balancer's TCP probe would hold every shutdown
+// back that long. No byte of a request was read from such a connection, so
+// closing it loses nothing; its client opens another to a running server.
+func (l *limitListener) CloseFresh() {
+	l.mu.Lock()
+	l.shutting = true
+	fresh := make([]*limitConn, 0, len(l.fresh))
+	for c := range l.fresh {
+		fresh = append(fresh, c)
+	}
+	l.mu.Unlock()
+	for _, c := range fresh {
 		_ = c.Close()
 	}
 }
@@ -127,6 +159,7 @@ func (c *limitConn) Close() error {
 	c.once.Do(func() {
 		c.l.mu.Lock()
 		delete(c.l.idle, c)
+		delete(c.l.fresh, c)
 		c.l.mu.Unlock()
 		<-c.l.slots
 	})

@@ -322,6 +322,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// An event stream never goes idle: shutdown ends the streams (their clients
 	// resume elsewhere with Last-Event-ID) rather than wait for them.
 	hs.RegisterOnShutdown(srv.EndStreams)
+	// Nor for connections that never sent a request (see CloseFresh).
+	hs.RegisterOnShutdown(ln.CloseFresh)
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("store", bucketurl.Redact(f.store.URL)))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

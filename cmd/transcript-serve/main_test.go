@@ -399,3 +399,33 @@ func TestStoreFlagAsEveryCommand(t *testing.T) {
 		require.Equal(t, tc.want, f.store.URL)
 	}
 }
+
+// TestShutdownClosesSilentConnections: a connection that never sent a byte
+// (a client's spare connection, a load balancer's TCP probe) does not hold
+// SIGTERM's shutdown back: net/http alone would wait 5 seconds for it to go
+// idle. The server closes it and exits 0 at once.
+func TestShutdownClosesSilentConnections(t *testing.T) {
+	p := start(t, "file://"+t.TempDir())
+	silent, err := net.Dial("tcp", p.addr)
+	require.NoError(t, err)
+	defer silent.Close()
+	// The server accepts in order: once a later connection was answered, the
+	// silent one was accepted (and is waiting for its first request).
+	code, _ := call(t, p.addr, "", "GET", "/metrics", "")
+	require.Equal(t, http.StatusOK, code)
+
+	sent := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-p.done:
+		require.NoError(t, err, "clean exit")
+		p.done <- nil // for the cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not exit")
+	}
+	require.Less(t, time.Since(sent), 4*time.Second, "the shutdown waited for the silent connection")
+	_ = silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := silent.Read(make([]byte, 1))
+	require.Zero(t, n)
+	require.Error(t, err, "the silent connection is closed")
+}

@@ -42,7 +42,7 @@ func (s *Session) reload(ctx context.Context) error {
 	case s.stale || (s.byID == nil && !s.unindexed):
 		return s.load(ctx)
 	case s.strict:
-		hs, err := s.repo.store.ReadHead(ctx, s.ref)
+		hs, err := s.repo.store.ReadHeadSince(ctx, s.ref, s.hs)
 		if errors.Is(err, bucket.ErrNotFound) {
 			return s.load(ctx) // gone, or created again without a head
 		}

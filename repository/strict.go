@@ -35,7 +35,7 @@ func (s *Session) appendStrict(ctx context.Context, expected string, raws [][]by
 		return fmt.Errorf("append to session %q: %w", s.id, err)
 	}
 	r := s.repo
-	hs, err := r.store.ReadHead(ctx, s.ref)
+	hs, err := r.store.ReadHeadSince(ctx, s.ref, s.hs)
 	if errors.Is(err, bucket.ErrNotFound) {
 		return notFound(s.id)
 	}

@@ -114,7 +114,7 @@ func (w *watcher) pollList(ctx context.Context) ([]pi.Entry, error) {
 // watch holds is not read) and delivers their entries in commit order.
 func (w *watcher) pollHead(ctx context.Context) ([]pi.Entry, error) {
 	r := w.s.repo
-	hs, err := r.store.ReadHead(ctx, w.s.ref)
+	hs, err := r.store.ReadHeadSince(ctx, w.s.ref, w.hs)
 	if errors.Is(err, bucket.ErrNotFound) {
 		return nil, notFound(w.s.id)
 	}

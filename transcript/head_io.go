@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/transcriptstore/transcript/pi"
@@ -40,6 +41,16 @@ func (s *Store) headKey(ref TranscriptRef) string {
 // store writes next sorts after every one committed (key order is then commit
 // order, which Compact needs to merge a strict session's segments).
 func (s *Store) ReadHead(ctx context.Context, ref TranscriptRef) (Head, error) {
+	return s.ReadHeadSince(ctx, ref, Head{})
+}
+
+// ReadHeadSince is ReadHead for a caller that holds known, a head of ref it
+// read or wrote before (the zero Head for none): when the stored head is still
+// known (the same ETag, which changes whenever the bytes do, and the bytes
+// hold a version counter), it returns known without parsing the object again.
+// A poll or an append that finds the head unchanged then costs its GET, not a
+// parse of every segment key the head names.
+func (s *Store) ReadHeadSince(ctx context.Context, ref TranscriptRef, known Head) (Head, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
 		return Head{}, err
@@ -50,6 +61,9 @@ func (s *Store) ReadHead(ctx context.Context, ref TranscriptRef) (Head, error) {
 	data, etag, err := s.cfg.Bucket.GetWithETag(ctx, s.headKey(ref))
 	if err != nil {
 		return Head{}, fmt.Errorf("read head of %s: %w", ref, err)
+	}
+	if etag != "" && etag == known.etag {
+		return known, nil // its key times fed the clock when it was read or written
 	}
 	h, err := decodeHead(data)
 	if err != nil {
@@ -96,14 +110,33 @@ func encodeHead(h Head) ([]byte, error) {
 
 // observeHead feeds the clock with the newest key time of the level-0 segments h
 // names.
+//
+// A key's time is fixed-width digits (keyTimeLayout), so the newest time is
+// the greatest string: only that one is parsed (with the others as a fallback
+// should it not parse), not one time per key of a head that names thousands.
 func (s *Store) observeHead(ref TranscriptRef, h Head) {
-	var newest time.Time
+	newestRel, newestName := "", ""
 	for _, rel := range h.Segments {
 		if relLevel(rel) != 0 {
 			continue
 		}
-		if t, err := relKeyTime(rel); err == nil && t.After(newest) {
-			newest = t
+		if _, name, _ := strings.Cut(rel, "/"); name > newestName {
+			newestRel, newestName = rel, name
+		}
+	}
+	if newestRel == "" {
+		return
+	}
+	newest, err := relKeyTime(newestRel)
+	if err != nil {
+		newest = time.Time{}
+		for _, rel := range h.Segments {
+			if relLevel(rel) != 0 {
+				continue
+			}
+			if t, err := relKeyTime(rel); err == nil && t.After(newest) {
+				newest = t
+			}
 		}
 	}
 	if !newest.IsZero() {

@@ -47,9 +47,11 @@ func (s *Store) ReadHead(ctx context.Context, ref TranscriptRef) (Head, error) {
 // ReadHeadSince is ReadHead for a caller that holds known, a head of ref it
 // read or wrote before (the zero Head for none): when the stored head is still
 // known (the same ETag, which changes whenever the bytes do, and the bytes
-// hold a version counter), it returns known without parsing the object again.
-// A poll or an append that finds the head unchanged then costs its GET, not a
-// parse of every segment key the head names.
+// hold a version counter), it returns known without parsing the object again,
+// and on a bucket that is a bucket.ChangeReader (S3) without its bytes being
+// sent again. A poll or an append that finds the head unchanged then costs a
+// GET answered 304, not a transfer and a parse of every segment key the head
+// names.
 func (s *Store) ReadHeadSince(ctx context.Context, ref TranscriptRef, known Head) (Head, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {
@@ -58,11 +60,11 @@ func (s *Store) ReadHeadSince(ctx context.Context, ref TranscriptRef, known Head
 	if !visible {
 		return Head{}, fmt.Errorf("read head of %s: %w", ref, bucket.ErrNotFound)
 	}
-	data, etag, err := s.cfg.Bucket.GetWithETag(ctx, s.headKey(ref))
+	data, etag, changed, err := bucket.GetIfChanged(ctx, s.cfg.Bucket, s.headKey(ref), known.etag)
 	if err != nil {
 		return Head{}, fmt.Errorf("read head of %s: %w", ref, err)
 	}
-	if etag != "" && etag == known.etag {
+	if !changed {
 		return known, nil // its key times fed the clock when it was read or written
 	}
 	h, err := decodeHead(data)

@@ -64,3 +64,32 @@ type Conditional interface {
 	// holds, and returns the ETag of the written object.
 	PutIf(ctx context.Context, key string, r io.Reader, size int64, cond Cond) (string, error)
 }
+
+// ChangeReader is implemented by buckets that can answer a read of an object
+// the caller already holds without sending its bytes again: S3's GET with
+// "If-None-Match: <etag>", answered 304 Not Modified (s3bucket). A head read
+// that finds nothing new then costs the server no read of the object and the
+// network no copy of it. Use GetIfChanged, which falls back on GetWithETag.
+type ChangeReader interface {
+	// GetIfChanged is GetWithETag of key, except that while key's ETag is
+	// still etag it returns no bytes, etag and changed false.
+	GetIfChanged(ctx context.Context, key, etag string) (data []byte, newETag string, changed bool, err error)
+}
+
+// GetIfChanged reads key unless its ETag is still etag (then it returns no
+// bytes, etag and changed false), with b's own GetIfChanged when b is a
+// ChangeReader and otherwise with GetWithETag and a comparison of the ETags.
+// An empty etag always reads.
+func GetIfChanged(ctx context.Context, b Conditional, key, etag string) ([]byte, string, bool, error) {
+	if cr, ok := b.(ChangeReader); ok && etag != "" {
+		return cr.GetIfChanged(ctx, key, etag)
+	}
+	data, got, err := b.GetWithETag(ctx, key)
+	if err != nil {
+		return nil, "", false, err
+	}
+	if etag != "" && got == etag {
+		return nil, etag, false, nil
+	}
+	return data, got, true, nil
+}

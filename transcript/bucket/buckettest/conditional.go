@@ -30,6 +30,7 @@ func (s suite) conditionalCases() []namedCase {
 		{"RaceIfMatch", s.condRaceIfMatch},
 		{"RaceIfNoneMatch", s.condRaceIfNoneMatch},
 		{"ReadWhileWriting", s.condReadWhileWriting},
+		{"GetIfChanged", s.condGetIfChanged},
 	}
 }
 
@@ -145,6 +146,38 @@ func (s suite) condInvalid(t *testing.T, b bucket.Bucket) {
 	_, err := putIf(t, b, "../escape", []byte("v"), bucket.Cond{IfNoneMatch: true})
 	require.ErrorIs(t, err, bucket.ErrInvalidKey)
 	requireAbsent(t, b, "cond/head")
+}
+
+// condGetIfChanged: bucket.GetIfChanged (the bucket's own, when it is a
+// bucket.ChangeReader) sends no bytes while the ETag is the one held, the
+// object when it is not, and ErrNotFound for a missing key.
+func (s suite) condGetIfChanged(t *testing.T, b bucket.Bucket) {
+	ctx := t.Context()
+	e1, err := putIf(t, b, "cond/head", []byte("version-1"), bucket.Cond{IfNoneMatch: true})
+	require.NoError(t, err)
+	data, etag, changed, err := bucket.GetIfChanged(ctx, b, "cond/head", e1)
+	require.NoError(t, err)
+	require.False(t, changed, "the ETag held")
+	require.Empty(t, data)
+	require.Equal(t, e1, etag)
+	for _, held := range []string{"", "not-its-etag"} {
+		data, etag, changed, err = bucket.GetIfChanged(ctx, b, "cond/head", held)
+		require.NoError(t, err, "held %q", held)
+		require.True(t, changed, "held %q", held)
+		require.Equal(t, "version-1", string(data), "held %q", held)
+		require.Equal(t, e1, etag, "held %q", held)
+	}
+	e2, err := putIf(t, b, "cond/head", []byte("version-2"), bucket.Cond{IfMatch: e1})
+	require.NoError(t, err)
+	data, etag, changed, err = bucket.GetIfChanged(ctx, b, "cond/head", e1)
+	require.NoError(t, err)
+	require.True(t, changed, "written since")
+	require.Equal(t, "version-2", string(data))
+	require.Equal(t, e2, etag)
+	_, _, _, err = bucket.GetIfChanged(ctx, b, "cond/missing", e1)
+	require.ErrorIs(t, err, bucket.ErrNotFound)
+	_, _, _, err = bucket.GetIfChanged(cancelled(t), b, "cond/head", e2)
+	require.Error(t, err)
 }
 
 func (s suite) condGetMissing(t *testing.T, b bucket.Bucket) {

@@ -32,6 +32,19 @@ func (b *Bucket) GetWithETag(ctx context.Context, key string) ([]byte, string, e
 	return data, etag, nil
 }
 
+// GetIfChanged implements bucket.ChangeReader (counted and faulted as an
+// OpGet), with the inner bucket's own when it has one.
+func (b *Bucket) GetIfChanged(ctx context.Context, key, etag string) ([]byte, string, bool, error) {
+	if err := b.before(ctx, OpGet, key); err != nil {
+		return nil, "", false, err
+	}
+	data, got, changed, err := bucket.GetIfChanged(ctx, b.inner, key, etag)
+	if err = b.after(OpGet, key, err); err != nil {
+		return nil, "", false, err
+	}
+	return data, got, changed, nil
+}
+
 // PutIf implements bucket.Conditional (counted and faulted as an OpPut).
 func (b *Bucket) PutIf(ctx context.Context, key string, r io.Reader, size int64, cond bucket.Cond) (string, error) {
 	if err := b.before(ctx, OpPut, key); err != nil {

@@ -71,6 +71,14 @@ func (b *Bucket) GetWithETag(ctx context.Context, key string) ([]byte, string, e
 	return data, etag, c.end(err, int64(len(data)))
 }
 
+// GetIfChanged implements bucket.ChangeReader, with the inner bucket's own
+// when it has one (measured as a GetWithETag).
+func (b *Bucket) GetIfChanged(ctx context.Context, key, etag string) ([]byte, string, bool, error) {
+	c := b.begin(OpGetWithETag)
+	data, got, changed, err := bucket.GetIfChanged(ctx, b.inner, key, etag)
+	return data, got, changed, c.end(err, int64(len(data)))
+}
+
 // Stat implements bucket.Reader.
 func (b *Bucket) Stat(ctx context.Context, key string) (bucket.ObjectInfo, error) {
 	c := b.begin(OpStat)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/minio/minio-go/v7"
 
@@ -41,6 +42,41 @@ func (b *Bucket) GetWithETag(ctx context.Context, key string) ([]byte, string, e
 		return nil, "", fmt.Errorf("get %s: %w", key, classify(ctx, err))
 	}
 	return data, oi.ETag, nil
+}
+
+// GetIfChanged implements bucket.ChangeReader with one GET sent with
+// "If-None-Match: <etag>": 304 Not Modified is an unchanged object. A server
+// that ignores the header answers 200 with the object, whose ETag then tells.
+func (b *Bucket) GetIfChanged(ctx context.Context, key, etag string) ([]byte, string, bool, error) {
+	if err := check(ctx, key); err != nil {
+		return nil, "", false, fmt.Errorf("get %s: %w", key, err)
+	}
+	if etag == "" {
+		data, got, err := b.GetWithETag(ctx, key)
+		return data, got, err == nil, err
+	}
+	rctx, cancel := b.timeout(ctx)
+	defer cancel()
+	var opts minio.GetObjectOptions
+	if err := opts.SetMatchETagExcept(etag); err != nil {
+		return nil, "", false, fmt.Errorf("get %s: %w", key, err)
+	}
+	body, oi, err := b.getObject(rctx, key, opts)
+	if err != nil {
+		if minio.ToErrorResponse(err).StatusCode == http.StatusNotModified {
+			return nil, etag, false, nil
+		}
+		return nil, "", false, fmt.Errorf("get %s: %w", key, classify(ctx, err))
+	}
+	defer body.Close()
+	if oi.ETag == etag {
+		return nil, etag, false, nil
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil, "", false, fmt.Errorf("get %s: %w", key, classify(ctx, err))
+	}
+	return data, oi.ETag, true, nil
 }
 
 // PutIf writes key with a conditional single PUT (see "Conditional writes" above).

@@ -36,6 +36,10 @@ type fakeS3 struct {
 	// gets counts GETs.
 	bodies map[string]string
 	gets   int
+	// notModified counts GETs answered 304 (If-None-Match naming the ETag);
+	// ignoreIfNoneMatch makes GET ignore the header, as some servers may.
+	notModified       int
+	ignoreIfNoneMatch bool
 }
 
 func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -91,6 +95,11 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Amz-Meta-Transcript-Checksum", f.objects[key])
 		w.Header().Set("ETag", `"0123456789abcdef0123456789abcdef"`)
 		w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+		if r.Header.Get("If-None-Match") == `"0123456789abcdef0123456789abcdef"` && !f.ignoreIfNoneMatch {
+			f.notModified++
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
 		status := http.StatusOK
 		if rg := r.Header.Get("Range"); rg != "" {
 			var from, to int
@@ -208,12 +217,13 @@ func TestBucket_PutConflictCheckFails(t *testing.T) {
 // the requests of every segment read and add a round trip).
 func TestBucket_ReadsAreOneRequest(t *testing.T) {
 	const key, body = "k/seg", "hello, segment"
-	tests := []struct {
+	type readCase struct {
 		name    string
 		read    func(t *testing.T, b *s3bucket.Bucket) string
 		want    string
 		wantErr error
-	}{
+	}
+	tests := []readCase{
 		{name: "Get", want: body, read: func(t *testing.T, b *s3bucket.Bucket) string {
 			rc, oi, err := b.Get(t.Context(), key)
 			require.NoError(t, err)
@@ -241,6 +251,19 @@ func TestBucket_ReadsAreOneRequest(t *testing.T) {
 			return string(data)
 		}},
 	}
+	getIfChanged := func(held string, wantChanged bool) func(t *testing.T, b *s3bucket.Bucket) string {
+		return func(t *testing.T, b *s3bucket.Bucket) string {
+			data, etag, changed, err := b.GetIfChanged(t.Context(), key, held)
+			require.NoError(t, err)
+			require.Equal(t, wantChanged, changed)
+			require.Equal(t, "0123456789abcdef0123456789abcdef", etag)
+			return string(data)
+		}
+	}
+	tests = append(tests,
+		readCase{name: "GetIfChanged, the ETag held", want: "", read: getIfChanged("0123456789abcdef0123456789abcdef", false)},
+		readCase{name: "GetIfChanged, another ETag held", want: body, read: getIfChanged("fedcba98765432100123456789abcdef", true)},
+	)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeS3{objects: map[string]string{key: "c1"}, bodies: map[string]string{key: body}}
@@ -250,6 +273,33 @@ func TestBucket_ReadsAreOneRequest(t *testing.T) {
 			defer f.mu.Unlock()
 			require.Equal(t, 1, f.gets, "GET requests")
 			require.Zero(t, f.heads, "HEAD requests")
+		})
+	}
+}
+
+// GetIfChanged sends If-None-Match with the ETag held: a 304 is an unchanged
+// object; from a server that ignores the header and sends the object, the
+// ETag tells the same.
+func TestBucket_GetIfChanged(t *testing.T) {
+	const key, body = "k/head", "head bytes"
+	const held = "0123456789abcdef0123456789abcdef"
+	for _, ignores := range []bool{false, true} {
+		t.Run(fmt.Sprintf("server ignores If-None-Match %v", ignores), func(t *testing.T) {
+			f := &fakeS3{objects: map[string]string{key: "c1"}, bodies: map[string]string{key: body}, ignoreIfNoneMatch: ignores}
+			b := newFake(t, f, 0)
+			data, etag, changed, err := b.GetIfChanged(t.Context(), key, held)
+			require.NoError(t, err)
+			require.False(t, changed)
+			require.Empty(t, data)
+			require.Equal(t, held, etag)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			require.Equal(t, 1, f.gets)
+			if ignores {
+				require.Zero(t, f.notModified)
+			} else {
+				require.Equal(t, 1, f.notModified, "answered 304, without the object")
+			}
 		})
 	}
 }

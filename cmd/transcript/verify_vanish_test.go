@@ -14,6 +14,25 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket/membucket"
 )
 
+// newOneSegmentWriter returns an in-memory bucket, a store on it, a function
+// that appends one entry as one segment of session acme/coder/s1, and that
+// session.
+func newOneSegmentWriter(t *testing.T) (*membucket.Bucket, *transcript.Store, func(raw string), transcript.TranscriptRef) {
+	t.Helper()
+	inner := membucket.New()
+	writer, err := transcript.New(transcript.Config{Bucket: inner})
+	require.NoError(t, err)
+	t.Cleanup(func() { writer.Close() })
+	w, err := transcript.NewWriter("replica")
+	require.NoError(t, err)
+	ref := transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "s1"}
+	one := func(raw string) {
+		_, err := writer.AppendSegment(t.Context(), ref, [][]byte{[]byte(raw)}, w)
+		require.NoError(t, err)
+	}
+	return inner, writer, one, ref
+}
+
 // compactsAfterListing is a bucket that runs compact after a listing of a
 // session's segments was handed out, times times: a compaction with no delete
 // delay that merges and deletes what a reader has just listed. A check of a
@@ -59,17 +78,7 @@ func TestVerify_SegmentsCompactedWhileRead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			inner := membucket.New()
-			writer, err := transcript.New(transcript.Config{Bucket: inner})
-			require.NoError(t, err)
-			defer writer.Close()
-			w, err := transcript.NewWriter("replica")
-			require.NoError(t, err)
-			ref := transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "s1"}
-			one := func(raw string) {
-				_, err := writer.AppendSegment(ctx, ref, [][]byte{[]byte(raw)}, w)
-				require.NoError(t, err)
-			}
+			inner, writer, one, ref := newOneSegmentWriter(t)
 			compact := func() {
 				_, err := writer.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 3, DeleteDelay: transcript.DeleteAtOnce})
 				require.NoError(t, err)
@@ -130,16 +139,9 @@ func (c *countsLists) List(ctx context.Context, opts bucket.ListOptions, fn func
 // once, and still names what else lies there.
 func TestVerify_OneListingPerSession(t *testing.T) {
 	ctx := context.Background()
-	inner := membucket.New()
-	writer, err := transcript.New(transcript.Config{Bucket: inner})
-	require.NoError(t, err)
-	defer writer.Close()
-	w, err := transcript.NewWriter("replica")
-	require.NoError(t, err)
-	ref := transcript.TranscriptRef{Namespace: "acme", AgentID: "coder", SessionID: "s1"}
+	inner, writer, one, ref := newOneSegmentWriter(t)
 	for _, raw := range []string{`{"type":"session","version":3,"id":"h1","timestamp":"2026-09-25T22:28:55.488Z","cwd":"/"}`, entryLine("e1", ""), entryLine("e2", "e1")} {
-		_, err := writer.AppendSegment(ctx, ref, [][]byte{[]byte(raw)}, w)
-		require.NoError(t, err)
+		one(raw)
 	}
 	stray := writer.SessionPrefix(ref) + "notes.txt"
 	require.NoError(t, inner.Put(ctx, stray, strings.NewReader("x"), 1, bucket.PutOptions{}))

@@ -378,11 +378,17 @@ func TestShutdownEndsStreams(t *testing.T) {
 	case <-time.After(10 * time.Second): // the default --shutdown-timeout is 30s
 		t.Fatal("the stream did not end on shutdown")
 	}
+	requireCleanExit(t, p, 10*time.Second)
+}
+
+// requireCleanExit waits at most within for p to exit, and requires exit 0.
+func requireCleanExit(t *testing.T, p *process, within time.Duration) {
+	t.Helper()
 	select {
 	case err := <-p.done:
 		require.NoError(t, err, "clean exit")
 		p.done <- nil // for the cleanup
-	case <-time.After(10 * time.Second):
+	case <-time.After(within):
 		t.Fatal("the server did not exit")
 	}
 }
@@ -416,13 +422,7 @@ func TestShutdownClosesSilentConnections(t *testing.T) {
 
 	sent := time.Now()
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-p.done:
-		require.NoError(t, err, "clean exit")
-		p.done <- nil // for the cleanup
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server did not exit")
-	}
+	requireCleanExit(t, p, 30*time.Second)
 	require.Less(t, time.Since(sent), 4*time.Second, "the shutdown waited for the silent connection")
 	_ = silent.SetReadDeadline(time.Now().Add(5 * time.Second))
 	n, err := silent.Read(make([]byte, 1))

@@ -159,7 +159,7 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	dir := filepath.Dir(name)
-	if err := fsutil.SyncDir(dir); err != nil && !isNotFound(err) {
+	if err := syncDirIfPresent(dir); err != nil {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	b.prune(dir)
@@ -203,6 +203,15 @@ func check(ctx context.Context, key string) error {
 
 func info(key string, fi fs.FileInfo) bucket.ObjectInfo {
 	return bucket.ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}
+}
+
+// syncDirIfPresent fsyncs dir, and succeeds if dir is gone: a concurrent
+// Delete pruned it, and what it held needs no fsync any more.
+func syncDirIfPresent(dir string) error {
+	if err := fsutil.SyncDir(dir); err != nil && !isNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 // isNotFound reports a missing file or a missing directory on its path (a path

@@ -108,10 +108,7 @@ func (b *Bucket) syncPublished(dir string) error {
 	if b.published != nil {
 		b.published()
 	}
-	if err := fsutil.SyncDir(dir); err != nil && !isNotFound(err) {
-		return err
-	}
-	return nil
+	return syncDirIfPresent(dir)
 }
 
 // maxCreateAttempts bounds how often createTemp starts over after a concurrent

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -57,12 +56,8 @@ func (s *Store) ListSegmentsWithLeftovers(ctx context.Context, ref TranscriptRef
 	if err != nil {
 		return nil, Leftovers{}, err
 	}
-	infos := ls.infos
-	if s.keep != nil {
-		infos = slices.DeleteFunc(infos, s.hidden)
-	}
 	left, err := s.leftoversOf(ctx, ref, ls)
-	return infos, left, err
+	return s.withoutHidden(ls.infos), left, err
 }
 
 // leftoversOf is Leftovers of the listing ls of ref.

@@ -249,6 +249,15 @@ func (s *Store) View(keep func(SegmentInfo) bool) *Store {
 // hidden reports whether a View leaves info out.
 func (s *Store) hidden(info SegmentInfo) bool { return s.keep != nil && !s.keep(info) }
 
+// withoutHidden drops, in place, the segments of a listing that a View leaves
+// out.
+func (s *Store) withoutHidden(infos []SegmentInfo) []SegmentInfo {
+	if s.keep == nil {
+		return infos
+	}
+	return slices.DeleteFunc(infos, s.hidden)
+}
+
 // checkRef validates and normalises ref. visible is false when the store is bound to
 // another namespace.
 func (s *Store) checkRef(ref TranscriptRef) (TranscriptRef, bool, error) {
@@ -324,10 +333,7 @@ func (s *Store) listSegmentsUpTo(ctx context.Context, ref TranscriptRef, startAf
 		return nil, false, fmt.Errorf("list segments of %s: %w", ref, err)
 	}
 	s.observe(ref, out)
-	if s.keep != nil {
-		out = slices.DeleteFunc(out, s.hidden)
-	}
-	return out, more, nil
+	return s.withoutHidden(out), more, nil
 }
 
 // observe feeds the clock with the key times of a session's listed segments.

@@ -44,18 +44,18 @@ type limitListener struct {
 	closeOnce sync.Once
 	waiting   atomic.Int32 // accepted connections waiting for a slot
 	mu        sync.Mutex
-	idle      map[*limitConn]struct{} // connections between requests
-	// fresh holds the connections whose first request has not begun
-	// (http.StateNew); shutting is set once shutdown began (see CloseFresh).
-	fresh    map[*limitConn]struct{}
-	shutting bool
+	// waitingFor holds the connections without a request in progress, by
+	// state: http.StateNew before their first request, http.StateIdle between
+	// two. shutting is set once shutdown began (see CloseFresh).
+	waitingFor map[*limitConn]http.ConnState
+	shutting   bool
 }
 
 // newLimitListener returns l serving at most n (more than 0) connections at once.
 // Its ConnState must be the http.Server's.
 func newLimitListener(l net.Listener, n int) *limitListener {
 	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}),
-		idle: map[*limitConn]struct{}{}, fresh: map[*limitConn]struct{}{}}
+		waitingFor: map[*limitConn]http.ConnState{}}
 }
 
 // Accept waits for a connection and then for a slot to serve it in.
@@ -87,23 +87,19 @@ func (l *limitListener) Close() error {
 	return l.Listener.Close()
 }
 
-// ConnState tracks the connections idle between requests (http.Server.ConnState)
-// and closes one that goes idle while a connection waits for its slot.
+// ConnState tracks the connections without a request in progress
+// (http.Server.ConnState), closes one that goes idle while a connection waits
+// for its slot, and one that arrives once shutdown began (CloseFresh).
 func (l *limitListener) ConnState(nc net.Conn, st http.ConnState) {
 	c, ok := nc.(*limitConn)
 	if !ok {
 		return
 	}
 	l.mu.Lock()
-	if st == http.StateIdle {
-		l.idle[c] = struct{}{}
+	if st == http.StateNew || st == http.StateIdle {
+		l.waitingFor[c] = st
 	} else {
-		delete(l.idle, c)
-	}
-	if st == http.StateNew {
-		l.fresh[c] = struct{}{}
-	} else {
-		delete(l.fresh, c)
+		delete(l.waitingFor, c)
 	}
 	shutting := l.shutting
 	l.mu.Unlock()
@@ -123,25 +119,24 @@ func (l *limitListener) ConnState(nc net.Conn, st http.ConnState) {
 func (l *limitListener) CloseFresh() {
 	l.mu.Lock()
 	l.shutting = true
-	fresh := make([]*limitConn, 0, len(l.fresh))
-	for c := range l.fresh {
-		fresh = append(fresh, c)
-	}
 	l.mu.Unlock()
-	for _, c := range fresh {
-		_ = c.Close()
-	}
+	l.closeIn(http.StateNew)
 }
 
 // closeIdle closes every connection idle between requests.
-func (l *limitListener) closeIdle() {
+func (l *limitListener) closeIdle() { l.closeIn(http.StateIdle) }
+
+// closeIn closes every connection in state st (http.StateNew or StateIdle).
+func (l *limitListener) closeIn(st http.ConnState) {
 	l.mu.Lock()
-	idle := make([]*limitConn, 0, len(l.idle))
-	for c := range l.idle {
-		idle = append(idle, c)
+	var conns []*limitConn
+	for c, in := range l.waitingFor {
+		if in == st {
+			conns = append(conns, c)
+		}
 	}
 	l.mu.Unlock()
-	for _, c := range idle {
+	for _, c := range conns {
 		_ = c.Close()
 	}
 }
@@ -158,8 +153,7 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
 		c.l.mu.Lock()
-		delete(c.l.idle, c)
-		delete(c.l.fresh, c)
+		delete(c.l.waitingFor, c)
 		c.l.mu.Unlock()
 		<-c.l.slots
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -29,7 +30,8 @@ var serveKey = []byte("transcript-bench-serve-key-0123456789")
 // session of its own. It reports appends per second and p50/p99 latency. The
 // server is stateless: every request authenticates, opens the owner's repository
 // and reads the session before appending, where the direct writer keeps its
-// session handle (and what it has read) between appends.
+// session handle (and what it has read) between appends. Each side's appends
+// run in serveRounds rounds, alternating with the other side's.
 func runServe(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
 	store, err := e.newStore(e.bucket, "serve")
@@ -57,26 +59,30 @@ func runServe(ctx context.Context, e *env) (ItemResult, error) {
 	total := max(e.cfg.Sizes.MirrorTurns, 5)
 	for _, clients := range serveClients {
 		perClient := max(total/clients, 5)
-		direct, err := appendLoad(ctx, clients, perClient, func(ctx context.Context, c int) (appender, error) {
+		direct, err := newLoad(ctx, clients, func(ctx context.Context, c int) (appender, error) {
 			return directAppender(ctx, store, fmt.Sprintf("direct-%d-%d", clients, c))
 		})
 		if err != nil {
 			return res, fmt.Errorf("direct, %d clients: %w", clients, err)
 		}
-		viaHTTP, err := appendLoad(ctx, clients, perClient, func(ctx context.Context, c int) (appender, error) {
+		viaHTTP, err := newLoad(ctx, clients, func(ctx context.Context, c int) (appender, error) {
 			return httpAppender(ctx, client, url, fmt.Sprintf("http-%d-%d", clients, c))
 		})
 		if err != nil {
 			return res, fmt.Errorf("http, %d clients: %w", clients, err)
 		}
-		note := fmt.Sprintf("%d clients × %d appends", clients, perClient)
+		if err := interleave(ctx, perClient, serveRounds, direct, viaHTTP); err != nil {
+			return res, fmt.Errorf("%d clients: %w", clients, err)
+		}
+		d, h := direct.result(), viaHTTP.result()
+		note := fmt.Sprintf("%d clients × %d appends, in %d interleaved rounds", clients, perClient, min(serveRounds, perClient))
 		e.logf("serve %s: %.0f appends/s (direct %.0f), p50 %.1f ms (direct %.1f), p99 %.1f ms (direct %.1f)",
-			note, viaHTTP.rate, direct.rate, ms(viaHTTP.p50), ms(direct.p50), ms(viaHTTP.p99), ms(direct.p99))
+			note, h.rate, d.rate, ms(h.p50), ms(d.p50), ms(h.p99), ms(d.p99))
 		name := fmt.Sprintf("appends through transcript-serve, %d client(s)", clients)
 		res.Rows = append(res.Rows,
-			row(11, name+": throughput", "appends/s", viaHTTP.rate, "Go repository", direct.rate, true, note),
-			row(11, name+": p50 latency", "ms", ms(viaHTTP.p50), "Go repository", ms(direct.p50), false, note),
-			row(11, name+": p99 latency", "ms", ms(viaHTTP.p99), "Go repository", ms(direct.p99), false, note),
+			row(11, name+": throughput", "appends/s", h.rate, "Go repository", d.rate, true, note),
+			row(11, name+": p50 latency", "ms", ms(h.p50), "Go repository", ms(d.p50), false, note),
+			row(11, name+": p99 latency", "ms", ms(h.p99), "Go repository", ms(d.p99), false, note),
 		)
 	}
 	return res, nil
@@ -85,31 +91,71 @@ func runServe(ctx context.Context, e *env) (ItemResult, error) {
 // appender appends entry i of a client's chain at the expected head.
 type appender func(ctx context.Context, i int) error
 
+// serveRounds is how many rounds item 11 splits each side's appends into. The
+// rounds of the direct writer and of the server alternate (direct first in even
+// rounds, the server first in odd ones), so that a stall of the object store, or
+// its slowing as the bucket fills, falls on both sides alike rather than deciding
+// the row, as item 4 interleaves its readers.
+const serveRounds = 5
+
+// load is the appenders of one side of item 11, one per client, and what their
+// appends took so far.
+type load struct {
+	apps    []appender
+	next    int             // the next entry of every client's chain
+	lat     []time.Duration // every append's latency
+	elapsed time.Duration   // the rounds' wall time, summed
+}
+
 // loadResult is the figures of one load.
 type loadResult struct {
 	rate     float64
 	p50, p99 time.Duration
 }
 
-// appendLoad runs clients appenders of n appends each, concurrently, and measures
-// every append.
-func appendLoad(ctx context.Context, clients, n int, newAppender func(ctx context.Context, c int) (appender, error)) (loadResult, error) {
-	apps := make([]appender, clients)
-	for c := range apps {
+// newLoad makes the appenders of clients clients.
+func newLoad(ctx context.Context, clients int, newAppender func(ctx context.Context, c int) (appender, error)) (*load, error) {
+	l := &load{apps: make([]appender, clients)}
+	for c := range l.apps {
 		a, err := newAppender(ctx, c)
 		if err != nil {
-			return loadResult{}, err
+			return nil, err
 		}
-		apps[c] = a
+		l.apps[c] = a
 	}
-	lat := make([][]time.Duration, clients)
-	errs := make([]error, clients)
+	return l, nil
+}
+
+// interleave runs n appends per client on each of loads, in rounds that
+// alternate between them (see serveRounds); the loads' order turns every round.
+func interleave(ctx context.Context, n, rounds int, loads ...*load) error {
+	rounds = max(1, min(rounds, n))
+	for r := range rounds {
+		k := n*(r+1)/rounds - n*r/rounds
+		for j := range loads {
+			l := loads[j]
+			if r%2 == 1 {
+				l = loads[len(loads)-1-j]
+			}
+			if err := l.round(ctx, k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// round runs k appends on every client concurrently, each continuing its
+// chain, and adds their latencies and the round's wall time to l.
+func (l *load) round(ctx context.Context, k int) error {
+	lat := make([][]time.Duration, len(l.apps))
+	errs := make([]error, len(l.apps))
 	var wg sync.WaitGroup
 	start := time.Now()
-	for c := range apps {
+	for c, app := range l.apps {
 		wg.Go(func() {
-			for i := range n {
-				d, err := timeIt(func() error { return apps[c](ctx, i) })
+			for i := l.next; i < l.next+k; i++ {
+				d, err := timeIt(func() error { return app(ctx, i) })
 				if err != nil {
 					errs[c] = err
 					return
@@ -119,17 +165,26 @@ func appendLoad(ctx context.Context, clients, n int, newAppender func(ctx contex
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	var all []time.Duration
-	for c := range lat {
-		if errs[c] != nil {
-			return loadResult{}, errs[c]
-		}
-		all = append(all, lat[c]...)
+	l.elapsed += time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
-	slices.Sort(all)
+	l.next += k
+	for _, ds := range lat {
+		l.lat = append(l.lat, ds...)
+	}
+	return nil
+}
+
+// result is the throughput of l's appends over its rounds' wall time, and the
+// percentiles of their latencies.
+func (l *load) result() loadResult {
+	all := slices.Sorted(slices.Values(l.lat))
+	if len(all) == 0 {
+		return loadResult{}
+	}
 	pct := func(p float64) time.Duration { return all[min(len(all)-1, int(p*float64(len(all))))] }
-	return loadResult{rate: float64(len(all)) / elapsed.Seconds(), p50: pct(0.50), p99: pct(0.99)}, nil
+	return loadResult{rate: float64(len(all)) / l.elapsed.Seconds(), p50: pct(0.50), p99: pct(0.99)}
 }
 
 // benchEntry is entry i of a chain: a user message whose parent is entry i-1.

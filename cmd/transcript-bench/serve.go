@@ -27,11 +27,12 @@ var serveKey = []byte("transcript-bench-serve-key-0123456789")
 // runServe is item 11: strict appends (one entry each, at the expected head)
 // through transcript-serve over loopback HTTP, against the same appends through
 // a Go repository.Session held open by the caller; 1 and 16 clients, each on a
-// session of its own. It reports appends per second and p50/p99 latency. The
-// server is stateless: every request authenticates, opens the owner's repository
-// and reads the session before appending, where the direct writer keeps its
-// session handle (and what it has read) between appends. Each side's appends
-// run in serveRounds rounds, alternating with the other side's.
+// session of its own. It reports appends per second and p50/p99 latency. Every
+// request to the server is authenticated and finds its session in the server's
+// cache of open sessions (read whole on the first request), whose handle reads
+// the head before it appends, as the direct writer's handle, which its caller
+// keeps between appends, does. Each side's appends run in serveRounds rounds,
+// alternating with the other side's.
 func runServe(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
 	store, err := e.newStore(e.bucket, "serve")

@@ -26,16 +26,17 @@ func TestInterleave(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("n%d_r%d_c%d", tc.n, tc.rounds, tc.clients), func(t *testing.T) {
 			var mu sync.Mutex
-			var order []string        // the side of each append, in time
+			var order []turn          // the sides' turns, in time
 			got := map[string][]int{} // side/client → entries appended
 			side := func(name string) *load {
 				l, err := newLoad(t.Context(), tc.clients, func(_ context.Context, c int) (appender, error) {
 					return func(_ context.Context, i int) error {
 						mu.Lock()
 						defer mu.Unlock()
-						if len(order) == 0 || order[len(order)-1] != name {
-							order = append(order, name)
+						if len(order) == 0 || order[len(order)-1].side != name {
+							order = append(order, turn{side: name})
 						}
+						order[len(order)-1].appends++
 						k := fmt.Sprintf("%s/%d", name, c)
 						got[k] = append(got[k], i)
 						return nil
@@ -47,15 +48,23 @@ func TestInterleave(t *testing.T) {
 			a, b := side("a"), side("b")
 			require.NoError(t, interleave(t.Context(), tc.n, tc.rounds, a, b))
 
-			var want []string
-			for r := range tc.sizes {
-				if r%2 == 0 {
-					want = append(want, "a", "b")
-				} else {
-					want = append(want, "b", "a")
+			// Each round is a turn of each side, of sizes[r] appends per
+			// client; a round that starts with the side the last one ended
+			// with continues that side's turn.
+			var want []turn
+			for r, k := range tc.sizes {
+				sides := []string{"a", "b"}
+				if r%2 == 1 {
+					sides = []string{"b", "a"}
+				}
+				for _, side := range sides {
+					if len(want) > 0 && want[len(want)-1].side == side {
+						want[len(want)-1].appends += k * tc.clients
+						continue
+					}
+					want = append(want, turn{side: side, appends: k * tc.clients})
 				}
 			}
-			want = slices.Compact(want)
 			require.Equal(t, want, order, "the sides' turns")
 			for _, name := range []string{"a", "b"} {
 				for c := range tc.clients {
@@ -94,6 +103,13 @@ func TestInterleave_StopsAtAFailure(t *testing.T) {
 	// Rounds of 2: the other side runs first in the second round, then bad
 	// fails at entry 3; no third round follows.
 	require.Equal(t, 4, ran, "the other side's appends")
+}
+
+// turn is a run of appends of one side of TestInterleave, with no append of
+// the other side between them.
+type turn struct {
+	side    string
+	appends int
 }
 
 // seq is 0, 1, …, n-1.

@@ -49,6 +49,23 @@ type Increment struct {
 	// relative to the session: a reader that orders entries by the place in the
 	// head of the segment they were read from gives these that segment's place.
 	Via map[string]string
+
+	// whole reports that the increment is a whole session read for a reader
+	// that held none of it (a full listing of an empty set), so that an entry
+	// whose parent it lacks lacks it for the reader too (see hasDangling).
+	whole bool
+}
+
+// hasDangling reports whether the increment holds an entry whose parent neither
+// it nor its reader holds, which a read of a whole session heals by listing it
+// once more (healDangling). Only an increment read for a reader that held
+// nothing can tell: the entries of any other name parents the reader holds, so
+// without this a full listing of such a reader (every reconcile of a
+// SessionTree's pull and of a Watch) would take them for dangling and list the
+// session a second time. A segment that lands behind a reader's listing is found
+// by its next full listing, as ReadNew says.
+func (inc *Increment) hasDangling() bool {
+	return inc.whole && inc.MergeResult != nil && inc.MergeResult.hasDangling()
 }
 
 // noteHead records whether the whole listing the increment was read from showed

@@ -219,7 +219,8 @@ func (r *incRead) increment(segs []*segment.Segment) *Increment {
 	res.Corrupt = r.corrupt
 	slices.SortFunc(r.covered, func(a, b SegmentInfo) int { return strings.Compare(a.Key, b.Key) })
 	have := r.have
-	inc := &Increment{MergeResult: res, Have: SegmentSet{m: r.next, mark: have.mark}, Listed: len(r.infos), Covered: r.covered, Full: r.after == ""}
+	inc := &Increment{MergeResult: res, Have: SegmentSet{m: r.next, mark: have.mark}, Listed: len(r.infos), Covered: r.covered, Full: r.after == "",
+		whole: r.after == "" && have.Len() == 0}
 	for rel := range r.next {
 		inc.Have.mark = newerMark(inc.Have.mark, rel)
 	}

@@ -213,3 +213,57 @@ func TestListed_ReadLeanSeesTheParent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 }
+
+// TestReadNew_FullListingHealsOnlyAWholeRead: ReadNew's full listing (a
+// reconcile) of a reader that holds segments lists the session once, though
+// the new entries' parents are in what the reader holds, not in the increment;
+// a ReadNew of an empty set reads the whole session and heals it as ReadAll
+// does, finding a parent its first listing missed with one LIST more.
+func TestReadNew_FullListingHealsOnlyAWholeRead(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		holds  bool  // the reader holds the session's first segments
+		hide   bool  // the first listing misses the parent of the newest entry
+		lists  int64 // LISTs of the ReadNew
+		newIDs int   // entries of the increment
+	}{
+		{name: "holder", holds: true, lists: 1, newIDs: 2},
+		{name: "holder, parent behind the listing", holds: true, hide: true, lists: 1, newIDs: 1},
+		{name: "empty set", lists: 1, newIDs: 5},
+		{name: "empty set, parent behind the listing", hide: true, lists: 2, newIDs: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := membucket.New()
+			s := newStore(t, mem, transcript.Config{})
+			w := newWriter(t, "w")
+			held := appendChain(t, s, ref, w, "e", "", 3)
+			var have transcript.SegmentSet
+			if tc.holds {
+				inc, err := s.ReadNew(ctx, ref, transcript.NewSegmentSet())
+				require.NoError(t, err)
+				require.Equal(t, held, entryIDs(inc.Entries))
+				have = inc.Have.Reconcile() // the next ReadNew lists the whole session
+			}
+			before, err := s.ListSegments(ctx, ref)
+			require.NoError(t, err)
+			parent := appendChain(t, s, ref, w, "p", held[len(held)-1], 1)
+			after, err := s.ListSegments(ctx, ref)
+			require.NoError(t, err)
+			hide := map[string]bool{}
+			if tc.hide {
+				for _, in := range after[len(before):] {
+					hide[in.Key] = true
+				}
+			}
+			appendChain(t, s, ref, w, "c", parent[0], 1)
+
+			fb := faultbucket.Wrap(&hidesFromFirstListing{Bucket: mem, hide: hide})
+			inc, err := newStore(t, fb, transcript.Config{}).ReadNew(ctx, ref, have)
+			require.NoError(t, err)
+			require.True(t, inc.Full)
+			require.Len(t, inc.Entries, tc.newIDs)
+			require.Equal(t, tc.lists, fb.Counts().List, "LISTs")
+		})
+	}
+}

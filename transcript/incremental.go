@@ -65,7 +65,7 @@ type Increment struct {
 // session a second time. A segment that lands behind a reader's listing is found
 // by its next full listing, as ReadNew says.
 func (inc *Increment) hasDangling() bool {
-	return inc.whole && inc.MergeResult != nil && inc.MergeResult.hasDangling()
+	return inc.whole && inc.MergeResult.hasDangling()
 }
 
 // noteHead records whether the whole listing the increment was read from showed

@@ -189,12 +189,7 @@ func TestListed_ReadLeanSeesTheParent(t *testing.T) {
 	after, err := s.ListSegments(ctx, ref)
 	require.NoError(t, err)
 	require.Len(t, after, len(before)+1)
-	hide := map[string]bool{}
-	for _, in := range after {
-		if !slices.ContainsFunc(before, func(b transcript.SegmentInfo) bool { return b.Key == in.Key }) {
-			hide[in.Key] = true
-		}
-	}
+	hide := addedKeys(before, after)
 	want = append(want, appendChain(t, s, ref, w, "c", want[len(want)-1], 1)...)
 
 	h := &hidesFromFirstListing{Bucket: mem, hide: hide}
@@ -252,9 +247,7 @@ func TestReadNew_FullListingHealsOnlyAWholeRead(t *testing.T) {
 			require.NoError(t, err)
 			hide := map[string]bool{}
 			if tc.hide {
-				for _, in := range after[len(before):] {
-					hide[in.Key] = true
-				}
+				hide = addedKeys(before, after)
 			}
 			appendChain(t, s, ref, w, "c", parent[0], 1)
 
@@ -266,4 +259,16 @@ func TestReadNew_FullListingHealsOnlyAWholeRead(t *testing.T) {
 			require.Equal(t, tc.lists, fb.Counts().List, "LISTs")
 		})
 	}
+}
+
+// addedKeys returns the keys of the listing after that the listing before
+// lacks: the segments appended between the two.
+func addedKeys(before, after []transcript.SegmentInfo) map[string]bool {
+	added := map[string]bool{}
+	for _, in := range after {
+		if !slices.ContainsFunc(before, func(b transcript.SegmentInfo) bool { return b.Key == in.Key }) {
+			added[in.Key] = true
+		}
+	}
+	return added
 }

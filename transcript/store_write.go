@@ -48,8 +48,23 @@ func (s *Store) prepareLevel0(ref TranscriptRef, entries [][]byte, links []pi.Li
 // and carries an entry index; one of a group of parts carries group. refs, when
 // not nil, holds the payload references of each entry (entries as stored, as a
 // Stored read returns them and compaction copies them).
+//
+// The entries are compaction's: read back from segments that decoded and
+// verified. Their links are read as readers read stored entries
+// (parseStoredEntry: the top level scanned, the values not validated again),
+// which was a fifth of a compaction's CPU; an entry a foreign writer stored
+// with a malformed value is carried over byte for byte, as readers already
+// return it, instead of failing the session's compaction on every run.
 func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level int, inputs []string, origins []segment.Origin, group segment.Group, refs [][]segment.PayloadRef) (SegmentObject, error) {
-	ref, meta, err := s.newMeta(ref, entries, nil, w, level)
+	links := make([]pi.Links, len(entries))
+	for i, raw := range entries {
+		l, err := pi.ScanLinks(raw)
+		if err != nil {
+			return SegmentObject{}, fmt.Errorf("prepare segment: entry %d: %w", i, err)
+		}
+		links[i] = l
+	}
+	ref, meta, err := s.newMeta(ref, entries, links, w, level)
 	if err != nil {
 		return SegmentObject{}, err
 	}
@@ -62,7 +77,8 @@ func (s *Store) prepare(ref TranscriptRef, entries [][]byte, w *Writer, level in
 // limit) and returns the metadata of a segment of them at level, written by w:
 // ids, times, an entry index above level 0, and the writer's next sequence
 // number. links, when not nil, are what the caller read of each entry by the
-// rule of ParseEntry: the entries are then taken as checked, not parsed again.
+// rule of ParseEntry (or, for entries read back from verified segments, of
+// parseStoredEntry): the entries are then taken as checked, not parsed again.
 func (s *Store) newMeta(ref TranscriptRef, entries [][]byte, links []pi.Links, w *Writer, level int) (TranscriptRef, segment.Meta, error) {
 	ref, visible, err := s.checkRef(ref)
 	if err != nil {

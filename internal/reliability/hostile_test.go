@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -259,4 +260,58 @@ func TestHostile_CompactedSegmentLyingAboutInputs(t *testing.T) {
 	seg, err := store.ReadSegment(ctx, in.Key)
 	require.NoError(t, err)
 	require.Equal(t, okEntry, string(seg.Entries[0]))
+}
+
+// TestHostile_CompactCarriesMalformedValues: a foreign writer stored, in a
+// segment that decodes and verifies, entries with an id and a parent whose other
+// values JSON does not accept. Readers return them as stored; compaction merges
+// them byte for byte (it does not validate a stored entry's values again, as
+// readers do not) and the session reads the same after it. An entry without an
+// id is still refused, and nothing is deleted.
+func TestHostile_CompactCarriesMalformedValues(t *testing.T) {
+	cases := []struct {
+		name    string
+		foreign string
+		wantErr error
+	}{
+		{"bad escape in a string", `{"type":"message","id":"ok2","parentId":"ok1","message":{"content":"\q"}}`, nil},
+		{"bare word", `{"type":"message","id":"ok2","parentId":"ok1","usage":tru}`, nil},
+		{"trailing comma", `{"type":"message","id":"ok2","parentId":"ok1","tags":[1,2,]}`, nil},
+		{"no id", `{"type":"message","parentId":"ok1","usage":tru}`, transcript.ErrCompactInput},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.False(t, json.Valid([]byte(tc.foreign)), "the case's entry must be malformed")
+			ctx := ctxTimeout(t, 30*time.Second)
+			b := membucket.New()
+			store := newStore(t, b, "")
+			ref := transcript.TranscriptRef{AgentID: "a", SessionID: "malformed"}
+			in, err := store.AppendSegment(ctx, ref, [][]byte{[]byte(okEntry)}, transcript.NewRandomWriter())
+			require.NoError(t, err)
+			data, m := encodeRaw(t, segment.Meta{WriterID: "evil", Seq: 1}, tc.foreign)
+			foreign := craftedKey(t, ref, 0, 1, m.Checksum)
+			require.NoError(t, b.Put(ctx, foreign, bytes.NewReader(data), int64(len(data)), bucket.PutOptions{}))
+			before, err := store.ReadAll(ctx, ref)
+			require.NoError(t, err)
+
+			res, err := store.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				for _, k := range []string{in.Key, foreign} {
+					_, err := b.Stat(ctx, k)
+					require.NoError(t, err, "no input is deleted")
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, res.Compactions, 1)
+			require.Equal(t, 2, res.Deleted)
+			after, err := store.ReadAll(ctx, ref)
+			require.NoError(t, err)
+			require.Equal(t, before.Raw(), after.Raw(), "the session reads the same after compaction")
+			require.Contains(t, after.Raw(), []byte(tc.foreign))
+			require.Len(t, after.Segments, 1)
+			require.Equal(t, 1, after.Segments[0].Level)
+		})
+	}
 }

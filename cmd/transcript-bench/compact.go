@@ -17,14 +17,24 @@ import (
 	"github.com/transcriptstore/transcript/transcript/bucket"
 )
 
+// compactRounds is how many rounds item 7 alternates the store's compaction and
+// its floor in. Each round takes its share of the sessions and the side that goes
+// first changes every round, as items 4 and 11 interleave theirs: a stall of the
+// server, or the bucket slowing as the run deletes, falls on both sides alike
+// instead of on whichever ran second.
+const compactRounds = 5
+
 // runCompact is item 7: Store.CompactAll over the fleet's sessions (DeleteAtOnce, so
 // the run deletes its inputs too), Parallel sessions at a time, as
 // cmd/transcript-compact runs it: one recursive listing feeds the sessions to the
-// workers. The baseline
-// is the bucket-level floor of the same work: per session one LIST, a GET of every
-// segment, one PUT of their concatenation and one batch DELETE of the segments read
-// (of byte-identical copies made before it, since the store compacts the
-// originals), without decoding, verifying, merging, encoding or marks.
+// workers. The baseline is the bucket-level floor of the same work: per session one
+// LIST, a GET of every segment, one PUT of their concatenation and one batch DELETE
+// of the segments read, without decoding, verifying, merging, encoding or marks.
+// Both work on byte-identical copies of the fleet's sessions made before they are
+// timed: the store's under one agent per round (so that each round's CompactAll
+// lists only that round's sessions, as the floor lists only its own), the floor's
+// as raw objects. The two alternate in compactRounds rounds; each side's rate is
+// its sessions over the sum of its rounds' times.
 func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
 	sz := e.cfg.Sizes
@@ -44,69 +54,100 @@ func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 	if len(sids) != sz.Sessions {
 		return res, fmt.Errorf("listed %d sessions, want %d", len(sids), sz.Sessions)
 	}
-	forEach := func(fn func(ctx context.Context, sid string) error) (time.Duration, error) {
-		return timeIt(func() error {
-			g, gctx := errgroup.WithContext(ctx)
-			g.SetLimit(sz.Parallel)
-			for _, sid := range sids {
-				g.Go(func() error { return fn(gctx, sid) })
-			}
-			return g.Wait()
-		})
+	rounds := min(compactRounds, len(sids))
+	parts := make([][]string, rounds)
+	roundOf := make(map[string]int, len(sids))
+	for i, sid := range sids {
+		r := i * rounds / len(sids)
+		parts[r] = append(parts[r], sid)
+		roundOf[sid] = r
 	}
-	// The floor deletes what it read, as compaction does; it reads and deletes
-	// copies so that the store still finds the originals.
+	roundAgent := func(r int) string { return fmt.Sprintf("compact-r%d", r) }
+	sessionPrefix := func(agent, sid string) string {
+		return path.Join(store.Prefix(), transcript.DefaultNamespace, agent, sid) + "/"
+	}
+	fleetPrefix := func(sid string) string { return sessionPrefix(fleetAgent, sid) }
 	copyPrefix := func(sid string) string { return e.key("raw", "compact-in", sid) + "/" }
-	copied, err := copySessions(ctx, e.bucket, sids, func(sid string) string {
-		return path.Join(store.Prefix(), transcript.DefaultNamespace, fleetAgent, sid) + "/"
-	}, copyPrefix)
+	copiedFloor, err := copySessions(ctx, e.bucket, sids, fleetPrefix, copyPrefix)
 	if err != nil {
 		return res, fmt.Errorf("floor setup: %w", err)
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("floor setup: copied %d segments for the floor to read and delete", copied))
-	var floorBytes atomic.Int64
-	floorD, err := forEach(func(ctx context.Context, sid string) error {
-		n, err := floorCompact(ctx, e.bucket, copyPrefix(sid), e.key("raw", "compact", sid))
-		floorBytes.Add(n)
-		return err
+	copiedStore, err := copySessions(ctx, e.bucket, sids, fleetPrefix, func(sid string) string {
+		return sessionPrefix(roundAgent(roundOf[sid]), sid)
 	})
 	if err != nil {
-		return res, fmt.Errorf("floor: %w", err)
+		return res, fmt.Errorf("store setup: %w", err)
 	}
-	e.logf("floor: %d sessions in %v", len(sids), floorD)
-	var in, out, segsIn atomic.Int64
+	res.Notes = append(res.Notes, fmt.Sprintf("setup: copied %d segments for the floor to read and delete, %d for the store to compact, in %d rounds",
+		copiedFloor, copiedStore, rounds))
+
+	var floorBytes, in, out, segsIn atomic.Int64
 	var errs errList
-	var d time.Duration
-	c, err := counted.measure(func() (err error) {
-		d, err = timeIt(func() error {
-			return store.CompactAll(ctx, "", fleetAgent, sz.Parallel, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce}, nil,
-				func(_ transcript.TranscriptRef, r transcript.CompactResult, err error) {
-					if err != nil {
-						errs.add(err)
-						return
-					}
-					in.Add(r.BytesIn())
-					out.Add(r.BytesOut())
-					segsIn.Add(int64(r.SegmentsIn()))
+	var floorD, d time.Duration
+	var c counts
+	floorRound := func(r int) error {
+		dr, err := timeIt(func() error {
+			g, gctx := errgroup.WithContext(ctx)
+			g.SetLimit(sz.Parallel)
+			for _, sid := range parts[r] {
+				g.Go(func() error {
+					n, err := floorCompact(gctx, e.bucket, copyPrefix(sid), e.key("raw", "compact", sid))
+					floorBytes.Add(n)
+					return err
 				})
+			}
+			return g.Wait()
 		})
-		if err == nil {
-			err = errs.err()
+		floorD += dr
+		if err != nil {
+			return fmt.Errorf("floor: %w", err)
 		}
+		return nil
+	}
+	storeRound := func(r int) error {
+		cr, err := counted.measure(func() error {
+			dr, err := timeIt(func() error {
+				return store.CompactAll(ctx, "", roundAgent(r), sz.Parallel, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce}, nil,
+					func(_ transcript.TranscriptRef, res transcript.CompactResult, err error) {
+						if err != nil {
+							errs.add(err)
+							return
+						}
+						in.Add(res.BytesIn())
+						out.Add(res.BytesOut())
+						segsIn.Add(int64(res.SegmentsIn()))
+					})
+			})
+			d += dr
+			if err == nil {
+				err = errs.err()
+			}
+			return err
+		})
+		c = c.add(cr)
 		return err
-	})
-	if err != nil {
-		return res, err
+	}
+	for r := range rounds {
+		first, second := floorRound, storeRound
+		if r%2 == 1 {
+			first, second = storeRound, floorRound
+		}
+		if err := first(r); err != nil {
+			return res, err
+		}
+		if err := second(r); err != nil {
+			return res, err
+		}
 	}
 	if want := int64(sz.Sessions * sz.SessionSegments); segsIn.Load() != want {
 		return res, fmt.Errorf("compacted %d segments, want %d", segsIn.Load(), want)
 	}
-	e.logf("compaction: %d sessions in %v, %s", len(sids), d, breakdown(c))
+	e.logf("floor: %d sessions in %v; compaction: %d sessions in %v, %s (%d rounds, alternated)", len(sids), floorD, len(sids), d, breakdown(c), rounds)
 	n := float64(len(sids))
 	res.Rows = append(res.Rows,
 		row(7, "compaction throughput", "sessions/s", n/d.Seconds(), "floor: LIST + parallel GETs + 1 PUT + 1 batch DELETE per session", n/floorD.Seconds(), true,
-			fmt.Sprintf("%d sessions × %d segments, parallelism %d; DeleteAtOnce; requests per session: %s", len(sids), sz.SessionSegments, sz.Parallel,
-				breakdown(scaled(c, 1/n)))),
+			fmt.Sprintf("%d sessions × %d segments, parallelism %d; DeleteAtOnce; %d rounds alternated with the floor; requests per session: %s", len(sids), sz.SessionSegments, sz.Parallel,
+				rounds, breakdown(scaled(c, 1/n)))),
 		row(7, "compaction throughput (stored bytes in)", "MB/s", float64(in.Load())/mb/d.Seconds(), "floor (same bytes)", float64(floorBytes.Load())/mb/floorD.Seconds(), true,
 			fmt.Sprintf("%.1f MB in → %.1f MB out", float64(in.Load())/mb, float64(out.Load())/mb)))
 	return res, nil

@@ -56,11 +56,9 @@ func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 	}
 	rounds := min(compactRounds, len(sids))
 	parts := make([][]string, rounds)
-	roundOf := make(map[string]int, len(sids))
 	for i, sid := range sids {
 		r := i * rounds / len(sids)
 		parts[r] = append(parts[r], sid)
-		roundOf[sid] = r
 	}
 	roundAgent := func(r int) string { return fmt.Sprintf("compact-r%d", r) }
 	sessionPrefix := func(agent, sid string) string {
@@ -68,18 +66,17 @@ func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 	}
 	fleetPrefix := func(sid string) string { return sessionPrefix(fleetAgent, sid) }
 	copyPrefix := func(sid string) string { return e.key("raw", "compact-in", sid) + "/" }
-	copiedFloor, err := copySessions(ctx, e.bucket, sids, fleetPrefix, copyPrefix)
-	if err != nil {
-		return res, fmt.Errorf("floor setup: %w", err)
+	var copied int64
+	for r, part := range parts {
+		storePrefix := func(sid string) string { return sessionPrefix(roundAgent(r), sid) }
+		n, err := copySessions(ctx, e.bucket, part, fleetPrefix, copyPrefix, storePrefix)
+		if err != nil {
+			return res, fmt.Errorf("setup: %w", err)
+		}
+		copied += n
 	}
-	copiedStore, err := copySessions(ctx, e.bucket, sids, fleetPrefix, func(sid string) string {
-		return sessionPrefix(roundAgent(roundOf[sid]), sid)
-	})
-	if err != nil {
-		return res, fmt.Errorf("store setup: %w", err)
-	}
-	res.Notes = append(res.Notes, fmt.Sprintf("setup: copied %d segments for the floor to read and delete, %d for the store to compact, in %d rounds",
-		copiedFloor, copiedStore, rounds))
+	res.Notes = append(res.Notes, fmt.Sprintf("setup: copied %d segments twice, for the floor to read and delete and for the store to compact, in %d rounds",
+		copied, rounds))
 
 	var floorBytes, in, out, segsIn atomic.Int64
 	var errs errList
@@ -113,14 +110,14 @@ func runCompact(ctx context.Context, e *env) (ItemResult, error) {
 		cr, err := counted.measure(func() error {
 			dr, err := timeIt(func() error {
 				return store.CompactAll(ctx, "", roundAgent(r), sz.Parallel, transcript.CompactOptions{DeleteDelay: transcript.DeleteAtOnce}, nil,
-					func(_ transcript.TranscriptRef, res transcript.CompactResult, err error) {
+					func(_ transcript.TranscriptRef, result transcript.CompactResult, err error) {
 						if err != nil {
 							errs.add(err)
 							return
 						}
-						in.Add(res.BytesIn())
-						out.Add(res.BytesOut())
-						segsIn.Add(int64(res.SegmentsIn()))
+						in.Add(result.BytesIn())
+						out.Add(result.BytesOut())
+						segsIn.Add(int64(result.SegmentsIn()))
 					})
 			})
 			d += dr
@@ -210,19 +207,20 @@ func floorCompact(ctx context.Context, b bucket.Bucket, prefix, out string) (int
 	return int64(len(data)), bucket.DeleteInBatches(ctx, b, keys)
 }
 
-// copySessions copies every object under from(sid) to the same relative key under
-// to(sid), for each of sids, 16 at a time, and returns how many it copied.
-func copySessions(ctx context.Context, b bucket.Bucket, sids []string, from, to func(sid string) string) (int64, error) {
+// copySessions copies every object under from(sid) to the same relative key
+// under each of to(sid), for each of sids, 16 objects at a time, and returns how
+// many objects it read (each is stored once per destination).
+func copySessions(ctx context.Context, b bucket.Bucket, sids []string, from func(sid string) string, to ...func(sid string) string) (int64, error) {
 	var n atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for _, sid := range sids {
 		var keys []string
-		if err := b.List(ctx, bucket.ListOptions{Prefix: from(sid)}, func(o bucket.ObjectInfo) error {
+		if err := b.List(gctx, bucket.ListOptions{Prefix: from(sid)}, func(o bucket.ObjectInfo) error {
 			keys = append(keys, o.Key)
 			return nil
 		}); err != nil {
-			return 0, err
+			return 0, errors.Join(err, g.Wait())
 		}
 		for _, k := range keys {
 			g.Go(func() error {
@@ -231,7 +229,13 @@ func copySessions(ctx context.Context, b bucket.Bucket, sids []string, from, to 
 					return err
 				}
 				n.Add(1)
-				return b.Put(gctx, to(sid)+strings.TrimPrefix(k, from(sid)), bytes.NewReader(data), int64(len(data)), bucket.PutOptions{})
+				for _, dst := range to {
+					key := dst(sid) + strings.TrimPrefix(k, from(sid))
+					if err := b.Put(gctx, key, bytes.NewReader(data), int64(len(data)), bucket.PutOptions{}); err != nil {
+						return err
+					}
+				}
+				return nil
 			})
 		}
 	}

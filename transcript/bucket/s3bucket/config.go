@@ -43,8 +43,8 @@ type Config struct {
 	// combined with Create.
 	NoCheck bool
 	// RequestTimeout bounds each call to the server, retries included: a Put, a
-	// Stat, a Delete, a Get until its body is closed, and the wait for each next
-	// item of a List. Zero means DefaultRequestTimeout.
+	// Stat, a Delete, a Get until its body is closed, and each page of a List.
+	// Zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration
 	// MaxRetries is how many times a failed request (network error, 5xx, 429) is
 	// retried, with exponential backoff and jitter. Zero means DefaultMaxRetries;

@@ -75,14 +75,11 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions, fn func(buck
 		if !page.truncated {
 			break
 		}
-		if q.maxKeys > 0 {
-			if len(page.contents) == 0 {
-				return fmt.Errorf("list %s: a truncated first page without keys", opts.Prefix)
-			}
+		if q.maxKeys > 0 && len(page.contents) > 0 {
 			q.startAfter, q.maxKeys = page.contents[len(page.contents)-1].key, 0
 			continue
 		}
-		q.token = page.next
+		q.token, q.maxKeys = page.next, 0
 	}
 	slices.SortFunc(gathered, func(x, y bucket.ObjectInfo) int { return strings.Compare(x.Key, y.Key) })
 	for _, item := range gathered {

@@ -148,3 +148,30 @@ func TestBucket_ListErrorHidesSignature(t *testing.T) {
 		require.NotContains(t, err.Error(), secret)
 	}
 }
+
+// TestBucket_ListEmptyTruncatedFirstPage: a first page answered as truncated
+// but without keys goes on with its continuation token, as later pages do.
+func TestBucket_ListEmptyTruncatedFirstPage(t *testing.T) {
+	var keys []string
+	for i := range 50 {
+		keys = append(keys, fmt.Sprintf("s/k%04d", i))
+	}
+	paging := &pagingS3{keys: keys}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query(); q.Get("list-type") == "2" && q.Get("max-keys") == "32" {
+			_, _ = w.Write([]byte(`<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>s/k0009</NextContinuationToken></ListBucketResult>`))
+			return
+		}
+		paging.ServeHTTP(w, r)
+	})
+	b := newFakeHandler(t, &fakeS3{}, h, 0)
+	var got []string
+	require.NoError(t, b.List(t.Context(), bucket.ListOptions{Prefix: "s/", FirstPage: 32}, func(oi bucket.ObjectInfo) error {
+		got = append(got, oi.Key)
+		return nil
+	}))
+	require.Equal(t, keys[10:], got)
+	paging.mu.Lock()
+	defer paging.mu.Unlock()
+	require.Equal(t, []string{" "}, paging.requests, "one full page after the token, without max-keys")
+}

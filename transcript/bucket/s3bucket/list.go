@@ -79,6 +79,11 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions, fn func(buck
 			q.startAfter, q.maxKeys = page.contents[len(page.contents)-1].key, 0
 			continue
 		}
+		if page.next == q.token {
+			// A server that answered this token with itself would be listed
+			// forever.
+			return fmt.Errorf("list %s: %w", opts.Prefix, errRepeatedToken)
+		}
 		q.token, q.maxKeys = page.next, 0
 	}
 	slices.SortFunc(gathered, func(x, y bucket.ObjectInfo) int { return strings.Compare(x.Key, y.Key) })
@@ -89,6 +94,10 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions, fn func(buck
 	}
 	return nil
 }
+
+// errRepeatedToken ends a listing whose server answered a continuation token
+// with the same token.
+var errRepeatedToken = errors.New("the server answered a continuation token with itself")
 
 // listQuery is one ListObjectsV2 request.
 type listQuery struct {

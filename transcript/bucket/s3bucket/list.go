@@ -58,7 +58,7 @@ func (b *Bucket) List(ctx context.Context, opts bucket.ListOptions, fn func(buck
 		q.maxKeys = opts.FirstPage
 	}
 	for {
-		page, err := b.listPage(ctx, q)
+		page, err := b.requestPage(ctx, q)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", opts.Prefix, err)
 		}
@@ -142,10 +142,10 @@ const (
 	presignExpiry = 5 * time.Minute
 )
 
-// listPage requests one page, retrying as minio-go retries (network errors,
+// requestPage requests one page, retrying as minio-go retries (network errors,
 // 5xx, 429 and S3's retryable codes), all within the request timeout. Its
 // errors are classified (classify).
-func (b *Bucket) listPage(ctx context.Context, q listQuery) (listPage, error) {
+func (b *Bucket) requestPage(ctx context.Context, q listQuery) (listPage, error) {
 	rctx, cancel := b.timeout(ctx)
 	defer cancel()
 	v := q.values()
@@ -157,9 +157,7 @@ func (b *Bucket) listPage(ctx context.Context, q listQuery) (listPage, error) {
 		if !retry || attempt >= b.cfg.MaxRetries || rctx.Err() != nil {
 			return listPage{}, classify(ctx, err)
 		}
-		wait := min(listRetryCap, listRetryUnit<<attempt)
-		wait -= rand.N(wait / 2)
-		t := time.NewTimer(wait)
+		t := time.NewTimer(listBackoff(attempt))
 		select {
 		case <-t.C:
 		case <-rctx.Done():
@@ -167,6 +165,17 @@ func (b *Bucket) listPage(ctx context.Context, q listQuery) (listPage, error) {
 			return listPage{}, classify(ctx, err)
 		}
 	}
+}
+
+// listBackoff is the wait before retry attempt+1: listRetryUnit doubled for each
+// attempt up to listRetryCap (200, 400, 800 ms, then the cap, whatever the number:
+// a larger shift would overflow), less a random part of up to half.
+func listBackoff(attempt int) time.Duration {
+	wait := listRetryCap
+	if attempt < 3 {
+		wait = min(listRetryCap, listRetryUnit<<attempt)
+	}
+	return wait - rand.N(wait/2)
 }
 
 // listOnce sends one listing request and reads its answer; retry says whether

@@ -176,3 +176,16 @@ func BenchmarkParseListPage(b *testing.B) {
 		})
 	}
 }
+
+// TestListBackoff: the wait before a retry grows to the cap and stays within it
+// for any number of attempts.
+func TestListBackoff(t *testing.T) {
+	for attempt := range 200 {
+		for range 20 {
+			d := listBackoff(attempt)
+			top := min(listRetryCap, listRetryUnit<<min(attempt, 3))
+			require.Greater(t, d, top/2-1, "attempt %d", attempt)
+			require.LessOrEqual(t, d, top, "attempt %d", attempt)
+		}
+	}
+}

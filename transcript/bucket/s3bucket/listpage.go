@@ -133,8 +133,9 @@ func scanListPage(body []byte) (listXML, error) {
 	var r listXML
 	var stack []openElem // the open elements, the root first
 	var text []byte      // the text of the open leaf element
-	inLeaf := false      // an element whose text is read is open
 	for i := 0; i < len(body); {
+		// An element whose text is read is open (it holds no element).
+		inLeaf := len(stack) > 0 && stack[len(stack)-1].e >= elemKey
 		if body[i] != '<' {
 			j := bytes.IndexByte(body[i:], '<')
 			if j < 0 {
@@ -176,13 +177,12 @@ func scanListPage(body []byte) (listXML, error) {
 			if !bytes.Equal(name, top.name) {
 				return r, errNotSimple // a mismatched end: encoding/xml says why
 			}
-			if err := r.set(top.e, text, inLeaf); err != nil {
+			if err := r.set(top.e, text); err != nil {
 				return r, err
 			}
-			stack, text, inLeaf = stack[:len(stack)-1], text[:0], false
+			stack, text = stack[:len(stack)-1], text[:0]
 			i += 2 + n + 1
 			if len(stack) == 0 {
-				r.XMLName.Local = "ListBucketResult"
 				return r, nil // encoding/xml reads the first element only
 			}
 		case bytes.HasPrefix(rest, []byte("<!")):
@@ -212,19 +212,17 @@ func scanListPage(body []byte) (listXML, error) {
 			case elemPrefixes:
 				r.CommonPrefixes = append(r.CommonPrefixes, listXMLPrefix{})
 			}
-			leaf := e >= elemKey
 			i += end + 1
 			if empty {
-				if err := r.set(e, nil, leaf); err != nil {
+				if err := r.set(e, nil); err != nil {
 					return r, err
 				}
 				if len(stack) == 0 {
-					r.XMLName.Local = "ListBucketResult"
 					return r, nil
 				}
 				continue
 			}
-			stack, inLeaf = append(stack, openElem{e: e, name: name}), leaf
+			stack = append(stack, openElem{e: e, name: name})
 		}
 	}
 	return r, errNotSimple // the root never ended
@@ -278,13 +276,10 @@ func elemOf(stack []openElem, name []byte) int {
 	return elemOther
 }
 
-// set stores the text of the element e that ends; leaf says e is one whose text
-// is read. A value encoding/xml would read otherwise than the scanner (spaces
+// set stores the text of the element e that ends, if e is one whose text is
+// read. A value encoding/xml would read otherwise than the scanner (spaces
 // around a number, a time in another form) is errNotSimple.
-func (r *listXML) set(e int, text []byte, leaf bool) error {
-	if !leaf {
-		return nil
-	}
+func (r *listXML) set(e int, text []byte) error {
 	switch e {
 	case elemKey:
 		r.Contents[len(r.Contents)-1].Key = string(text)

@@ -50,9 +50,7 @@ func TestHostile_ForgedSupersederAndMark(t *testing.T) {
 				inputs = append(inputs, info.Key)
 				rel = append(rel, info.Key[strings.LastIndex(info.Key, "/L0/")+1:])
 			}
-			data, m := encodeRaw(t, segment.Meta{WriterID: "evil", Seq: 1, Level: 1, Inputs: rel}, okEntry)
-			forged := craftedKey(t, ref, 1, 1, m.Checksum)
-			require.NoError(t, b.Put(ctx, forged, bytes.NewReader(data), int64(len(data)), bucket.PutOptions{}))
+			forged := putCrafted(ctx, t, b, ref, segment.Meta{WriterID: "evil", Seq: 1, Level: 1, Inputs: rel}, okEntry)
 			outName := forged[strings.LastIndex(forged, "/L1/")+1:]
 			mark, err := json.Marshal(map[string]any{"supersededBy": outName, "inputs": rel, "markedAt": "2000-01-01T00:00:00Z"})
 			require.NoError(t, err)

@@ -31,6 +31,17 @@ func craftedKey(t testing.TB, ref transcript.TranscriptRef, level int, seq uint6
 	return key
 }
 
+// putCrafted stores entries in b as a segment of ref that meta describes (its
+// level and sequence number in its key, as any writer of the bucket could name
+// it) and returns its key.
+func putCrafted(ctx context.Context, t testing.TB, b bucket.Bucket, ref transcript.TranscriptRef, meta segment.Meta, entries ...string) string {
+	t.Helper()
+	data, m := encodeRaw(t, meta, entries...)
+	key := craftedKey(t, ref, int(meta.Level), meta.Seq, m.Checksum)
+	require.NoError(t, b.Put(ctx, key, bytes.NewReader(data), int64(len(data)), bucket.PutOptions{}))
+	return key
+}
+
 // encodeRaw encodes entries with meta, as any writer of the bucket could.
 func encodeRaw(t testing.TB, meta segment.Meta, entries ...string) ([]byte, segment.Meta) {
 	t.Helper()
@@ -248,9 +259,7 @@ func TestHostile_CompactedSegmentLyingAboutInputs(t *testing.T) {
 	in, err := store.AppendSegment(ctx, ref, [][]byte{[]byte(okEntry)}, transcript.NewRandomWriter())
 	require.NoError(t, err)
 	rel := in.Key[strings.LastIndex(in.Key, "/L0/")+1:]
-	data, m := encodeRaw(t, segment.Meta{WriterID: "evil", Seq: 9, Level: 1, Inputs: []string{rel}}, okEntry2)
-	liar := craftedKey(t, ref, 1, 9, m.Checksum)
-	require.NoError(t, b.Put(ctx, liar, bytes.NewReader(data), int64(len(data)), bucket.PutOptions{}))
+	putCrafted(ctx, t, b, ref, segment.Meta{WriterID: "evil", Seq: 9, Level: 1, Inputs: []string{rel}}, okEntry2)
 
 	_, err = store.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
 	require.ErrorIs(t, err, transcript.ErrCompactInput)
@@ -288,9 +297,7 @@ func TestHostile_CompactCarriesMalformedValues(t *testing.T) {
 			ref := transcript.TranscriptRef{AgentID: "a", SessionID: "malformed"}
 			in, err := store.AppendSegment(ctx, ref, [][]byte{[]byte(okEntry)}, transcript.NewRandomWriter())
 			require.NoError(t, err)
-			data, m := encodeRaw(t, segment.Meta{WriterID: "evil", Seq: 1}, tc.foreign)
-			foreign := craftedKey(t, ref, 0, 1, m.Checksum)
-			require.NoError(t, b.Put(ctx, foreign, bytes.NewReader(data), int64(len(data)), bucket.PutOptions{}))
+			foreign := putCrafted(ctx, t, b, ref, segment.Meta{WriterID: "evil", Seq: 1}, tc.foreign)
 			before, err := store.ReadAll(ctx, ref)
 			require.NoError(t, err)
 

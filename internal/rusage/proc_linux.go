@@ -1,0 +1,22 @@
+//go:build linux
+
+package rusage
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
+	}
+	d, err := parseProcStat(b)
+	if err != nil {
+		return 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
+	}
+	return d, nil
+}

@@ -1,0 +1,46 @@
+//go:build linux
+
+package rusage_test
+
+import (
+	"io/fs"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/transcriptstore/transcript/internal/rusage"
+)
+
+// TestProcessCPU reads this process as another one: the CPU it burns shows
+// in /proc, within the 10 ms steps that counts in.
+func TestProcessCPU(t *testing.T) {
+	pid := os.Getpid()
+	before, err := rusage.ProcessCPU(pid)
+	require.NoError(t, err)
+	self0, err := rusage.SelfCPU()
+	require.NoError(t, err)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) { // burn 100 ms of CPU
+		self, err := rusage.SelfCPU()
+		require.NoError(t, err)
+		if self-self0 >= 100*time.Millisecond {
+			break
+		}
+	}
+	after, err := rusage.ProcessCPU(pid)
+	require.NoError(t, err)
+	self, err := rusage.SelfCPU()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, after-before, 60*time.Millisecond, "burnt %v", self-self0)
+	require.LessOrEqual(t, after-before, self-self0+20*time.Millisecond)
+
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	_, err = rusage.ProcessCPU(cmd.Process.Pid) // exited and reaped
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = rusage.ProcessCPU(0)
+	require.Error(t, err)
+}

@@ -164,6 +164,9 @@ func (e *env) newStore(b bucket.Bucket, sub string) (*transcript.Store, error) {
 	return transcript.New(transcript.Config{Bucket: b, Prefix: e.key(sub)})
 }
 
+// cpuMeter returns the meter of the CPU a measured call costs (see --server-pid).
+func (e *env) cpuMeter() cpuMeter { return cpuMeter{serverPID: e.cfg.ServerPID} }
+
 // s3 returns the minio-go view of the bucket, or nil for other backends.
 func (e *env) s3() *s3bucket.Bucket {
 	b, _ := e.bucket.(*s3bucket.Bucket)

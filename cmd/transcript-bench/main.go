@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/transcriptstore/transcript/internal/cli"
+	"github.com/transcriptstore/transcript/internal/rusage"
 	"github.com/transcriptstore/transcript/transcript/bucketurl"
 )
 
@@ -79,6 +80,9 @@ type childConfig struct {
 	// "decode frame", "check frame", "decompress segment" and "verify segment",
 	// so go tool trace shows where one open spends its time.
 	TraceDir string `json:"traceDir,omitempty"`
+	// ServerPID, when set, is the process ID of the object store's server on
+	// this machine (--server-pid): item 4 reports its CPU time per call.
+	ServerPID int `json:"serverPID,omitempty"`
 }
 
 func main() {
@@ -96,7 +100,7 @@ func main() {
 	}
 }
 
-const benchUsage = `Usage: transcript-bench [--store URL] [--quick] [--json FILE] [--markdown FILE] [--charts DIR] [--items 1,2,...] [--cpuprofile DIR] [--trace DIR]
+const benchUsage = `Usage: transcript-bench [--store URL] [--quick] [--json FILE] [--markdown FILE] [--charts DIR] [--items 1,2,...] [--cpuprofile DIR] [--trace DIR] [--server-pid PID]
 
 Measures the store against its baselines, each measurement in a child process of
 its own, and prints every figure with its baseline and the ratio. Exit codes: 0
@@ -107,12 +111,14 @@ Examples:
   transcript-bench --quick --store 's3://transcript-bench?endpoint=127.0.0.1:9000&insecure=true&create=true'
   transcript-bench --markdown BENCHMARKS.md --json bench.json
   transcript-bench --items 7 --cpuprofile prof --store 's3://...' && go tool pprof -top prof/compact.cpu.pprof
-  transcript-bench --items 4 --trace prof --store 's3://...' && go tool trace prof/open.trace`
+  transcript-bench --items 4 --trace prof --store 's3://...' && go tool trace prof/open.trace
+  transcript-bench --items 4 --server-pid "$(pgrep -x minio)" --store 's3://...'`
 
 // options are the parsed flags.
 type options struct {
 	store, jsonPath, mdPath, chartsDir string
 	cpuProfileDir, traceDir            string
+	serverPID                          int
 	quick, keep                        bool
 	scale                              float64
 	items                              []int
@@ -139,6 +145,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.DurationVar(&o.childTimeout, "item-timeout", 10*time.Minute, "bound on each measurement")
 	fs.StringVar(&o.cpuProfileDir, "cpuprofile", "", "write each measurement's CPU profile to `DIR`/{group}.cpu.pprof (for go tool pprof)")
 	fs.StringVar(&o.traceDir, "trace", "", "write each measurement's execution trace to `DIR`/{group}.trace (for go tool trace; the store's reads are tasks with regions)")
+	fs.IntVar(&o.serverPID, "server-pid", 0, "process ID of the object store's server on this machine (Linux): item 4 also reports its CPU time per call")
 	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
@@ -147,6 +154,11 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	}
 	if _, err := bucketurl.Parse(o.store); err != nil {
 		return o, cli.Usagef("--store: %v", err)
+	}
+	if o.serverPID != 0 {
+		if _, err := rusage.ProcessCPU(o.serverPID); err != nil {
+			return o, cli.Usagef("--server-pid: %v", err)
+		}
 	}
 	if o.scale <= 0 || o.scale > 1 {
 		return o, cli.Usagef("--scale must be in (0, 1]")
@@ -194,7 +206,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	cfg := childConfig{Store: o.store, Sizes: newSizes(o.quick, o.scale), Items: o.items,
+	cfg := childConfig{Store: o.store, Sizes: newSizes(o.quick, o.scale), Items: o.items, ServerPID: o.serverPID,
 		RunPrefix: "transcript-bench/" + start.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(rnd)}
 	if cfg.CPUProfileDir, err = outputDir(o.cpuProfileDir); err != nil {
 		return err

@@ -29,26 +29,37 @@ func median(reps int, fn func() error) (time.Duration, error) {
 // background (deleting the inputs of a compaction, flushing its caches) falls on
 // both alike instead of on whichever ran first.
 func medians(reps int, fns ...func() error) ([]time.Duration, error) {
+	ds, _, err := mediansCPU(reps, cpuMeter{}, fns...)
+	return ds, err
+}
+
+// mediansCPU is medians that also returns each function's mean CPU time per
+// call, read with m around each timed call (outside its time).
+func mediansCPU(reps int, m cpuMeter, fns ...func() error) ([]time.Duration, []cpuCost, error) {
 	for _, fn := range fns {
 		if err := fn(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	ds := make([][]time.Duration, len(fns))
+	costs := make([]cpuCost, len(fns))
 	for range reps {
 		for i, fn := range fns {
+			before := m.read()
 			d, err := timeIt(fn)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
+			costs[i].add(before, m.read())
 			ds[i] = append(ds[i], d)
 		}
 	}
 	out := make([]time.Duration, len(fns))
 	for i, d := range ds {
 		out[i] = medianOf(d)
+		costs[i] = costs[i].mean()
 	}
-	return out, nil
+	return out, costs, nil
 }
 
 // getAll is the baseline read: one GET of key, read to the end.
@@ -169,7 +180,7 @@ func runOpen(ctx context.Context, e *env) (ItemResult, error) {
 		// the read fetches, with nothing decoded or merged. A cold reader cannot know
 		// the keys without listing them, and the server spends CPU on the LIST that
 		// the raw GETs do not pay for, so its cost alone (tList) is measured too.
-		ts, err := medians(sz.OpenReps, open,
+		ts, cpu, err := mediansCPU(sz.OpenReps, e.cpuMeter(), open,
 			func() error { return getAll(ctx, e.bucket, rawKey) },
 			func() error { return getEach(ctx, e.bucket, objs, store.ReadConcurrency(len(objs))) },
 			func() error { return listAll(ctx, store, ref, len(objs)) })
@@ -180,7 +191,7 @@ func runOpen(ctx context.Context, e *env) (ItemResult, error) {
 		e.logf("%d segments: open %v, GET %v, %d raw GETs %v, LIST %v", n, tOpen, tGet, n, tRaw, tList)
 		note := fmt.Sprintf("%d turns, %.2f MB stored; median of %d, interleaved with the baselines; floor: the %d objects' raw GETs, %d at once, %.3g ms (%.3g× the GET; the open is %.3g× it); the session's LIST alone %.3g ms (the open is %.3g× the raw GETs plus the LIST)",
 			sz.OpenTurns, float64(whole.Len())/mb, sz.OpenReps, n, store.ReadConcurrency(n), ms(tRaw), ms(tRaw)/ms(tGet), ms(tOpen)/ms(tRaw),
-			ms(tList), ms(tOpen)/(ms(tRaw)+ms(tList)))
+			ms(tList), ms(tOpen)/(ms(tRaw)+ms(tList))) + cpuNote("the open", cpu[0], "the raw GETs", cpu[2])
 		res.Rows = append(res.Rows, row(4, fmt.Sprintf("open, %d segment(s)", n), "ms", ms(tOpen), "one GET of the same bytes", ms(tGet), false, note))
 		before.X, before.Y = append(before.X, float64(n)), append(before.Y, ms(tOpen))
 		get.X, get.Y = append(get.X, float64(n)), append(get.Y, ms(tGet))
@@ -252,7 +263,7 @@ func openCompacted(ctx context.Context, e *env, store *transcript.Store, ref tra
 		}
 		return err
 	}
-	ts, err := medians(reps, open,
+	ts, cpu, err := mediansCPU(reps, e.cpuMeter(), open,
 		func() error { return getAll(ctx, e.bucket, outKey) },
 		func() error { return getDecode(ctx, e.bucket, zdec, outKey, rawLen) },
 		warm, cached)
@@ -264,7 +275,8 @@ func openCompacted(ctx context.Context, e *env, store *transcript.Store, ref tra
 	e.logf("%d segments compacted: open %v, GET %v, GET + DecodeAll %v, warm open %v, open from a segment cache %v", n, tOpen2, tGet2, tFloor, tWarm, tCached)
 	rows = append(rows, row(4, fmt.Sprintf("open after compacting %d segments", n), "ms", ms(tOpen2), "one GET of the compacted segment", ms(tGet2), false,
 		fmt.Sprintf("%d → %d segment(s), %.2f MB; a plain reader, the GET then zstd DecodeAll of it: %.3g ms (%.3g× the GET; the open is %.3g× it)",
-			cr.SegmentsIn(), cr.SegmentsOut(), float64(cr.BytesOut())/mb, ms(tFloor), ms(tFloor)/ms(tGet2), ms(tOpen2)/ms(tFloor))))
+			cr.SegmentsIn(), cr.SegmentsOut(), float64(cr.BytesOut())/mb, ms(tFloor), ms(tFloor)/ms(tGet2), ms(tOpen2)/ms(tFloor))+
+			cpuNote("the open", cpu[0], "the plain reader", cpu[2])))
 	rows = append(rows, row(4, fmt.Sprintf("warm open after compacting %d segments", n), "ms", ms(tWarm), "one GET of the compacted segment", ms(tGet2), false,
 		fmt.Sprintf("ReadAllKnown with the segments of an earlier open: their GETs start with the LIST; %.3g× the plain reader; median of %d, interleaved with the rows above",
 			ms(tWarm)/ms(tFloor), reps)))

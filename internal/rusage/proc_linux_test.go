@@ -15,7 +15,8 @@ import (
 )
 
 // TestProcessCPU reads this process as another one: the CPU it burns shows
-// in /proc, within the 10 ms steps that counts in.
+// in /proc, which truncates user and system time to 10 ms each, so a
+// difference of two readings is within 20 ms of getrusage's.
 func TestProcessCPU(t *testing.T) {
 	pid := os.Getpid()
 	before, err := rusage.ProcessCPU(pid)
@@ -34,8 +35,8 @@ func TestProcessCPU(t *testing.T) {
 	require.NoError(t, err)
 	self, err := rusage.SelfCPU()
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, after-before, 60*time.Millisecond, "burnt %v", self-self0)
-	require.LessOrEqual(t, after-before, self-self0+20*time.Millisecond)
+	require.GreaterOrEqual(t, after-before, 70*time.Millisecond, "burnt %v", self-self0)
+	require.LessOrEqual(t, after-before, self-self0+30*time.Millisecond)
 
 	cmd := exec.Command("true")
 	require.NoError(t, cmd.Run())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -417,32 +418,12 @@ func entity(name []byte) (byte, bool) {
 	if len(name) < 2 || name[0] != '#' {
 		return 0, false
 	}
-	var n int
+	base, digits := 10, name[1:]
 	if name[1] == 'x' {
-		if len(name) < 3 {
-			return 0, false
-		}
-		for _, c := range name[2:] {
-			switch {
-			case c >= '0' && c <= '9':
-				n = n*16 + int(c-'0')
-			case c >= 'a' && c <= 'f':
-				n = n*16 + int(c-'a') + 10
-			case c >= 'A' && c <= 'F':
-				n = n*16 + int(c-'A') + 10
-			default:
-				return 0, false
-			}
-		}
-	} else {
-		for _, c := range name[1:] {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			n = n*10 + int(c-'0')
-		}
+		base, digits = 16, name[2:]
 	}
-	if n < 0x20 || n > 0x7e {
+	n, err := strconv.ParseUint(string(digits), base, 8)
+	if err != nil || n < 0x20 || n > 0x7e {
 		return 0, false
 	}
 	return byte(n), true

@@ -23,14 +23,7 @@ func TestProcessCPU(t *testing.T) {
 	require.NoError(t, err)
 	self0, err := rusage.SelfCPU()
 	require.NoError(t, err)
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) { // burn 100 ms of CPU
-		self, err := rusage.SelfCPU()
-		require.NoError(t, err)
-		if self-self0 >= 100*time.Millisecond {
-			break
-		}
-	}
+	burnCPU(t, 100*time.Millisecond, 5*time.Second)
 	after, err := rusage.ProcessCPU(pid)
 	require.NoError(t, err)
 	self, err := rusage.SelfCPU()

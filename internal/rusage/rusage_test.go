@@ -12,6 +12,21 @@ import (
 	"github.com/transcriptstore/transcript/internal/rusage"
 )
 
+// burnCPU spins until this process has used d more CPU time, or for at most
+// within of wall time.
+func burnCPU(t *testing.T, d, within time.Duration) {
+	t.Helper()
+	start, err := rusage.SelfCPU()
+	require.NoError(t, err)
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); {
+		now, err := rusage.SelfCPU()
+		require.NoError(t, err)
+		if now-start >= d {
+			return
+		}
+	}
+}
+
 func TestSelf(t *testing.T) {
 	before, err := rusage.SelfCPU()
 	require.NoError(t, err)
@@ -19,14 +34,7 @@ func TestSelf(t *testing.T) {
 	for i := range buf { // touch every page: the peak RSS holds them
 		buf[i] = byte(i)
 	}
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) { // burn CPU for a moment
-		after, err := rusage.SelfCPU()
-		require.NoError(t, err)
-		if after-before >= 20*time.Millisecond {
-			break
-		}
-	}
+	burnCPU(t, 20*time.Millisecond, time.Second)
 	after, err := rusage.SelfCPU()
 	require.NoError(t, err)
 	require.Greater(t, after, before)

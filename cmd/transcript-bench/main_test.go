@@ -110,6 +110,22 @@ func TestRun_Quick(t *testing.T) {
 			}
 			// The mirror's whole point: far fewer bytes than the full-file mirror.
 			require.Less(t, byItem[3][0].Ratio, 1.0, "segment mirror uploads less than legacy")
+			if !slices.Contains(tt.skipped, 12) {
+				// Item 12 reads each session as written and compacted.
+				for _, cmd := range []string{"restore", "export", "context", "verify"} {
+					var written, compacted int
+					for _, r := range byItem[12] {
+						switch {
+						case strings.HasPrefix(r.Name, cmd+" of a compacted "):
+							compacted++
+						case strings.HasPrefix(r.Name, cmd+" of a "):
+							written++
+						}
+					}
+					require.Equal(t, 2, written, "%s: a peak RSS and a time row as written", cmd)
+					require.Equal(t, 2, compacted, "%s: a peak RSS and a time row compacted", cmd)
+				}
+			}
 
 			md, err := os.ReadFile(mdPath)
 			require.NoError(t, err)

@@ -25,7 +25,10 @@ const memAgent = "memory"
 // Sizes.MemoryEntries, each run as a subprocess (the binary built with go build)
 // against --store, next to the session's JSONL size: the goal is a peak RSS of at
 // most 3× the JSONL size plus the binary's idle RSS (idleRSS; the baseline is that
-// bound, so a ratio above 1 misses it).
+// bound, so a ratio above 1 misses it). Each session is measured twice: as its
+// writer stored it (level-0 segments) and after one compaction, the layout the
+// offline job leaves every long session in, whose segment carries an entry
+// index and origins in its metadata.
 func runMemory(ctx context.Context, e *env) (ItemResult, error) {
 	var res ItemResult
 	storeURL, err := cliStoreURL(e.cfg.Store, path.Join(e.cfg.RunPrefix, "memory"))
@@ -51,44 +54,85 @@ func runMemory(ctx context.Context, e *env) (ItemResult, error) {
 	for _, n := range e.cfg.Sizes.MemoryEntries {
 		sid := fmt.Sprintf("s%d", n)
 		ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: memAgent, SessionID: sid}
-		jsonl, err := benchkit.WriteLinearSession(ctx, store, ref, n)
+		// In two segments at least, so that there is something to compact: a
+		// session shorter than benchkit.LinearBatch is written in two halves.
+		batch := benchkit.LinearBatch
+		if n < batch {
+			batch = max(1, (n+1)/2)
+		}
+		jsonl, err := benchkit.WriteLinearSessionBatched(ctx, store, ref, n, batch)
 		if err != nil {
 			return res, err
 		}
 		e.logf("session of %d entries: %.1f MiB of JSONL", n, mib(jsonl))
-		common := []string{"--store", storeURL, "--agent", memAgent, "--session", sid}
-		runs := []struct {
-			name string
-			args []string
-		}{
-			{"restore", append([]string{"restore", "--out", filepath.Join(e.tmp, "restore-"+sid)}, common...)},
-			{"export", append([]string{"export", "--out", filepath.Join(e.tmp, "export-"+sid+".jsonl")}, common...)},
-			{"context", append([]string{"context"}, common...)},
-			{"verify", append([]string{"verify"}, common...)},
-		}
-		for _, r := range runs {
-			rss, d, err := runMeasured(ctx, bin, r.args)
-			if err != nil {
-				return res, fmt.Errorf("%s of %d entries: %w", r.name, n, err)
-			}
-			e.logf("%s, %d entries: peak RSS %.1f MiB (%.2f× JSONL), %v", r.name, n, mib(rss), float64(rss)/float64(jsonl), d.Round(time.Millisecond))
-			goal := 3*mib(jsonl) + mib(idle)
-			res.Rows = append(res.Rows,
-				Row{Item: 12, Name: fmt.Sprintf("%s of a %s-entry session: peak RSS", r.name, countName(n)), Unit: "MiB",
-					Value: mib(rss), Baseline: "3 × the session's JSONL + the CLI's idle RSS (the goal)", BaselineValue: goal, Ratio: mib(rss) / goal,
-					Note: fmt.Sprintf("goal = 3 × JSONL %.1f MiB + idle RSS %.1f MiB (transcript --version); RSS / JSONL = %.2f×; %d entries; CLI subprocess, getrusage ru_maxrss",
-						mib(jsonl), mib(idle), float64(rss)/float64(jsonl), n)},
-				Row{Item: 12, Name: fmt.Sprintf("%s of a %s-entry session: time", r.name, countName(n)), Unit: "s",
-					Value: d.Seconds(), Note: "wall time of the CLI subprocess"})
-		}
-		if err := os.RemoveAll(filepath.Join(e.tmp, "restore-"+sid)); err != nil {
+		m := memSession{bin: bin, store: storeURL, sid: sid, entries: n, jsonl: jsonl, idle: idle}
+		rows, err := m.measure(ctx, e, "")
+		if err != nil {
 			return res, err
 		}
-		if err := os.Remove(filepath.Join(e.tmp, "export-"+sid+".jsonl")); err != nil {
+		res.Rows = append(res.Rows, rows...)
+		c, err := store.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+		if err != nil {
+			return res, fmt.Errorf("compact the session of %d entries: %w", n, err)
+		}
+		if len(c.Compactions) == 0 {
+			return res, fmt.Errorf("compact the session of %d entries: nothing compacted (%d segments)", n, c.Segments)
+		}
+		e.logf("session of %d entries compacted: %d segments into %d", n, c.Segments, len(c.Compactions[0].Outputs))
+		if rows, err = m.measure(ctx, e, "compacted "); err != nil {
 			return res, err
 		}
+		res.Rows = append(res.Rows, rows...)
 	}
 	return res, nil
+}
+
+// memSession is one session of item 12 and what its rows need.
+type memSession struct {
+	bin, store, sid string
+	entries         int
+	jsonl, idle     int64
+}
+
+// measure runs restore, export, context and verify of the session as it is
+// stored now and returns their rows; layout ("" or "compacted ") goes into the
+// rows' names.
+func (m memSession) measure(ctx context.Context, e *env, layout string) ([]Row, error) {
+	common := []string{"--store", m.store, "--agent", memAgent, "--session", m.sid}
+	restored, exported := filepath.Join(e.tmp, "restore-"+m.sid), filepath.Join(e.tmp, "export-"+m.sid+".jsonl")
+	runs := []struct {
+		name string
+		args []string
+	}{
+		{"restore", append([]string{"restore", "--out", restored}, common...)},
+		{"export", append([]string{"export", "--out", exported}, common...)},
+		{"context", append([]string{"context"}, common...)},
+		{"verify", append([]string{"verify"}, common...)},
+	}
+	label := "level 0"
+	if layout != "" {
+		label = strings.TrimSpace(layout)
+	}
+	var rows []Row
+	for _, r := range runs {
+		rss, d, err := runMeasured(ctx, m.bin, r.args)
+		if err != nil {
+			return nil, fmt.Errorf("%s of %d entries (%s): %w", r.name, m.entries, label, err)
+		}
+		e.logf("%s, %d entries (%s): peak RSS %.1f MiB (%.2f× JSONL), %v", r.name, m.entries, label, mib(rss), float64(rss)/float64(m.jsonl), d.Round(time.Millisecond))
+		goal := 3*mib(m.jsonl) + mib(m.idle)
+		rows = append(rows,
+			Row{Item: 12, Name: fmt.Sprintf("%s of a %s%s-entry session: peak RSS", r.name, layout, countName(m.entries)), Unit: "MiB",
+				Value: mib(rss), Baseline: "3 × the session's JSONL + the CLI's idle RSS (the goal)", BaselineValue: goal, Ratio: mib(rss) / goal,
+				Note: fmt.Sprintf("goal = 3 × JSONL %.1f MiB + idle RSS %.1f MiB (transcript --version); RSS / JSONL = %.2f×; %d entries; CLI subprocess, getrusage ru_maxrss",
+					mib(m.jsonl), mib(m.idle), float64(rss)/float64(m.jsonl), m.entries)},
+			Row{Item: 12, Name: fmt.Sprintf("%s of a %s%s-entry session: time", r.name, layout, countName(m.entries)), Unit: "s",
+				Value: d.Seconds(), Note: "wall time of the CLI subprocess"})
+	}
+	if err := os.RemoveAll(restored); err != nil {
+		return nil, err
+	}
+	return rows, os.Remove(exported)
 }
 
 // idleRSS returns the binary's idle footprint: the median peak RSS of three runs

@@ -12,7 +12,8 @@ import (
 // LinearBatch is the most entries WriteLinearSession appends as one segment.
 const LinearBatch = 100_000
 
-// ErrNegativeCount is the error of WriteLinearSession for a negative n.
+// ErrNegativeCount is the error of WriteLinearSession for a negative n, and of
+// WriteLinearSessionBatched for a batch below 1.
 var ErrNegativeCount = errors.New("benchkit: negative entry count")
 
 // WriteLinearSession writes session ref to s as writer "bench": a header and n
@@ -22,6 +23,15 @@ var ErrNegativeCount = errors.New("benchkit: negative entry count")
 // as JSONL, every entry and its newline.
 func WriteLinearSession(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, n int) (int64, error) {
 	return writeLinear(ctx, s, ref, n, LinearBatch)
+}
+
+// WriteLinearSessionBatched is WriteLinearSession appending batch entries at a
+// time (batch > 0), for a caller that needs the session in several segments.
+func WriteLinearSessionBatched(ctx context.Context, s *transcript.Store, ref transcript.TranscriptRef, n, batch int) (int64, error) {
+	if batch <= 0 {
+		return 0, fmt.Errorf("%w: batch of %d", ErrNegativeCount, batch)
+	}
+	return writeLinear(ctx, s, ref, n, batch)
 }
 
 // writeLinear is WriteLinearSession appending batchSize entries at a time.

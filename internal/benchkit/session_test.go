@@ -33,7 +33,7 @@ func TestWriteLinearSession(t *testing.T) {
 			require.NoError(t, err)
 			defer s.Close()
 			ref := transcript.TranscriptRef{Namespace: transcript.DefaultNamespace, AgentID: "memory", SessionID: "s-1"}
-			size, err := writeLinear(ctx, s, ref, tc.n, tc.batch)
+			size, err := WriteLinearSessionBatched(ctx, s, ref, tc.n, tc.batch)
 			require.NoError(t, err)
 			m, err := s.ReadAll(ctx, ref)
 			require.NoError(t, err)
@@ -66,6 +66,14 @@ func TestWriteLinearSessionNegative(t *testing.T) {
 	s, err := transcript.New(transcript.Config{Bucket: membucket.New()})
 	require.NoError(t, err)
 	defer s.Close()
-	_, err = WriteLinearSession(t.Context(), s, transcript.TranscriptRef{AgentID: "a", SessionID: "s"}, -1)
+	ref := transcript.TranscriptRef{AgentID: "a", SessionID: "s"}
+	_, err = WriteLinearSession(t.Context(), s, ref, -1)
 	require.ErrorIs(t, err, ErrNegativeCount)
+	for _, batch := range []int{0, -1} {
+		_, err = WriteLinearSessionBatched(t.Context(), s, ref, 3, batch)
+		require.ErrorIs(t, err, ErrNegativeCount, "batch %d", batch)
+	}
+	infos, err := s.ListSegments(t.Context(), ref)
+	require.NoError(t, err)
+	require.Empty(t, infos, "nothing written")
 }

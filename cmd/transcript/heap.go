@@ -28,6 +28,33 @@ import (
 // the default, as its sessions are small or bounded by boundHeap.
 const oneSessionGCPercent = 25
 
+// readGCPercent is the GOGC of a one-session command while it reads the session
+// (tightenForRead). A compacted segment's metadata (its entry index and the
+// entries' origins, some 32 bytes an entry) is decoded into structures that live
+// until the read merges them, beside the session's bytes, and at GOGC 25 the
+// heap's growth on top of that took a compacted session of 100k entries over the
+// memory goal (3× its JSONL plus the binary's idle RSS) by up to 4%, and one of
+// 1M entries to 3.2× its JSONL (BENCHMARKS.md, "Item 12 on compacted sessions").
+// The read is a small part of a command's CPU, so collecting more often during it
+// costs little; the rest of the command keeps oneSessionGCPercent.
+const readGCPercent = 10
+
+// tightenForRead runs the collector at readGCPercent while a one-session command
+// (one that set oneSessionGCPercent) reads its session, and returns the function
+// that puts the command's setting back once the read is done. Commands over many
+// sessions, and a GOGC given in the environment, are left alone.
+func tightenForRead() (done func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	prev := debug.SetGCPercent(readGCPercent)
+	if prev != oneSessionGCPercent {
+		debug.SetGCPercent(prev)
+		return func() {}
+	}
+	return func() { debug.SetGCPercent(prev) }
+}
+
 // tightenGC sets GOGC to percent for the rest of the command, unless GOGC is set
 // in the environment or the current setting is lower.
 func tightenGC(percent int) {

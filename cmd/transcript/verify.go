@@ -273,11 +273,14 @@ func checkSessionOnce(ctx context.Context, s *transcript.Store, ref transcript.T
 	tightenForStored(segs)
 	v.segs, v.bodies, v.decoded = segs, make([][][]byte, len(segs)), make([]*segment.Segment, len(segs))
 	v.refs = make([][]segment.PayloadRef, len(segs))
+	read := tightenForRead()
 	for i, info := range segs {
 		if err := v.readSegment(ctx, i, info); err != nil {
+			read()
 			return v.c, v.vanished, err
 		}
 	}
+	read()
 	v.checkHeaders()
 	v.checkCompacted()
 	if err := v.checkMarkedLoss(marks); err != nil {

@@ -42,7 +42,9 @@ const readGCPercent = 10
 // tightenForRead runs the collector at readGCPercent while a one-session command
 // (one that set oneSessionGCPercent) reads its session, and returns the function
 // that puts the command's setting back once the read is done. Commands over many
-// sessions, and a GOGC given in the environment, are left alone.
+// sessions, and a GOGC given in the environment, are left alone (but for a verify
+// of many sessions that tightenForStored set to oneSessionGCPercent: its reads
+// then run at readGCPercent too, which changes only how often it collects).
 func tightenForRead() (done func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}

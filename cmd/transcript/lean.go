@@ -34,9 +34,7 @@ func (f *storeFlags) readLean(ctx context.Context, cmd string) (*transcript.Lean
 	}
 	defer s.Close()
 	tightenGC(oneSessionGCPercent)
-	read := tightenForRead()
 	res, err := newSessionReader(s, ref).ReadLean(ctx, ref)
-	read()
 	if errors.Is(err, bucket.ErrNotFound) {
 		return nil, ref, errSessionNotFound(ref)
 	}
@@ -284,9 +282,7 @@ func restoreLean(ctx context.Context, s sessiontree.StoreReader, ref transcript.
 	if !ok {
 		return restoredSession{}, fmt.Errorf("restore %s: %T cannot read a session lean", ref, s)
 	}
-	read := tightenForRead()
 	res, err := lr.ReadLeanStored(ctx, ref)
-	read()
 	if errors.Is(err, bucket.ErrNotFound) {
 		return restoredSession{}, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}

@@ -249,9 +249,7 @@ func (p *piRestore) prepare(ctx context.Context, s sessiontree.StoreReader, ref 
 	if !ok {
 		return 0, 0, 0, fmt.Errorf("restore %s: %T cannot read a session lean", ref, s)
 	}
-	read := tightenForRead()
 	res, err := lr.ReadLeanStored(ctx, ref)
-	read()
 	if errors.Is(err, bucket.ErrNotFound) {
 		return 0, 0, 0, fmt.Errorf("%w (or it has no session header)", errSessionNotFound(ref))
 	}
@@ -265,10 +263,7 @@ func (p *piRestore) prepare(ctx context.Context, s sessiontree.StoreReader, ref 
 		c, err = p.build(ctx, lr, sess, ref)
 	}
 	if errors.Is(err, sessiontree.ErrNotPlain) {
-		read := tightenForRead()
-		res, err = lr.ReadLean(ctx, ref)
-		read()
-		if err != nil {
+		if res, err = lr.ReadLean(ctx, ref); err != nil {
 			return 0, 0, 0, err
 		}
 		boundHeap(res.Size())

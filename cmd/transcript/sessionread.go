@@ -115,8 +115,10 @@ func (r *sessionReader) ReadLeanStored(ctx context.Context, ref transcript.Trans
 	return r.readLean(ctx, ref, true)
 }
 
-// readLean is ReadLean, or ReadLeanStored when stored is set.
+// readLean is ReadLean, or ReadLeanStored when stored is set. A one-session
+// command reads at readGCPercent (tightenForRead).
 func (r *sessionReader) readLean(ctx context.Context, ref transcript.TranscriptRef, stored bool) (*transcript.LeanResult, error) {
+	defer tightenForRead()()
 	if err := r.check(ref); err != nil {
 		return nil, err
 	}

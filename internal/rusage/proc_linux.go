@@ -11,10 +11,10 @@ import (
 
 func processCPU(pid int) (time.Duration, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
+	var d time.Duration
+	if err == nil {
+		d, err = parseProcStat(b)
 	}
-	d, err := parseProcStat(b)
 	if err != nil {
 		return 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
 	}

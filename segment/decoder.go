@@ -37,6 +37,10 @@ type Decoder struct {
 	// xxhash64 the segment's metadata declares, so decompress checks both
 	// from one pass over the JSONL instead of two (see soleFrameChecksum).
 	zsole *zstd.Decoder
+	// packed keeps the origins and entry index of the segments it decodes as
+	// stored (PackedIndex); view marks a Decoder that PackedIndex made, which
+	// shares its zstd decoders with the one it was made from.
+	packed, view bool
 }
 
 // NewDecoder returns a Decoder configured by opts.
@@ -71,12 +75,26 @@ func NewDecoder(opts ...DecoderOption) (*Decoder, error) {
 	return &Decoder{opts: o, limit: limit, zdec: zdec, zsole: zsole}, nil
 }
 
+// PackedIndex returns a Decoder that decodes and verifies as d does, with d's
+// limits and zstd decoders, except that the Meta of a segment it decodes holds
+// the origins and the entry index as the segment stores them: Meta.Origins and
+// Meta.Index stay nil, Meta.OriginAt and Meta.IndexAt read them (HasOrigins,
+// HasIndex say whether there are any). A reader that keeps only some of it (the
+// ids of a large session) then never holds an Origin and an IndexEntry per
+// entry, 64 bytes, beside what it keeps. The returned Decoder is a view of d:
+// its Close does nothing, and it must not be used once d is closed.
+func (d *Decoder) PackedIndex() *Decoder {
+	v := *d
+	v.packed, v.view = true, true
+	return &v
+}
+
 // ReadMeta parses and verifies only the leading metadata frame of data,
 // which may be a prefix of a segment; n is the number of bytes the frame
 // used (the zstd data starts at data[n:]). If data is too short, the error
 // matches ErrTruncated; MetaSize tells how many bytes are needed.
 func (d *Decoder) ReadMeta(data []byte) (meta Meta, n int, err error) {
-	return parseMeta(data)
+	return parseMeta(data, false)
 }
 
 // Decode decodes and verifies a whole segment: the metadata frame and its
@@ -136,7 +154,7 @@ type rawSum struct {
 // declared size against the limit: the checks Decode makes before it looks
 // at the object's length.
 func (d *Decoder) readMeta(data []byte) (Meta, int, error) {
-	m, n, err := parseMeta(data)
+	m, n, err := parseMeta(data, d.packed)
 	if err != nil {
 		return Meta{}, 0, err
 	}
@@ -183,9 +201,11 @@ func (d *Decoder) verify(m Meta, n int, raw []byte, check *frameCheck, sum rawSu
 			return nil, err
 		}
 	}
-	for i, ie := range m.Index {
-		if int(ie.Len) != len(entries[i]) {
-			return nil, corrupt(n, nil, "index says entry %d has %d bytes, it has %d", i, ie.Len, len(entries[i]))
+	if m.HasIndex() {
+		for i, e := range entries {
+			if l := m.IndexAt(i).Len; int(l) != len(e) {
+				return nil, corrupt(n, nil, "index says entry %d has %d bytes, it has %d", i, l, len(e))
+			}
 		}
 	}
 	if err := d.checkRefs(m, n, entries); err != nil {
@@ -317,7 +337,12 @@ func (d *Decoder) split(raw []byte, count uint32, off int) ([][]byte, error) {
 }
 
 // Close releases the zstd decoders. The Decoder must not be used afterwards.
+// Close of a view (PackedIndex) does nothing: its decoders are the ones of the
+// Decoder it was made from.
 func (d *Decoder) Close() error {
+	if d.view {
+		return nil
+	}
 	d.zdec.Close()
 	d.zsole.Close()
 	return nil

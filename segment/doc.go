@@ -32,4 +32,10 @@
 //
 // Encoder and Decoder are safe for concurrent use and are meant to be created
 // once and shared: each holds a zstd encoder or decoder and its buffers.
+//
+// A compacted segment's metadata describes every entry (its origin, and an
+// index of lengths, ids and parent ids). Decode returns them as slices
+// (Meta.Origins, Meta.Index); a Decoder's PackedIndex view leaves them as the
+// metadata stores them, to be read one record at a time (Meta.OriginAt,
+// Meta.IndexAt), for a reader of large sessions that keeps only part of them.
 package segment

@@ -190,6 +190,7 @@ func completeMeta(meta Meta) (Meta, int64, int64, error) {
 		return Meta{}, 0, 0, fmt.Errorf("min time %v after max time %v: %w", meta.MinTime, meta.MaxTime, ErrInvalidMeta)
 	}
 	m := meta
+	m.unpack() // a Meta read through PackedIndex is written as any other (needs its EntryCount)
 	switch {
 	case m.Version == Version1:
 	case len(m.Refs) > 0 || m.HasResolvedChecksum:

@@ -18,7 +18,8 @@ import (
 // succeeds, its entries joined with "\n" (plus the final newline) must equal
 // what a plain zstd decoder makes of the whole object (differential check:
 // `zstd -dc` and Decode agree on every accepted segment). DecodeFrom must
-// agree with Decode on every input.
+// agree with Decode on every input, and so must a PackedIndex view, whose
+// OriginAt and IndexAt give the records Decode's Origins and Index hold.
 func FuzzDecode(f *testing.F) {
 	for _, gc := range goldenCases() {
 		data := readGolden(f, gc.name)
@@ -63,7 +64,9 @@ func FuzzDecode(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	packed := dec.PackedIndex()
 	f.Cleanup(func() {
+		_ = packed.Close() // a view: closes nothing
 		_ = dec.Close()
 		plain.Close()
 	})
@@ -80,6 +83,15 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode: %v, DecodeFrom: %v", err, fromErr)
 		case err == nil && !reflect.DeepEqual(seg, fromSeg):
 			t.Fatalf("Decode and DecodeFrom return different segments")
+		}
+		packedSeg, packedErr := packed.DecodeFrom(iotest.HalfReader(bytes.NewReader(data)), int64(len(data)))
+		switch {
+		case (err == nil) != (packedErr == nil):
+			t.Fatalf("Decode: %v, packed: %v", err, packedErr)
+		case err != nil && err.Error() != packedErr.Error():
+			t.Fatalf("Decode: %v, packed: %v", err, packedErr)
+		case err == nil:
+			requireSamePacked(t, &seg.Meta, &packedSeg.Meta)
 		}
 		if err != nil {
 			if seg != nil {

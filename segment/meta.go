@@ -67,6 +67,10 @@ type Meta struct {
 	// fork) does not.
 	ResolvedChecksum    uint64
 	HasResolvedChecksum bool
+
+	// packed holds Origins and Index as stored, when the Decoder that read the
+	// segment was made with PackedIndex (both fields are nil then).
+	packed *packedExt
 }
 
 // Group identifies a compaction output split into several segments: every part

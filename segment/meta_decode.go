@@ -11,11 +11,12 @@ import (
 )
 
 // parseMeta parses and verifies the metadata frame at the start of data and
-// returns the metadata and the frame's total size.
+// returns the metadata and the frame's total size. With packed set, the
+// origins and entry index stay as stored (Decoder.PackedIndex).
 //
 // Order of checks (see FORMAT.md): frame magic, frame length, presence of
 // the whole frame, metadata magic, metadata checksum, version, fields.
-func parseMeta(data []byte) (Meta, int, error) {
+func parseMeta(data []byte, packed bool) (Meta, int, error) {
 	var m Meta
 	n, err := MetaSize(data)
 	if err != nil {
@@ -79,7 +80,7 @@ func parseMeta(data []byte) (Meta, int, error) {
 		}
 	}
 	if m.Version >= 2 {
-		if i, err = parseExt(&m, body, i); err != nil {
+		if i, err = parseExt(&m, body, i, packed); err != nil {
 			return Meta{}, 0, err
 		}
 	}
@@ -93,8 +94,9 @@ func parseMeta(data []byte) (Meta, int, error) {
 }
 
 // parseExt parses the version 2 (and 3) extension of the metadata at body[i:] into m and
-// returns the offset after it.
-func parseExt(m *Meta, body []byte, i int) (int, error) {
+// returns the offset after it. With packed set, the origins and the entry index
+// are checked and left in place (m.packed) rather than read into slices.
+func parseExt(m *Meta, body []byte, i int, packed bool) (int, error) {
 	if len(body)-i < 1 {
 		return 0, extCorrupt(i, "version 2 flags missing")
 	}
@@ -114,6 +116,9 @@ func parseExt(m *Meta, body []byte, i int) (int, error) {
 	// a segment of many entries costs one allocation, not one per string.
 	r := &extReader{body: body, i: i, sbody: string(body[i:]), base: i}
 	n := int(m.EntryCount)
+	if packed && flags&(flagOrigins|flagIndex) != 0 {
+		m.packed = &packedExt{s: r.sbody, origins: -1}
+	}
 	if flags&flagOrigins != 0 {
 		if err := r.origins(m, n); err != nil {
 			return 0, err
@@ -157,21 +162,31 @@ type extReader struct {
 
 // str reads a length-prefixed string, a slice of sbody.
 func (r *extReader) str(what string) (string, error) {
+	at := r.i
+	if err := r.skipStr(what); err != nil {
+		return "", err
+	}
+	return r.sbody[at+2-r.base : r.i-r.base], nil
+}
+
+// skipStr checks a length-prefixed string and moves past it.
+func (r *extReader) skipStr(what string) error {
 	body := r.body
 	if len(body)-r.i < 2 {
-		return "", extCorrupt(r.i, "%s length overruns metadata", what)
+		return extCorrupt(r.i, "%s length overruns metadata", what)
 	}
 	l := int(binary.LittleEndian.Uint16(body[r.i:]))
 	r.i += 2
 	if len(body)-r.i < l {
-		return "", extCorrupt(r.i, "%s of %d bytes overruns metadata", what, l)
+		return extCorrupt(r.i, "%s of %d bytes overruns metadata", what, l)
 	}
-	s := r.sbody[r.i-r.base : r.i-r.base+l]
 	r.i += l
-	return s, nil
+	return nil
 }
 
-// origins reads the origin keys and the origin of each of the n entries.
+// origins reads the origin keys and the origin of each of the n entries:
+// into m.Origins, or, when m.packed is set, checked and left in place
+// (packedExt.origin reads them).
 func (r *extReader) origins(m *Meta, n int) error {
 	le, body := binary.LittleEndian, r.body
 	if len(body)-r.i < 4 {
@@ -193,41 +208,68 @@ func (r *extReader) origins(m *Meta, n int) error {
 	if uint64(n)*8 > uint64(len(body)-r.i) {
 		return extCorrupt(r.i, "%d origins overrun metadata", n)
 	}
-	m.Origins = make([]Origin, n)
-	for k := range m.Origins {
+	p := m.packed
+	if p != nil {
+		p.keys, p.origins = keys, r.i-r.base
+	} else {
+		m.Origins = make([]Origin, n)
+	}
+	for k := range n {
 		ki, pos := le.Uint32(body[r.i:]), le.Uint32(body[r.i+4:])
 		if ki > count {
 			return extCorrupt(r.i, "origin %d names key %d of %d", k, ki, count)
 		}
-		if ki > 0 {
-			m.Origins[k].Key = keys[ki-1]
+		if p == nil {
+			if ki > 0 {
+				m.Origins[k].Key = keys[ki-1]
+			}
+			m.Origins[k].Pos = pos
 		}
-		m.Origins[k].Pos = pos
 		r.i += 8
 	}
 	return nil
 }
 
-// index reads the entry index of the n entries.
+// index reads the entry index of the n entries, whose lengths must add up to
+// the raw length: into m.Index, or, when m.packed is set, checked and noted
+// where each record starts (packedExt.indexEntry reads them).
 func (r *extReader) index(m *Meta, n int) error {
 	body := r.body
 	if uint64(n)*8 > uint64(len(body)-r.i) {
 		return extCorrupt(r.i, "%d index records overrun metadata", n)
 	}
-	m.Index = make([]IndexEntry, n)
+	p := m.packed
+	if p != nil {
+		p.index = make([]uint32, n)
+	} else {
+		m.Index = make([]IndexEntry, n)
+	}
 	var total uint64
-	for k := range m.Index {
+	for k := range n {
 		if len(body)-r.i < 4 {
 			return extCorrupt(r.i, "index record %d overruns metadata", k)
 		}
-		m.Index[k].Len = binary.LittleEndian.Uint32(body[r.i:])
-		total += uint64(m.Index[k].Len) + 1
+		l := binary.LittleEndian.Uint32(body[r.i:])
+		total += uint64(l) + 1
+		if p != nil {
+			p.index[k] = uint32(r.i - r.base)
+			r.i += 4
+			if err := r.skipStr("index id"); err != nil {
+				return err
+			}
+			if err := r.skipStr("index parent id"); err != nil {
+				return err
+			}
+			continue
+		}
 		r.i += 4
+		ie := &m.Index[k]
+		ie.Len = l
 		var err error
-		if m.Index[k].ID, err = r.str("index id"); err != nil {
+		if ie.ID, err = r.str("index id"); err != nil {
 			return err
 		}
-		if m.Index[k].ParentID, err = r.str("index parent id"); err != nil {
+		if ie.ParentID, err = r.str("index parent id"); err != nil {
 			return err
 		}
 	}

@@ -344,7 +344,7 @@ func (r *committedRead) fetch(ctx context.Context, infos []SegmentInfo, inputs b
 				err = fmt.Errorf("read segment %s: %w: key names checksum %016x, segment has %016x",
 					in.Key, segment.ErrChecksum, in.Hash, KeyChecksum(seg.Meta))
 			}
-			if err == nil && seg.Meta.Index == nil {
+			if err == nil && !seg.Meta.HasIndex() {
 				// Parsed here, while other GETs are in flight, rather than after
 				// the last one (as fetchAllParsed does for ReadAll).
 				parsed[i] = parseEntries(seg.Entries)

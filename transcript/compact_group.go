@@ -164,7 +164,7 @@ func (s *entrySet) has(raw []byte, refs []segment.PayloadRef) bool {
 		s.byID = map[string][]storedEntry{}
 		for _, seg := range s.segs {
 			for pos, e := range seg.Entries {
-				if id, _, _, err := storedIDs(seg.Meta.Index, pos, e); err == nil {
+				if id, _, _, err := storedIDs(&seg.Meta, pos, e); err == nil {
 					s.byID[id] = append(s.byID[id], storedEntry{e, segment.EntryRefs(seg.Meta.Refs, uint32(pos))})
 				}
 			}

@@ -130,7 +130,7 @@ func (s *Store) fetchAllParsed(ctx context.Context, infos []SegmentInfo, skipCor
 			if err != nil {
 				return err
 			}
-			if parse && seg.Meta.Index == nil {
+			if parse && !seg.Meta.HasIndex() {
 				if ahead == nil {
 					trace.WithRegion(gctx, "parse entries", func() { ahead = parseEntries(seg.Entries) })
 				}

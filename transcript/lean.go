@@ -157,7 +157,7 @@ func (s *Store) ReadLean(ctx context.Context, ref TranscriptRef) (*LeanResult, e
 	ctx, task := trace.NewTask(ctx, "transcript.ReadLean")
 	defer task.End()
 	res, err := readListed(ctx, s, ref, func(infos []SegmentInfo) (*LeanResult, error) {
-		segs, corrupt, err := s.uncached().fetchSession(ctx, infos)
+		segs, corrupt, err := s.PackedReads().fetchSession(ctx, infos)
 		if err != nil {
 			return nil, err
 		}
@@ -218,7 +218,7 @@ func (l *Listed) readLean(ctx context.Context, ref TranscriptRef, s *Store) (*Le
 				return nil, fmt.Errorf("read %s: %w", ref, ctx.Err())
 			}
 		} else {
-			segs, corrupt, err = s.uncached().fetchSession(ctx, infos)
+			segs, corrupt, err = s.PackedReads().fetchSession(ctx, infos)
 		}
 		if err != nil && !errors.Is(err, bucket.ErrNotFound) {
 			return nil, fmt.Errorf("read %s: %w", ref, err)

@@ -59,7 +59,7 @@ func (s *Store) readLeanHeads(ctx context.Context, ref TranscriptRef, h Head) (H
 		if infos, err = s.committedInfos(ref, h); err != nil {
 			return false, err
 		}
-		segs, corrupt, err := s.uncached().fetchSession(ctx, infos)
+		segs, corrupt, err := s.PackedReads().fetchSession(ctx, infos)
 		if errors.Is(err, bucket.ErrNotFound) {
 			goneErr = err
 			return true, nil

@@ -3,6 +3,7 @@ package transcript
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/transcriptstore/transcript/segment"
 )
@@ -78,7 +79,7 @@ func (m *leanMerger) setParent(j int32, pid string) {
 	if m.pending == nil {
 		m.pending = map[int32]string{}
 	}
-	m.pending[j] = pid
+	m.pending[j] = strings.Clone(pid) // not a slice of a segment's metadata (see indexIDs)
 }
 
 // parentID returns the parentId of item j ("" for none).
@@ -104,6 +105,7 @@ func (m *leanMerger) resolveParents() {
 func (m *leanMerger) intern(k string) uint32 {
 	n, ok := m.okeyNum[k]
 	if !ok {
+		k = strings.Clone(k) // a slice of a segment's metadata (see indexIDs)
 		n = uint32(len(m.res.okeys))
 		m.okeyNum[k] = n
 		m.res.okeys = append(m.res.okeys, k)
@@ -127,18 +129,42 @@ func (m *leanMerger) addSegment(i int, info SegmentInfo, seg *segment.Segment, s
 	res.refs[i] = seg.Meta.Refs
 	res.held = append(res.held, info.Key)
 	origin := originsOf(info, seg)
-	index := seg.Meta.Index
+	ids, at := indexIDs(&seg.Meta), 0
 	for pos, raw := range seg.Entries {
-		id, parent, parsed, err := storedIDs(index, pos, raw)
+		id, parent, parsed, err := storedIDs(&seg.Meta, pos, raw)
 		if err != nil {
 			res.Invalid = append(res.Invalid, fmt.Errorf("segment %s entry %d: %w", info.Key, pos, err))
 			continue
+		}
+		if !parsed {
+			id, at = ids[at:at+len(id)], at+len(id)
 		}
 		o := origin(pos)
 		m.add(id, leanVersion{seg: int32(i), pos: int32(pos), okey: m.intern(o.Key), opos: uint32(o.Pos), parent: parent, parsed: parsed})
 	}
 	// The index is no longer needed; the origins were read into the items.
-	seg.Meta.Index, seg.Meta.Origins = nil, nil
+	seg.Meta.DropIndex()
+}
+
+// indexIDs returns the ids of the entry index of m (none without one), one after
+// the other in one string. The index's ids are slices of the string that holds
+// the whole of the segment's metadata extension (parent ids, origins and all,
+// some 32 bytes an entry); the items keep theirs from this copy instead, so that
+// the extension goes once the segment is merged.
+func indexIDs(m *segment.Meta) string {
+	if !m.HasIndex() {
+		return ""
+	}
+	n, size := int(m.EntryCount), 0
+	for i := range n {
+		size += len(m.IndexAt(i).ID)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for i := range n {
+		b.WriteString(m.IndexAt(i).ID)
+	}
+	return b.String()
 }
 
 // add merges one version v of entry id: a new id becomes an item,
@@ -164,6 +190,7 @@ func (m *leanMerger) add(id string, v leanVersion) {
 	if m.others == nil {
 		m.others = map[string][]leanVersion{}
 	}
+	v.parent = strings.Clone(v.parent) // as pending's (setParent)
 	vs := m.others[id]
 	k := slices.IndexFunc(vs, func(w leanVersion) bool { return m.same(w.seg, w.pos, v.seg, v.pos) })
 	switch {
@@ -218,11 +245,14 @@ func (m *leanMerger) entryOf(id string, v leanVersion) Entry {
 	return e
 }
 
-// storedIDs returns the id and parentId of the entry at pos of a segment: from
-// its entry index when it has one, otherwise parsed (parseStoredEntry).
-func storedIDs(index []segment.IndexEntry, pos int, raw []byte) (id, parent string, parsed bool, err error) {
-	if index != nil && index[pos].ID != "" {
-		return index[pos].ID, index[pos].ParentID, false, nil
+// storedIDs returns the id and parentId of the entry at pos of a segment
+// (metadata m, nil for none): from its entry index when it has one, otherwise
+// parsed (parseStoredEntry).
+func storedIDs(m *segment.Meta, pos int, raw []byte) (id, parent string, parsed bool, err error) {
+	if m != nil && m.HasIndex() {
+		if ie := m.IndexAt(pos); ie.ID != "" {
+			return ie.ID, ie.ParentID, false, nil
+		}
 	}
 	e, err := parseStoredEntry(raw)
 	return e.ID, e.ParentID, true, err

@@ -17,12 +17,16 @@ import (
 
 // requireLeanAgrees reads ref with ReadAll and ReadLean from s and requires the
 // same result: entries (with their segment, position, origin and time), losers,
-// conflicts, segments, corrupt segments, cycles and invalid entries.
+// conflicts, segments, corrupt segments, cycles and invalid entries. ReadAll
+// through s.PackedReads() must return what ReadAll through s does.
 func requireLeanAgrees(t *testing.T, s *transcript.Store, msg string) {
 	t.Helper()
 	ctx := context.Background()
 	want, err := s.ReadAll(ctx, ref)
 	require.NoError(t, err, msg)
+	packed, err := s.PackedReads().ReadAll(ctx, ref)
+	require.NoError(t, err, msg)
+	require.Equal(t, want, packed, "%s: ReadAll through PackedReads", msg)
 	got, err := s.ReadLean(ctx, ref)
 	require.NoError(t, err, msg)
 	require.Equal(t, len(want.Entries), got.Len(), msg)

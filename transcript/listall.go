@@ -189,6 +189,7 @@ func (s *Store) ForEachListedSessionAhead(ctx context.Context, namespace, agent 
 	// each session fetching in rounds of its own and leaving slots idle).
 	shared := *s
 	shared.gets = make(chan struct{}, parallel*s.cfg.ReadConcurrency)
+	lean := shared.PackedReads() // what a session's lean read fetches, with the same GET slots
 	g, gctx := errgroup.WithContext(ctx)
 	queue := 0
 	if prefetch != nil {
@@ -206,7 +207,7 @@ func (s *Store) ForEachListedSessionAhead(ctx context.Context, namespace, agent 
 				// Its error is the session's, reported by its read, not the run's.
 				g.Go(func() error {
 					defer close(a.done)
-					a.segs, a.corrupt, a.err = shared.fetchSession(gctx, infos)
+					a.segs, a.corrupt, a.err = lean.fetchSession(gctx, infos)
 					return nil
 				})
 			}

@@ -209,3 +209,45 @@ func TestStore_ForEachListedSessionAhead_FetchesWhileSessionsWork(t *testing.T) 
 		require.Equal(t, want, got[ref.SessionID], ref.SessionID)
 	}
 }
+
+// TestStore_ForEachListedSessionAhead_LeavesTheCacheAlone: a session read lean
+// after a fetch ahead, through a store with a segment cache, leaves the cache
+// as it was: a ReadAll through the cache afterwards gives what a store without
+// one gives (the lean merge drops the origins and index it took from each
+// segment, which a cached segment would share with every later read).
+func TestStore_ForEachListedSessionAhead_LeavesTheCacheAlone(t *testing.T) {
+	ctx := context.Background()
+	b := membucket.New()
+	plain := newStore(t, b, transcript.Config{})
+	w := newWriter(t, "w")
+	ref := transcript.TranscriptRef{AgentID: "a", SessionID: "s"}
+	parent := ""
+	for j := range 4 {
+		id := fmt.Sprintf("e%d", j)
+		_, err := plain.AppendSegment(ctx, ref, [][]byte{entry(id, parent)}, w)
+		require.NoError(t, err)
+		parent = id
+	}
+	_, err := plain.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
+	require.NoError(t, err)
+	// A late level-0 segment whose origin sorts before the compacted entries'.
+	early := transcript.NewClock(func() time.Time { return time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC) })
+	_, err = newStore(t, b, transcript.Config{Clock: early}).AppendSegment(ctx, ref, [][]byte{entry("late", "")}, w)
+	require.NoError(t, err)
+	want, err := plain.ReadAll(ctx, ref)
+	require.NoError(t, err)
+
+	cached := newStore(t, b, transcript.Config{SegmentCache: transcript.NewSegmentCache(1 << 20)})
+	err = cached.ForEachListedSessionAhead(ctx, "", "a", 1, func(transcript.TranscriptRef) bool { return true },
+		func(ctx context.Context, l *transcript.Listed) error {
+			res, err := l.ReadLean(ctx, l.Ref())
+			if err == nil && res.Len() != len(want.Entries) {
+				err = fmt.Errorf("read lean %d entries, want %d", res.Len(), len(want.Entries))
+			}
+			return err
+		})
+	require.NoError(t, err)
+	got, err := cached.ReadAll(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, want.Entries, got.Entries)
+}

@@ -178,7 +178,8 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 			res.Segments = append(res.Segments, infos[i])
 		}
 		origin := originsOf(infos[i], seg)
-		index := seg.Meta.Index
+		index, meta := seg.Meta.Index, &seg.Meta
+		packed := index == nil && meta.HasIndex() // read through Store.PackedReads
 		var ahead []parsedEntry
 		if parsed != nil {
 			ahead, parsed[i] = parsed[i], nil // freed once merged
@@ -189,6 +190,9 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 			case index != nil && index[pos].ID != "":
 				// The compactor parsed the entry when it wrote the index.
 				e = Entry{ID: index[pos].ID, ParentID: index[pos].ParentID, Raw: raw}
+			case packed && meta.IndexAt(pos).ID != "":
+				ie := meta.IndexAt(pos)
+				e = Entry{ID: ie.ID, ParentID: ie.ParentID, Raw: raw}
 			case ahead != nil && ahead[pos].ok:
 				p := ahead[pos] // parsed when fetched
 				e = Entry{ID: p.id, ParentID: p.parent, Type: p.typ, Time: p.time, Raw: raw}

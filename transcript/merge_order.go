@@ -16,12 +16,12 @@ import (
 // function returned keeps the last key it made relative: one goroutine calls it.
 func originsOf(info SegmentInfo, seg *segment.Segment) func(pos int) Origin {
 	self := sessionRelKey(info.Key)
-	if os := seg.Meta.Origins; len(os) == len(seg.Entries) {
+	if m := &seg.Meta; m.HasOrigins() {
 		// Entries of one origin come in runs (a compacted segment holds its
 		// inputs one after the other), so the last key's relative form is kept.
 		var last, lastRel string
 		return func(pos int) Origin {
-			o := os[pos]
+			o := m.OriginAt(pos)
 			switch {
 			case o.Key == "":
 				return Origin{Key: self, Pos: int(o.Pos)}

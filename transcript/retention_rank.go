@@ -89,11 +89,14 @@ func (p rankPlan) written(ctx context.Context, s *Store) (time.Time, int, error)
 // count all the same (no later than the segment itself).
 func newestOrigin(m segment.Meta, def time.Time) time.Time {
 	var t time.Time
-	for _, o := range m.Origins {
-		t = later(t, Origin{Key: o.Key}.Time())
+	origins := m.HasOrigins() // either form (segment.Decoder.PackedIndex)
+	if origins {
+		for i := range int(m.EntryCount) {
+			t = later(t, Origin{Key: m.OriginAt(i).Key}.Time())
+		}
 	}
 	for _, in := range m.Inputs {
-		if len(m.Origins) > 0 && !strings.HasPrefix(in, level0Rel) {
+		if origins && !strings.HasPrefix(in, level0Rel) {
 			continue
 		}
 		if it, err := relKeyTime(in); err == nil {

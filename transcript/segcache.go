@@ -142,3 +142,19 @@ func (s *Store) uncached() *Store {
 	c.cfg.SegmentCache = nil
 	return &c
 }
+
+// PackedReads returns a view of s for a reader of large sessions that keeps
+// little of each segment's metadata: its reads decode the origins and entry
+// index of a compacted segment packed (segment.Decoder.PackedIndex: read with
+// Meta.OriginAt and Meta.IndexAt, about 4 bytes an entry, instead of
+// Meta.Origins and Meta.Index, 64), and go past the segment cache
+// (Config.SegmentCache), whose segments other reads share. ReadLean and the
+// fetches ahead of it always read this way; transcript verify does too. Its
+// reads return what the store's return. It shares the store's bucket, codecs
+// and clock; closing it is not needed.
+func (s *Store) PackedReads() *Store {
+	c := *s.uncached()
+	c.dec = s.dec.PackedIndex()
+	c.ownCodec = false
+	return &c
+}

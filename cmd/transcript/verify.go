@@ -100,7 +100,10 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		tightenGC(oneSessionGCPercent)
 	}
 	checks := make([]sessionCheck, len(refs))
-	stored := s.Stored() // entries as stored: no payload is fetched with them
+	// Entries as stored: no payload is fetched with them. The segments' origins
+	// and entry index, which verify does not use, are read packed and dropped
+	// (checkedPart).
+	stored := s.Stored().PackedReads()
 	err = forEachSession(ctx, *parallel, refs, func(ctx context.Context, i int, ref transcript.TranscriptRef) error {
 		var err error
 		checks[i], err = checkSession(ctx, stored, ref)
@@ -395,13 +398,14 @@ func (v *sessionVerifier) readSegment(ctx context.Context, i int, info transcrip
 
 // checkedPart is what the checks after the read (checkCompacted, the lost
 // entries) need of a decoded segment, held until the session is checked: its
-// entries and its metadata without the entry index and the origins, which this
-// command does not use (it parses every entry) and which are some 32 bytes an
-// entry of a compacted segment; the group id is copied out of the string the
-// index was cut from, so that the string can go too. seg itself is not modified.
+// entries and its metadata without the entry index and the origins (either
+// form), which this command does not use (it parses every entry) and which
+// take some 32 bytes an entry of a compacted segment as stored; the group id
+// is copied out of the string the index was cut from, so that the string can
+// go too. seg itself is not modified.
 func checkedPart(seg *segment.Segment) *segment.Segment {
 	m := seg.Meta
-	m.Index, m.Origins = nil, nil
+	m.DropIndex()
 	m.Group.ID = strings.Clone(m.Group.ID)
 	return &segment.Segment{Meta: m, Entries: seg.Entries}
 }

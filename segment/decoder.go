@@ -127,7 +127,7 @@ func (d *Decoder) decodeInto(data []byte, parallel bool, buf []byte) (*Segment, 
 	if uint64(len(buf)) != m.RawLen {
 		buf = rawBuffer(m.RawLen)
 	}
-	raw, check, sum, err := d.decompress(payload, buf, parallel)
+	raw, check, sum, err := d.decompress(payload, buf, m.EntryCount, parallel)
 	if err != nil {
 		switch {
 		case errors.Is(err, zstd.ErrDecoderSizeExceeded):
@@ -247,13 +247,13 @@ func (d *Decoder) checkRefs(m Meta, n int, entries [][]byte) error {
 // is one frame with a content checksum is hashed once, after its one call:
 // that hash checks the frame's checksum here, and is returned for verify to
 // check the JSONL's.
-func (d *Decoder) decompress(payload, buf []byte, parallel bool) ([]byte, *frameCheck, rawSum, error) {
+func (d *Decoder) decompress(payload, buf []byte, count uint32, parallel bool) ([]byte, *frameCheck, rawSum, error) {
 	rawLen := uint64(len(buf))
 	// One frame cannot be split, so its headers are walked once, here.
 	want, sole := soleFrameChecksum(payload)
 	if parallel && !sole {
 		if spans, ok := splitFrames(payload, rawLen); ok {
-			check := newFrameCheck(buf, d.opts.maxEntrySize)
+			check := newFrameCheck(buf, d.opts.maxEntrySize, count)
 			if d.decodeFrames(payload, spans, buf, check) {
 				return buf, check, rawSum{}, nil
 			}

@@ -31,15 +31,18 @@ func TestCutFrame(t *testing.T) {
 		{"empty", "", 10, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := cutFrame([]byte(tc.in), tc.max)
-			if tc.want == nil {
-				require.Nil(t, got)
-				return
-			}
-			require.Len(t, got, len(tc.want))
-			for i, e := range got {
-				require.Equal(t, tc.want[i], string(e))
-				require.Equal(t, len(e), cap(e), "entry %d clipped", i)
+			// The room given changes nothing but the allocations.
+			for _, expect := range []int{0, 1, len(tc.want), 1000} {
+				got := cutFrame([]byte(tc.in), tc.max, expect)
+				if tc.want == nil {
+					require.Nil(t, got)
+					continue
+				}
+				require.Len(t, got, len(tc.want), "room for %d", expect)
+				for i, e := range got {
+					require.Equal(t, tc.want[i], string(e))
+					require.Equal(t, len(e), cap(e), "entry %d clipped", i)
+				}
 			}
 		})
 	}
@@ -123,7 +126,7 @@ func TestFrameCheck_FallsBackToOnePass(t *testing.T) {
 			require.True(t, ok, "the parallel path applies")
 			require.Len(t, spans, len(tc.cuts)+1)
 			buf := make([]byte, m.RawLen)
-			raw, check, one, err := dec.decompress(data[n:], buf, true)
+			raw, check, one, err := dec.decompress(data[n:], buf, m.EntryCount, true)
 			require.NoError(t, err)
 			require.False(t, one.ok, "no one frame")
 			require.Equal(t, tc.raw, raw)
@@ -170,7 +173,7 @@ func TestFrameCheck_ChecksumOrder(t *testing.T) {
 	orders := [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {1, 3, 0, 2}, {2, 0, 3, 1}}
 	for _, order := range orders {
 		t.Run(fmt.Sprint(order), func(t *testing.T) {
-			c := newFrameCheck(raw, 100)
+			c := newFrameCheck(raw, 100, 5)
 			for _, s := range spans {
 				c.add(s)
 			}
@@ -186,7 +189,7 @@ func TestFrameCheck_ChecksumOrder(t *testing.T) {
 		})
 	}
 	t.Run("spans that leave a gap", func(t *testing.T) {
-		c := newFrameCheck(raw, 100)
+		c := newFrameCheck(raw, 100, 5)
 		c.add(frameSpan{out: 0, size: 5})
 		c.add(frameSpan{out: 9, size: 11})
 		c.decoded(0)
@@ -201,4 +204,21 @@ func TestFrameCheck_ChecksumOrder(t *testing.T) {
 		require.False(t, hashed)
 		require.Nil(t, entries)
 	})
+}
+
+// TestFrameCheck_Expect: a frame's expected entries are its share of the
+// declared count, with room to spare, so that cutting a frame of entries of the
+// segment's average length allocates its slice once.
+func TestFrameCheck_Expect(t *testing.T) {
+	raw := bytes.Repeat([]byte("0123456789abcdef\n"), 1000) // 1,000 entries of 16 bytes
+	c := newFrameCheck(raw, 100, 1000)
+	for _, tc := range []struct{ size, atLeast int }{{0, 0}, {17, 1}, {1700, 100}, {len(raw), 1000}} {
+		got := c.expect(tc.size)
+		require.GreaterOrEqual(t, got, tc.atLeast, "frame of %d bytes", tc.size)
+		require.LessOrEqual(t, got, tc.atLeast+tc.atLeast/8+8, "frame of %d bytes", tc.size)
+	}
+	require.Zero(t, newFrameCheck(nil, 100, 0).expect(10), "no raw bytes")
+	frame := raw[:1700]
+	allocs := testing.AllocsPerRun(20, func() { _ = cutFrame(frame, 100, c.expect(len(frame))) })
+	require.Equal(t, 1.0, allocs, "one allocation for the frame's entries")
 }

@@ -357,7 +357,7 @@ func TestFrameStream_FeedsFramesAsTheyArrive(t *testing.T) {
 			spans, ok := splitFrames(payload, meta.RawLen)
 			require.True(t, ok)
 
-			fs := newFrameStream(dec, payload, make([]byte, meta.RawLen))
+			fs := newFrameStream(dec, payload, make([]byte, meta.RawLen), meta.EntryCount)
 			next := 0
 			for got := 1; got <= len(payload); got++ {
 				fs.feed(got)
@@ -380,7 +380,7 @@ func TestFrameStream_FeedsFramesAsTheyArrive(t *testing.T) {
 		enc, dec := newTestCodec(t, DefaultFrameSize)
 		data, meta, err := enc.Encode(Meta{}, sizedEntries(100, 100))
 		require.NoError(t, err)
-		fs := newFrameStream(dec, data[len(data)-int(meta.PayloadLen):], make([]byte, meta.RawLen))
+		fs := newFrameStream(dec, data[len(data)-int(meta.PayloadLen):], make([]byte, meta.RawLen), meta.EntryCount)
 		fs.feed(int(meta.PayloadLen))
 		require.False(t, fs.finish())
 		require.Zero(t, fs.frames)

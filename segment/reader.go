@@ -78,7 +78,7 @@ func (d *Decoder) decodeFrom(r io.Reader, size int64) (seg *Segment, streamed bo
 	copy(data, metaFrame)
 	// The output buffer is made (and zeroed) now, while the body is on its way,
 	// rather than once the first frame is in.
-	fs := newFrameStream(d, data[n:], rawBuffer(m.RawLen))
+	fs := newFrameStream(d, data[n:], rawBuffer(m.RawLen), m.EntryCount)
 	got := n
 	var rerr error
 	for got < len(data) {
@@ -158,6 +158,7 @@ type frameStream struct {
 	payload []byte
 	rawLen  uint64
 	raw     []byte // rawLen bytes, the output
+	count   uint32 // the entries the metadata declares
 
 	// The frame being received.
 	pos    int // its start in payload
@@ -182,8 +183,8 @@ type frameJob struct {
 	span frameSpan
 }
 
-func newFrameStream(d *Decoder, payload, raw []byte) *frameStream {
-	return &frameStream{d: d, payload: payload, raw: raw, rawLen: uint64(len(raw))}
+func newFrameStream(d *Decoder, payload, raw []byte, count uint32) *frameStream {
+	return &frameStream{d: d, payload: payload, raw: raw, rawLen: uint64(len(raw)), count: count}
 }
 
 // feed hands out every frame that lies wholly in payload[:got].
@@ -195,7 +196,7 @@ func (s *frameStream) feed(got int) {
 		}
 		if s.jobs == nil {
 			// A single-frame segment (every one-turn flush) never gets here.
-			s.check = newFrameCheck(s.raw, s.d.opts.maxEntrySize)
+			s.check = newFrameCheck(s.raw, s.d.opts.maxEntrySize, s.count)
 			s.jobs = make(chan frameJob, 64)
 			for range runtime.GOMAXPROCS(0) {
 				s.workers.Go(s.work)

@@ -41,14 +41,13 @@ func requireSamePacked(t testing.TB, eager, packed *segment.Meta) {
 	}
 }
 
-// TestPackedIndex decodes segments with and without origins and an entry
-// index through a PackedIndex view and the Decoder it comes from; the view's
-// records equal the Decoder's, and a packed Meta written again makes the same
-// segment.
-func TestPackedIndex(t *testing.T) {
-	entries := makeEntries(40, 7)
-	index := make([]segment.IndexEntry, len(entries))
-	origins := make([]segment.Origin, len(entries))
+// indexedEntries returns n entries with an index record and an origin each:
+// ids id00, id01, ... each the parent of the next, origins in this segment and
+// in others, in runs of one key and not.
+func indexedEntries(n int) ([][]byte, []segment.IndexEntry, []segment.Origin) {
+	entries := makeEntries(n, 7)
+	index := make([]segment.IndexEntry, n)
+	origins := make([]segment.Origin, n)
 	for i, e := range entries {
 		index[i] = segment.IndexEntry{Len: uint32(len(e)), ID: fmt.Sprintf("id%02d", i)}
 		if i > 0 {
@@ -63,6 +62,15 @@ func TestPackedIndex(t *testing.T) {
 			origins[i] = segment.Origin{Key: fmt.Sprintf("L0/b%d.jsonl.zst", i%5), Pos: 7}
 		}
 	}
+	return entries, index, origins
+}
+
+// TestPackedIndex decodes segments with and without origins and an entry
+// index through a PackedIndex view and the Decoder it comes from; the view's
+// records equal the Decoder's, and a packed Meta written again makes the same
+// segment.
+func TestPackedIndex(t *testing.T) {
+	entries, index, origins := indexedEntries(40)
 	cases := []struct {
 		name string
 		meta segment.Meta
@@ -115,13 +123,7 @@ func TestPackedIndex(t *testing.T) {
 // TestPackedIndex_Corrupt: a damaged index or origin record is reported by the
 // view as the Decoder reports it.
 func TestPackedIndex_Corrupt(t *testing.T) {
-	entries := makeEntries(5, 3)
-	index := make([]segment.IndexEntry, len(entries))
-	origins := make([]segment.Origin, len(entries))
-	for i, e := range entries {
-		index[i] = segment.IndexEntry{Len: uint32(len(e)), ID: fmt.Sprintf("e%d", i)}
-		origins[i] = segment.Origin{Key: "L0/k.jsonl.zst", Pos: uint32(i)}
-	}
+	entries, index, origins := indexedEntries(5)
 	enc, err := segment.NewEncoder()
 	require.NoError(t, err)
 	defer enc.Close()

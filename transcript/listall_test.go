@@ -221,13 +221,7 @@ func TestStore_ForEachListedSessionAhead_LeavesTheCacheAlone(t *testing.T) {
 	plain := newStore(t, b, transcript.Config{})
 	w := newWriter(t, "w")
 	ref := transcript.TranscriptRef{AgentID: "a", SessionID: "s"}
-	parent := ""
-	for j := range 4 {
-		id := fmt.Sprintf("e%d", j)
-		_, err := plain.AppendSegment(ctx, ref, [][]byte{entry(id, parent)}, w)
-		require.NoError(t, err)
-		parent = id
-	}
+	appendChain(t, plain, ref, w, "e", "", 4)
 	_, err := plain.Compact(ctx, ref, transcript.CompactOptions{MinSegments: 2, DeleteDelay: transcript.DeleteAtOnce})
 	require.NoError(t, err)
 	// A late level-0 segment whose origin sorts before the compacted entries'.

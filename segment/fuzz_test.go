@@ -76,21 +76,13 @@ func FuzzDecode(f *testing.F) {
 		seg, err := dec.Decode(data)
 		// DecodeFrom, reading in pieces, says exactly what Decode says.
 		fromSeg, fromErr := dec.DecodeFrom(iotest.HalfReader(bytes.NewReader(data)), int64(len(data)))
-		switch {
-		case (err == nil) != (fromErr == nil):
-			t.Fatalf("Decode: %v, DecodeFrom: %v", err, fromErr)
-		case err != nil && err.Error() != fromErr.Error():
-			t.Fatalf("Decode: %v, DecodeFrom: %v", err, fromErr)
-		case err == nil && !reflect.DeepEqual(seg, fromSeg):
+		requireSameError(t, "DecodeFrom", err, fromErr)
+		if err == nil && !reflect.DeepEqual(seg, fromSeg) {
 			t.Fatalf("Decode and DecodeFrom return different segments")
 		}
 		packedSeg, packedErr := packed.DecodeFrom(iotest.HalfReader(bytes.NewReader(data)), int64(len(data)))
-		switch {
-		case (err == nil) != (packedErr == nil):
-			t.Fatalf("Decode: %v, packed: %v", err, packedErr)
-		case err != nil && err.Error() != packedErr.Error():
-			t.Fatalf("Decode: %v, packed: %v", err, packedErr)
-		case err == nil:
+		requireSameError(t, "the packed view", err, packedErr)
+		if err == nil {
 			requireSamePacked(t, &seg.Meta, &packedSeg.Meta)
 		}
 		if err != nil {
@@ -124,6 +116,15 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// requireSameError fails unless other (from what) failed exactly as Decode did
+// (err), or both succeeded.
+func requireSameError(t *testing.T, what string, err, other error) {
+	t.Helper()
+	if (err == nil) != (other == nil) || (err != nil && err.Error() != other.Error()) {
+		t.Fatalf("Decode: %v, %s: %v", err, what, other)
+	}
 }
 
 func requireTyped(t *testing.T, err error) {

@@ -16,7 +16,7 @@ import (
 // function returned keeps the last key it made relative: one goroutine calls it.
 func originsOf(info SegmentInfo, seg *segment.Segment) func(pos int) Origin {
 	self := sessionRelKey(info.Key)
-	if m := &seg.Meta; m.HasOrigins() {
+	if m := &seg.Meta; m.HasOrigins() && (m.Origins == nil || len(m.Origins) == len(seg.Entries)) {
 		// Entries of one origin come in runs (a compacted segment holds its
 		// inputs one after the other), so the last key's relative form is kept.
 		var last, lastRel string

@@ -5,8 +5,9 @@ import (
 	"math/bits"
 )
 
-// idTable finds the item of an id in a LeanResult: an open-addressing hash table
-// of item numbers, the ids themselves read from the items. It takes 4 bytes a
+// idTable finds the item of an id in a LeanResult (or the entry of an id in the
+// merge of ReadAll): an open-addressing hash table of item numbers, the ids
+// themselves read from the items. It takes 4 bytes a
 // slot, at most two slots an item, where a map[string]int32 of the same ids
 // takes some 30 bytes an id (its own copy of each string header, and room to
 // grow): for a session of a million entries the difference is over 20 MB, held

@@ -164,8 +164,11 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 	// Sized for the common case of distinct ids, so neither grows while merging.
 	res := &MergeResult{Entries: make([]Entry, 0, total)}
 	sup := mergeSuperseders(infos, segs)
-	byID := make(map[string]int, total) // id -> index in res.Entries of the current winner
-	var others map[string][]Entry       // id -> further versions (other bytes), rare
+	// id -> index in res.Entries of the current winner: one hash of each id, where
+	// a map's lookup then insert took two (5-8% of a compacted open's CPU).
+	byID := newIDTable(total)
+	idOf := func(i int32) string { return res.Entries[i].ID }
+	var others map[string][]Entry // id -> further versions (other bytes), rare
 	for i, seg := range segs {
 		if seg == nil {
 			continue
@@ -207,9 +210,9 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 			if refs := seg.Meta.Refs; refs != nil {
 				e.Refs = segment.EntryRefs(refs, uint32(pos))
 			}
-			j, ok := byID[e.ID]
+			j, slot, ok := byID.find(e.ID, idOf)
 			if !ok {
-				byID[e.ID] = len(res.Entries)
+				byID.set(slot, int32(len(res.Entries)))
 				res.Entries = append(res.Entries, e)
 				continue
 			}
@@ -233,7 +236,7 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 		}
 	}
 	for id, vs := range others {
-		j := byID[id]
+		j, _, _ := byID.find(id, idOf)
 		for k, v := range vs {
 			if v.Origin.Compare(res.Entries[j].Origin) < 0 {
 				res.Entries[j], vs[k] = v, res.Entries[j]
@@ -248,7 +251,10 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 	}
 	slices.SortFunc(res.Losers, func(a, b Entry) int { return a.Origin.Compare(b.Origin) })
 	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return a.DroppedOrigin.Compare(b.DroppedOrigin) })
-	res.Entries, res.Cycles, _, res.orphans = mergeOrder(res.Entries, byID)
+	res.Entries, res.Cycles, _, res.orphans = mergeOrder(res.Entries, func(id string) (int, bool) {
+		j, _, ok := byID.find(id, idOf)
+		return int(j), ok
+	})
 	return res
 }
 

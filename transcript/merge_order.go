@@ -166,13 +166,14 @@ func topoOrder(par []int32) (order []int32, cycles int) {
 
 // mergeOrder returns entries in merge order, sorted by origin (rankOrigins,
 // originSort) and then parents first (topoOrder), the parent cycles it broke,
-// and whether some entry's parentId names no entry (dangling). byID, when not nil, maps every id to its index in entries, whose ids
-// are then distinct (what the merge builds); nil means mergeOrder indexes the
+// and whether some entry's parentId names no entry (dangling). byID, when not
+// nil, finds the index in entries of every id, whose ids are then distinct
+// (what the merge builds); nil means mergeOrder indexes the
 // ids itself, the last of equal ids in origin order standing for them. entries
 // is not modified: moved is false when it is in merge order already and
 // returned as is; otherwise the result is a new slice, made once whatever the
 // two orders moved.
-func mergeOrder(entries []Entry, byID map[string]int) (ordered []Entry, cycles int, moved, dangling bool) {
+func mergeOrder(entries []Entry, byID func(id string) (int, bool)) (ordered []Entry, cycles int, moved, dangling bool) {
 	n := len(entries)
 	// Each entry's number of origin key, looked up once per run of one key
 	// (entries of one origin come together).
@@ -208,11 +209,12 @@ func mergeOrder(entries []Entry, byID map[string]int) (ordered []Entry, cycles i
 	}
 	distinct, byPlace := true, false
 	if byID == nil {
-		byID = make(map[string]int, n)
+		places := make(map[string]int, n)
 		for k := range n {
-			byID[entries[at(k)].ID] = k
+			places[entries[at(k)].ID] = k
 		}
-		distinct, byPlace = len(byID) == n, true
+		distinct, byPlace = len(places) == n, true
+		byID = func(id string) (int, bool) { k, ok := places[id]; return k, ok }
 	}
 	// par[k] is the sorted place of the parent of the entry at place k, -1 for
 	// a root (no parentId, or one that names no entry or the entry itself).
@@ -227,7 +229,7 @@ func mergeOrder(entries []Entry, byID map[string]int) (ordered []Entry, cycles i
 			// ids, byID gives place k-1 too.
 			par[k] = int32(k - 1)
 		default:
-			p, ok := byID[e.ParentID]
+			p, ok := byID(e.ParentID)
 			dangling = dangling || !ok
 			if ok && !byPlace && place != nil {
 				p = int(place[p])

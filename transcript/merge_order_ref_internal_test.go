@@ -110,7 +110,7 @@ func TestMergeOrder_SameAsReference(t *testing.T) {
 			}
 		}
 		var dangling bool
-		got, cycles, _, dangling = mergeOrder(entries, byID)
+		got, cycles, _, dangling = mergeOrder(entries, func(id string) (int, bool) { i, ok := byID[id]; return i, ok })
 		require.Equal(t, idsOf(want), idsOf(got), "seed %d: with the merge's id map", seed)
 		require.Equal(t, wantCycles, cycles, "seed %d", seed)
 		require.Equal(t, wantDangling, dangling, "seed %d: an entry whose parentId names no entry", seed)

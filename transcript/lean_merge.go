@@ -79,7 +79,7 @@ func (m *leanMerger) setParent(j int32, pid string) {
 	if m.pending == nil {
 		m.pending = map[int32]string{}
 	}
-	m.pending[j] = strings.Clone(pid) // not a slice of a segment's metadata (see indexIDs)
+	m.pending[j] = strings.Clone(pid) // not a slice of a segment's metadata (see addSegment)
 }
 
 // parentID returns the parentId of item j ("" for none).
@@ -105,7 +105,7 @@ func (m *leanMerger) resolveParents() {
 func (m *leanMerger) intern(k string) uint32 {
 	n, ok := m.okeyNum[k]
 	if !ok {
-		k = strings.Clone(k) // a slice of a segment's metadata (see indexIDs)
+		k = strings.Clone(k) // a slice of a segment's metadata (see addSegment)
 		n = uint32(len(m.res.okeys))
 		m.okeyNum[k] = n
 		m.res.okeys = append(m.res.okeys, k)
@@ -129,7 +129,14 @@ func (m *leanMerger) addSegment(i int, info SegmentInfo, seg *segment.Segment, s
 	res.refs[i] = seg.Meta.Refs
 	res.held = append(res.held, info.Key)
 	origin := originsOf(info, seg)
-	ids, at := indexIDs(&seg.Meta), 0
+	// The index's ids are slices of the string that holds the whole of the
+	// segment's metadata extension (parent ids, origins and all, some 32 bytes an
+	// entry): the items keep copies, one after the other in one string, so that
+	// the extension goes once the segment is merged. A Builder never changes the
+	// bytes it wrote, so each id is a slice of what it held so far; sized once,
+	// it never moves them.
+	var ids strings.Builder
+	ids.Grow(indexIDBytes(&seg.Meta))
 	for pos, raw := range seg.Entries {
 		id, parent, parsed, err := storedIDs(&seg.Meta, pos, raw)
 		if err != nil {
@@ -137,7 +144,9 @@ func (m *leanMerger) addSegment(i int, info SegmentInfo, seg *segment.Segment, s
 			continue
 		}
 		if !parsed {
-			id, at = ids[at:at+len(id)], at+len(id)
+			at := ids.Len()
+			ids.WriteString(id)
+			id = ids.String()[at:]
 		}
 		o := origin(pos)
 		m.add(id, leanVersion{seg: int32(i), pos: int32(pos), okey: m.intern(o.Key), opos: uint32(o.Pos), parent: parent, parsed: parsed})
@@ -146,25 +155,15 @@ func (m *leanMerger) addSegment(i int, info SegmentInfo, seg *segment.Segment, s
 	seg.Meta.DropIndex()
 }
 
-// indexIDs returns the ids of the entry index of m (none without one), one after
-// the other in one string. The index's ids are slices of the string that holds
-// the whole of the segment's metadata extension (parent ids, origins and all,
-// some 32 bytes an entry); the items keep theirs from this copy instead, so that
-// the extension goes once the segment is merged.
-func indexIDs(m *segment.Meta) string {
-	if !m.HasIndex() {
-		return ""
+// indexIDBytes returns the bytes of all ids of the entry index of m (0 without one).
+func indexIDBytes(m *segment.Meta) int {
+	size := 0
+	if m.HasIndex() {
+		for i := range int(m.EntryCount) {
+			size += len(m.IndexAt(i).ID)
+		}
 	}
-	n, size := int(m.EntryCount), 0
-	for i := range n {
-		size += len(m.IndexAt(i).ID)
-	}
-	var b strings.Builder
-	b.Grow(size)
-	for i := range n {
-		b.WriteString(m.IndexAt(i).ID)
-	}
-	return b.String()
+	return size
 }
 
 // add merges one version v of entry id: a new id becomes an item,

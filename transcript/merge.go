@@ -182,6 +182,8 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 		}
 		origin := originsOf(infos[i], seg)
 		index, meta := seg.Meta.Index, &seg.Meta
+		// Index as a slice is read directly: one IndexAt for both forms measured
+		// ~10% slower in BenchmarkMerge/compacted.
 		packed := index == nil && meta.HasIndex() // read through Store.PackedReads
 		var ahead []parsedEntry
 		if parsed != nil {

@@ -195,13 +195,7 @@ func resealMeta(seg []byte) {
 	binary.LittleEndian.PutUint64(seg[n-metaChecksumSize:], xxhash.Sum64(seg[:n-metaChecksumSize]))
 }
 
-// TestDecode_MultiFrameDamage damages a three-frame segment in every way a
-// byte flip, a truncation or a resealed lie in the metadata can: Decode must
-// never panic, must report every damage it does not survive as corruption, and
-// must give exactly what decoding the zstd data as one stream (the path every
-// segment took before frames were decoded in parallel) gives: the same error
-// message, or the same entries. So must DecodeFrom.
-// requireSameDamage requires got to report the damage want reports: the same
+// RequireSameDamage requires got to report the damage want reports: the same
 // error, or, for data the zstd decoder rejected, the same offset and reason
 // with the decoder's own words left out. Those may differ from one decode of
 // the same bytes to the next: klauspost/compress's Decoder reuses its block
@@ -209,7 +203,8 @@ func resealMeta(seg []byte) {
 // on what a decoder last held (one CI run in 44 got "match offset (84) bigger
 // than current history (53)" from one path and "output bigger than max block
 // size (1024)" from the other, for the same flipped byte).
-func requireSameDamage(t *testing.T, want, got error, what string) {
+// It is exported (from a test file) for FuzzDecode, in package segment_test.
+func RequireSameDamage(t *testing.T, want, got error, what string) {
 	t.Helper()
 	if want.Error() == got.Error() {
 		return
@@ -225,6 +220,12 @@ func requireSameDamage(t *testing.T, want, got error, what string) {
 	}
 }
 
+// TestDecode_MultiFrameDamage damages a three-frame segment in every way a
+// byte flip, a truncation or a resealed lie in the metadata can: Decode must
+// never panic, must report every damage it does not survive as corruption, and
+// must give exactly what decoding the zstd data as one stream (the path every
+// segment took before frames were decoded in parallel) gives: the same damage
+// (RequireSameDamage), or the same entries. So must DecodeFrom.
 func TestDecode_MultiFrameDamage(t *testing.T) {
 	enc, dec := newTestCodec(t, 300)
 	entries := sizedEntries(120, 150, 90, 200, 80, 60)
@@ -244,7 +245,7 @@ func TestDecode_MultiFrameDamage(t *testing.T) {
 		fromSeg, fromErr := dec.DecodeFrom(iotest.HalfReader(bytes.NewReader(bad)), int64(len(bad)))
 		if wantErr != nil {
 			require.Error(t, fromErr, what)
-			requireSameDamage(t, wantErr, fromErr, what)
+			RequireSameDamage(t, wantErr, fromErr, what)
 		} else {
 			require.NoError(t, fromErr, what)
 			require.Equal(t, want, fromSeg, what)
@@ -252,7 +253,7 @@ func TestDecode_MultiFrameDamage(t *testing.T) {
 		if wantErr != nil {
 			require.Nil(t, seg, what)
 			require.Error(t, err, what)
-			requireSameDamage(t, wantErr, err, what)
+			RequireSameDamage(t, wantErr, err, what)
 			require.ErrorIs(t, err, ErrCorrupt, what)
 			var ce *CorruptionError
 			require.ErrorAs(t, err, &ce, what)

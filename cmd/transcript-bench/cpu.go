@@ -76,3 +76,16 @@ func cpuNote(what string, c cpuCost, base string, b cpuCost) string {
 	return fmt.Sprintf("; CPU per call (mean), this process + the server (--server-pid): %s %.3g + %.3g ms, %s %.3g + %.3g ms (%.3g× theirs in all)",
 		what, ms(c.Self), ms(c.Server), base, ms(b.Self), ms(b.Server), ratio(ms(c.Self+c.Server), ms(b.Self+b.Server)))
 }
+
+// cpuAlso gives the CPU per call of one more baseline (what) measured beside
+// the two of a cpuNote, for the same note: "" when this process's time could
+// not be read.
+func cpuAlso(what string, c cpuCost) string {
+	switch {
+	case !c.HasSelf:
+		return ""
+	case !c.HasServer:
+		return fmt.Sprintf("; %s %.3g ms", what, ms(c.Self))
+	}
+	return fmt.Sprintf("; %s %.3g + %.3g ms", what, ms(c.Self), ms(c.Server))
+}

@@ -85,6 +85,22 @@ func TestCPUNote(t *testing.T) {
 		cpuNote("the open", c, "the raw GETs", b))
 }
 
+func TestCPUAlso(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    cpuCost
+		want string
+	}{
+		{"both", cpuCost{Self: 31 * time.Millisecond, Server: 61 * time.Millisecond, HasSelf: true, HasServer: true}, "; the plain client 31 + 61 ms"},
+		{"no server", cpuCost{Self: 31 * time.Millisecond, Server: 61 * time.Millisecond, HasSelf: true}, "; the plain client 31 ms"},
+		{"unreadable", cpuCost{Self: 31 * time.Millisecond, HasServer: true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, cpuAlso("the plain client", tc.c))
+		})
+	}
+}
+
 // TestRun_ServerPID runs item 4 with --server-pid naming a process (this
 // test's): the open rows' notes give the CPU per call of both sides. A PID
 // that names no process is a usage error.
@@ -117,6 +133,8 @@ func TestRun_ServerPID(t *testing.T) {
 				opens++
 				require.Contains(t, r.Note, "this process + the server (--server-pid): the open ", r.Name)
 				require.Contains(t, r.Note, ", the raw GETs ", r.Name)
+				require.Regexp(t, `; a plain client, the same GETs each followed by zstd DecodeAll of its body, [0-9.e+]+ ms \(the open is [0-9.e+]+× it`, r.Note, r.Name)
+				require.Regexp(t, `; the plain client [0-9.e+]+ \+ [0-9.e+]+ ms$`, r.Note, r.Name)
 			case strings.HasPrefix(r.Name, "open after compacting"):
 				compacted++
 				require.Contains(t, r.Note, ", the plain reader ", r.Name)

@@ -185,7 +185,7 @@ func (d *Decoder) verify(m Meta, n int, raw []byte, check *frameCheck, sum rawSu
 	if uint64(len(raw)) != m.RawLen {
 		return nil, corrupt(n, nil, "zstd data decompresses to %d bytes, metadata declares %d", len(raw), m.RawLen)
 	}
-	got, hashed, entries := check.result(m.EntryCount)
+	got, hashed, entries := check.result()
 	if sum.ok {
 		got, hashed = sum.v, true
 	}

@@ -92,9 +92,9 @@ func (c *frameCheck) decoded(i int) {
 
 // result returns the checksum of the whole JSONL if every frame was hashed
 // and the frames cover it, and its entries if every frame cut cleanly into
-// count entries in all; nil entries leave the cutting to verify. Call it only
-// once every worker has finished.
-func (c *frameCheck) result(count uint32) (sum uint64, hashed bool, entries [][]byte) {
+// the declared count of entries in all; nil entries leave the cutting to
+// verify. Call it only once every worker has finished.
+func (c *frameCheck) result() (sum uint64, hashed bool, entries [][]byte) {
 	if c == nil {
 		return 0, false, nil
 	}
@@ -117,7 +117,7 @@ func (c *frameCheck) result(count uint32) (sum uint64, hashed bool, entries [][]
 		}
 		total += len(cut)
 	}
-	if total != int(count) {
+	if total != int(c.count) {
 		return c.digest.Sum64(), true, nil
 	}
 	entries = make([][]byte, 0, total)

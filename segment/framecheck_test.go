@@ -130,7 +130,7 @@ func TestFrameCheck_FallsBackToOnePass(t *testing.T) {
 			require.NoError(t, err)
 			require.False(t, one.ok, "no one frame")
 			require.Equal(t, tc.raw, raw)
-			sum, hashed, entries := check.result(m.EntryCount)
+			sum, hashed, entries := check.result()
 			require.True(t, hashed, "hashed frame by frame")
 			require.Equal(t, xxhash.Sum64(tc.raw), sum)
 			require.Equal(t, tc.cutAhead, entries != nil, "cut by the workers")
@@ -179,10 +179,10 @@ func TestFrameCheck_ChecksumOrder(t *testing.T) {
 			}
 			for k, i := range order {
 				c.decoded(i)
-				_, hashed, _ := c.result(5)
+				_, hashed, _ := c.result()
 				require.Equal(t, k == len(order)-1, hashed, "after %d frames", k+1)
 			}
-			sum, hashed, entries := c.result(5)
+			sum, hashed, entries := c.result()
 			require.True(t, hashed)
 			require.Equal(t, xxhash.Sum64(raw), sum)
 			require.Equal(t, bytes.Split(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n")), entries)
@@ -194,13 +194,13 @@ func TestFrameCheck_ChecksumOrder(t *testing.T) {
 		c.add(frameSpan{out: 9, size: 11})
 		c.decoded(0)
 		c.decoded(1)
-		_, hashed, entries := c.result(5)
+		_, hashed, entries := c.result()
 		require.False(t, hashed)
 		require.Nil(t, entries)
 	})
 	t.Run("nil", func(t *testing.T) {
 		var c *frameCheck
-		_, hashed, entries := c.result(5)
+		_, hashed, entries := c.result()
 		require.False(t, hashed)
 		require.Nil(t, entries)
 	})

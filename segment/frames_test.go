@@ -395,7 +395,7 @@ func TestFrameStream_FeedsFramesAsTheyArrive(t *testing.T) {
 			raw := bytes.Join(entries, []byte("\n"))
 			require.Equal(t, append(raw, '\n'), fs.raw)
 			// Each frame was hashed and cut as it came out of its worker.
-			sum, hashed, cut := fs.check.result(meta.EntryCount)
+			sum, hashed, cut := fs.check.result()
 			require.True(t, hashed)
 			require.Equal(t, meta.Checksum, sum)
 			require.Equal(t, entries, cut)

@@ -162,26 +162,18 @@ type extReader struct {
 
 // str reads a length-prefixed string, a slice of sbody.
 func (r *extReader) str(what string) (string, error) {
-	at := r.i
-	if err := r.skipStr(what); err != nil {
-		return "", err
-	}
-	return r.sbody[at+2-r.base : r.i-r.base], nil
-}
-
-// skipStr checks a length-prefixed string and moves past it.
-func (r *extReader) skipStr(what string) error {
 	body := r.body
 	if len(body)-r.i < 2 {
-		return extCorrupt(r.i, "%s length overruns metadata", what)
+		return "", extCorrupt(r.i, "%s length overruns metadata", what)
 	}
 	l := int(binary.LittleEndian.Uint16(body[r.i:]))
 	r.i += 2
 	if len(body)-r.i < l {
-		return extCorrupt(r.i, "%s of %d bytes overruns metadata", what, l)
+		return "", extCorrupt(r.i, "%s of %d bytes overruns metadata", what, l)
 	}
+	s := r.sbody[r.i-r.base : r.i-r.base+l]
 	r.i += l
-	return nil
+	return s, nil
 }
 
 // origins reads the origin keys and the origin of each of the n entries:
@@ -249,28 +241,22 @@ func (r *extReader) index(m *Meta, n int) error {
 		if len(body)-r.i < 4 {
 			return extCorrupt(r.i, "index record %d overruns metadata", k)
 		}
+		at := r.i
 		l := binary.LittleEndian.Uint32(body[r.i:])
 		total += uint64(l) + 1
-		if p != nil {
-			p.index[k] = uint32(r.i - r.base)
-			r.i += 4
-			if err := r.skipStr("index id"); err != nil {
-				return err
-			}
-			if err := r.skipStr("index parent id"); err != nil {
-				return err
-			}
-			continue
-		}
 		r.i += 4
-		ie := &m.Index[k]
-		ie.Len = l
-		var err error
-		if ie.ID, err = r.str("index id"); err != nil {
+		id, err := r.str("index id")
+		if err != nil {
 			return err
 		}
-		if ie.ParentID, err = r.str("index parent id"); err != nil {
+		parent, err := r.str("index parent id")
+		if err != nil {
 			return err
+		}
+		if p != nil {
+			p.index[k] = uint32(at - r.base)
+		} else {
+			m.Index[k] = IndexEntry{Len: l, ID: id, ParentID: parent}
 		}
 	}
 	if total != m.RawLen {

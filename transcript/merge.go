@@ -191,12 +191,15 @@ func mergeParsed(infos []SegmentInfo, segs []*segment.Segment, parsed [][]parsed
 		}
 		for pos, raw := range seg.Entries {
 			var e Entry
+			var ie segment.IndexEntry // the packed record, read once
+			if packed {
+				ie = meta.IndexAt(pos)
+			}
 			switch {
 			case index != nil && index[pos].ID != "":
 				// The compactor parsed the entry when it wrote the index.
 				e = Entry{ID: index[pos].ID, ParentID: index[pos].ParentID, Raw: raw}
-			case packed && meta.IndexAt(pos).ID != "":
-				ie := meta.IndexAt(pos)
+			case ie.ID != "":
 				e = Entry{ID: ie.ID, ParentID: ie.ParentID, Raw: raw}
 			case ahead != nil && ahead[pos].ok:
 				p := ahead[pos] // parsed when fetched

@@ -76,22 +76,27 @@ func getAll(ctx context.Context, b bucket.Reader, key string) error {
 // getEach is the request floor of a read of objs: every object fetched with one
 // GET and read to the end, limit at a time.
 func getEach(ctx context.Context, b bucket.Reader, objs []transcript.SegmentObject, limit int) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(limit)
-	for _, o := range objs {
-		g.Go(func() error { return getAll(gctx, b, o.Info.Key) })
-	}
-	return g.Wait()
+	return eachObject(ctx, objs, limit, func(ctx context.Context, o transcript.SegmentObject) error {
+		return getAll(ctx, b, o.Info.Key)
+	})
 }
 
 // getDecodeEach is a plain client of objs: every object fetched with one GET and
 // decoded by getDecode, limit at a time; no listing, no checks, nothing parsed or
 // merged. zdec is shared, as a reader's decoder is.
 func getDecodeEach(ctx context.Context, b bucket.Reader, zdec *zstd.Decoder, objs []transcript.SegmentObject, limit int) error {
+	return eachObject(ctx, objs, limit, func(ctx context.Context, o transcript.SegmentObject) error {
+		return getDecode(ctx, b, zdec, o.Info.Key, int(o.Meta.RawLen))
+	})
+}
+
+// eachObject calls fn for every object of objs, limit at a time, and returns the
+// first error (which cancels the context of the calls after it).
+func eachObject(ctx context.Context, objs []transcript.SegmentObject, limit int, fn func(context.Context, transcript.SegmentObject) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(limit)
 	for _, o := range objs {
-		g.Go(func() error { return getDecode(gctx, b, zdec, o.Info.Key, int(o.Meta.RawLen)) })
+		g.Go(func() error { return fn(gctx, o) })
 	}
 	return g.Wait()
 }
@@ -130,12 +135,9 @@ func getBytes(ctx context.Context, b bucket.Reader, key string) ([]byte, error) 
 
 // putSegments stores objs with PutSegment, parallel at a time.
 func putSegments(ctx context.Context, s *transcript.Store, objs []transcript.SegmentObject, parallel int) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallel)
-	for _, o := range objs {
-		g.Go(func() error { return s.PutSegment(gctx, o.Info.Key, o.Data) })
-	}
-	return g.Wait()
+	return eachObject(ctx, objs, parallel, func(ctx context.Context, o transcript.SegmentObject) error {
+		return s.PutSegment(ctx, o.Info.Key, o.Data)
+	})
 }
 
 // runOpen is item 4: ReadAll (list, parallel fetch, verify, union-merge) of one
